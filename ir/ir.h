@@ -1,0 +1,242 @@
+/* The loop-nest IR: an ordered tree in the manner of PerfDojo.
+ *
+ * Inner nodes are loops over one variable (or guards); leaves are statements
+ * `T[idx] = expr` or `T[idx] op= expr`.  Buffers carry name, dtype, shape and memory
+ * space.  Every node carries the source span it came from, so a transformation that
+ * refuses can point at the PDL that produced the loop.
+ *
+ * Sizes are kept symbolic (IE_PARAM nodes) so the printer shows `for i in 0..M`;
+ * a Kernel also carries the values bound with -D (or defaults), which the
+ * interpreter and the code generators use.  Index arithmetic is i64; integer
+ * division and modulo are floor division and floor modulo.
+ *
+ * All nodes live in the kernel's arena; ir_free() releases everything at once. */
+#ifndef PERFC_IR_IR_H
+#define PERFC_IR_IR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../lang/diag.h"
+#include "../lang/dtype.h"
+#include "../lang/util.h"
+
+/* Expression kinds:  id, printed spelling, number of operands in args[]. */
+#define PF_IR_EXPRS(X)                                                        \
+    X(INT, "int", 0)     /* integer constant, i64 or i32 */                   \
+    X(FLT, "flt", 0)     /* float constant of its dtype */                    \
+    X(PARAM, "param", 0) /* size parameter (u.param) */                       \
+    X(VAR, "var", 0)     /* loop variable (u.var) */                          \
+    X(LOAD, "load", 0)   /* u.load: buffer element; idx in u.load.idx */      \
+    X(CAST, "cast", 1)   /* convert args[0] to dtype */                       \
+    X(NEG, "-", 1) X(NOT, "!", 1)                                             \
+    X(EXP, "exp", 1) X(LOG, "log", 1) X(SQRT, "sqrt", 1) X(RSQRT, "rsqrt", 1) \
+    X(TANH, "tanh", 1) X(ERF, "erf", 1) X(ABS, "abs", 1)                      \
+    X(ADD, "+", 2) X(SUB, "-", 2) X(MUL, "*", 2) X(DIV, "/", 2)               \
+    X(MOD, "%", 2) X(MAX, "max", 2) X(MIN, "min", 2)                          \
+    X(LT, "<", 2) X(LE, "<=", 2) X(GT, ">", 2) X(GE, ">=", 2)                 \
+    X(EQ, "==", 2) X(NE, "!=", 2) X(AND, "&&", 2) X(OR, "||", 2)              \
+    X(SELECT, "select", 3) /* args[0] ? args[1] : args[2] */
+
+typedef enum ExprKind {
+#define X(k, s, n) IE_##k,
+    PF_IR_EXPRS(X)
+#undef X
+    IE_COUNT
+} ExprKind;
+const char *ir_expr_name(ExprKind k);
+int ir_expr_arity(ExprKind k);
+
+/* How a loop is executed.  Codegen reads it; transformations set it. */
+#define PF_LOOP_KINDS(X)                                       \
+    X(SERIAL, "")                                              \
+    X(PARALLEL, "parallel")    /* CPU threads */               \
+    X(VECTOR, "vector")        /* CPU SIMD; extent = width */  \
+    X(UNROLL, "unroll")        /* fully unrolled */            \
+    X(BLOCK_X, "block.x") X(BLOCK_Y, "block.y") X(BLOCK_Z, "block.z") \
+    X(THREAD_X, "thread.x") X(THREAD_Y, "thread.y") X(THREAD_Z, "thread.z")
+
+typedef enum LoopKind {
+#define X(k, s) LOOP_##k,
+    PF_LOOP_KINDS(X)
+#undef X
+    LOOP_COUNT
+} LoopKind;
+const char *loop_kind_name(LoopKind k);
+
+/* Statement update operators: `=`, `+=`, `*=`, `max=`, `min=`. */
+#define PF_STMT_OPS(X) X(ASSIGN, "=") X(ADD, "+=") X(MUL, "*=") X(MAX, "max=") X(MIN, "min=")
+typedef enum StmtOp {
+#define X(k, s) SOP_##k,
+    PF_STMT_OPS(X)
+#undef X
+} StmtOp;
+const char *stmt_op_name(StmtOp op);
+
+#define PF_MEM_SPACES(X) X(GLOBAL, "global") X(SHARED, "shared") X(LOCAL, "local")
+typedef enum MemSpace {
+#define X(k, s) MEM_##k,
+    PF_MEM_SPACES(X)
+#undef X
+} MemSpace;
+const char *mem_space_name(MemSpace m);
+
+typedef enum BufKind { BUF_IN, BUF_OUT, BUF_TEMP } BufKind;
+
+typedef struct Expr Expr;
+typedef struct Node Node;
+
+typedef struct Var {
+    int id;
+    const char *name;       /* unique within the kernel */
+} Var;
+
+typedef struct Buffer {
+    int id;                 /* position in Kernel.bufs: the ABI order */
+    const char *name;
+    DType dtype;
+    BufKind kind;
+    MemSpace mem;
+    int rank;
+    Expr **shape;           /* size expressions (INT, PARAM and arithmetic on them) */
+    bool has_pad;           /* out-of-range reads of a padded input yield pad */
+    double pad;
+    Span span;
+} Buffer;
+
+struct Expr {
+    ExprKind kind;
+    DType dtype;
+    Span span;
+    Expr *args[3];
+    union {
+        int64_t i;          /* INT */
+        double f;           /* FLT */
+        int param;          /* PARAM: index into Kernel.params */
+        Var *var;           /* VAR */
+        struct {
+            Buffer *buf;
+            Expr **idx;     /* buf->rank index expressions (i64) */
+            bool guarded;   /* may be out of range: yields buf->pad there */
+        } load;
+    } u;
+};
+
+typedef struct NodeList {
+    Node **v;
+    int n, cap;
+} NodeList;
+
+typedef enum NodeKind { N_LOOP, N_STMT, N_IF } NodeKind;
+
+struct Node {
+    NodeKind kind;
+    Span span;
+    Node *parent;           /* NULL at the top level; maintained by ir_list_* */
+    union {
+        struct {
+            Var *var;
+            Expr *lo, *hi;  /* for var in lo..hi (hi exclusive) */
+            LoopKind kind;
+            NodeList body;
+        } loop;
+        struct {
+            Buffer *buf;
+            Expr **idx;
+            StmtOp op;
+            Expr *value;
+        } stmt;
+        struct {
+            Expr *cond;     /* BOOL */
+            NodeList body;
+        } guard;
+    } u;
+};
+
+typedef struct Param {
+    const char *name;
+    bool bound;
+    int64_t value;
+} Param;
+
+typedef struct Kernel {
+    Arena *arena;
+    const char *name;
+    Span span;
+    Param *params;
+    int nparams;
+    Buffer **bufs;          /* inputs, then outputs, then temporaries, declaration order */
+    int nbufs, capbufs;
+    Var **vars;
+    int nvars, capvars;
+    NodeList body;
+} Kernel;
+
+/* ---- ir/ir.c: construction ---- */
+Kernel *ir_kernel_new(const char *name, Span sp);
+void ir_free(Kernel *k);
+Param *ir_add_param(Kernel *k, const char *name);
+Buffer *ir_add_buffer(Kernel *k, const char *name, DType t, BufKind kind, int rank, Span sp);
+/* A fresh variable; if the name is taken, a numeric suffix makes it unique. */
+Var *ir_new_var(Kernel *k, const char *name);
+Var *ir_find_var(const Kernel *k, const char *name);
+Buffer *ir_find_buffer(const Kernel *k, const char *name);
+
+Expr *ir_int(Kernel *k, int64_t v);                 /* i64 constant */
+Expr *ir_flt(Kernel *k, double v, DType t);
+Expr *ir_param(Kernel *k, int p);
+Expr *ir_var(Kernel *k, Var *v);
+Expr *ir_load(Kernel *k, Buffer *b, Expr **idx);    /* idx copied */
+Expr *ir_cast(Kernel *k, Expr *a, DType t);         /* no-op when a->dtype == t */
+Expr *ir_un(Kernel *k, ExprKind op, Expr *a);
+Expr *ir_bin(Kernel *k, ExprKind op, Expr *a, Expr *b); /* result dtype by kind */
+Expr *ir_select(Kernel *k, Expr *c, Expr *a, Expr *b);
+Expr *ir_clone_expr(Kernel *k, const Expr *e);
+/* Replaces every use of v by a copy of with; returns the new tree. */
+Expr *ir_subst(Kernel *k, Expr *e, const Var *v, const Expr *with);
+/* Folds constants and simplifies x+0, x*1, x*0 on integer (index) arithmetic. */
+Expr *ir_simplify(Kernel *k, Expr *e);
+
+Node *ir_loop(Kernel *k, Var *v, Expr *lo, Expr *hi, Span sp);
+Node *ir_stmt(Kernel *k, Buffer *b, Expr **idx, StmtOp op, Expr *value, Span sp);
+Node *ir_guard(Kernel *k, Expr *cond, Span sp);
+void ir_list_push(NodeList *l, Node *n, Node *parent);
+void ir_list_insert(NodeList *l, int at, Node *n, Node *parent);
+void ir_list_remove(NodeList *l, int at);
+NodeList *ir_body(Node *n);                         /* loop or guard body, else NULL */
+/* Deep copy of a subtree (variables are shared, not renamed). */
+Node *ir_clone_node(Kernel *k, const Node *n);
+/* Finds the loop whose variable has this name. */
+Node *ir_find_loop(Kernel *k, const char *name);
+
+/* ---- ir/print.c: the IR's face ---- */
+/* The printed form (see DESIGN.md).  Deterministic; golden tests compare it. */
+void ir_print_kernel(const Kernel *k, StrBuf *out);
+void ir_print_expr(const Kernel *k, const Expr *e, StrBuf *out);
+
+/* ---- ir/verify.c ---- */
+/* Checks structural invariants (parents, arity, dtypes, variables in scope, index
+ * ranks).  Returns false and reports with internal-error wording on failure. */
+bool ir_verify(const Kernel *k, Diags *d);
+
+/* ---- ir/eval.c: integer evaluation of sizes (shared by everyone) ---- */
+/* Evaluates a size expression with the kernel's bound parameter values. */
+bool ir_eval_size(const Kernel *k, const Expr *e, int64_t *out);
+/* Number of elements of a buffer, or -1 if a parameter is unbound. */
+int64_t ir_buffer_elems(const Kernel *k, const Buffer *b);
+/* True when every parameter has a value. */
+bool ir_all_bound(const Kernel *k, Diags *d);
+
+/* ---- ir/interp.c: the f64 reference interpreter ---- */
+/* Runs the kernel in f64.  bufs[i] holds Kernel.bufs[i]'s elements as doubles,
+ * row-major; temporaries may be NULL (the interpreter allocates them).  Inputs are
+ * used as given: callers round them to their dtype with ir_round_inputs first.
+ * Returns false with a diagnostic on an out-of-range access of an unpadded buffer. */
+bool ir_interp(const Kernel *k, double **bufs, Diags *d);
+/* Fills every input with seeded uniform values in [-1, 1) rounded to its dtype
+ * (never all zero); allocates outputs poisoned with NaN.  Caller frees with
+ * ir_free_buffers. */
+double **ir_alloc_buffers(const Kernel *k, uint64_t seed);
+void ir_free_buffers(const Kernel *k, double **bufs);
+
+#endif

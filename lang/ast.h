@@ -1,0 +1,270 @@
+/* The PDL abstract syntax tree, and the facts semantic analysis adds to it.
+ *
+ * The parser (parser/) builds these nodes in the Program's arena; sema (lang/sema.c)
+ * resolves names, infers dtypes, index ranges and temporary shapes, and fills the
+ * fields marked "sema".  Lowering (passes/lower.c) reads only checked kernels.
+ * docs/language.md is the user's reference for what each node means. */
+#ifndef PERFC_LANG_AST_H
+#define PERFC_LANG_AST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "diag.h"
+#include "dtype.h"
+#include "util.h"
+
+/* Expression node kinds. */
+#define PF_AST_EXPRS(X) \
+    X(INT)     /* 42 */                          \
+    X(FLOAT)   /* 1.5, 1e-5, inf */               \
+    X(NAME)    /* i, M: an index or a size parameter */ \
+    X(ACCESS)  /* A[i, k + 1] */                 \
+    X(CALL)    /* exp(x), max(a, b), f32(x), select(c, a, b) */ \
+    X(UNARY)   /* -x, !c */                      \
+    X(BINARY)  /* a + b, a < b, a && b */        \
+    X(REDUCE)  /* sum(k) body, max(j in 0..N) body */
+
+typedef enum AstExprKind {
+#define X(k) AST_##k,
+    PF_AST_EXPRS(X)
+#undef X
+} AstExprKind;
+
+/* Operators of UNARY and BINARY nodes; spelling as printed. */
+#define PF_AST_OPS(X)                                                    \
+    X(ADD, "+") X(SUB, "-") X(MUL, "*") X(DIV, "/") X(MOD, "%")          \
+    X(LT, "<") X(LE, "<=") X(GT, ">") X(GE, ">=") X(EQ, "==") X(NE, "!=") \
+    X(AND, "&&") X(OR, "||") X(NEG, "-") X(NOT, "!")
+
+typedef enum AstOp {
+#define X(k, s) OP_##k,
+    PF_AST_OPS(X)
+#undef X
+} AstOp;
+const char *ast_op_name(AstOp op);
+
+/* Built-in functions callable in expressions.  arity -1: takes a dtype name (casts). */
+#define PF_BUILTINS(X)                                           \
+    X(EXP, "exp", 1) X(LOG, "log", 1) X(SQRT, "sqrt", 1)          \
+    X(RSQRT, "rsqrt", 1) X(TANH, "tanh", 1) X(ERF, "erf", 1)      \
+    X(ABS, "abs", 1) X(MAX, "max", 2) X(MIN, "min", 2)            \
+    X(SELECT, "select", 3)
+
+typedef enum Builtin {
+#define X(k, s, n) BI_##k,
+    PF_BUILTINS(X)
+#undef X
+    BI_CAST,  /* f32(x), f16(x), ...: the target dtype is in call.cast_to */
+    BI_COUNT
+} Builtin;
+const char *builtin_name(Builtin b);
+int builtin_arity(Builtin b);
+Builtin builtin_from_name(const char *s); /* BI_COUNT if unknown */
+
+/* Reductions. */
+#define PF_REDUCES(X) X(SUM, "sum") X(MAX, "max") X(MIN, "min") X(PROD, "prod")
+typedef enum ReduceOp {
+#define X(k, s) RED_##k,
+    PF_REDUCES(X)
+#undef X
+    RED_COUNT
+} ReduceOp;
+const char *reduce_name(ReduceOp r);
+
+typedef struct AstExpr AstExpr;
+typedef struct AstTensor AstTensor;
+typedef struct AstIndex AstIndex;
+
+/* What a NAME refers to (sema). */
+typedef enum NameRef { REF_UNRESOLVED, REF_INDEX, REF_PARAM } NameRef;
+
+/* An index bound by a reduction: `k` or `k in lo..hi`. */
+typedef struct AstRedVar {
+    const char *name;
+    Span span;
+    AstExpr *lo, *hi;      /* explicit range, or NULL (inferred) */
+    AstIndex *index;       /* sema */
+} AstRedVar;
+
+struct AstExpr {
+    AstExprKind kind;
+    Span span;
+    DType dtype;           /* sema: the value's type before any conversion */
+    union {
+        int64_t ival;                                   /* INT */
+        double fval;                                    /* FLOAT */
+        struct {
+            const char *name;
+            NameRef ref;                                /* sema */
+            AstIndex *index;                            /* sema, REF_INDEX */
+            int param;                                  /* sema, REF_PARAM: position */
+        } name;
+        struct {
+            const char *name;
+            AstExpr **idx;
+            int nidx;
+            AstTensor *tensor;                          /* sema */
+        } access;
+        struct {
+            const char *fn;
+            AstExpr **args;
+            int nargs;
+            Builtin builtin;                            /* sema */
+            DType cast_to;                              /* sema, BI_CAST */
+        } call;
+        struct {
+            AstOp op;
+            AstExpr *a;
+        } unary;
+        struct {
+            AstOp op;
+            AstExpr *a, *b;
+        } binary;
+        struct {
+            ReduceOp op;
+            AstRedVar *vars;
+            int nvars;
+            AstExpr *body;
+        } reduce;
+    };
+};
+
+typedef enum TensorKind { TENSOR_IN, TENSOR_OUT, TENSOR_LOCAL, TENSOR_TEMP } TensorKind;
+/* TENSOR_LOCAL: declared with `local`; TENSOR_TEMP: introduced by assignment, shape
+ * and dtype inferred. */
+
+struct AstTensor {
+    TensorKind kind;
+    const char *name;
+    Span span;
+    DType dtype;             /* declared, or sema for TEMP */
+    bool dtype_known;
+    AstExpr **shape;         /* size expressions over parameters and constants */
+    int rank;
+    bool has_pad;            /* `pad(v)`: reads out of range yield pad_value */
+    double pad_value;
+    Span pad_span;
+    /* sema */
+    int id;                  /* position among the kernel's tensors */
+    struct AstStmt *def;     /* the statement that assigns it (OUT, LOCAL, TEMP) */
+    bool used;               /* read somewhere */
+};
+
+/* An index of one statement: the left-hand side's indices first, then each
+ * reduction's variables.  Indices are scoped to their statement. */
+struct AstIndex {
+    const char *name;
+    Span span;               /* first occurrence */
+    bool is_reduction;
+    AstExpr *extent;         /* sema: a size expression; the index runs 0..extent */
+    AstExpr *lo;             /* sema: NULL (0) unless given `k in lo..hi` */
+    int id;                  /* position in the statement's index list */
+};
+
+typedef struct AstStmt {
+    Span span;
+    AstTensor *lhs;          /* sema */
+    const char *lhs_name;
+    Span lhs_span;
+    AstExpr **lhs_idx;       /* NAME nodes */
+    int nlhs;
+    AstExpr *rhs;
+    AstExpr *where;          /* mask, or NULL */
+    /* sema */
+    AstIndex **indices;
+    int nindices;
+    int order;               /* position after dependence ordering */
+} AstStmt;
+
+typedef struct AstParam {
+    const char *name;
+    Span span;
+    bool has_default;
+    int64_t def;             /* `kernel f(N = 128)` */
+} AstParam;
+
+typedef struct AstKernel {
+    const char *name;
+    Span span;
+    AstParam *params;
+    int nparams;
+    AstTensor **tensors;     /* declared ones in order, then temporaries (sema) */
+    int ntensors;
+    AstStmt **stmts;         /* in source order */
+    int nstmts;
+    bool checked;            /* sema succeeded */
+} AstKernel;
+
+/* ---- schedules ---- */
+
+typedef enum SchedArgKind { SARG_NAME, SARG_INT, SARG_FLOAT, SARG_STRING, SARG_LIST } SchedArgKind;
+
+typedef struct SchedArg {
+    SchedArgKind kind;
+    Span span;
+    const char *key;         /* keyword argument `key = value`, or NULL */
+    union {
+        const char *name;    /* NAME (may be dotted: Y.r) and STRING */
+        int64_t ival;
+        double fval;
+        struct {
+            struct SchedArg *items;
+            int n;
+        } list;
+    };
+} SchedArg;
+
+typedef enum SchedItemKind { SCHED_PARAM, SCHED_CALL } SchedItemKind;
+
+/* `param T in [16, 32, 64]`, `param T = 32`, or `split(i, T, io, ii)`. */
+typedef struct SchedItem {
+    SchedItemKind kind;
+    Span span;
+    const char *name;        /* parameter or transformation name */
+    SchedArg *args;          /* CALL: arguments; PARAM: candidates */
+    int nargs;
+} SchedItem;
+
+typedef struct AstSchedule {
+    Span span;
+    const char *kernel;      /* `schedule gemm ...` */
+    const char *target;      /* `... for cpu`, `for sm_80`, or NULL: any target */
+    SchedItem *items;
+    int nitems;
+} AstSchedule;
+
+typedef struct Program {
+    Arena *arena;
+    Source *src;
+    AstKernel **kernels;
+    int nkernels;
+    AstSchedule **schedules;
+    int nschedules;
+} Program;
+
+/* ---- parser/parse.c ---- */
+/* Parses a whole file.  Always returns a Program (possibly partial); errors are in d. */
+Program *parse_program(Arena *a, Source *src, Diags *d);
+/* Parses schedule statements alone (the -s option) into one AstSchedule. */
+AstSchedule *parse_schedule_text(Arena *a, Source *src, Diags *d);
+
+/* ---- lang/sema.c ---- */
+/* Checks one kernel; fills the sema fields.  Returns true when no error was found. */
+bool sema_kernel(Program *p, AstKernel *k, Diags *d);
+/* Checks every kernel of the program, and that schedules name existing kernels. */
+bool sema_program(Program *p, Diags *d);
+AstKernel *program_find_kernel(Program *p, const char *name);
+
+/* ---- lang/size.c: size expressions (over parameters and integer constants) ---- */
+/* Evaluates a checked size expression with the parameter values given;
+ * returns false (and reports) on division by zero or an unbound parameter. */
+bool size_eval(const AstExpr *e, const int64_t *params, const bool *bound, int64_t *out);
+/* Structural equality after folding constants (used to check index ranges agree). */
+bool size_equal(const AstExpr *a, const AstExpr *b);
+
+/* ---- lang/astprint.c ---- */
+void ast_print_program(const Program *p, StrBuf *out);
+void ast_print_expr(const AstExpr *e, StrBuf *out);
+
+#endif
