@@ -265,6 +265,8 @@ bool size_equal(const AstExpr *a, const AstExpr *b);
 
 /* ---- lang/astprint.c ---- */
 void ast_print_program(const Program *p, StrBuf *out);
+void ast_print_kernel(const AstKernel *k, StrBuf *out);
+void ast_print_schedule(const AstSchedule *s, StrBuf *out);
 void ast_print_expr(const AstExpr *e, StrBuf *out);
 
 #endif

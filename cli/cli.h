@@ -1,0 +1,46 @@
+/* Internal interface of the perfc command: one Compilation carries a run from the
+ * source text to the scheduled IR; the files of cli/ each handle one kind of output. */
+#ifndef PERFC_CLI_CLI_H
+#define PERFC_CLI_CLI_H
+
+#include "ir/ir.h"
+#include "lang/ast.h"
+#include "options.h"
+
+typedef struct Compilation {
+    Options *o;
+    Diags diags;
+    Arena *arena;              /* AST */
+    Source src;
+    char *text;
+    Program *prog;
+    AstKernel *ast;            /* the chosen kernel */
+    int64_t *values;           /* per AST parameter */
+    bool *bound;
+    Kernel *unscheduled;       /* lowered, before any schedule */
+    Kernel *kernel;            /* after the pipeline (schedules applied) */
+    const AstSchedule *scheds[MAX_SCHEDS + 16];
+    int nscheds;
+} Compilation;
+
+void compilation_init(Compilation *c, Options *o);
+void compilation_free(Compilation *c);
+/* Reads, parses and checks the file.  Returns an exit status (0 to go on). */
+int compile_front(Compilation *c);
+/* Picks the kernel, binds -D, lowers, applies schedules.  Exit status. */
+int compile_kernel(Compilation *c);
+/* Writes to -o or stdout. */
+int write_output(Compilation *c, const char *data, size_t len);
+/* Lowers the chosen kernel again (a fresh copy, no schedule). */
+Kernel *lower_fresh(Compilation *c);
+/* True when the target names a GPU (sm_*). */
+bool target_is_gpu(const char *t);
+
+int cli_report(Compilation *c);
+int cli_run(Compilation *c);
+int cli_emit_code(Compilation *c);
+int cli_actions(Compilation *c);
+int cli_autotune(Compilation *c);
+int cli_demo(int argc, char **argv);
+
+#endif

@@ -1,0 +1,197 @@
+/* From a file name to a scheduled kernel: read, parse, check, choose the kernel,
+ * bind sizes, lower, run the pass pipeline with the file's schedules and -s. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "passes/passes.h"
+#include "passes/xform.h"
+
+void compilation_init(Compilation *c, Options *o)
+{
+    memset(c, 0, sizeof *c);
+    c->o = o;
+    diag_init(&c->diags);
+    c->diags.werror = o->werror;
+    c->arena = arena_new();
+}
+
+void compilation_free(Compilation *c)
+{
+    if (c->kernel && c->kernel != c->unscheduled)
+        ir_free(c->kernel);
+    if (c->unscheduled)
+        ir_free(c->unscheduled);
+    free(c->values);
+    free(c->bound);
+    free(c->text);
+    arena_free(c->arena);
+    diag_free(&c->diags);
+}
+
+bool target_is_gpu(const char *t)
+{
+    return t && !strncmp(t, "sm_", 3);
+}
+
+int compile_front(Compilation *c)
+{
+    size_t len;
+    c->text = read_file(c->o->file, &len);
+    if (!c->text) {
+        diag_plain(&c->diags, DIAG_ERROR, "cannot read '%s': %s", c->o->file, strerror(errno));
+        return 1;
+    }
+    c->src.path = c->o->file;
+    c->src.text = c->text;
+    c->src.len = len;
+    c->prog = parse_program(c->arena, &c->src, &c->diags);
+    if (c->diags.nerrors)
+        return 1;
+    sema_program(c->prog, &c->diags);
+    return c->diags.nerrors ? 1 : 0;
+}
+
+static int bind_sizes(Compilation *c)
+{
+    AstKernel *k = c->ast;
+    c->values = xcalloc((size_t)k->nparams + 1, sizeof(int64_t));
+    c->bound = xcalloc((size_t)k->nparams + 1, sizeof(bool));
+    for (int i = 0; i < k->nparams; i++)
+        if (k->params[i].has_default) {
+            c->values[i] = k->params[i].def;
+            c->bound[i] = true;
+        }
+    for (int d = 0; d < c->o->ndefines; d++) {
+        const Define *def = &c->o->defines[d];
+        int i;
+        for (i = 0; i < k->nparams; i++)
+            if (!strcmp(k->params[i].name, def->name))
+                break;
+        if (i == k->nparams) {
+            StrBuf names = {0};
+            for (int j = 0; j < k->nparams; j++)
+                sb_printf(&names, "%s%s", j ? ", " : "", k->params[j].name);
+            diag_plain(&c->diags, DIAG_ERROR, "-D %s: kernel %s has no size parameter %s (its parameters: %s)", def->name,
+                       k->name, def->name, k->nparams ? names.s : "none");
+            sb_free(&names);
+            return 1;
+        }
+        c->values[i] = def->value;
+        c->bound[i] = true;
+    }
+    return 0;
+}
+
+Kernel *lower_fresh(Compilation *c)
+{
+    return lower_kernel(c->prog, c->ast, c->values, c->bound, &c->diags);
+}
+
+int compile_kernel(Compilation *c)
+{
+    Program *p = c->prog;
+    if (c->o->kernel) {
+        c->ast = program_find_kernel(p, c->o->kernel);
+        if (!c->ast) {
+            StrBuf names = {0};
+            for (int i = 0; i < p->nkernels; i++)
+                sb_printf(&names, "%s%s", i ? ", " : "", p->kernels[i]->name);
+            diag_plain(&c->diags, DIAG_ERROR, "-k %s: %s has no kernel of that name (it has: %s)", c->o->kernel,
+                       c->o->file, names.s);
+            sb_free(&names);
+            return 1;
+        }
+    } else {
+        c->ast = p->kernels[0];
+    }
+    if (bind_sizes(c))
+        return 1;
+    c->unscheduled = lower_fresh(c);
+    if (!c->unscheduled || c->diags.nerrors)
+        return 1;
+    if (!ir_verify(c->unscheduled, &c->diags))
+        return 1;
+
+    /* The file's schedules for this kernel and target, then each -s. */
+    if (!c->o->no_schedule)
+        for (int i = 0; i < p->nschedules; i++) {
+            const AstSchedule *s = p->schedules[i];
+            if (!strcmp(s->kernel, c->ast->name) && schedule_matches_target(s->target, c->o->target))
+                c->scheds[c->nscheds++] = s;
+        }
+    for (int i = 0; i < c->o->nscheds; i++) {
+        Source *src = arena_alloc(c->arena, sizeof *src);
+        src->path = "<-s>";
+        src->text = c->o->scheds[i];
+        src->len = strlen(c->o->scheds[i]);
+        AstSchedule *s = parse_schedule_text(c->arena, src, &c->diags);
+        if (!s)
+            return 1;
+        s->kernel = c->ast->name;
+        c->scheds[c->nscheds++] = s;
+    }
+    if (c->nscheds == 0 && !c->o->dump_after) {
+        c->kernel = c->unscheduled;
+        c->unscheduled = lower_fresh(c);
+        return c->unscheduled ? 0 : 1;
+    }
+    c->kernel = lower_fresh(c);
+    if (!c->kernel)
+        return 1;
+    StrBuf dump = {0};
+    PipelineOpts po = {0};
+    po.schedules = c->scheds;
+    po.nschedules = c->nscheds;
+    po.dump_after = c->o->dump_after;
+    po.dump = &dump;
+    if (c->o->dump_after) {
+        bool known = !strcmp(c->o->dump_after, "all");
+        for (int i = 0; pipeline_pass_name(i); i++)
+            known |= !strcmp(pipeline_pass_name(i), c->o->dump_after);
+        if (!known) {
+            StrBuf names = {0};
+            for (int i = 0; pipeline_pass_name(i); i++)
+                sb_printf(&names, "%s%s", i ? ", " : "", pipeline_pass_name(i));
+            diag_plain(&c->diags, DIAG_ERROR, "-dump-after=%s: no such pass (the passes: %s, or all)", c->o->dump_after,
+                       names.s);
+            sb_free(&names);
+            return 1;
+        }
+    }
+    bool ok = pipeline_run(c->kernel, &po, &c->diags);
+    if (dump.len)
+        fputs(dump.s, stderr);
+    sb_free(&dump);
+    return ok ? 0 : 1;
+}
+
+int write_output(Compilation *c, const char *data, size_t len)
+{
+    if (!c->o->out || !strcmp(c->o->out, "-")) {
+        fwrite(data, 1, len, stdout);
+        return 0;
+    }
+    /* Write beside the target and rename, so a failure never leaves half a file. */
+    size_t n = strlen(c->o->out) + 16;
+    char *tmp = xmalloc(n);
+    snprintf(tmp, n, "%s.tmp", c->o->out);
+    FILE *f = fopen(tmp, "wb");
+    if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0) {
+        diag_plain(&c->diags, DIAG_ERROR, "cannot write '%s': %s", c->o->out, strerror(errno));
+        if (f)
+            remove(tmp);
+        free(tmp);
+        return 1;
+    }
+    if (rename(tmp, c->o->out) != 0) {
+        diag_plain(&c->diags, DIAG_ERROR, "cannot write '%s': %s", c->o->out, strerror(errno));
+        remove(tmp);
+        free(tmp);
+        return 1;
+    }
+    free(tmp);
+    return 0;
+}

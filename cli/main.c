@@ -1,0 +1,71 @@
+/* The perfc command: reads a PDL file, checks it, lowers the chosen kernel to the
+ * loop-nest IR, applies its schedule, and then emits, interprets, or compiles,
+ * validates and times it (runtime/).  It is a thin driver: every stage lives in its
+ * module and reports through Diags, and this file decides only what to run and
+ * which exit status to give (DESIGN.md: 0 ok, 1 usage/compile error, 2 validation
+ * failed, 3 runtime or device error). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+
+#include "cli.h"
+
+static int finish(Compilation *c, int status)
+{
+    diag_flush(&c->diags, stderr);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && !strcmp(argv[1], "demo"))
+        return cli_demo(argc - 1, argv + 1);
+    Options o;
+    int r = options_parse(&o, argc, argv);
+    if (r)
+        return r < 0 ? 0 : 1;
+
+    Compilation c;
+    compilation_init(&c, &o);
+    int status = compile_front(&c);
+    if (status)
+        return finish(&c, status);
+    if (o.emit == EMIT_AST) {
+        StrBuf b = {0};
+        ast_print_program(c.prog, &b);
+        status = write_output(&c, b.s ? b.s : "", b.len);
+        sb_free(&b);
+        return finish(&c, status);
+    }
+    status = compile_kernel(&c);
+    if (status)
+        return finish(&c, status);
+    if (o.actions) {
+        status = cli_actions(&c);
+        return finish(&c, status);
+    }
+    switch (o.emit) {
+    case EMIT_IR: {
+        StrBuf b = {0};
+        ir_print_kernel(c.kernel, &b);
+        status = write_output(&c, b.s ? b.s : "", b.len);
+        sb_free(&b);
+        break;
+    }
+    case EMIT_REPORT:
+        if (o.run)
+            status = cli_run(&c);
+        else if (o.autotune)
+            status = cli_autotune(&c);
+        else
+            status = cli_report(&c);
+        break;
+    default:
+        status = cli_emit_code(&c);
+        break;
+    }
+    status = finish(&c, status);
+    compilation_free(&c);
+    return status;
+}

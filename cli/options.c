@@ -1,0 +1,188 @@
+/* Command-line parsing for perfc.  Every option of the contract in DESIGN.md keeps
+ * its spelling; each error names the option and says what it expects. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+
+#include "lang/util.h"
+#include "options.h"
+
+void options_usage(FILE *f)
+{
+    fputs("usage: perfc FILE.pdl [options]\n"
+          "\n"
+          "Compiles the tensor kernels of a PDL file; validates and times them with --run.\n"
+          "\n"
+          "  -target T        host (default), x86_64[-avx2|-avx512], aarch64[-sve], riscv64[-v],\n"
+          "                   sm_80, sm_86, sm_89, sm_90, sm_90a, interp (the f64 reference interpreter)\n"
+          "  -emit K          ast, ir, llvm, asm, obj, cuda, ptx, cubin, report (default report)\n"
+          "  -o FILE          write the output to FILE\n"
+          "  -k NAME          which kernel of the file (default: the first)\n"
+          "  -D NAME=VALUE    bind a size parameter; repeatable\n"
+          "  -s 'STMTS'       schedule statements applied after the file's own schedule; repeatable\n"
+          "  --no-schedule    ignore the file's schedule blocks\n"
+          "  --actions        list every transformation legal on the (scheduled) kernel now\n"
+          "  -dump-after=PASS print the IR after a pipeline pass (PASS=all for every pass)\n"
+          "  --run            compile, validate against golden outputs, time, report\n"
+          "  --compare LIB    openblas or cublas: run the library on the same work, report the ratio\n"
+          "  --autotune       search schedules (--budget N, --time SECONDS, --db FILE)\n"
+          "  --threads N      CPU threads for the kernel and the CPU baseline (default: all cores)\n"
+          "  --seed N         seed of the random inputs (default: fresh each run)\n"
+          "  --json           the report as one JSON object on stdout\n"
+          "  -Werror          treat warnings as errors\n"
+          "  --help, --version\n"
+          "\n"
+          "Exit status: 0 success; 1 usage or compile error; 2 validation failed; 3 runtime or device error.\n",
+          f);
+}
+
+static bool parse_int(const char *s, int64_t *v)
+{
+    if (!s || !*s)
+        return false;
+    errno = 0;
+    char *end;
+    long long x = strtoll(s, &end, 0);
+    if (errno || *end)
+        return false;
+    *v = x;
+    return true;
+}
+
+static const struct {
+    const char *name;
+    EmitKind kind;
+} emits[] = {
+    {"report", EMIT_REPORT}, {"ast", EMIT_AST}, {"ir", EMIT_IR}, {"llvm", EMIT_LLVM}, {"asm", EMIT_ASM},
+    {"obj", EMIT_OBJ}, {"cuda", EMIT_CUDA}, {"ptx", EMIT_PTX}, {"cubin", EMIT_CUBIN},
+};
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fputs("perfc: error: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs("\n(perfc --help lists the options)\n", stderr);
+    return 1;
+}
+
+int options_parse(Options *o, int argc, char **argv)
+{
+    memset(o, 0, sizeof *o);
+    o->target = "host";
+    o->emit = EMIT_REPORT;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+#define NEXT()                                                          \
+    do {                                                                \
+        if (i + 1 >= argc)                                              \
+            return usage_error("option %s needs a value", a);           \
+        i++;                                                            \
+    } while (0)
+        int64_t v;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            options_usage(stdout);
+            return -1;
+        } else if (!strcmp(a, "--version")) {
+            printf("perfc %s\n", PERFC_VERSION);
+            return -1;
+        } else if (!strcmp(a, "-target") || !strcmp(a, "--target")) {
+            NEXT();
+            o->target = argv[i];
+        } else if (!strcmp(a, "-emit") || !strcmp(a, "--emit")) {
+            NEXT();
+            size_t n = sizeof emits / sizeof emits[0], j;
+            for (j = 0; j < n; j++)
+                if (!strcmp(argv[i], emits[j].name))
+                    break;
+            if (j == n)
+                return usage_error("-emit takes ast, ir, llvm, asm, obj, cuda, ptx, cubin or report, not '%s'", argv[i]);
+            o->emit = emits[j].kind;
+            o->emit_given = true;
+        } else if (!strcmp(a, "-o")) {
+            NEXT();
+            o->out = argv[i];
+        } else if (!strcmp(a, "-k")) {
+            NEXT();
+            o->kernel = argv[i];
+        } else if (!strncmp(a, "-D", 2)) {
+            const char *def = a + 2;
+            if (!*def) {
+                NEXT();
+                def = argv[i];
+            }
+            const char *eq = strchr(def, '=');
+            if (!eq || eq == def)
+                return usage_error("-D takes NAME=VALUE, not '%s'", def);
+            if (!parse_int(eq + 1, &v) || v <= 0)
+                return usage_error("-D %s: the value must be a positive integer", def);
+            if (o->ndefines == MAX_DEFINES)
+                return usage_error("too many -D options (the limit is %s)", "64");
+            char *name = xmalloc((size_t)(eq - def) + 1);
+            memcpy(name, def, (size_t)(eq - def));
+            name[eq - def] = 0;
+            o->defines[o->ndefines].name = name;
+            o->defines[o->ndefines++].value = v;
+        } else if (!strcmp(a, "-s")) {
+            NEXT();
+            if (o->nscheds == MAX_SCHEDS)
+                return usage_error("too many -s options (the limit is %s)", "32");
+            o->scheds[o->nscheds++] = argv[i];
+        } else if (!strcmp(a, "--no-schedule")) {
+            o->no_schedule = true;
+        } else if (!strcmp(a, "--actions")) {
+            o->actions = true;
+        } else if (!strncmp(a, "-dump-after=", 12) || !strncmp(a, "--dump-after=", 13)) {
+            o->dump_after = strchr(a, '=') + 1;
+        } else if (!strcmp(a, "--run")) {
+            o->run = true;
+        } else if (!strcmp(a, "--json")) {
+            o->json = true;
+        } else if (!strcmp(a, "-Werror")) {
+            o->werror = true;
+        } else if (!strcmp(a, "--compare")) {
+            NEXT();
+            if (strcmp(argv[i], "openblas") && strcmp(argv[i], "cublas"))
+                return usage_error("--compare takes openblas or cublas, not '%s'", argv[i]);
+            o->compare = argv[i];
+            o->run = true;
+        } else if (!strcmp(a, "--autotune")) {
+            o->autotune = true;
+        } else if (!strcmp(a, "--budget")) {
+            NEXT();
+            if (!parse_int(argv[i], &v) || v <= 0)
+                return usage_error("--budget takes a positive number of candidates, not '%s'", argv[i]);
+            o->budget = (int)v;
+        } else if (!strcmp(a, "--time")) {
+            NEXT();
+            char *end;
+            o->time_limit = strtod(argv[i], &end);
+            if (*end || o->time_limit <= 0)
+                return usage_error("--time takes a positive number of seconds, not '%s'", argv[i]);
+        } else if (!strcmp(a, "--db")) {
+            NEXT();
+            o->db = argv[i];
+        } else if (!strcmp(a, "--threads")) {
+            NEXT();
+            if (!parse_int(argv[i], &v) || v <= 0 || v > 4096)
+                return usage_error("--threads takes a positive number, not '%s'", argv[i]);
+            o->threads = (int)v;
+        } else if (!strcmp(a, "--seed")) {
+            NEXT();
+            if (!parse_int(argv[i], &v))
+                return usage_error("--seed takes an integer, not '%s'", argv[i]);
+            o->seed = (uint64_t)v;
+            o->seed_given = true;
+        } else if (a[0] == '-' && a[1]) {
+            return usage_error("unknown option '%s'", a);
+        } else if (o->file) {
+            return usage_error("more than one input file ('%s')", a);
+        } else {
+            o->file = a;
+        }
+#undef NEXT
+    }
+    if (!o->file)
+        return usage_error("no input file%s", "");
+    return 0;
+}

@@ -1,0 +1,881 @@
+/* Semantic analysis of PDL kernels.
+ *
+ * It resolves every name (index, size parameter, tensor), orders the statements so
+ * each temporary is computed before it is read (and reports cycles), infers the
+ * range of every index from the tensors it indexes and checks that all uses agree,
+ * gives temporaries their shape and dtype, types every expression, and checks the
+ * rules of docs/language.md: affine integer indices, reductions only as a whole
+ * right-hand side and never over a left-hand index, masks that are comparisons,
+ * one defining statement per tensor.  It keeps going after an error so one run
+ * reports as many independent problems as it can, and it never exits. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ast.h"
+
+typedef struct Sema {
+    Program *prog;
+    AstKernel *k;
+    Diags *d;
+    Arena *a;
+    AstStmt *stmt;        /* statement being checked */
+} Sema;
+
+/* A candidate range for an index, remembered with where it came from. */
+typedef struct RangeSrc {
+    AstExpr *extent;
+    const char *tensor;
+    int dim;
+    Span span;
+} RangeSrc;
+
+static AstTensor *find_tensor(AstKernel *k, const char *name)
+{
+    for (int i = 0; i < k->ntensors; i++)
+        if (strcmp(k->tensors[i]->name, name) == 0)
+            return k->tensors[i];
+    return NULL;
+}
+
+static int find_param(const AstKernel *k, const char *name)
+{
+    for (int i = 0; i < k->nparams; i++)
+        if (strcmp(k->params[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static AstIndex *find_index(AstStmt *s, const char *name)
+{
+    for (int i = 0; i < s->nindices; i++)
+        if (strcmp(s->indices[i]->name, name) == 0)
+            return s->indices[i];
+    return NULL;
+}
+
+static bool dotted(Sema *S, const char *name, Span sp)
+{
+    if (!strchr(name, '.'))
+        return false;
+    diag_error(S->d, sp, "'%s': dotted names name loops in schedules; inside a kernel, names have no '.'", name);
+    return true;
+}
+
+/* ---- size expressions (shapes, explicit ranges) ---- */
+
+static bool check_size(Sema *S, AstExpr *e, const char *what)
+{
+    switch (e->kind) {
+    case AST_INT:
+        e->dtype = DT_I64;
+        return true;
+    case AST_NAME: {
+        int p = find_param(S->k, e->name.name);
+        if (p < 0) {
+            diag_error(S->d, e->span, "%s uses '%s', which is not a size parameter of kernel %s; add it to the parameter list",
+                       what, e->name.name, S->k->name);
+            return false;
+        }
+        e->name.ref = REF_PARAM;
+        e->name.param = p;
+        e->dtype = DT_I64;
+        return true;
+    }
+    case AST_UNARY:
+        if (e->unary.op == OP_NEG) {
+            e->dtype = DT_I64;
+            return check_size(S, e->unary.a, what);
+        }
+        break;
+    case AST_BINARY:
+        if (e->binary.op <= OP_MOD) {
+            bool ok = check_size(S, e->binary.a, what);
+            ok = check_size(S, e->binary.b, what) && ok;
+            e->dtype = DT_I64;
+            return ok;
+        }
+        break;
+    default:
+        break;
+    }
+    diag_error(S->d, e->span, "%s must be built from size parameters and integers with + - * / %%", what);
+    return false;
+}
+
+/* ---- expressions ---- */
+
+static bool contains_index(const AstExpr *e)
+{
+    switch (e->kind) {
+    case AST_NAME: return e->name.ref == REF_INDEX;
+    case AST_UNARY: return contains_index(e->unary.a);
+    case AST_BINARY: return contains_index(e->binary.a) || contains_index(e->binary.b);
+    case AST_ACCESS:
+    case AST_CALL: return true; /* not affine anyway */
+    default: return false;
+    }
+}
+
+/* Index expressions must be affine in the indices (products with a size or a
+ * constant, floor division and modulo by index-free amounts). */
+static bool check_affine(Sema *S, const AstExpr *e, const AstExpr *whole, const char *tname)
+{
+    switch (e->kind) {
+    case AST_INT:
+    case AST_NAME: return true;
+    case AST_UNARY:
+        if (e->unary.op == OP_NEG)
+            return check_affine(S, e->unary.a, whole, tname);
+        break;
+    case AST_BINARY:
+        switch (e->binary.op) {
+        case OP_ADD:
+        case OP_SUB:
+            return check_affine(S, e->binary.a, whole, tname) && check_affine(S, e->binary.b, whole, tname);
+        case OP_MUL:
+            if (contains_index(e->binary.a) && contains_index(e->binary.b)) {
+                diag_error(S->d, e->span, "index of %s is not affine: a product of two indices; "
+                           "indices are sums of indices times sizes or constants", tname);
+                return false;
+            }
+            return check_affine(S, e->binary.a, whole, tname) && check_affine(S, e->binary.b, whole, tname);
+        case OP_DIV:
+        case OP_MOD:
+            if (contains_index(e->binary.b)) {
+                diag_error(S->d, e->binary.b->span, "index of %s divides by an index: only sizes and constants may divide", tname);
+                return false;
+            }
+            return check_affine(S, e->binary.a, whole, tname);
+        default:
+            break;
+        }
+        break;
+    case AST_ACCESS:
+        diag_error(S->d, e->span, "tensor values cannot be used as indices (in an index of %s)", tname);
+        return false;
+    default:
+        break;
+    }
+    diag_error(S->d, e->span, "an index of %s must be an integer expression of indices, sizes and constants", tname);
+    return false;
+}
+
+static bool is_bool(DType t) { return t == DT_BOOL; }
+
+static bool expr_check(Sema *S, AstExpr *e, PtrVec *ranges, PtrVec *reads);
+
+static void add_range(Sema *S, PtrVec *ranges, AstIndex *ix, AstExpr *extent, const char *tensor, int dim, Span sp)
+{
+    RangeSrc *r = arena_alloc(S->a, sizeof *r);
+    r->extent = extent;
+    r->tensor = tensor;
+    r->dim = dim;
+    r->span = sp;
+    vec_push(&ranges[ix->id], r);
+}
+
+static bool check_access(Sema *S, AstExpr *e, PtrVec *ranges, PtrVec *reads)
+{
+    AstTensor *t = find_tensor(S->k, e->access.name);
+    if (!t) {
+        if (find_param(S->k, e->access.name) >= 0)
+            diag_error(S->d, e->span, "'%s' is a size parameter, not a tensor: it cannot be indexed", e->access.name);
+        else
+            diag_error(S->d, e->span, "unknown tensor '%s'", e->access.name);
+        return false;
+    }
+    e->access.tensor = t;
+    e->dtype = t->dtype;
+    t->used = true;
+    vec_push(reads, t);
+    if (t->rank != e->access.nidx) {
+        diag_error(S->d, e->span, "%s has %d dimension%s but is indexed with %d", t->name, t->rank,
+                   t->rank == 1 ? "" : "s", e->access.nidx);
+        return false;
+    }
+    bool ok = true;
+    for (int d = 0; d < e->access.nidx; d++) {
+        AstExpr *ix = e->access.idx[d];
+        if (!expr_check(S, ix, ranges, reads)) {
+            ok = false;
+            continue;
+        }
+        if (dtype_is_float(ix->dtype) || is_bool(ix->dtype)) {
+            diag_error(S->d, ix->span, "an index of %s must be an integer expression, not %s", t->name,
+                       dtype_name(ix->dtype));
+            ok = false;
+            continue;
+        }
+        if (!check_affine(S, ix, ix, t->name)) {
+            ok = false;
+            continue;
+        }
+        /* A plain index names its range; a shifted one is checked against the
+         * bounds when sizes are known (lowering). */
+        if (ix->kind == AST_NAME && ix->name.ref == REF_INDEX && t->shape)
+            add_range(S, ranges, ix->name.index, t->shape[d], t->name, d, e->span);
+    }
+    return ok;
+}
+
+static DType float_of(DType t)
+{
+    return dtype_is_float(t) ? t : DT_F32;
+}
+
+static bool check_call(Sema *S, AstExpr *e, PtrVec *ranges, PtrVec *reads)
+{
+    DType cast = dtype_from_name(e->call.fn);
+    Builtin b = builtin_from_name(e->call.fn);
+    if (cast != DT_COUNT) {
+        b = BI_CAST;
+        e->call.cast_to = cast;
+    }
+    e->call.builtin = b;
+    if (b == BI_COUNT) {
+        if (find_tensor(S->k, e->call.fn))
+            diag_error(S->d, e->span, "%s is a tensor: index it with [ ], not ( )", e->call.fn);
+        else if (!strcmp(e->call.fn, "sum") || !strcmp(e->call.fn, "prod"))
+            diag_error(S->d, e->span, "reduction %s needs a body: %s(k) expression", e->call.fn, e->call.fn);
+        else
+            diag_error(S->d, e->span, "unknown function '%s'; the built-ins are exp log sqrt rsqrt tanh erf abs "
+                       "max min select and the casts f64 f32 f16 bf16 i32", e->call.fn);
+        return false;
+    }
+    if (builtin_arity(b) != e->call.nargs) {
+        diag_error(S->d, e->span, "%s takes %d argument%s, not %d", e->call.fn, builtin_arity(b),
+                   builtin_arity(b) == 1 ? "" : "s", e->call.nargs);
+        return false;
+    }
+    bool ok = true;
+    for (int i = 0; i < e->call.nargs; i++)
+        ok = expr_check(S, e->call.args[i], ranges, reads) && ok;
+    if (!ok)
+        return false;
+    AstExpr **a = e->call.args;
+    switch (b) {
+    case BI_CAST:
+        if (is_bool(a[0]->dtype)) {
+            diag_error(S->d, a[0]->span, "a comparison is not a number; use select(cond, 1, 0)");
+            return false;
+        }
+        e->dtype = cast;
+        return true;
+    case BI_SELECT:
+        if (!is_bool(a[0]->dtype)) {
+            diag_error(S->d, a[0]->span, "the first argument of select must be a comparison");
+            return false;
+        }
+        if (is_bool(a[1]->dtype) || is_bool(a[2]->dtype)) {
+            diag_error(S->d, e->span, "select chooses between numbers, not comparisons");
+            return false;
+        }
+        e->dtype = dtype_promote(a[1]->dtype, a[2]->dtype);
+        return true;
+    case BI_MAX:
+    case BI_MIN:
+        if (is_bool(a[0]->dtype) || is_bool(a[1]->dtype)) {
+            diag_error(S->d, e->span, "%s compares numbers, not comparisons", e->call.fn);
+            return false;
+        }
+        e->dtype = dtype_promote(a[0]->dtype, a[1]->dtype);
+        return true;
+    case BI_ABS:
+        if (is_bool(a[0]->dtype)) {
+            diag_error(S->d, a[0]->span, "abs of a comparison");
+            return false;
+        }
+        e->dtype = a[0]->dtype;
+        return true;
+    default:
+        if (is_bool(a[0]->dtype)) {
+            diag_error(S->d, a[0]->span, "%s of a comparison: use select(cond, a, b) to turn a condition into a number",
+                       e->call.fn);
+            return false;
+        }
+        e->dtype = float_of(a[0]->dtype);
+        return true;
+    }
+}
+
+static bool expr_check(Sema *S, AstExpr *e, PtrVec *ranges, PtrVec *reads)
+{
+    switch (e->kind) {
+    case AST_INT:
+        e->dtype = DT_I64;
+        return true;
+    case AST_FLOAT:
+        e->dtype = DT_F32; /* literals are weak: they do not widen a temporary */
+        return true;
+    case AST_NAME: {
+        if (dotted(S, e->name.name, e->span))
+            return false;
+        AstIndex *ix = find_index(S->stmt, e->name.name);
+        if (ix) {
+            e->name.ref = REF_INDEX;
+            e->name.index = ix;
+            e->dtype = DT_I64;
+            return true;
+        }
+        int p = find_param(S->k, e->name.name);
+        if (p >= 0) {
+            e->name.ref = REF_PARAM;
+            e->name.param = p;
+            e->dtype = DT_I64;
+            return true;
+        }
+        AstTensor *t = find_tensor(S->k, e->name.name);
+        if (t) {
+            if (t->rank != 0) {
+                diag_error(S->d, e->span, "%s is a tensor with %d dimension%s: index it, %s[...]", t->name, t->rank,
+                           t->rank == 1 ? "" : "s", t->name);
+                return false;
+            }
+            const char *name = e->name.name;
+            e->kind = AST_ACCESS; /* a scalar tensor read */
+            e->access.name = name;
+            e->access.idx = NULL;
+            e->access.nidx = 0;
+            return check_access(S, e, ranges, reads);
+        }
+        diag_error(S->d, e->span, "unknown name '%s': not an index of this statement, a size parameter or a tensor",
+                   e->name.name);
+        return false;
+    }
+    case AST_ACCESS:
+        if (dotted(S, e->access.name, e->span))
+            return false;
+        return check_access(S, e, ranges, reads);
+    case AST_CALL:
+        return check_call(S, e, ranges, reads);
+    case AST_UNARY:
+        if (!expr_check(S, e->unary.a, ranges, reads))
+            return false;
+        if (e->unary.op == OP_NOT) {
+            if (!is_bool(e->unary.a->dtype)) {
+                diag_error(S->d, e->span, "'!' applies to comparisons, not to %s values", dtype_name(e->unary.a->dtype));
+                return false;
+            }
+            e->dtype = DT_BOOL;
+            return true;
+        }
+        if (is_bool(e->unary.a->dtype)) {
+            diag_error(S->d, e->span, "cannot negate a comparison; use '!'");
+            return false;
+        }
+        e->dtype = e->unary.a->dtype;
+        return true;
+    case AST_BINARY: {
+        bool ok = expr_check(S, e->binary.a, ranges, reads);
+        ok = expr_check(S, e->binary.b, ranges, reads) && ok;
+        if (!ok)
+            return false;
+        DType ta = e->binary.a->dtype, tb = e->binary.b->dtype;
+        AstOp op = e->binary.op;
+        if (op == OP_AND || op == OP_OR) {
+            if (!is_bool(ta) || !is_bool(tb)) {
+                diag_error(S->d, e->span, "operands of '%s' must be comparisons", ast_op_name(op));
+                return false;
+            }
+            e->dtype = DT_BOOL;
+            return true;
+        }
+        if (is_bool(ta) || is_bool(tb)) {
+            diag_error(S->d, is_bool(ta) ? e->binary.a->span : e->binary.b->span,
+                       "a comparison is not a number: use select(cond, a, b), or '&&' to combine conditions");
+            return false;
+        }
+        if (op >= OP_LT && op <= OP_NE) {
+            e->dtype = DT_BOOL;
+            return true;
+        }
+        if (op == OP_MOD && (dtype_is_float(ta) || dtype_is_float(tb))) {
+            diag_error(S->d, e->span, "'%%' needs integer operands, not %s", dtype_name(dtype_is_float(ta) ? ta : tb));
+            return false;
+        }
+        e->dtype = dtype_promote(ta, tb);
+        return true;
+    }
+    case AST_REDUCE:
+        diag_error(S->d, e->span, "a reduction must be the whole right-hand side of a statement; "
+                   "compute it into a temporary first (t[i] = %s(...) ...)", reduce_name(e->reduce.op));
+        return false;
+    }
+    return false;
+}
+
+/* ---- statements ---- */
+
+static AstIndex *new_index(Sema *S, AstStmt *s, const char *name, Span sp, bool red)
+{
+    AstIndex *ix = arena_alloc(S->a, sizeof *ix);
+    ix->name = name;
+    ix->span = sp;
+    ix->is_reduction = red;
+    ix->id = s->nindices;
+    s->indices[s->nindices++] = ix;
+    return ix;
+}
+
+static AstExpr *size_sub(Sema *S, AstExpr *hi, AstExpr *lo)
+{
+    int64_t v;
+    if (size_eval(lo, NULL, NULL, &v) && v == 0)
+        return hi;
+    AstExpr *e = arena_alloc(S->a, sizeof *e);
+    e->kind = AST_BINARY;
+    e->span = span_join(lo->span, hi->span);
+    e->dtype = DT_I64;
+    e->binary.op = OP_SUB;
+    e->binary.a = hi;
+    e->binary.b = lo;
+    return e;
+}
+
+static void show_size(const AstExpr *e, StrBuf *b)
+{
+    ast_print_expr(e, b);
+}
+
+static bool check_stmt(Sema *S, AstStmt *s)
+{
+    S->stmt = s;
+    AstTensor *t = s->lhs;
+    AstExpr *body = s->rhs;
+    int nred = s->rhs->kind == AST_REDUCE ? s->rhs->reduce.nvars : 0;
+    s->indices = arena_alloc(S->a, sizeof(AstIndex *) * (size_t)(s->nlhs + nred + 1));
+    bool ok = true;
+
+    for (int i = 0; i < s->nlhs; i++) {
+        AstExpr *n = s->lhs_idx[i];
+        if (n->kind != AST_NAME) {
+            diag_error(S->d, n->span, "left-hand side indices must be plain index names; "
+                       "move shifts and arithmetic to the right-hand side");
+            ok = false;
+            continue;
+        }
+        if (dotted(S, n->name.name, n->span)) {
+            ok = false;
+            continue;
+        }
+        if (find_index(s, n->name.name)) {
+            diag_error(S->d, n->span, "index %s appears twice on the left-hand side; use a different name for each dimension",
+                       n->name.name);
+            ok = false;
+            continue;
+        }
+        if (find_param(S->k, n->name.name) >= 0) {
+            diag_error(S->d, n->span, "'%s' is a size parameter and cannot be used as an index name", n->name.name);
+            ok = false;
+            continue;
+        }
+        AstIndex *ix = new_index(S, s, n->name.name, n->span, false);
+        n->name.ref = REF_INDEX;
+        n->name.index = ix;
+        n->dtype = DT_I64;
+    }
+    if (s->rhs->kind == AST_REDUCE) {
+        body = s->rhs->reduce.body;
+        for (int i = 0; i < nred; i++) {
+            AstRedVar *v = &s->rhs->reduce.vars[i];
+            if (dotted(S, v->name, v->span)) {
+                ok = false;
+                continue;
+            }
+            AstIndex *prev = find_index(s, v->name);
+            if (prev) {
+                if (prev->is_reduction)
+                    diag_error(S->d, v->span, "reduction index %s is listed twice", v->name);
+                else
+                    diag_error(S->d, v->span, "reduction index %s also appears on the left-hand side of %s: "
+                               "an index is either kept (left) or reduced, not both", v->name, s->lhs_name);
+                ok = false;
+                continue;
+            }
+            if (find_param(S->k, v->name) >= 0) {
+                diag_error(S->d, v->span, "'%s' is a size parameter and cannot be used as an index name", v->name);
+                ok = false;
+                continue;
+            }
+            v->index = new_index(S, s, v->name, v->span, true);
+            if (v->lo) {
+                bool rok = check_size(S, v->lo, "a reduction range");
+                rok = check_size(S, v->hi, "a reduction range") && rok;
+                if (rok) {
+                    v->index->lo = v->lo;
+                    v->index->extent = size_sub(S, v->hi, v->lo);
+                } else {
+                    ok = false;
+                }
+            }
+        }
+        if (body->kind == AST_REDUCE) {
+            diag_error(S->d, body->span, "nested reductions: list all reduced indices in one, %s(a, b) ...",
+                       reduce_name(s->rhs->reduce.op));
+            return false;
+        }
+    }
+    if (!ok)
+        return false;
+
+    PtrVec *ranges = xcalloc((size_t)s->nindices + 1, sizeof(PtrVec));
+    PtrVec reads = {0};
+    if (t->shape)
+        for (int i = 0; i < s->nlhs; i++)
+            add_range(S, ranges, s->indices[i], t->shape[i], t->name, i, s->lhs_span);
+    ok = expr_check(S, body, ranges, &reads);
+    if (s->where) {
+        if (s->where->kind == AST_REDUCE) {
+            diag_error(S->d, s->where->span, "a mask cannot be a reduction");
+            ok = false;
+        } else if (expr_check(S, s->where, ranges, &reads)) {
+            if (!is_bool(s->where->dtype)) {
+                diag_error(S->d, s->where->span, "the mask after 'where' must be a comparison, such as j <= i");
+                ok = false;
+            }
+        } else {
+            ok = false;
+        }
+    }
+
+    /* Ranges: every use that names a range must agree. */
+    for (int i = 0; ok && i < s->nindices; i++) {
+        AstIndex *ix = s->indices[i];
+        PtrVec *r = &ranges[i];
+        if (ix->extent) /* explicit range */
+            continue;
+        if (r->n == 0) {
+            if (ix->is_reduction)
+                diag_error(S->d, ix->span, "cannot infer the range of index %s: use it alone as an index of some tensor, "
+                           "or give it a range, %s(%s in 0..N)", ix->name, reduce_name(s->rhs->reduce.op), ix->name);
+            else
+                diag_error(S->d, ix->span, "cannot infer the range of index %s: %s is a temporary, so %s must appear "
+                           "alone as an index of a tensor on the right-hand side", ix->name, t->name, ix->name);
+            ok = false;
+            continue;
+        }
+        RangeSrc *first = r->v[0];
+        ix->extent = first->extent;
+        for (int j = 1; j < r->n; j++) {
+            RangeSrc *o = r->v[j];
+            if (!size_equal(first->extent, o->extent)) {
+                StrBuf a = {0}, b = {0};
+                show_size(first->extent, &a);
+                show_size(o->extent, &b);
+                diag_error(S->d, o->span, "index %s has inconsistent ranges: 0..%s from %s (dimension %d) but 0..%s "
+                           "from %s (dimension %d)", ix->name, a.s, first->tensor, first->dim + 1, b.s, o->tensor, o->dim + 1);
+                diag_note(S->d, first->span, "the range 0..%s of %s comes from here", a.s, ix->name);
+                sb_free(&a);
+                sb_free(&b);
+                ok = false;
+                break;
+            }
+        }
+    }
+    for (int i = 0; i < s->nindices; i++)
+        vec_free(&ranges[i]);
+    free(ranges);
+    vec_free(&reads);
+    if (!ok)
+        return false;
+
+    /* Unused reduction indices multiply the result; almost always a slip. */
+    for (int i = s->nlhs; i < s->nindices; i++) {
+        bool used = false;
+        /* an index is used if some NAME refers to it; cheap re-walk */
+        AstExpr *stack[64];
+        int sp = 0;
+        stack[sp++] = body;
+        if (s->where)
+            stack[sp++] = s->where;
+        while (sp && !used) {
+            AstExpr *e = stack[--sp];
+            switch (e->kind) {
+            case AST_NAME: used = e->name.index == s->indices[i]; break;
+            case AST_ACCESS: for (int j = 0; j < e->access.nidx && sp < 63; j++) stack[sp++] = e->access.idx[j]; break;
+            case AST_CALL: for (int j = 0; j < e->call.nargs && sp < 63; j++) stack[sp++] = e->call.args[j]; break;
+            case AST_UNARY: stack[sp++] = e->unary.a; break;
+            case AST_BINARY: if (sp < 62) { stack[sp++] = e->binary.a; stack[sp++] = e->binary.b; } break;
+            default: break;
+            }
+            if (sp >= 62)
+                used = true; /* deep expression: do not warn rather than guess */
+        }
+        if (!used)
+            diag_warning(S->d, s->indices[i]->span, "reduction index %s is not used in the body: the result is "
+                         "multiplied (or repeated) over its range", s->indices[i]->name);
+    }
+
+    /* The result type, and the temporary's shape and dtype. */
+    DType vt = body->dtype;
+    if (is_bool(vt)) {
+        diag_error(S->d, body->span, "a comparison cannot be stored; use select(cond, 1.0, 0.0)");
+        return false;
+    }
+    if (t->kind == TENSOR_TEMP) {
+        DType dt = vt;
+        if (dt == DT_I64)
+            dt = DT_I32;
+        if (dt == DT_F16 || dt == DT_BF16)
+            dt = DT_F32; /* intermediate values keep compute precision */
+        t->dtype = dt;
+        t->dtype_known = true;
+        t->rank = s->nlhs;
+        t->shape = arena_alloc(S->a, sizeof(AstExpr *) * (size_t)(t->rank ? t->rank : 1));
+        for (int i = 0; i < t->rank; i++)
+            t->shape[i] = s->indices[i]->extent;
+    } else if (!dtype_is_float(t->dtype) && dtype_is_float(vt)) {
+        diag_error(S->d, body->span, "%s is %s but the right-hand side is %s: convert explicitly with %s(...)", t->name,
+                   dtype_name(t->dtype), dtype_name(vt), dtype_name(t->dtype));
+        return false;
+    }
+    return true;
+}
+
+/* ---- ordering: temporaries before their readers ---- */
+
+static void collect_reads(AstExpr *e, PtrVec *out, AstKernel *k)
+{
+    if (!e)
+        return;
+    switch (e->kind) {
+    case AST_ACCESS: {
+        AstTensor *t = find_tensor(k, e->access.name);
+        if (t)
+            vec_push(out, t);
+        for (int i = 0; i < e->access.nidx; i++)
+            collect_reads(e->access.idx[i], out, k);
+        break;
+    }
+    case AST_NAME: {
+        AstTensor *t = find_tensor(k, e->name.name);
+        if (t)
+            vec_push(out, t);
+        break;
+    }
+    case AST_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            collect_reads(e->call.args[i], out, k);
+        break;
+    case AST_UNARY: collect_reads(e->unary.a, out, k); break;
+    case AST_BINARY:
+        collect_reads(e->binary.a, out, k);
+        collect_reads(e->binary.b, out, k);
+        break;
+    case AST_REDUCE: collect_reads(e->reduce.body, out, k); break;
+    default: break;
+    }
+}
+
+static bool order_stmts(Sema *S)
+{
+    AstKernel *k = S->k;
+    int n = k->nstmts;
+    PtrVec *deps = xcalloc((size_t)n + 1, sizeof(PtrVec)); /* statements each one reads from */
+    for (int i = 0; i < n; i++) {
+        AstStmt *s = k->stmts[i];
+        s->order = i;
+        PtrVec reads = {0};
+        collect_reads(s->rhs, &reads, k);
+        collect_reads(s->where, &reads, k);
+        for (int j = 0; j < reads.n; j++) {
+            AstTensor *t = reads.v[j];
+            if (t->def == s) {
+                diag_error(S->d, s->lhs_span, "%s reads itself: a tensor's defining statement cannot read it "
+                           "(use a reduction, or a second tensor)", t->name);
+                vec_free(&reads);
+                for (int q = 0; q < n; q++) vec_free(&deps[q]);
+                free(deps);
+                return false;
+            }
+            if (t->def)
+                vec_push(&deps[i], t->def);
+        }
+        vec_free(&reads);
+    }
+    /* Kahn's algorithm, always taking the earliest ready statement in source order. */
+    AstStmt **out = arena_alloc(S->a, sizeof(AstStmt *) * (size_t)(n + 1));
+    bool *done = xcalloc((size_t)n + 1, 1);
+    int m = 0;
+    bool progress = true;
+    while (m < n && progress) {
+        progress = false;
+        for (int i = 0; i < n; i++) {
+            if (done[i])
+                continue;
+            bool ready = true;
+            for (int j = 0; j < deps[i].n && ready; j++)
+                ready = done[((AstStmt *)deps[i].v[j])->order];
+            if (ready) {
+                done[i] = true;
+                out[m++] = k->stmts[i];
+                progress = true;
+                break;
+            }
+        }
+    }
+    bool ok = m == n;
+    if (!ok) {
+        /* Name the cycle: follow not-done dependences from one not-done statement. */
+        int start = 0;
+        while (done[start])
+            start++;
+        StrBuf b = {0};
+        int cur = start, steps = 0;
+        sb_puts(&b, k->stmts[cur]->lhs_name);
+        do {
+            int next = -1;
+            for (int j = 0; j < deps[cur].n; j++) {
+                int o = ((AstStmt *)deps[cur].v[j])->order;
+                if (!done[o]) {
+                    next = o;
+                    break;
+                }
+            }
+            if (next < 0)
+                break;
+            sb_printf(&b, " reads %s", k->stmts[next]->lhs_name);
+            cur = next;
+        } while (cur != start && ++steps < n);
+        diag_error(S->d, k->stmts[start]->lhs_span, "cycle between tensors: %s; each tensor must be computable from "
+                   "earlier ones", b.s);
+        sb_free(&b);
+    } else {
+        memcpy(k->stmts, out, sizeof(AstStmt *) * (size_t)n);
+        for (int i = 0; i < n; i++)
+            k->stmts[i]->order = i;
+    }
+    for (int i = 0; i < n; i++)
+        vec_free(&deps[i]);
+    free(deps);
+    free(done);
+    return ok;
+}
+
+/* ---- kernels ---- */
+
+bool sema_kernel(Program *p, AstKernel *k, Diags *d)
+{
+    Sema S = {p, k, d, p->arena, NULL};
+    int errs = d->nerrors;
+
+    for (int i = 0; i < k->nparams; i++) {
+        dotted(&S, k->params[i].name, k->params[i].span);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(k->params[i].name, k->params[j].name))
+                diag_error(d, k->params[i].span, "size parameter %s is listed twice", k->params[i].name);
+    }
+    int ndecl = k->ntensors;
+    for (int i = 0; i < ndecl; i++) {
+        AstTensor *t = k->tensors[i];
+        t->id = i;
+        dotted(&S, t->name, t->span);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(t->name, k->tensors[j]->name)) {
+                diag_error(d, t->span, "tensor %s is declared twice", t->name);
+                diag_note(d, k->tensors[j]->span, "first declared here");
+            }
+        if (find_param(k, t->name) >= 0)
+            diag_error(d, t->span, "tensor %s has the name of a size parameter", t->name);
+        for (int r = 0; r < t->rank; r++)
+            check_size(&S, t->shape[r], "a shape");
+    }
+
+    /* Defining statements; temporaries come into being here. */
+    for (int i = 0; i < k->nstmts; i++) {
+        AstStmt *s = k->stmts[i];
+        if (dotted(&S, s->lhs_name, s->lhs_span))
+            continue;
+        AstTensor *t = find_tensor(k, s->lhs_name);
+        if (!t) {
+            if (find_param(k, s->lhs_name) >= 0) {
+                diag_error(d, s->lhs_span, "cannot assign to size parameter %s", s->lhs_name);
+                continue;
+            }
+            t = arena_alloc(p->arena, sizeof *t);
+            t->kind = TENSOR_TEMP;
+            t->name = s->lhs_name;
+            t->span = s->lhs_span;
+            t->rank = s->nlhs;
+            t->id = k->ntensors;
+            k->tensors[k->ntensors++] = t;
+        } else if (t->kind == TENSOR_IN) {
+            diag_error(d, s->lhs_span, "cannot assign to input %s; declare it `out` or `local`", t->name);
+            continue;
+        } else if (t->def) {
+            diag_error(d, s->lhs_span, "%s is assigned twice; each tensor has exactly one defining statement", t->name);
+            diag_note(d, t->def->lhs_span, "first assigned here");
+            continue;
+        } else if (t->rank != s->nlhs) {
+            diag_error(d, s->lhs_span, "%s has %d dimension%s but is assigned with %d index%s", t->name, t->rank,
+                       t->rank == 1 ? "" : "s", s->nlhs, s->nlhs == 1 ? "" : "es");
+            continue;
+        }
+        t->def = s;
+        s->lhs = t;
+    }
+    for (int i = 0; i < ndecl; i++) {
+        AstTensor *t = k->tensors[i];
+        if ((t->kind == TENSOR_OUT || t->kind == TENSOR_LOCAL) && !t->def)
+            diag_error(d, t->span, "%s %s is never assigned", t->kind == TENSOR_OUT ? "output" : "local", t->name);
+    }
+    bool any_out = false;
+    for (int i = 0; i < ndecl; i++)
+        any_out |= k->tensors[i]->kind == TENSOR_OUT;
+    if (!any_out)
+        diag_error(d, k->span, "kernel %s has no output: declare at least one `out` tensor", k->name);
+    if (d->nerrors > errs)
+        return false;
+
+    if (!order_stmts(&S))
+        return false;
+    for (int i = 0; i < k->nstmts; i++) {
+        check_stmt(&S, k->stmts[i]);
+        if (diag_too_many(d))
+            break;
+    }
+    if (d->nerrors > errs)
+        return false;
+
+    for (int i = 0; i < k->ntensors; i++) {
+        AstTensor *t = k->tensors[i];
+        if (t->used)
+            continue;
+        if (t->kind == TENSOR_IN)
+            diag_warning(d, t->span, "input %s is never used", t->name);
+        else if (t->kind == TENSOR_LOCAL || t->kind == TENSOR_TEMP)
+            diag_warning(d, t->span, "%s is computed but never used", t->name);
+    }
+    k->checked = true;
+    return true;
+}
+
+AstKernel *program_find_kernel(Program *p, const char *name)
+{
+    for (int i = 0; i < p->nkernels; i++)
+        if (!strcmp(p->kernels[i]->name, name))
+            return p->kernels[i];
+    return NULL;
+}
+
+bool sema_program(Program *p, Diags *d)
+{
+    int errs = d->nerrors;
+    for (int i = 0; i < p->nkernels; i++) {
+        AstKernel *k = p->kernels[i];
+        for (int j = 0; j < i; j++)
+            if (!strcmp(k->name, p->kernels[j]->name)) {
+                diag_error(d, k->span, "kernel %s is defined twice", k->name);
+                diag_note(d, p->kernels[j]->span, "first defined here");
+            }
+        sema_kernel(p, k, d);
+        if (diag_too_many(d))
+            break;
+    }
+    for (int i = 0; i < p->nschedules; i++) {
+        AstSchedule *s = p->schedules[i];
+        if (!program_find_kernel(p, s->kernel))
+            diag_error(d, s->span, "schedule for unknown kernel '%s'", s->kernel);
+    }
+    return d->nerrors == errs;
+}

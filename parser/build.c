@@ -1,0 +1,420 @@
+/* AST builders called from the grammar's actions, and the parse driver that feeds
+ * the lexer's tokens to the Lemon parser.  Builders only record what was written;
+ * meaning (names, types, ranges) is sema's job, so a builder reports an error only
+ * when the text itself is malformed in a way the grammar cannot say. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "parse.h"
+#include "grammar.h"
+
+static void *new_node(ParseCtx *c, size_t n)
+{
+    return arena_alloc(c->a, n);
+}
+
+PtrVec *list_new(ParseCtx *c)
+{
+    PtrVec *l = new_node(c, sizeof *l);
+    vec_push(&c->tmp, l); /* so the heap storage is freed with the context */
+    return l;
+}
+
+PtrVec *list_add(ParseCtx *c, PtrVec *l, void *item)
+{
+    (void)c;
+    vec_push(l, item);
+    return l;
+}
+
+/* Copies a list's items into the arena (the PtrVec's storage is temporary). */
+static void **list_freeze(ParseCtx *c, PtrVec *l, int *n)
+{
+    *n = l ? l->n : 0;
+    if (!*n)
+        return NULL;
+    void **v = arena_alloc(c->a, sizeof(void *) * (size_t)*n);
+    memcpy(v, l->v, sizeof(void *) * (size_t)*n);
+    return v;
+}
+
+static AstExpr *expr_new(ParseCtx *c, AstExprKind k, Span sp)
+{
+    AstExpr *e = new_node(c, sizeof *e);
+    e->kind = k;
+    e->span = sp;
+    e->dtype = DT_COUNT;
+    return e;
+}
+
+AstExpr *mk_int(ParseCtx *c, Token t)
+{
+    AstExpr *e = expr_new(c, AST_INT, t.span);
+    e->ival = t.ival;
+    return e;
+}
+
+AstExpr *mk_float(ParseCtx *c, Token t)
+{
+    AstExpr *e = expr_new(c, AST_FLOAT, t.span);
+    e->fval = t.fval;
+    return e;
+}
+
+AstExpr *mk_name(ParseCtx *c, Token t)
+{
+    AstExpr *e = expr_new(c, AST_NAME, t.span);
+    e->name.name = t.text;
+    return e;
+}
+
+AstExpr *mk_access(ParseCtx *c, Token name, PtrVec *idx, Span end)
+{
+    AstExpr *e = expr_new(c, AST_ACCESS, span_join(name.span, end));
+    e->access.name = name.text;
+    e->access.idx = (AstExpr **)list_freeze(c, idx, &e->access.nidx);
+    return e;
+}
+
+AstExpr *mk_call(ParseCtx *c, Token name, PtrVec *args, Span end)
+{
+    AstExpr *e = expr_new(c, AST_CALL, span_join(name.span, end));
+    e->call.fn = name.text;
+    e->call.args = (AstExpr **)list_freeze(c, args, &e->call.nargs);
+    e->call.builtin = BI_COUNT;
+    return e;
+}
+
+AstExpr *mk_unary(ParseCtx *c, AstOp op, Token optok, AstExpr *a)
+{
+    /* Fold a minus sign into a literal so `-1` and `-inf` are constants. */
+    if (op == OP_NEG && (a->kind == AST_INT || a->kind == AST_FLOAT) && a->span.off == optok.span.off + 1) {
+        if (a->kind == AST_INT)
+            a->ival = -a->ival;
+        else
+            a->fval = -a->fval;
+        a->span = span_join(optok.span, a->span);
+        return a;
+    }
+    AstExpr *e = expr_new(c, AST_UNARY, span_join(optok.span, a->span));
+    e->unary.op = op;
+    e->unary.a = a;
+    return e;
+}
+
+AstExpr *mk_binary(ParseCtx *c, AstOp op, AstExpr *a, AstExpr *b)
+{
+    AstExpr *e = expr_new(c, AST_BINARY, span_join(a->span, b->span));
+    e->binary.op = op;
+    e->binary.a = a;
+    e->binary.b = b;
+    return e;
+}
+
+AstExpr *mk_paren(ParseCtx *c, Token lp, AstExpr *e, Token rp)
+{
+    (void)c;
+    /* Parentheses only group; widen the span so a caret covers them. */
+    e->span = span_join(lp.span, rp.span);
+    return e;
+}
+
+AstRedVar *mk_redvar(ParseCtx *c, Token name, AstExpr *lo, AstExpr *hi)
+{
+    AstRedVar *v = new_node(c, sizeof *v);
+    v->name = name.text;
+    v->span = name.span;
+    v->lo = lo;
+    v->hi = hi;
+    return v;
+}
+
+AstExpr *mk_reduce(ParseCtx *c, Token red, PtrVec *vars, AstExpr *body)
+{
+    AstExpr *e = expr_new(c, AST_REDUCE, span_join(red.span, body->span));
+    e->reduce.op = (ReduceOp)red.op;
+    e->reduce.nvars = vars->n;
+    e->reduce.vars = arena_alloc(c->a, sizeof(AstRedVar) * (size_t)vars->n);
+    for (int i = 0; i < vars->n; i++)
+        e->reduce.vars[i] = *(AstRedVar *)vars->v[i];
+    e->reduce.body = body;
+    return e;
+}
+
+AstParam *mk_param(ParseCtx *c, Token name, bool has_def, Token def, bool neg)
+{
+    AstParam *p = new_node(c, sizeof *p);
+    p->name = name.text;
+    p->span = name.span;
+    p->has_default = has_def;
+    if (has_def) {
+        p->def = neg ? -def.ival : def.ival;
+        if (p->def <= 0)
+            diag_error(c->d, def.span, "size parameter %s must be positive, not %lld", name.text, (long long)p->def);
+    }
+    return p;
+}
+
+AstTensor *mk_tensor(ParseCtx *c, TensorKind kind, Token name, Token dtype, PtrVec *shape, bool scalar)
+{
+    AstTensor *t = new_node(c, sizeof *t);
+    t->kind = kind;
+    t->name = name.text;
+    t->span = name.span;
+    t->dtype = dtype_from_name(dtype.text);
+    t->dtype_known = t->dtype != DT_COUNT;
+    if (!t->dtype_known)
+        diag_error(c->d, dtype.span, "unknown dtype '%s': expected one of f64, f32, f16, bf16, i32", dtype.text);
+    t->shape = scalar ? NULL : (AstExpr **)list_freeze(c, shape, &t->rank);
+    t->id = -1;
+    return t;
+}
+
+void tensor_set_pad(ParseCtx *c, AstTensor *t, AstExpr *v, Token padtok)
+{
+    if (!v)
+        return;
+    t->pad_span = v->span;
+    if (v->kind == AST_INT) {
+        t->has_pad = true;
+        t->pad_value = (double)v->ival;
+    } else if (v->kind == AST_FLOAT) {
+        t->has_pad = true;
+        t->pad_value = v->fval;
+    } else {
+        diag_error(c->d, v->span, "pad(...) takes a number, such as pad(0) or pad(-inf)");
+    }
+    if (t->kind != TENSOR_IN)
+        diag_error(c->d, v->span, "pad(...) applies to inputs only: it gives the value of reads outside %s", t->name);
+    (void)padtok;
+}
+
+AstStmt *mk_stmt(ParseCtx *c, Token lhs, PtrVec *idx, AstExpr *rhs, AstExpr *where)
+{
+    AstStmt *s = new_node(c, sizeof *s);
+    s->lhs_name = lhs.text;
+    s->lhs_span = lhs.span;
+    s->lhs_idx = (AstExpr **)list_freeze(c, idx, &s->nlhs);
+    s->rhs = rhs;
+    s->where = where;
+    s->span = span_join(lhs.span, where ? where->span : rhs->span);
+    return s;
+}
+
+AstKernel *mk_kernel(ParseCtx *c, Token name, PtrVec *params, PtrVec *items, Token rb)
+{
+    AstKernel *k = new_node(c, sizeof *k);
+    k->name = name.text;
+    k->span = name.span;
+    k->nparams = params->n;
+    k->params = arena_alloc(c->a, sizeof(AstParam) * (size_t)(params->n ? params->n : 1));
+    for (int i = 0; i < params->n; i++)
+        k->params[i] = *(AstParam *)params->v[i];
+    int nt = 0, ns = 0;
+    for (int i = 0; i < items->n; i++)
+        ((uintptr_t)items->v[i] & 1) ? ns++ : nt++;
+    /* room for temporaries, which sema adds: at most one per statement */
+    k->tensors = arena_alloc(c->a, sizeof(AstTensor *) * (size_t)(nt + ns + 1));
+    k->stmts = arena_alloc(c->a, sizeof(AstStmt *) * (size_t)(ns + 1));
+    for (int i = 0; i < items->n; i++) {
+        uintptr_t p = (uintptr_t)items->v[i];
+        if (p & 1)
+            k->stmts[k->nstmts++] = (AstStmt *)(p & ~(uintptr_t)1);
+        else
+            k->tensors[k->ntensors++] = (AstTensor *)p;
+    }
+    (void)rb;
+    return k;
+}
+
+const char *mk_target(ParseCtx *c, const char *prefix, Token t)
+{
+    return prefix ? arena_printf(c->a, "%s-%s", prefix, t.text) : t.text;
+}
+
+AstSchedule *mk_schedule(ParseCtx *c, Token kw, Token kernel, const char *target, PtrVec *items, Token rb)
+{
+    AstSchedule *s = new_node(c, sizeof *s);
+    s->span = kernel.text ? span_join(kw.span, kernel.span) : kw.span;
+    s->kernel = kernel.text;
+    s->target = target;
+    s->nitems = items->n;
+    s->items = arena_alloc(c->a, sizeof(SchedItem) * (size_t)(items->n ? items->n : 1));
+    for (int i = 0; i < items->n; i++)
+        s->items[i] = *(SchedItem *)items->v[i];
+    (void)rb;
+    return s;
+}
+
+static SchedArg *freeze_args(ParseCtx *c, PtrVec *l, int *n)
+{
+    *n = l ? l->n : 0;
+    SchedArg *a = arena_alloc(c->a, sizeof(SchedArg) * (size_t)(*n ? *n : 1));
+    for (int i = 0; i < *n; i++)
+        a[i] = *(SchedArg *)l->v[i];
+    return a;
+}
+
+SchedItem *mk_sched_call(ParseCtx *c, Token name, PtrVec *args, Token rp)
+{
+    SchedItem *it = new_node(c, sizeof *it);
+    it->kind = SCHED_CALL;
+    it->name = name.text;
+    it->span = span_join(name.span, rp.span);
+    it->args = freeze_args(c, args, &it->nargs);
+    return it;
+}
+
+SchedItem *mk_sched_param(ParseCtx *c, Token kw, Token name, PtrVec *cands, SchedArg *single)
+{
+    SchedItem *it = new_node(c, sizeof *it);
+    it->kind = SCHED_PARAM;
+    it->name = name.text;
+    it->span = span_join(kw.span, name.span);
+    if (single) {
+        it->nargs = 1;
+        it->args = single;
+    } else {
+        it->args = freeze_args(c, cands, &it->nargs);
+    }
+    return it;
+}
+
+static SchedArg *sarg_new(ParseCtx *c, SchedArgKind k, Span sp)
+{
+    SchedArg *a = new_node(c, sizeof *a);
+    a->kind = k;
+    a->span = sp;
+    return a;
+}
+
+SchedArg *mk_sarg_name(ParseCtx *c, Token t)
+{
+    SchedArg *a = sarg_new(c, SARG_NAME, t.span);
+    a->name = t.text;
+    return a;
+}
+
+SchedArg *mk_sarg_int(ParseCtx *c, Token t, bool neg)
+{
+    SchedArg *a = sarg_new(c, SARG_INT, t.span);
+    a->ival = neg ? -t.ival : t.ival;
+    return a;
+}
+
+SchedArg *mk_sarg_float(ParseCtx *c, Token t, bool neg)
+{
+    SchedArg *a = sarg_new(c, SARG_FLOAT, t.span);
+    a->fval = neg ? -t.fval : t.fval;
+    return a;
+}
+
+SchedArg *mk_sarg_string(ParseCtx *c, Token t)
+{
+    SchedArg *a = sarg_new(c, SARG_STRING, t.span);
+    a->name = t.text;
+    return a;
+}
+
+SchedArg *mk_sarg_list(ParseCtx *c, Token lb, PtrVec *items, Token rb)
+{
+    SchedArg *a = sarg_new(c, SARG_LIST, span_join(lb.span, rb.span));
+    a->list.items = freeze_args(c, items, &a->list.n);
+    return a;
+}
+
+SchedArg *sarg_keyword(ParseCtx *c, Token key, SchedArg *v)
+{
+    (void)c;
+    v->key = key.text;
+    v->span = span_join(key.span, v->span);
+    return v;
+}
+
+void add_kernel(ParseCtx *c, AstKernel *k)
+{
+    Program *p = c->prog;
+    if (p->nkernels % 8 == 0) {
+        AstKernel **v = arena_alloc(c->a, sizeof(AstKernel *) * (size_t)(p->nkernels + 8));
+        if (p->nkernels)
+            memcpy(v, p->kernels, sizeof(AstKernel *) * (size_t)p->nkernels);
+        p->kernels = v;
+    }
+    p->kernels[p->nkernels++] = k;
+}
+
+void add_schedule(ParseCtx *c, AstSchedule *s)
+{
+    Program *p = c->prog;
+    if (p->nschedules % 8 == 0) {
+        AstSchedule **v = arena_alloc(c->a, sizeof(AstSchedule *) * (size_t)(p->nschedules + 8));
+        if (p->nschedules)
+            memcpy(v, p->schedules, sizeof(AstSchedule *) * (size_t)p->nschedules);
+        p->schedules = v;
+    }
+    p->schedules[p->nschedules++] = s;
+}
+
+/* Feeds tokens until the end or the first error.  first_token, when nonzero, is
+ * injected ahead of the text (TK_SCHED_ONLY selects the schedule-only start). */
+static void run_parser(ParseCtx *ctx, Source *src, int first_token)
+{
+    Lexer lx;
+    lexer_init(&lx, src, ctx->a, ctx->d);
+    void *parser = perfcParseAlloc(malloc, ctx);
+    if (!parser)
+        die("out of memory");
+    int errs = ctx->d->nerrors;
+    if (first_token) {
+        Token t = {0};
+        t.kind = first_token;
+        perfcParse(parser, first_token, t);
+    }
+    for (;;) {
+        Token t = lexer_next(&lx);
+        if (ctx->d->nerrors > errs && t.kind == 0) {
+            /* the lexer failed: do not let the parser add "unexpected end of file" */
+            ctx->failed = true;
+            break;
+        }
+        perfcParse(parser, t.kind, t);
+        if (t.kind == 0 || ctx->failed)
+            break;
+    }
+    perfcParseFree(parser, free);
+    for (int i = 0; i < ctx->tmp.n; i++)
+        vec_free((PtrVec *)ctx->tmp.v[i]);
+    vec_free(&ctx->tmp);
+}
+
+Program *parse_program(Arena *a, Source *src, Diags *d)
+{
+    Program *p = arena_alloc(a, sizeof *p);
+    p->arena = a;
+    p->src = src;
+    ParseCtx ctx = {0};
+    ctx.prog = p;
+    ctx.a = a;
+    ctx.d = d;
+    run_parser(&ctx, src, 0);
+    if (!ctx.failed && d->nerrors == 0 && p->nkernels == 0) {
+        Span sp = {src, 0, 0, 1, 1};
+        diag_error(d, sp, "no kernel in this file: a PDL file holds at least one `kernel name(...) { ... }`");
+    }
+    return p;
+}
+
+AstSchedule *parse_schedule_text(Arena *a, Source *src, Diags *d)
+{
+    Program *p = arena_alloc(a, sizeof *p);
+    p->arena = a;
+    p->src = src;
+    ParseCtx ctx = {0};
+    ctx.prog = p;
+    ctx.a = a;
+    ctx.d = d;
+    run_parser(&ctx, src, TK_SCHED_ONLY);
+    if (ctx.failed || !ctx.sched_only)
+        return NULL;
+    return ctx.sched_only;
+}
