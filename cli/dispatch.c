@@ -4,8 +4,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <time.h>
+#include <unistd.h>
+
 #include "cli.h"
+#include "codegen/cuda/cg_cuda.h"
 #include "passes/xform.h"
+#include "runtime/runtime.h"
+#ifdef PERFC_HAVE_LLVM
+#include "codegen/llvm/cg_llvm.h"
+#endif
 
 int cli_run_interp(Compilation *c);
 
@@ -37,15 +45,51 @@ int cli_run(Compilation *c)
 {
     if (!strcmp(c->o->target, "interp"))
         return cli_run_interp(c);
-    diag_plain(&c->diags, DIAG_ERROR, "--run -target %s is not available in this build yet; use -target interp",
-               c->o->target);
-    return 1;
+    if (!ir_all_bound(c->kernel, &c->diags))
+        return 1;
+    RunOptions ro;
+    rt_options_init(&ro);
+    ro.target = c->o->target;
+    ro.threads = c->o->threads;
+    ro.compare = c->o->compare;
+    ro.json = c->o->json;
+    /* Fresh inputs on every run unless the user pins them. */
+    ro.seed = c->o->seed_given ? c->o->seed
+                               : (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)getpid() ^ (uint64_t)(now_seconds() * 1e9);
+    return rt_run(c->kernel, c->unscheduled, &ro, &c->diags);
 }
 
 int cli_emit_code(Compilation *c)
 {
-    diag_plain(&c->diags, DIAG_ERROR, "code emission is not available in this build yet");
-    return 1;
+    const char *t = c->o->target;
+    EmitKind e = c->o->emit;
+    bool gpu_emit = e == EMIT_CUDA || e == EMIT_PTX || e == EMIT_CUBIN;
+    if (gpu_emit != target_is_gpu(t)) {
+        diag_plain(&c->diags, DIAG_ERROR, "-emit %s needs a %s target, and -target %s is not one%s",
+                   gpu_emit ? "cuda/ptx/cubin" : "llvm/asm/obj", gpu_emit ? "GPU (sm_80 ... sm_90a)" : "CPU", t,
+                   gpu_emit ? "" : " (GPU code is emitted with -emit cuda, ptx or cubin)");
+        return 1;
+    }
+    if (!ir_all_bound(c->kernel, &c->diags))
+        return 1;
+    StrBuf out = {0};
+    bool ok;
+    if (gpu_emit) {
+        CgCudaKind kind = e == EMIT_CUDA ? CG_CUDA_SRC : e == EMIT_PTX ? CG_CUDA_PTX : CG_CUDA_CUBIN;
+        ok = cg_cuda_emit(c->kernel, t, kind, &out, &c->diags);
+    } else {
+#ifdef PERFC_HAVE_LLVM
+        CgEmitKind kind = e == EMIT_LLVM ? CG_EMIT_LLVM : e == EMIT_ASM ? CG_EMIT_ASM : CG_EMIT_OBJ;
+        ok = cg_llvm_emit(c->kernel, t, kind, &out, &c->diags);
+#else
+        diag_plain(&c->diags, DIAG_ERROR, "this perfc was built without LLVM: CPU code cannot be emitted "
+                   "(install llvm-19-dev and rebuild)");
+        ok = false;
+#endif
+    }
+    int st = ok ? write_output(c, out.s ? out.s : "", out.len) : 1;
+    sb_free(&out);
+    return st;
 }
 
 int cli_autotune(Compilation *c)

@@ -102,6 +102,12 @@ typedef struct Buffer {
     bool has_pad;           /* out-of-range reads of a padded input yield pad */
     double pad;
     Span span;
+    /* Set by staging transformations (passes/xform_cache.c, xform_rfactor.c): every
+     * read of this buffer gets its value from a write in the same iteration of each
+     * loop whose variable is listed, so a parallel loop over one of them may give
+     * each thread its own copy (as codegen does for MEM_LOCAL temporaries). */
+    struct Var **private_in;
+    int nprivate_in;
 } Buffer;
 
 struct Expr {
@@ -169,6 +175,7 @@ typedef struct Kernel {
     int nbufs, capbufs;
     Var **vars;
     int nvars, capvars;
+    struct VarNames *names; /* ir.c: name -> Var hash behind ir_new_var/ir_find_var */
     NodeList body;
 } Kernel;
 

@@ -91,6 +91,7 @@ struct AstExpr {
     AstExprKind kind;
     Span span;
     DType dtype;           /* sema: the value's type before any conversion */
+    int depth;             /* parser: height of this subtree (bounded, see build.c) */
     union {
         int64_t ival;                                   /* INT */
         double fval;                                    /* FLOAT */

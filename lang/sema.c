@@ -236,15 +236,21 @@ static bool check_call(Sema *S, AstExpr *e, PtrVec *ranges, PtrVec *reads)
         if (find_tensor(S->k, e->call.fn))
             diag_error(S->d, e->span, "%s is a tensor: index it with [ ], not ( )", e->call.fn);
         else if (!strcmp(e->call.fn, "sum") || !strcmp(e->call.fn, "prod"))
-            diag_error(S->d, e->span, "reduction %s needs a body: %s(k) expression", e->call.fn, e->call.fn);
+            diag_error(S->d, e->span, "%s is a reduction, not a function: write %s(k) expr, with the reduced "
+                       "indices in the parentheses and the expression after them", e->call.fn, e->call.fn);
         else
             diag_error(S->d, e->span, "unknown function '%s'; the built-ins are exp log sqrt rsqrt tanh erf abs "
                        "max min select and the casts f64 f32 f16 bf16 i32", e->call.fn);
         return false;
     }
     if (builtin_arity(b) != e->call.nargs) {
-        diag_error(S->d, e->span, "%s takes %d argument%s, not %d", e->call.fn, builtin_arity(b),
-                   builtin_arity(b) == 1 ? "" : "s", e->call.nargs);
+        /* `max(j) -x` lexes as the call max(j) minus x: say how to write the reduction. */
+        if ((b == BI_MAX || b == BI_MIN) && e->call.nargs == 1)
+            diag_error(S->d, e->span, "%s takes 2 arguments, not 1; a reduction is written %s(j) expr, with the "
+                       "expression in ( ) if it starts with '-'", e->call.fn, e->call.fn);
+        else
+            diag_error(S->d, e->span, "%s takes %d argument%s, not %d", e->call.fn, builtin_arity(b),
+                       builtin_arity(b) == 1 ? "" : "s", e->call.nargs);
         return false;
     }
     bool ok = true;
@@ -809,6 +815,7 @@ bool sema_kernel(Program *p, AstKernel *k, Diags *d)
         } else if (t->rank != s->nlhs) {
             diag_error(d, s->lhs_span, "%s has %d dimension%s but is assigned with %d index%s", t->name, t->rank,
                        t->rank == 1 ? "" : "s", s->nlhs, s->nlhs == 1 ? "" : "es");
+            t->def = s; /* it is assigned, if badly: do not also report it as never assigned */
             continue;
         }
         t->def = s;

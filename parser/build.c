@@ -44,7 +44,34 @@ static AstExpr *expr_new(ParseCtx *c, AstExprKind k, Span sp)
     e->kind = k;
     e->span = sp;
     e->dtype = DT_COUNT;
+    e->depth = 1;
     return e;
+}
+
+/* Sema, the printer and lowering walk expressions recursively, so the height of an
+ * expression tree is bounded here, where it is built: `a + a + ... + a` with 400 000
+ * terms, or as many unary minus signs, once overflowed the C stack.  Brackets are
+ * bounded by the lexer; this bounds chains of operators, which need no brackets.
+ * The first violation stops the parse (ctx->failed) with one message. */
+enum { MAX_EXPR_DEPTH = 1000 };
+
+static void grow(ParseCtx *c, AstExpr *e, const AstExpr *child)
+{
+    if (child && child->depth + 1 > e->depth)
+        e->depth = child->depth + 1;
+    if (e->depth > MAX_EXPR_DEPTH && !c->failed) {
+        Span sp = e->span;
+        sp.len = 1; /* point at where the expression starts, not at a megabyte of it */
+        diag_error(c->d, sp, "expression too deep (more than %d nested operations): split it with temporaries",
+                   MAX_EXPR_DEPTH);
+        c->failed = true;
+    }
+}
+
+static void grow_list(ParseCtx *c, AstExpr *e, AstExpr **v, int n)
+{
+    for (int i = 0; i < n; i++)
+        grow(c, e, v[i]);
 }
 
 AstExpr *mk_int(ParseCtx *c, Token t)
@@ -73,6 +100,7 @@ AstExpr *mk_access(ParseCtx *c, Token name, PtrVec *idx, Span end)
     AstExpr *e = expr_new(c, AST_ACCESS, span_join(name.span, end));
     e->access.name = name.text;
     e->access.idx = (AstExpr **)list_freeze(c, idx, &e->access.nidx);
+    grow_list(c, e, e->access.idx, e->access.nidx);
     return e;
 }
 
@@ -82,6 +110,7 @@ AstExpr *mk_call(ParseCtx *c, Token name, PtrVec *args, Span end)
     e->call.fn = name.text;
     e->call.args = (AstExpr **)list_freeze(c, args, &e->call.nargs);
     e->call.builtin = BI_COUNT;
+    grow_list(c, e, e->call.args, e->call.nargs);
     return e;
 }
 
@@ -99,6 +128,7 @@ AstExpr *mk_unary(ParseCtx *c, AstOp op, Token optok, AstExpr *a)
     AstExpr *e = expr_new(c, AST_UNARY, span_join(optok.span, a->span));
     e->unary.op = op;
     e->unary.a = a;
+    grow(c, e, a);
     return e;
 }
 
@@ -108,6 +138,8 @@ AstExpr *mk_binary(ParseCtx *c, AstOp op, AstExpr *a, AstExpr *b)
     e->binary.op = op;
     e->binary.a = a;
     e->binary.b = b;
+    grow(c, e, a);
+    grow(c, e, b);
     return e;
 }
 
@@ -138,6 +170,11 @@ AstExpr *mk_reduce(ParseCtx *c, Token red, PtrVec *vars, AstExpr *body)
     for (int i = 0; i < vars->n; i++)
         e->reduce.vars[i] = *(AstRedVar *)vars->v[i];
     e->reduce.body = body;
+    grow(c, e, body);
+    for (int i = 0; i < vars->n; i++) {
+        grow(c, e, e->reduce.vars[i].lo);
+        grow(c, e, e->reduce.vars[i].hi);
+    }
     return e;
 }
 

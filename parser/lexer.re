@@ -25,7 +25,7 @@
     re2c:yyfill:enable = 0;
 */
 
-enum { MAX_DEPTH = 1000 };
+enum { MAX_DEPTH = 1000, MAX_NAME = 255 };
 
 void lexer_init(Lexer *lx, const Source *src, Arena *a, Diags *d)
 {
@@ -142,16 +142,30 @@ static const char *skip_blank(const char *p, const char *lim)
 
 /* Decides whether `max(` at p (pointing at the '(') opens a reduction:
  * the parenthesis holds only index names (optionally `name in lo..hi`) and what
- * follows the closing parenthesis can begin an expression.  sum and prod are
- * always reductions. */
-static bool classify_reduce(const char *p, const char *lim)
+ * follows the closing parenthesis can begin an expression.  sum and prod are not
+ * functions, but they go through the same test: `sum(A[i])` or a `sum(k)` with
+ * nothing after it then reaches sema as a call, which says that a reduction needs
+ * an index list and a body, instead of a bare syntax error at the '['. */
+static bool classify_reduce(const char *p, const char *lim, bool sum_like)
 {
+    /* The scan must stay short: an unclosed `max(` scanned to the end of a 1 MB
+     * line, once per `max(`, made lexing quadratic.  So it gives up (a call) as soon
+     * as something other than names and commas precedes the first `in`, and after
+     * REDUCE_SCAN bytes: no real reduction header is that long. */
+    enum { REDUCE_SCAN = 4096 };
     int depth = 0;
+    bool seen_in = false;
     const char *q = p;
+    if (lim - p > REDUCE_SCAN)
+        lim = p + REDUCE_SCAN;
     for (; q < lim; q++) {
         if (*q == '(') depth++;
         else if (*q == ')') { if (--depth == 0) break; }
         else if (*q == '[' || *q == '{' || *q == '}' || *q == ';' || *q == '\n' || *q == '#')
+            return false;
+        else if (!seen_in && q[0] == 'i' && q + 2 < lim && q[1] == 'n' && !ident_char(q[-1]) && !ident_char(q[2]))
+            seen_in = true;
+        else if (!seen_in && depth == 1 && !ident_char(*q) && *q != ',' && *q != ' ' && *q != '\t')
             return false;
     }
     if (q >= lim)
@@ -177,7 +191,8 @@ static bool classify_reduce(const char *p, const char *lim)
             e++;
         return !is_keyword(n, (size_t)(e - n));
     }
-    return *n == '(' || *n == '!';
+    /* `sum(k) -x` can only be a reduction; `max(a, b) - c` is a call. */
+    return *n == '(' || *n == '!' || (sum_like && *n == '-');
 }
 
 static Token make(Lexer *lx, int kind, const char *start)
@@ -275,6 +290,12 @@ loop:
     ident ("." ident)* {
         lx->cur = cur;
         size_t n = (size_t)(cur - tok);
+        /* A name is echoed in messages; a megabyte of 'x' must not be. */
+        if (n > MAX_NAME) {
+            char len[24];
+            snprintf(len, sizeof len, "%zu", n);
+            return lex_fail(lx, tok, (int)n, "a name of %s characters is too long (the limit is 255)", len);
+        }
         for (size_t i = 0; i < sizeof keywords / sizeof keywords[0]; i++)
             if (strlen(keywords[i].word) == n && memcmp(keywords[i].word, tok, n) == 0)
                 return make(lx, keywords[i].kind, tok);
@@ -290,7 +311,7 @@ loop:
             if (strcmp(t.text, reds[r]) != 0)
                 continue;
             const char *p = skip_blank(cur, lx->lim);
-            if (p < lx->lim && *p == '(' && (r == 0 || r == 3 || classify_reduce(p, lx->lim))) {
+            if (p < lx->lim && *p == '(' && classify_reduce(p, lx->lim, r == 0 || r == 3)) {
                 t.kind = TK_REDUCE;
                 t.op = r == 0 ? RED_SUM : r == 1 ? RED_MAX : r == 2 ? RED_MIN : RED_PROD;
             }
@@ -355,10 +376,10 @@ loop:
         char msg[16];
         unsigned char c = (unsigned char)*tok;
         if (c >= 32 && c < 127)
-            snprintf(msg, sizeof msg, "'%c'", c);
-        else
-            snprintf(msg, sizeof msg, "byte 0x%02x", c);
-        return lex_fail(lx, tok, 1, "unexpected character %s", msg);
+            return lex_fail(lx, tok, 1, "unexpected character '%s'", (snprintf(msg, sizeof msg, "%c", c), msg));
+        /* A control byte in a text file is rare; in a binary one it comes first. */
+        snprintf(msg, sizeof msg, "0x%02x", c);
+        return lex_fail(lx, tok, 1, "unexpected control byte %s: is this a binary file?", msg);
     }
     */
 }

@@ -1,0 +1,95 @@
+/* The CUDA back end: loop-nest IR -> readable CUDA C -> NVRTC -> PTX and cubin.
+ *
+ * Three steps, each usable alone:
+ *   cg_cuda_generate  IR -> CUDA C source plus one CgLaunch per __global__ function
+ *                     (grid, block, shared bytes): what the runtime needs to launch;
+ *   cg_cuda_compile   the source -> PTX and cubin for one sm_* target through NVRTC,
+ *                     loaded with dlopen (perfc never links the CUDA toolkit), with
+ *                     the registers / stack / spills that ptxas reported;
+ *   cg_cuda_emit      both, for `-emit cuda|ptx|cubin`.
+ * Every step works on a machine without a GPU or driver; only NVRTC is needed for
+ * PTX and cubin, and its absence is reported as an error that says so.
+ *
+ * Launch ABI: every __global__ function of a kernel takes the same parameters, one
+ * pointer per buffer whose memory is MEM_GLOBAL (inputs, outputs and global
+ * temporaries), in Kernel.bufs order.  Size parameters are baked in as constants
+ * (the Kernel carries their bound values), so a module serves one shape. */
+#ifndef PERFC_CODEGEN_CUDA_CG_CUDA_H
+#define PERFC_CODEGEN_CUDA_CG_CUDA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../ir/ir.h"
+
+typedef enum CgCudaKind { CG_CUDA_SRC, CG_CUDA_PTX, CG_CUDA_CUBIN } CgCudaKind;
+
+/* One __global__ function: the code of one top-level node of Kernel.body. */
+typedef struct CgLaunch {
+    char name[64];
+    int64_t grid[3];
+    int block[3];
+    int shared_bytes;       /* dynamic shared memory passed at launch */
+    /* Filled by cg_cuda_compile from the ptxas report (-1: not known). */
+    int regs, stack_bytes, spill_stores, spill_loads;
+} CgLaunch;
+
+typedef struct CgCudaModule {
+    StrBuf src;             /* CUDA C, NUL-terminated in src.s */
+    CgLaunch *launches;
+    int nlaunches;
+    int *arg_bufs;          /* buffer ids (Kernel.bufs) passed as arguments, in order */
+    int nargs;
+    char arch[16];          /* target it was checked against */
+    /* After cg_cuda_compile: */
+    char *ptx;              /* NUL-terminated */
+    size_t ptx_len;
+    void *cubin;
+    size_t cubin_len;
+    StrBuf log;             /* NVRTC's log, ptxas -v included */
+} CgCudaModule;
+
+/* ---- codegen/cuda/arch.c: targets ---- */
+/* Resource limits of one sm_* target, used to refuse kernels before any launch. */
+typedef struct CgArch {
+    const char *name;       /* "sm_80" ... "sm_90a" */
+    int major, minor;
+    int max_threads_block;  /* 1024 */
+    int max_smem_block;     /* opt-in limit of dynamic shared memory, bytes */
+    int regs_per_block;     /* 65536 */
+    int max_regs_thread;    /* 255 */
+} CgArch;
+/* NULL when the name is no supported CUDA target. */
+const CgArch *cg_cuda_arch(const char *name);
+bool cg_cuda_is_target(const char *name);          /* starts with "sm_" */
+/* "sm_80 sm_86 sm_89 sm_90 sm_90a", for messages. */
+const char *cg_cuda_targets(void);
+
+/* ---- codegen/cuda/emit.c: IR -> CUDA C ---- */
+/* Generates the source and launch table.  Needs every size parameter bound.  Fails
+ * with a diagnostic that gives the numbers when a launch exceeds arch's limits on
+ * threads per block or shared memory. */
+bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *d);
+void cg_cuda_module_free(CgCudaModule *m);
+
+/* ---- codegen/cuda/nvrtc.c: NVRTC, loaded at run time ---- */
+/* True when libnvrtc could be loaded; otherwise why[] says what was tried. */
+bool cg_nvrtc_available(char *why, size_t n);
+/* NVRTC's version, e.g. 13 0; false when not loadable. */
+bool cg_nvrtc_version(int *major, int *minor);
+/* Compiles m->src for arch: fills ptx, cubin, log and each launch's regs / stack /
+ * spills; refuses a launch whose registers x threads exceed the target's register
+ * file.  Errors (NVRTC missing, compile errors with the log) go to d. */
+bool cg_cuda_compile(CgCudaModule *m, const char *arch, Diags *d);
+
+/* ---- codegen/cuda/emit.c: the -emit entry point ---- */
+/* `-emit cuda` appends the CUDA C (with the launch table as a comment);
+ * `-emit ptx` the PTX text; `-emit cubin` the cubin's raw bytes (out->len counts
+ * them; binary, may hold NULs). */
+bool cg_cuda_emit(const Kernel *k, const char *arch, CgCudaKind kind, StrBuf *out, Diags *d);
+/* The resource report of a compiled module, one line per launch, for `-emit report`
+ * and for the harness' report. */
+void cg_cuda_resources(const CgCudaModule *m, StrBuf *out);
+
+#endif

@@ -1,0 +1,1302 @@
+/* IR -> CUDA C.  Each top-level node of Kernel.body becomes one __global__ function,
+ * launched in order: top-level statements are separated by grid-wide dependences
+ * (a reduction must finish before its result is read), and a kernel launch boundary
+ * is the one grid-wide barrier CUDA offers without cooperative launches.
+ *
+ * Two mappings:
+ *   - scheduled nodes (some loop bound to BLOCK_* / THREAD_*): block loops become
+ *     blockIdx, thread loops threadIdx (guarded when shorter than the block),
+ *     MEM_SHARED buffers carve one dynamic __shared__ area, MEM_LOCAL buffers are
+ *     per-thread arrays (registers when indexed by unrolled loops), and
+ *     __syncthreads() goes between block-level steps that hand shared memory over;
+ *   - unscheduled nodes: the outer perfectly nested loops that are provably
+ *     parallel (each iteration writes its own elements; see par_ok) are flattened
+ *     onto a 1-D grid, one thread per iteration, and the rest runs serially inside
+ *     the thread.  Correct for any kernel; fast enough to validate.
+ *
+ * f16 and bf16 are carried as raw 16-bit storage and converted with PTX cvt
+ * instructions, computing in f32: NVRTC 13 does not find cuda_fp16.h by itself, and
+ * perfc must compile where no toolkit headers exist. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cg_cuda.h"
+
+#define DEFAULT_BLOCK 256
+
+typedef struct Em {
+    const Kernel *k;
+    const CgArch *arch;
+    Diags *d;
+    StrBuf *o;
+    int ind;
+    bool ok;
+    bool idx64;
+    char **bname, **vname, **pname;
+    /* the launch being emitted */
+    bool sched;
+    int tdepth;                 /* enclosing thread loops */
+    bool tdim_used[3];          /* thread dims bound by enclosing loops */
+    int64_t block[3], grid[3];
+    int64_t *soff;              /* per buffer: offset in dynamic shared memory, -1 */
+    int64_t smem;
+    uint8_t *rd, *wr;           /* scratch access sets, per buffer */
+} Em;
+
+/* ------------------------------------------------------------------ names */
+
+static const char *const reserved[] = {
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double",
+    "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long",
+    "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct",
+    "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool",
+    "true", "false", "class", "template", "typename", "namespace", "new", "delete",
+    "this", "operator", "private", "public", "protected", "virtual", "friend", "using",
+    "try", "catch", "throw", "asm", "constexpr", "nullptr", "and", "or", "not", "xor",
+    "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "min", "max", "abs",
+    "exp", "log", "sqrt", "rsqrt", "tanh", "erf", "fabs", "floor", "idx_t", "main",
+    "expf", "logf", "sqrtf", "rsqrtf", "tanhf", "erff", "fabsf", "fmaxf", "fminf",
+    "fmax", "fmin", "floorf", "half", "float4", "float2", "int4", "uint4", "uint2",
+    NULL};
+
+static char *cname(Kernel *k, const char *name, const char *suffix_if_taken, char **taken, int ntaken)
+{
+    StrBuf b = {0};
+    for (const char *p = name; *p; p++) {
+        char c = *p;
+        bool okc = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+                   (p != name && c >= '0' && c <= '9');
+        sb_putc(&b, okc ? c : '_');
+    }
+    if (!b.s)
+        sb_puts(&b, "x");
+    bool bad = strncmp(b.s, "pf_", 3) == 0 || strncmp(b.s, "__", 2) == 0;
+    for (int i = 0; reserved[i] && !bad; i++)
+        bad = strcmp(reserved[i], b.s) == 0;
+    for (int i = 0; i < ntaken && !bad; i++)
+        bad = taken[i] && strcmp(taken[i], b.s) == 0;
+    if (bad)
+        sb_puts(&b, suffix_if_taken);
+    char *r = arena_strdup(k->arena, b.s);
+    sb_free(&b);
+    return r;
+}
+
+static void make_names(Em *e)
+{
+    Kernel *k = (Kernel *)e->k;
+    int ntak = k->nbufs + k->nparams;
+    char **tak = xcalloc((size_t)(ntak + 1), sizeof *tak);
+    int nt = 0;
+    e->pname = arena_alloc(k->arena, sizeof(char *) * (size_t)(k->nparams + 1));
+    e->bname = arena_alloc(k->arena, sizeof(char *) * (size_t)(k->nbufs + 1));
+    e->vname = arena_alloc(k->arena, sizeof(char *) * (size_t)(k->nvars + 1));
+    for (int i = 0; i < k->nparams; i++)
+    {
+        e->pname[i] = cname(k, k->params[i].name, "_", tak, nt);
+        tak[nt++] = e->pname[i];
+    }
+    for (int i = 0; i < k->nbufs; i++)
+    {
+        e->bname[i] = cname(k, k->bufs[i]->name, "_", tak, nt);
+        tak[nt++] = e->bname[i];
+    }
+    for (int i = 0; i < k->nvars; i++)
+        e->vname[i] = cname(k, k->vars[i]->name, "_", tak, nt);
+    free(tak);
+}
+
+static int buf_index(const Em *e, const Buffer *b)
+{
+    if (b->id >= 0 && b->id < e->k->nbufs && e->k->bufs[b->id] == b)
+        return b->id;
+    for (int i = 0; i < e->k->nbufs; i++)
+        if (e->k->bufs[i] == b)
+            return i;
+    die("buffer %s not in kernel", b->name);
+}
+
+static const char *bn(const Em *e, const Buffer *b) { return e->bname[buf_index(e, b)]; }
+
+static const char *vn(const Em *e, const Var *v)
+{
+    if (v->id >= 0 && v->id < e->k->nvars && e->k->vars[v->id] == v)
+        return e->vname[v->id];
+    for (int i = 0; i < e->k->nvars; i++)
+        if (e->k->vars[i] == v)
+            return e->vname[i];
+    return v->name;
+}
+
+/* ------------------------------------------------------------------ constants */
+
+static int64_t floordiv(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+/* Value of an expression made of constants and bound parameters. */
+static bool cval(const Em *e, const Expr *x, int64_t *out)
+{
+    int64_t a, b;
+    switch (x->kind) {
+    case IE_INT: *out = x->u.i; return true;
+    case IE_PARAM:
+        if (x->u.param < 0 || x->u.param >= e->k->nparams || !e->k->params[x->u.param].bound)
+            return false;
+        *out = e->k->params[x->u.param].value;
+        return true;
+    case IE_CAST:
+        if (dtype_is_float(x->dtype))
+            return false;
+        return cval(e, x->args[0], out);
+    case IE_NEG:
+        if (!cval(e, x->args[0], &a)) return false;
+        *out = -a;
+        return true;
+    case IE_ADD: case IE_SUB: case IE_MUL: case IE_DIV: case IE_MOD: case IE_MIN: case IE_MAX:
+        if (dtype_is_float(x->dtype) || !cval(e, x->args[0], &a) || !cval(e, x->args[1], &b))
+            return false;
+        switch (x->kind) {
+        case IE_ADD: *out = a + b; break;
+        case IE_SUB: *out = a - b; break;
+        case IE_MUL: *out = a * b; break;
+        case IE_DIV: if (!b) return false; *out = floordiv(a, b); break;
+        case IE_MOD: if (!b) return false; *out = a - floordiv(a, b) * b; break;
+        case IE_MIN: *out = a < b ? a : b; break;
+        default: *out = a > b ? a : b; break;
+        }
+        return true;
+    default: return false;
+    }
+}
+
+static bool loop_extent(const Em *e, const Node *l, int64_t *lo, int64_t *ext)
+{
+    int64_t a, b;
+    if (!cval(e, l->u.loop.lo, &a) || !cval(e, l->u.loop.hi, &b))
+        return false;
+    *lo = a;
+    *ext = b > a ? b - a : 0;
+    return true;
+}
+
+static int64_t buf_elems(const Em *e, const Buffer *b)
+{
+    int64_t n = 1, v;
+    for (int i = 0; i < b->rank; i++) {
+        if (!cval(e, b->shape[i], &v))
+            return -1;
+        n *= v;
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------ IR walks */
+
+static bool is_block(LoopKind k) { return k == LOOP_BLOCK_X || k == LOOP_BLOCK_Y || k == LOOP_BLOCK_Z; }
+static bool is_thread(LoopKind k) { return k == LOOP_THREAD_X || k == LOOP_THREAD_Y || k == LOOP_THREAD_Z; }
+static int gpu_dim(LoopKind k)
+{
+    switch (k) {
+    case LOOP_BLOCK_X: case LOOP_THREAD_X: return 0;
+    case LOOP_BLOCK_Y: case LOOP_THREAD_Y: return 1;
+    case LOOP_BLOCK_Z: case LOOP_THREAD_Z: return 2;
+    default: return -1;
+    }
+}
+
+static bool has_gpu_kind(const Node *n)
+{
+    NodeList *body = ir_body((Node *)n);
+    if (n->kind == N_LOOP && (is_block(n->u.loop.kind) || is_thread(n->u.loop.kind)))
+        return true;
+    for (int i = 0; body && i < body->n; i++)
+        if (has_gpu_kind(body->v[i]))
+            return true;
+    return false;
+}
+
+static void expr_access(const Em *e, const Expr *x, uint8_t *rd)
+{
+    if (!x) return;
+    if (x->kind == IE_LOAD) {
+        rd[buf_index(e, x->u.load.buf)] = 1;
+        for (int i = 0; i < x->u.load.buf->rank; i++)
+            expr_access(e, x->u.load.idx[i], rd);
+        return;
+    }
+    for (int i = 0; i < ir_expr_arity(x->kind); i++)
+        expr_access(e, x->args[i], rd);
+}
+
+/* Buffers read and written in a subtree (bytes set to 1). */
+static void node_access(const Em *e, const Node *n, uint8_t *rd, uint8_t *wr)
+{
+    switch (n->kind) {
+    case N_STMT:
+        wr[buf_index(e, n->u.stmt.buf)] = 1;
+        if (n->u.stmt.op != SOP_ASSIGN)
+            rd[buf_index(e, n->u.stmt.buf)] = 1;
+        for (int i = 0; i < n->u.stmt.buf->rank; i++)
+            expr_access(e, n->u.stmt.idx[i], rd);
+        expr_access(e, n->u.stmt.value, rd);
+        return;
+    case N_LOOP:
+        expr_access(e, n->u.loop.lo, rd);
+        expr_access(e, n->u.loop.hi, rd);
+        break;
+    case N_IF:
+        expr_access(e, n->u.guard.cond, rd);
+        break;
+    }
+    NodeList *body = ir_body((Node *)n);
+    for (int i = 0; i < body->n; i++)
+        node_access(e, body->v[i], rd, wr);
+}
+
+/* ------------------------------------------------------------------ parallelism of
+ * unscheduled loops.  A set F of loop variables may run one iteration per thread
+ * when, for every statement below, each variable of F occurs in some index
+ * dimension whose map from its variables is injective over their loop box (one
+ * variable, or mixed-radix coefficients over constant extents), so no two
+ * iterations of F write one element; and every read of a buffer written below uses
+ * the same index expressions as a write of it, so an iteration reads only its own
+ * elements.  Anything else stays serial: correct before fast. */
+
+typedef struct Aff {
+    int n;
+    const Var *v[16];
+    int64_t c[16];
+    bool ok;
+} Aff;
+
+static void aff_add(Aff *a, const Var *v, int64_t c)
+{
+    for (int i = 0; i < a->n; i++)
+        if (a->v[i] == v) {
+            a->c[i] += c;
+            return;
+        }
+    if (a->n == 16) {
+        a->ok = false;
+        return;
+    }
+    a->v[a->n] = v;
+    a->c[a->n++] = c;
+}
+
+static void aff_of(const Em *e, const Expr *x, int64_t mul, Aff *a)
+{
+    int64_t c;
+    if (!a->ok) return;
+    if (cval(e, x, &c)) return;
+    switch (x->kind) {
+    case IE_VAR: aff_add(a, x->u.var, mul); return;
+    case IE_ADD: aff_of(e, x->args[0], mul, a); aff_of(e, x->args[1], mul, a); return;
+    case IE_SUB: aff_of(e, x->args[0], mul, a); aff_of(e, x->args[1], -mul, a); return;
+    case IE_NEG: aff_of(e, x->args[0], -mul, a); return;
+    case IE_CAST:
+        if (!dtype_is_float(x->dtype)) { aff_of(e, x->args[0], mul, a); return; }
+        break;
+    case IE_MUL:
+        if (cval(e, x->args[0], &c)) { aff_of(e, x->args[1], mul * c, a); return; }
+        if (cval(e, x->args[1], &c)) { aff_of(e, x->args[0], mul * c, a); return; }
+        break;
+    default: break;
+    }
+    a->ok = false;
+}
+
+static const Node *loop_of_var(const Node *n, const Var *v)
+{
+    if (n->kind == N_LOOP && n->u.loop.var == v)
+        return n;
+    NodeList *body = ir_body((Node *)n);
+    for (int i = 0; body && i < body->n; i++) {
+        const Node *r = loop_of_var(body->v[i], v);
+        if (r) return r;
+    }
+    return NULL;
+}
+
+/* Is the map from the variables of `a` to one index value injective? */
+static bool aff_injective(const Em *e, const Node *top, const Aff *a)
+{
+    int64_t c[16], ext[16];
+    int n = 0;
+    for (int i = 0; i < a->n; i++) {
+        if (!a->c[i]) continue;
+        const Node *l = loop_of_var(top, a->v[i]);
+        int64_t lo;
+        if (!l || !loop_extent(e, l, &lo, &ext[n]))
+            return a->n == 1;
+        c[n++] = a->c[i] < 0 ? -a->c[i] : a->c[i];
+    }
+    /* sort by coefficient, then each must exceed the span of all smaller ones */
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && c[j] < c[j - 1]; j--) {
+            int64_t t = c[j]; c[j] = c[j - 1]; c[j - 1] = t;
+            t = ext[j]; ext[j] = ext[j - 1]; ext[j - 1] = t;
+        }
+    int64_t span = 0;
+    for (int i = 0; i < n; i++) {
+        if (c[i] <= span) return false;
+        span += c[i] * (ext[i] > 0 ? ext[i] - 1 : 0);
+    }
+    return true;
+}
+
+static bool expr_eq(const Expr *a, const Expr *b)
+{
+    if (a->kind != b->kind) return false;
+    switch (a->kind) {
+    case IE_INT: return a->u.i == b->u.i;
+    case IE_FLT: return a->u.f == b->u.f;
+    case IE_PARAM: return a->u.param == b->u.param;
+    case IE_VAR: return a->u.var == b->u.var;
+    case IE_LOAD:
+        if (a->u.load.buf != b->u.load.buf) return false;
+        for (int i = 0; i < a->u.load.buf->rank; i++)
+            if (!expr_eq(a->u.load.idx[i], b->u.load.idx[i])) return false;
+        return true;
+    default:
+        for (int i = 0; i < ir_expr_arity(a->kind); i++)
+            if (!expr_eq(a->args[i], b->args[i])) return false;
+        return a->dtype == b->dtype;
+    }
+}
+
+typedef struct ParCtx {
+    const Em *e;
+    const Node *top;
+    const Var **F;
+    int nf;
+    bool ok;
+} ParCtx;
+
+static void par_stmts(ParCtx *p, const Node *n)
+{
+    if (!p->ok) return;
+    if (n->kind == N_STMT) {
+        const Buffer *b = n->u.stmt.buf;
+        if (b->mem == MEM_LOCAL) return;
+        for (int f = 0; f < p->nf && p->ok; f++) {
+            bool found = false;
+            for (int dd = 0; dd < b->rank && !found; dd++) {
+                Aff a = {.ok = true};
+                aff_of(p->e, n->u.stmt.idx[dd], 1, &a);
+                if (!a.ok) continue;
+                bool has = false;
+                for (int i = 0; i < a.n; i++)
+                    has |= a.v[i] == p->F[f] && a.c[i] != 0;
+                found = has && aff_injective(p->e, p->top, &a);
+            }
+            p->ok = found;
+        }
+        return;
+    }
+    NodeList *body = ir_body((Node *)n);
+    for (int i = 0; i < body->n; i++)
+        par_stmts(p, body->v[i]);
+}
+
+static bool written_same(const Node *n, const Expr *ld)
+{
+    if (n->kind == N_STMT) {
+        if (n->u.stmt.buf != ld->u.load.buf) return false;
+        for (int i = 0; i < ld->u.load.buf->rank; i++)
+            if (!expr_eq(n->u.stmt.idx[i], ld->u.load.idx[i])) return false;
+        return true;
+    }
+    NodeList *body = ir_body((Node *)n);
+    for (int i = 0; i < body->n; i++)
+        if (written_same(body->v[i], ld)) return true;
+    return false;
+}
+
+static void par_loads_expr(ParCtx *p, const Expr *x, const uint8_t *wr)
+{
+    if (!x || !p->ok) return;
+    if (x->kind == IE_LOAD) {
+        const Buffer *b = x->u.load.buf;
+        if (b->mem != MEM_LOCAL && wr[buf_index(p->e, b)] && !written_same(p->top, x))
+            p->ok = false;
+        for (int i = 0; i < b->rank; i++)
+            par_loads_expr(p, x->u.load.idx[i], wr);
+        return;
+    }
+    for (int i = 0; i < ir_expr_arity(x->kind); i++)
+        par_loads_expr(p, x->args[i], wr);
+}
+
+static void par_loads(ParCtx *p, const Node *n, const uint8_t *wr)
+{
+    switch (n->kind) {
+    case N_STMT:
+        for (int i = 0; i < n->u.stmt.buf->rank; i++)
+            par_loads_expr(p, n->u.stmt.idx[i], wr);
+        par_loads_expr(p, n->u.stmt.value, wr);
+        return;
+    case N_LOOP:
+        par_loads_expr(p, n->u.loop.lo, wr);
+        par_loads_expr(p, n->u.loop.hi, wr);
+        break;
+    case N_IF:
+        par_loads_expr(p, n->u.guard.cond, wr);
+        break;
+    }
+    NodeList *body = ir_body((Node *)n);
+    for (int i = 0; i < body->n; i++)
+        par_loads(p, body->v[i], wr);
+}
+
+static bool par_ok(Em *e, const Node *top, const Var **F, int nf)
+{
+    ParCtx p = {e, top, F, nf, true};
+    par_stmts(&p, top);
+    if (!p.ok) return false;
+    memset(e->rd, 0, (size_t)e->k->nbufs);
+    memset(e->wr, 0, (size_t)e->k->nbufs);
+    node_access(e, top, e->rd, e->wr);
+    par_loads(&p, top, e->wr);
+    return p.ok;
+}
+
+/* ------------------------------------------------------------------ expressions */
+
+static void indent(Em *e)
+{
+    for (int i = 0; i < e->ind; i++)
+        sb_puts(e->o, "    ");
+}
+
+static void line(Em *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line(Em *e, const char *fmt, ...)
+{
+    va_list ap;
+    indent(e);
+    va_start(ap, fmt);
+    sb_vprintf(e->o, fmt, ap);
+    va_end(ap);
+    sb_putc(e->o, '\n');
+}
+
+static const char *storage_type(DType t, bool idx64)
+{
+    switch (t) {
+    case DT_F64: return "double";
+    case DT_F32: return "float";
+    case DT_F16: return "pf_half";
+    case DT_BF16: return "pf_bf16";
+    case DT_I32: return "int";
+    case DT_I64: return idx64 ? "long long" : "idx_t";
+    case DT_BOOL: return "bool";
+    default: return "void";
+    }
+}
+
+/* The C type an expression of dtype t is computed in. */
+static const char *compute_type(DType t)
+{
+    switch (t) {
+    case DT_F64: return "double";
+    case DT_F32: case DT_F16: case DT_BF16: return "float";
+    case DT_I32: return "int";
+    case DT_I64: return "idx_t";
+    case DT_BOOL: return "bool";
+    default: return "void";
+    }
+}
+
+static void emit_expr(Em *e, const Expr *x, StrBuf *o);
+static void emit_sub(Em *e, const Expr *x, StrBuf *o);
+
+static void flt_const(StrBuf *o, double v, DType t)
+{
+    bool dbl = t == DT_F64;
+    if (isnan(v)) {
+        sb_puts(o, dbl ? "__longlong_as_double(0x7ff8000000000000LL)" : "__int_as_float(0x7fc00000)");
+        return;
+    }
+    if (isinf(v)) {
+        sb_puts(o, v < 0 ? "(-" : "(");
+        sb_puts(o, dbl ? "__longlong_as_double(0x7ff0000000000000LL))" : "__int_as_float(0x7f800000))");
+        return;
+    }
+    char buf[64];
+    snprintf(buf, sizeof buf, dbl ? "%.17g" : "%.9g", v);
+    bool has = strpbrk(buf, ".e") != NULL;
+    sb_printf(o, "%s%s%s", buf, has ? "" : ".0", dbl ? "" : "f");
+}
+
+/* The element b[idx] as an lvalue (no conversion).  Global buffers are flat: the
+ * row-major linear index is written in Horner form with the symbolic sizes, e.g.
+ * A[i * K + k]; staged buffers are C arrays, As[ty][kk]. */
+static void emit_elem_paren(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
+{
+    sb_puts(o, bn(e, b));
+    if (b->mem != MEM_GLOBAL) {
+        if (b->rank == 0)
+            sb_puts(o, "[0]");
+        for (int i = 0; i < b->rank; i++) {
+            sb_putc(o, '[');
+            emit_expr(e, idx[i], o);
+            sb_putc(o, ']');
+        }
+        return;
+    }
+    StrBuf cur = {0};
+    if (b->rank == 0)
+        sb_putc(&cur, '0');
+    else
+        emit_sub(e, idx[0], &cur);
+    for (int i = 1; i < b->rank; i++) {
+        StrBuf nx = {0};
+        if (i > 1) sb_printf(&nx, "(%s)", cur.s);
+        else sb_puts(&nx, cur.s);
+        sb_puts(&nx, " * ");
+        emit_sub(e, b->shape[i], &nx);
+        sb_puts(&nx, " + ");
+        emit_sub(e, idx[i], &nx);
+        sb_free(&cur);
+        cur = nx;
+    }
+    sb_printf(o, "[%s]", cur.s);
+    sb_free(&cur);
+}
+
+static void load_value(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
+{
+    const char *cv = b->dtype == DT_F16 ? "pf_h2f(" : b->dtype == DT_BF16 ? "pf_b2f(" : NULL;
+    if (cv) sb_puts(o, cv);
+    emit_elem_paren(e, b, idx, o);
+    if (cv) sb_putc(o, ')');
+}
+
+static const char *math_name(ExprKind k, DType t)
+{
+    bool d = t == DT_F64;
+    switch (k) {
+    case IE_EXP: return d ? "exp" : "expf";
+    case IE_LOG: return d ? "log" : "logf";
+    case IE_SQRT: return d ? "sqrt" : "sqrtf";
+    case IE_RSQRT: return d ? "rsqrt" : "rsqrtf";
+    case IE_TANH: return d ? "tanh" : "tanhf";
+    case IE_ERF: return d ? "erf" : "erff";
+    case IE_ABS: return d ? "fabs" : "fabsf";
+    case IE_MAX: return d ? "fmax" : "fmaxf";
+    case IE_MIN: return d ? "fmin" : "fminf";
+    default: return "?";
+    }
+}
+
+static bool is_atom(const Expr *x)
+{
+    return x->kind == IE_INT || x->kind == IE_PARAM || x->kind == IE_VAR || x->kind == IE_LOAD;
+}
+
+static void emit_sub(Em *e, const Expr *x, StrBuf *o)
+{
+    bool par = !is_atom(x) && (x->kind >= IE_ADD && x->kind <= IE_OR);
+    if (par) sb_putc(o, '(');
+    emit_expr(e, x, o);
+    if (par) sb_putc(o, ')');
+}
+
+static void emit_expr(Em *e, const Expr *x, StrBuf *o)
+{
+    const char *op = NULL;
+    DType at = x->args[0] ? x->args[0]->dtype : x->dtype;
+    bool fl = dtype_is_float(x->dtype) || dtype_is_float(at);
+    switch (x->kind) {
+    case IE_INT:
+        if (x->u.i > INT32_MAX || x->u.i < INT32_MIN)
+            sb_printf(o, "%" PRId64 "LL", x->u.i);
+        else
+            sb_printf(o, "%" PRId64, x->u.i);
+        return;
+    case IE_FLT: flt_const(o, x->u.f, x->dtype); return;
+    case IE_PARAM: sb_puts(o, e->pname[x->u.param]); return;
+    case IE_VAR: sb_puts(o, vn(e, x->u.var)); return;
+    case IE_LOAD: {
+        const Buffer *b = x->u.load.buf;
+        if (x->u.load.guarded) {
+            /* out-of-range reads yield the buffer's pad value without touching memory */
+            sb_puts(o, "(");
+            for (int i = 0; i < b->rank; i++) {
+                sb_puts(o, i ? " && pf_in(" : "pf_in(");
+                emit_expr(e, x->u.load.idx[i], o);
+                sb_puts(o, ", ");
+                emit_expr(e, b->shape[i], o);
+                sb_putc(o, ')');
+            }
+            if (b->rank == 0) sb_puts(o, "true");
+            sb_puts(o, " ? ");
+            load_value(e, b, x->u.load.idx, o);
+            sb_puts(o, " : ");
+            if (dtype_is_float(b->dtype))
+                flt_const(o, b->has_pad ? b->pad : 0.0, b->dtype == DT_F64 ? DT_F64 : DT_F32);
+            else
+                sb_printf(o, "%lld", (long long)(b->has_pad ? b->pad : 0));
+            sb_puts(o, ")");
+        } else {
+            load_value(e, b, x->u.load.idx, o);
+        }
+        return;
+    }
+    case IE_CAST: {
+        DType from = x->args[0]->dtype, to = x->dtype;
+        if (to == DT_F16 || to == DT_BF16) {
+            /* a value of f16 type is carried in f32, rounded as storage would round it */
+            sb_puts(o, to == DT_F16 ? "pf_h2f(pf_f2h(" : "pf_b2f(pf_f2b(");
+            if (!dtype_is_float(from)) sb_puts(o, "(float)");
+            emit_sub(e, x->args[0], o);
+            sb_puts(o, "))");
+        } else if (to == DT_BOOL) {
+            sb_puts(o, "(");
+            emit_sub(e, x->args[0], o);
+            sb_puts(o, " != 0)");
+        } else if ((from == DT_F16 || from == DT_BF16) && to == DT_F32) {
+            emit_expr(e, x->args[0], o);
+        } else {
+            sb_printf(o, "(%s)", compute_type(to));
+            emit_sub(e, x->args[0], o);
+        }
+        return;
+    }
+    case IE_NEG: sb_puts(o, "-"); emit_sub(e, x->args[0], o); return;
+    case IE_NOT: sb_puts(o, "!"); emit_sub(e, x->args[0], o); return;
+    case IE_EXP: case IE_LOG: case IE_SQRT: case IE_RSQRT: case IE_TANH: case IE_ERF:
+        sb_printf(o, "%s(", math_name(x->kind, x->dtype));
+        emit_expr(e, x->args[0], o);
+        sb_putc(o, ')');
+        return;
+    case IE_ABS:
+        if (!fl) {
+            sb_puts(o, "(");
+            emit_sub(e, x->args[0], o);
+            sb_puts(o, " < 0 ? -");
+            emit_sub(e, x->args[0], o);
+            sb_puts(o, " : ");
+            emit_sub(e, x->args[0], o);
+            sb_puts(o, ")");
+            return;
+        }
+        sb_printf(o, "%s(", math_name(x->kind, x->dtype));
+        emit_expr(e, x->args[0], o);
+        sb_putc(o, ')');
+        return;
+    case IE_MAX: case IE_MIN:
+        if (fl) {
+            sb_printf(o, "%s(", math_name(x->kind, x->dtype));
+            emit_expr(e, x->args[0], o);
+            sb_puts(o, ", ");
+            emit_expr(e, x->args[1], o);
+            sb_putc(o, ')');
+        } else {
+            sb_puts(o, "(");
+            emit_sub(e, x->args[0], o);
+            sb_puts(o, x->kind == IE_MAX ? " > " : " < ");
+            emit_sub(e, x->args[1], o);
+            sb_puts(o, " ? ");
+            emit_sub(e, x->args[0], o);
+            sb_puts(o, " : ");
+            emit_sub(e, x->args[1], o);
+            sb_puts(o, ")");
+        }
+        return;
+    case IE_DIV: case IE_MOD:
+        if (!fl) {
+            /* IR integer division and modulo are floor operations; C's truncate */
+            sb_puts(o, x->kind == IE_DIV ? "pf_fdiv(" : "pf_fmod(");
+            emit_expr(e, x->args[0], o);
+            sb_puts(o, ", ");
+            emit_expr(e, x->args[1], o);
+            sb_putc(o, ')');
+            return;
+        }
+        if (x->kind == IE_MOD) {
+            sb_puts(o, x->dtype == DT_F64 ? "pf_fmodd(" : "pf_fmodf(");
+            emit_expr(e, x->args[0], o);
+            sb_puts(o, ", ");
+            emit_expr(e, x->args[1], o);
+            sb_putc(o, ')');
+            return;
+        }
+        op = "/";
+        break;
+    case IE_ADD: op = "+"; break;
+    case IE_SUB: op = "-"; break;
+    case IE_MUL: op = "*"; break;
+    case IE_LT: op = "<"; break;
+    case IE_LE: op = "<="; break;
+    case IE_GT: op = ">"; break;
+    case IE_GE: op = ">="; break;
+    case IE_EQ: op = "=="; break;
+    case IE_NE: op = "!="; break;
+    case IE_AND: op = "&&"; break;
+    case IE_OR: op = "||"; break;
+    case IE_SELECT:
+        sb_puts(o, "(");
+        emit_sub(e, x->args[0], o);
+        sb_puts(o, " ? ");
+        emit_sub(e, x->args[1], o);
+        sb_puts(o, " : ");
+        emit_sub(e, x->args[2], o);
+        sb_puts(o, ")");
+        return;
+    default:
+        die("cuda emitter: expression kind %d", (int)x->kind);
+    }
+    emit_sub(e, x->args[0], o);
+    sb_printf(o, " %s ", op);
+    emit_sub(e, x->args[1], o);
+}
+
+/* ------------------------------------------------------------------ statements */
+
+static void emit_nodes(Em *e, const NodeList *l);
+
+static void emit_stmt(Em *e, const Node *n)
+{
+    const Buffer *b = n->u.stmt.buf;
+    StrBuf lv = {0}, v = {0}, cur = {0};
+    emit_elem_paren(e, b, n->u.stmt.idx, &lv);
+    emit_expr(e, n->u.stmt.value, &v);
+    load_value(e, b, n->u.stmt.idx, &cur);
+    bool fl = dtype_is_float(b->dtype);
+    StrBuf val = {0};
+    switch (n->u.stmt.op) {
+    case SOP_ASSIGN: sb_puts(&val, v.s); break;
+    case SOP_ADD: sb_printf(&val, "%s + (%s)", cur.s, v.s); break;
+    case SOP_MUL: sb_printf(&val, "%s * (%s)", cur.s, v.s); break;
+    case SOP_MAX:
+        if (fl) sb_printf(&val, "%s(%s, %s)", math_name(IE_MAX, b->dtype), cur.s, v.s);
+        else sb_printf(&val, "max(%s, %s)", cur.s, v.s);
+        break;
+    case SOP_MIN:
+        if (fl) sb_printf(&val, "%s(%s, %s)", math_name(IE_MIN, b->dtype), cur.s, v.s);
+        else sb_printf(&val, "min(%s, %s)", cur.s, v.s);
+        break;
+    }
+    /* a block-level store to memory others see is done by one thread */
+    bool one = e->sched && e->tdepth == 0 && b->mem != MEM_LOCAL;
+    if (one)
+        line(e, "if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0)");
+    if (one) e->ind++;
+    if (b->dtype == DT_F16 || b->dtype == DT_BF16)
+        line(e, "%s = %s(%s);", lv.s, b->dtype == DT_F16 ? "pf_f2h" : "pf_f2b", val.s);
+    else if (n->u.stmt.op == SOP_ADD)
+        line(e, "%s += %s;", lv.s, v.s);
+    else if (n->u.stmt.op == SOP_MUL)
+        line(e, "%s *= %s;", lv.s, v.s);
+    else
+        line(e, "%s = %s;", lv.s, val.s);
+    if (one) e->ind--;
+    sb_free(&lv);
+    sb_free(&v);
+    sb_free(&cur);
+    sb_free(&val);
+}
+
+static bool shared_conflict(Em *e, const Node *a, const Node *b)
+{
+    int nb = e->k->nbufs;
+    uint8_t *ra = xcalloc((size_t)nb * 4 + 1, 1), *wa = ra + nb, *rb = wa + nb, *wb = rb + nb;
+    node_access(e, a, ra, wa);
+    node_access(e, b, rb, wb);
+    bool c = false;
+    for (int i = 0; i < nb && !c; i++)
+        if (e->k->bufs[i]->mem == MEM_SHARED)
+            c = (wa[i] && (rb[i] || wb[i])) || (ra[i] && wb[i]);
+    free(ra);
+    return c;
+}
+
+static bool reads_and_writes_shared(Em *e, const Node *n)
+{
+    int nb = e->k->nbufs;
+    uint8_t *r = xcalloc((size_t)nb * 2 + 1, 1), *w = r + nb;
+    node_access(e, n, r, w);
+    bool c = false;
+    for (int i = 0; i < nb && !c; i++)
+        c = e->k->bufs[i]->mem == MEM_SHARED && r[i] && w[i];
+    free(r);
+    return c;
+}
+
+static void emit_loop(Em *e, const Node *n)
+{
+    LoopKind lk = n->u.loop.kind;
+    const char *v = vn(e, n->u.loop.var);
+    StrBuf lo = {0}, hi = {0};
+    emit_expr(e, n->u.loop.lo, &lo);
+    emit_expr(e, n->u.loop.hi, &hi);
+    if (is_block(lk)) {
+        e->ok = false;
+        diag_error(e->d, n->span, "loop %s is bound to %s but is not part of the outermost "
+                   "nest of block loops of its statement", n->u.loop.var->name, loop_kind_name(lk));
+    } else if (is_thread(lk)) {
+        int dim = gpu_dim(lk);
+        int64_t l0, ext;
+        if (e->tdim_used[dim]) {
+            e->ok = false;
+            diag_error(e->d, n->span, "loop %s is bound to %s inside another loop bound to it",
+                       n->u.loop.var->name, loop_kind_name(lk));
+        } else if (!loop_extent(e, n, &l0, &ext)) {
+            e->ok = false;
+            diag_error(e->d, n->span, "loop %s is bound to %s but its bounds are not constant",
+                       n->u.loop.var->name, loop_kind_name(lk));
+        } else {
+            static const char xyz[] = "xyz";
+            line(e, "{   /* %s: %s */", n->u.loop.var->name, loop_kind_name(lk));
+            e->ind++;
+            if (strcmp(lo.s, "0") == 0)
+                line(e, "const idx_t %s = (idx_t)threadIdx.%c;", v, xyz[dim]);
+            else
+                line(e, "const idx_t %s = %s + (idx_t)threadIdx.%c;", v, lo.s, xyz[dim]);
+            bool guard = ext < e->block[dim];
+            if (guard) line(e, "if (%s < %s) {", v, hi.s);
+            if (guard) e->ind++;
+            e->tdim_used[dim] = true;
+            e->tdepth++;
+            emit_nodes(e, &n->u.loop.body);
+            e->tdepth--;
+            e->tdim_used[dim] = false;
+            if (guard) e->ind--;
+            if (guard) line(e, "}");
+            e->ind--;
+            line(e, "}");
+        }
+    } else {
+        if (lk == LOOP_UNROLL)
+            line(e, "#pragma unroll");
+        line(e, "for (idx_t %s = %s; %s < %s; ++%s) {", v, lo.s, v, hi.s, v);
+        e->ind++;
+        emit_nodes(e, &n->u.loop.body);
+        /* the next iteration overwrites shared memory this one reads */
+        if (e->sched && e->tdepth == 0 && reads_and_writes_shared(e, n))
+            line(e, "__syncthreads();");
+        e->ind--;
+        line(e, "}");
+    }
+    sb_free(&lo);
+    sb_free(&hi);
+}
+
+static void emit_node(Em *e, const Node *n)
+{
+    switch (n->kind) {
+    case N_STMT: emit_stmt(e, n); break;
+    case N_LOOP: emit_loop(e, n); break;
+    case N_IF: {
+        StrBuf c = {0};
+        emit_expr(e, n->u.guard.cond, &c);
+        line(e, "if (%s) {", c.s);
+        e->ind++;
+        emit_nodes(e, &n->u.guard.body);
+        e->ind--;
+        line(e, "}");
+        sb_free(&c);
+        break;
+    }
+    }
+}
+
+static void emit_nodes(Em *e, const NodeList *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        /* threads hand shared data to each other only across a barrier */
+        if (i > 0 && e->sched && e->tdepth == 0 && shared_conflict(e, l->v[i - 1], l->v[i]))
+            line(e, "__syncthreads();");
+        emit_node(e, l->v[i]);
+    }
+}
+
+/* ------------------------------------------------------------------ launches */
+
+/* Thread-loop extents below n: the block shape is their maximum per dimension. */
+static void thread_extents(Em *e, const Node *n, int64_t blk[3])
+{
+    if (n->kind == N_LOOP && is_thread(n->u.loop.kind)) {
+        int64_t lo, ext;
+        if (loop_extent(e, n, &lo, &ext)) {
+            int d = gpu_dim(n->u.loop.kind);
+            if (ext > blk[d]) blk[d] = ext;
+        }
+    }
+    NodeList *body = ir_body((Node *)n);
+    for (int i = 0; body && i < body->n; i++)
+        thread_extents(e, body->v[i], blk);
+}
+
+static void emit_params(Em *e, StrBuf *o)
+{
+    bool first = true;
+    for (int i = 0; i < e->k->nbufs; i++) {
+        const Buffer *b = e->k->bufs[i];
+        if (b->mem != MEM_GLOBAL) continue;
+        sb_printf(o, "%s%s%s *__restrict__ %s", first ? "" : ", ", b->kind == BUF_IN ? "const " : "",
+                  storage_type(b->dtype, e->idx64), bn(e, b));
+        first = false;
+    }
+}
+
+static void shape_text(Em *e, const Buffer *b, StrBuf *o, bool brackets_from_1)
+{
+    for (int i = brackets_from_1 ? 1 : 0; i < b->rank; i++) {
+        int64_t v = 0;
+        cval(e, b->shape[i], &v);
+        sb_printf(o, "[%" PRId64 "]", v);
+    }
+}
+
+/* Declarations of the staged (shared, local) buffers a launch touches. */
+static bool declare_staged(Em *e, const Node *top, CgLaunch *L)
+{
+    int nb = e->k->nbufs;
+    uint8_t *r = xcalloc((size_t)nb * 2 + 1, 1), *w = r + nb;
+    node_access(e, top, r, w);
+    int64_t off = 0;
+    bool any_shared = false;
+    for (int i = 0; i < nb; i++) {
+        const Buffer *b = e->k->bufs[i];
+        if (!(r[i] || w[i]) || b->mem == MEM_GLOBAL) continue;
+        int64_t n = buf_elems(e, b);
+        if (n < 0) {
+            diag_error(e->d, b->span, "staged buffer %s needs a constant shape on a GPU", b->name);
+            free(r);
+            return false;
+        }
+        StrBuf shp = {0}, tail = {0};
+        shape_text(e, b, &shp, false);
+        if (!shp.s) sb_puts(&shp, "[1]");
+        const char *st = storage_type(b->dtype, e->idx64);
+        if (b->mem == MEM_LOCAL) {
+            line(e, "/* %s: %s%s, per-thread (registers when indexed by unrolled loops) */",
+                 b->name, dtype_name(b->dtype), shp.s);
+            line(e, "%s %s%s;", st, bn(e, b), shp.s);
+        } else {
+            if (!any_shared) line(e, "extern __shared__ __align__(16) unsigned char pf_smem[];");
+            any_shared = true;
+            off = (off + 15) / 16 * 16;
+            e->soff[i] = off;
+            shape_text(e, b, &tail, true);
+            line(e, "/* %s: %s%s staged in shared memory, bytes %" PRId64 "..%" PRId64 " */",
+                 b->name, dtype_name(b->dtype), shp.s, off, off + n * dtype_bytes(b->dtype));
+            if (b->rank <= 1)
+                line(e, "%s *%s = reinterpret_cast<%s *>(pf_smem + %" PRId64 ");", st, bn(e, b), st, off);
+            else
+                line(e, "%s (*%s)%s = reinterpret_cast<%s (*)%s>(pf_smem + %" PRId64 ");", st, bn(e, b),
+                     tail.s, st, tail.s, off);
+            off += n * dtype_bytes(b->dtype);
+        }
+        sb_free(&shp);
+        sb_free(&tail);
+    }
+    free(r);
+    L->shared_bytes = (int)off;
+    if (off > e->arch->max_smem_block) {
+        diag_error(e->d, top->span, "launch %s needs %" PRId64 " bytes of shared memory; %s allows "
+                   "at most %d per block", L->name, off, e->arch->name, e->arch->max_smem_block);
+        return false;
+    }
+    return true;
+}
+
+static void open_function(Em *e, CgLaunch *L, int64_t nthreads)
+{
+    StrBuf ps = {0};
+    emit_params(e, &ps);
+    sb_printf(e->o, "extern \"C\" __global__ void __launch_bounds__(%" PRId64 ") %s(%s)\n{\n",
+              nthreads, L->name, ps.s ? ps.s : "");
+    sb_free(&ps);
+    e->ind = 1;
+}
+
+static bool check_block(Em *e, const Node *top, CgLaunch *L)
+{
+    int64_t t = (int64_t)L->block[0] * L->block[1] * L->block[2];
+    if (t > e->arch->max_threads_block || L->block[0] > 1024 || L->block[1] > 1024 || L->block[2] > 64) {
+        diag_error(e->d, top->span, "launch %s has %d x %d x %d = %" PRId64 " threads per block; %s "
+                   "allows at most %d (and 1024 x 1024 x 64 per dimension)", L->name, L->block[0],
+                   L->block[1], L->block[2], t, e->arch->name, e->arch->max_threads_block);
+        return false;
+    }
+    if (L->grid[1] > 65535 || L->grid[2] > 65535 || L->grid[0] > INT32_MAX) {
+        diag_error(e->d, top->span, "launch %s has a grid of %" PRId64 " x %" PRId64 " x %" PRId64
+                   " blocks; CUDA allows 2^31-1 x 65535 x 65535", L->name, L->grid[0], L->grid[1], L->grid[2]);
+        return false;
+    }
+    return true;
+}
+
+/* A node with GPU loop kinds: its outermost nest of block loops is the grid. */
+static bool emit_scheduled(Em *e, const Node *top, CgLaunch *L)
+{
+    const Node *blk[3] = {0};
+    const Node *n = top;
+    e->sched = true;
+    for (int i = 0; i < 3; i++) { L->grid[i] = 1; e->block[i] = 1; }
+    while (n->kind == N_LOOP && is_block(n->u.loop.kind)) {
+        int dim = gpu_dim(n->u.loop.kind);
+        int64_t lo, ext;
+        if (blk[dim]) {
+            diag_error(e->d, n->span, "two loops (%s, %s) are bound to %s", blk[dim]->u.loop.var->name,
+                       n->u.loop.var->name, loop_kind_name(n->u.loop.kind));
+            return false;
+        }
+        if (!loop_extent(e, n, &lo, &ext)) {
+            diag_error(e->d, n->span, "loop %s is bound to %s but its bounds are not constant",
+                       n->u.loop.var->name, loop_kind_name(n->u.loop.kind));
+            return false;
+        }
+        blk[dim] = n;
+        L->grid[dim] = ext;
+        if (n->u.loop.body.n != 1 || n->u.loop.body.v[0]->kind != N_LOOP ||
+            !is_block(n->u.loop.body.v[0]->u.loop.kind))
+            break;
+        n = n->u.loop.body.v[0];
+    }
+    const NodeList *body = n->kind == N_LOOP && is_block(n->u.loop.kind) ? &n->u.loop.body : NULL;
+    thread_extents(e, top, e->block);
+    for (int i = 0; i < 3; i++) L->block[i] = (int)e->block[i];
+    if (!check_block(e, top, L))
+        return false;
+    for (int i = 0; i < 3; i++)
+        if (L->grid[i] == 0) return true; /* nothing to do */
+    open_function(e, L, e->block[0] * e->block[1] * e->block[2]);
+    if (!declare_staged(e, top, L))
+        return false;
+    for (int i = 0; i < 3; i++) {
+        if (!blk[i]) continue;
+        StrBuf lo = {0};
+        emit_expr(e, blk[i]->u.loop.lo, &lo);
+        line(e, "const idx_t %s = %s%s(idx_t)blockIdx.%c;   /* %s */", vn(e, blk[i]->u.loop.var),
+             strcmp(lo.s, "0") ? lo.s : "", strcmp(lo.s, "0") ? " + " : "", "xyz"[i],
+             loop_kind_name(blk[i]->u.loop.kind));
+        sb_free(&lo);
+    }
+    if (body) {
+        emit_nodes(e, body);
+    } else {
+        NodeList one = {(Node **)&top, 1, 1};
+        emit_nodes(e, &one);
+    }
+    sb_puts(e->o, "}\n\n");
+    return e->ok;
+}
+
+/* An unscheduled node: flatten its provably parallel outer loops onto the grid. */
+static bool emit_default(Em *e, const Node *top, CgLaunch *L)
+{
+    const Node *chain[16];
+    const Var *F[16];
+    int64_t lo[16], ext[16];
+    int nf = 0;
+    const Node *n = top;
+    e->sched = false;
+    while (n->kind == N_LOOP && nf < 16) {
+        if (!loop_extent(e, n, &lo[nf], &ext[nf]))
+            break;
+        F[nf] = n->u.loop.var;
+        if (!par_ok(e, top, F, nf + 1))
+            break;
+        chain[nf++] = n;
+        if (n->u.loop.body.n != 1 || n->u.loop.body.v[0]->kind != N_LOOP)
+            break;
+        n = n->u.loop.body.v[0];
+    }
+    int64_t total = 1;
+    for (int i = 0; i < nf; i++) total *= ext[i];
+    int blk = total >= DEFAULT_BLOCK ? DEFAULT_BLOCK : (int)((total + 31) / 32 * 32);
+    if (blk == 0) blk = 32;
+    L->block[0] = blk;
+    L->block[1] = L->block[2] = 1;
+    L->grid[0] = (total + blk - 1) / blk;
+    L->grid[1] = L->grid[2] = 1;
+    if (total == 0) { L->grid[0] = 0; return true; }
+    if (!check_block(e, top, L))
+        return false;
+    open_function(e, L, blk);
+    if (!declare_staged(e, top, L))
+        return false;
+    if (nf == 0) {
+        line(e, "/* no loop here is provably parallel: one thread runs it all */");
+        line(e, "if (blockIdx.x != 0 || threadIdx.x != 0) return;");
+        NodeList one = {(Node **)&top, 1, 1};
+        emit_nodes(e, &one);
+    } else {
+        StrBuf names = {0};
+        for (int i = 0; i < nf; i++) sb_printf(&names, "%s%s", i ? ", " : "", F[i]->name);
+        line(e, "/* %s: one thread per iteration (%" PRId64 " in all), the innermost fastest */", names.s, total);
+        sb_free(&names);
+        line(e, "const long long pf_t = (long long)blockIdx.x * blockDim.x + threadIdx.x;");
+        line(e, "if (pf_t >= %" PRId64 "LL) return;", total);
+        int64_t stride = 1;
+        for (int i = nf - 1; i >= 0; i--) {
+            StrBuf l = {0};
+            emit_expr(e, chain[i]->u.loop.lo, &l);
+            if (strcmp(l.s, "0") == 0) {
+                /* a zero start reads better left out */
+                sb_free(&l);
+                sb_puts(&l, "");
+            } else {
+                sb_puts(&l, " + ");
+            }
+            const char *v = vn(e, F[i]);
+            if (i == 0 && stride == 1)
+                line(e, "const idx_t %s = %s(idx_t)pf_t;", v, l.s);
+            else if (i == 0)
+                line(e, "const idx_t %s = %s(idx_t)(pf_t / %" PRId64 ");", v, l.s, stride);
+            else if (stride == 1)
+                line(e, "const idx_t %s = %s(idx_t)(pf_t %% %" PRId64 ");", v, l.s, ext[i]);
+            else
+                line(e, "const idx_t %s = %s(idx_t)(pf_t / %" PRId64 " %% %" PRId64 ");", v, l.s, stride, ext[i]);
+            stride *= ext[i];
+            sb_free(&l);
+        }
+        emit_nodes(e, &chain[nf - 1]->u.loop.body);
+    }
+    sb_puts(e->o, "}\n\n");
+    return e->ok;
+}
+
+static const char prelude[] =
+    "/* f16 and bf16 live in memory as their 16-bit patterns and are computed in f32. */\n"
+    "typedef unsigned short pf_half;\n"
+    "typedef unsigned short pf_bf16;\n"
+    "static __device__ __forceinline__ float pf_h2f(pf_half h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
+    "static __device__ __forceinline__ pf_half pf_f2h(float f) { pf_half h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
+    "static __device__ __forceinline__ float pf_b2f(pf_bf16 b) { return __uint_as_float((unsigned)b << 16); }\n"
+    "static __device__ __forceinline__ pf_bf16 pf_f2b(float f) { pf_bf16 b; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(b) : \"f\"(f)); return b; }\n"
+    "/* The IR's integer division and modulo round toward minus infinity. */\n"
+    "static __device__ __forceinline__ idx_t pf_fdiv(idx_t a, idx_t b) { idx_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }\n"
+    "static __device__ __forceinline__ idx_t pf_fmod(idx_t a, idx_t b) { idx_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n"
+    "static __device__ __forceinline__ float pf_fmodf(float a, float b) { return a - b * floorf(a / b); }\n"
+    "static __device__ __forceinline__ double pf_fmodd(double a, double b) { return a - b * floor(a / b); }\n"
+    "static __device__ __forceinline__ bool pf_in(idx_t i, idx_t n) { return i >= 0 && i < n; }\n\n";
+
+bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *d)
+{
+    memset(m, 0, sizeof *m);
+    const CgArch *a = cg_cuda_arch(arch);
+    if (!a) {
+        diag_plain(d, DIAG_ERROR, "unknown CUDA target '%s' (supported: %s)", arch ? arch : "", cg_cuda_targets());
+        return false;
+    }
+    for (int i = 0; i < k->nparams; i++)
+        if (!k->params[i].bound) {
+            diag_plain(d, DIAG_ERROR, "size parameter %s of kernel %s has no value: CUDA code is generated "
+                       "for one shape (give it with -D %s=VALUE)", k->params[i].name, k->name, k->params[i].name);
+            return false;
+        }
+    snprintf(m->arch, sizeof m->arch, "%s", arch);
+    Em e = {.k = k, .arch = a, .d = d, .o = &m->src, .ok = true};
+    make_names(&e);
+    e.soff = xcalloc((size_t)k->nbufs + 1, sizeof *e.soff);
+    e.rd = xcalloc((size_t)k->nbufs * 2 + 2, 1);
+    e.wr = e.rd + k->nbufs + 1;
+    /* 32-bit index arithmetic when every buffer and size fits: much cheaper on a GPU */
+    for (int i = 0; i < k->nbufs; i++)
+        if (buf_elems(&e, k->bufs[i]) > INT32_MAX) e.idx64 = true;
+    for (int i = 0; i < k->nparams; i++)
+        if (k->params[i].value > INT32_MAX / 2) e.idx64 = true;
+
+    StrBuf *o = &m->src;
+    sb_printf(o, "/* perfc %s: CUDA C for kernel %s", PERFC_VERSION, k->name);
+    for (int i = 0; i < k->nparams; i++)
+        sb_printf(o, "%s%s=%" PRId64, i ? ", " : " (", k->params[i].name, k->params[i].value);
+    sb_printf(o, "%s, target %s.\n * Arguments of every launch:", k->nparams ? ")" : "", arch);
+    m->arg_bufs = xcalloc((size_t)k->nbufs + 1, sizeof *m->arg_bufs);
+    for (int i = 0; i < k->nbufs; i++)
+        if (k->bufs[i]->mem == MEM_GLOBAL) {
+            m->arg_bufs[m->nargs++] = i;
+            sb_printf(o, " %s", k->bufs[i]->name);
+        }
+    sb_puts(o, ". */\n");
+    sb_printf(o, "typedef %s idx_t;\n", e.idx64 ? "long long" : "int");
+    sb_puts(o, prelude);
+    for (int i = 0; i < k->nparams; i++)
+        sb_printf(o, "constexpr idx_t %s = %" PRId64 ";\n", e.pname[i], k->params[i].value);
+    if (k->nparams) sb_putc(o, '\n');
+
+    m->launches = xcalloc((size_t)k->body.n + 1, sizeof *m->launches);
+    bool ok = true;
+    for (int i = 0; i < k->body.n && ok; i++) {
+        const Node *top = k->body.v[i];
+        CgLaunch *L = &m->launches[m->nlaunches];
+        snprintf(L->name, sizeof L->name, "%s_%d", k->name, i);
+        for (char *p = L->name; *p; p++)
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) *p = '_';
+        L->regs = L->stack_bytes = L->spill_stores = L->spill_loads = -1;
+        for (int j = 0; j < k->nbufs; j++) e.soff[j] = -1;
+        e.tdepth = 0;
+        memset(e.tdim_used, 0, sizeof e.tdim_used);
+        ok = has_gpu_kind(top) ? emit_scheduled(&e, top, L) : emit_default(&e, top, L);
+        if (ok && L->grid[0] > 0 && L->grid[1] > 0 && L->grid[2] > 0)
+            m->nlaunches++;
+    }
+    if (ok) {
+        sb_puts(o, "/* Launches, in order (grid; block; dynamic shared bytes):\n");
+        for (int i = 0; i < m->nlaunches; i++) {
+            CgLaunch *L = &m->launches[i];
+            sb_printf(o, " *   %s  (%" PRId64 ", %" PRId64 ", %" PRId64 ")  (%d, %d, %d)  %d\n", L->name,
+                      L->grid[0], L->grid[1], L->grid[2], L->block[0], L->block[1], L->block[2],
+                      L->shared_bytes);
+        }
+        sb_puts(o, " */\n");
+    }
+    free(e.soff);
+    free(e.rd);
+    if (!ok) cg_cuda_module_free(m);
+    return ok;
+}
+
+void cg_cuda_module_free(CgCudaModule *m)
+{
+    sb_free(&m->src);
+    sb_free(&m->log);
+    free(m->launches);
+    free(m->arg_bufs);
+    free(m->ptx);
+    free(m->cubin);
+    memset(m, 0, sizeof *m);
+}
+
+void cg_cuda_resources(const CgCudaModule *m, StrBuf *out)
+{
+    for (int i = 0; i < m->nlaunches; i++) {
+        const CgLaunch *L = &m->launches[i];
+        sb_printf(out, "%s: grid %" PRId64 "x%" PRId64 "x%" PRId64 ", block %dx%dx%d, %d registers, %d bytes shared, "
+                  "%d bytes stack, %d/%d bytes spilled (stores/loads)\n", L->name, L->grid[0], L->grid[1],
+                  L->grid[2], L->block[0], L->block[1], L->block[2], L->regs, L->shared_bytes, L->stack_bytes,
+                  L->spill_stores, L->spill_loads);
+    }
+}
+
+bool cg_cuda_emit(const Kernel *k, const char *arch, CgCudaKind kind, StrBuf *out, Diags *d)
+{
+    CgCudaModule m;
+    if (!cg_cuda_generate(k, arch, &m, d))
+        return false;
+    bool ok = true;
+    if (kind == CG_CUDA_SRC) {
+        sb_puts(out, m.src.s);
+    } else if ((ok = cg_cuda_compile(&m, arch, d))) {
+        if (kind == CG_CUDA_PTX) {
+            sb_puts(out, m.ptx);
+        } else {
+            /* binary: grow the buffer and copy raw bytes, NULs included */
+            for (size_t i = 0; i < m.cubin_len; i++)
+                sb_putc(out, ((const char *)m.cubin)[i]);
+        }
+    }
+    cg_cuda_module_free(&m);
+    return ok;
+}

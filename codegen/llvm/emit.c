@@ -1,0 +1,1846 @@
+/* Translation of the loop-nest IR into LLVM IR.
+ *
+ * Shape of the output, for a kernel `gemm`:
+ *   void gemm(ptr bufs)              loads the buffer pointers and calls gemm.body
+ *   void gemm.body(ptr noalias align 64 dereferenceable(n) %A, ...)   the loop nest
+ *   void gemm.parN(ptr ctx, i64 lo, i64 hi) and gemm.parN.body(...)   one pair per
+ *        parallel loop: the pool calls the first with a chunk of iterations, which
+ *        unpacks the context (buffer pointers, values of enclosing loop variables)
+ *        and calls the second, whose pointer arguments are again noalias.
+ * All but gemm are internal, so several kernels can share one object or library.
+ *
+ * Values are carried in their compute type (f16 and bf16 as float, bool as i1) and
+ * converted at loads and stores.  Inside a LOOP_VECTOR loop the translation works on
+ * LLVM vectors of the loop's width: the loop variable is a vector, and every value is
+ * either uniform (a scalar, widened when it meets a vector) or a vector.  Accesses
+ * whose last index moves by one per lane become vector loads and stores, other
+ * varying loads become gathers, and guards that depend on the lane become masks.
+ * A vector loop whose body cannot be translated so (see vector_check) is emitted as
+ * a scalar loop with a warning.  Unroll loops are replicated with the variable a
+ * constant; parallel loops are outlined as described above. */
+#include "cg_llvm_int.h"
+
+#include <llvm-c/Analysis.h>
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_VECTOR_WIDTH 256
+#define MAX_UNROLL 4096
+
+typedef struct Val {
+    LLVMValueRef v;
+    bool vec;                /* a vector of the enclosing vector loop's width */
+} Val;
+
+/* Private (MEM_LOCAL) buffers: where they are allocated. */
+typedef struct Home {
+    bool used;
+    PtrVec path;             /* common prefix of the parallel loops around every use */
+} Home;
+
+typedef struct Cg {
+    const Kernel *k;
+    const CgTarget *t;
+    Diags *d;
+    bool failed;
+    LLVMContextRef C;
+    LLVMModuleRef M;
+    LLVMBuilderRef B;
+    LLVMTypeRef tvoid, ti1, ti8, ti16, ti32, ti64, tf32, tf64, thalf, tptr;
+    int64_t *elems;          /* elements per buffer */
+    int64_t **dims;          /* extent per buffer and dimension */
+    bool *priv;              /* allocated by the generated code (MEM_LOCAL temporaries) */
+    const Node **home;       /* for priv buffers: owning parallel loop, NULL = kernel */
+    int npar;                /* parallel loops outlined so far */
+    LLVMTypeRef pfor_ty;
+    LLVMValueRef pfor;       /* perfc_parallel_for, declared on first use */
+} Cg;
+
+typedef struct Fn {
+    Cg *g;
+    LLVMValueRef fn;
+    LLVMBasicBlockRef entry; /* allocas only; ends with a branch to the code */
+    LLVMValueRef *bufp;      /* base pointer per buffer (NULL: not available here) */
+    Val *vars;               /* binding per Var id (v == NULL: unbound) */
+    const Node *owner;       /* the parallel loop this function runs, NULL = kernel */
+    /* Inside a vector loop: */
+    const Var *vvar;
+    int vw;
+    LLVMValueRef vlo;        /* the loop variable's first lane (scalar i64) */
+    LLVMValueRef mask;       /* lanes enabled by enclosing guards; NULL = all */
+} Fn;
+
+static void emit_list(Fn *f, const NodeList *l);
+
+/* ---- diagnostics ---- */
+
+static void cg_error(Cg *g, Span sp, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void cg_error(Cg *g, Span sp, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    diag_vreport(g->d, DIAG_ERROR, sp, fmt, ap);
+    va_end(ap);
+    g->failed = true;
+}
+
+/* ---- types and constants ---- */
+
+static LLVMTypeRef cty(Cg *g, DType t)
+{
+    switch (t) {
+    case DT_F64: return g->tf64;
+    case DT_F32:
+    case DT_F16:
+    case DT_BF16: return g->tf32;
+    case DT_I32: return g->ti32;
+    case DT_I64: return g->ti64;
+    case DT_BOOL: return g->ti1;
+    default: die("no compute type for dtype %d", (int)t);
+    }
+}
+
+/* Storage type: f16 is LLVM half where the target converts in hardware, else its
+ * bits in an i16 converted by integer code (libgcc 12 has no __truncsfhf2 for
+ * RISC-V, and no bf16 helpers at all); bf16 is always i16 bits. */
+static LLVMTypeRef sty(Cg *g, DType t)
+{
+    switch (t) {
+    case DT_F16: return g->t->native_half ? g->thalf : g->ti16;
+    case DT_BF16: return g->ti16;
+    case DT_BOOL: return g->ti8;
+    default: return cty(g, t);
+    }
+}
+
+static bool is_vty(LLVMTypeRef t)
+{
+    return LLVMGetTypeKind(t) == LLVMVectorTypeKind;
+}
+
+/* The scalar type s in the shape (scalar or vector) of `like`. */
+static LLVMTypeRef shaped(LLVMTypeRef like, LLVMTypeRef s)
+{
+    return is_vty(like) ? LLVMVectorType(s, LLVMGetVectorSize(like)) : s;
+}
+
+static LLVMValueRef splat_const(LLVMValueRef c, unsigned n)
+{
+    LLVMValueRef v[MAX_VECTOR_WIDTH];
+    for (unsigned i = 0; i < n; i++)
+        v[i] = c;
+    return LLVMConstVector(v, n);
+}
+
+/* Integer / float constants shaped like type ty. */
+static LLVMValueRef kint(LLVMTypeRef ty, int64_t x)
+{
+    if (is_vty(ty))
+        return splat_const(LLVMConstInt(LLVMGetElementType(ty), (unsigned long long)x, 1), LLVMGetVectorSize(ty));
+    return LLVMConstInt(ty, (unsigned long long)x, 1);
+}
+
+static LLVMValueRef kflt(LLVMTypeRef ty, double x)
+{
+    if (is_vty(ty))
+        return splat_const(LLVMConstReal(LLVMGetElementType(ty), x), LLVMGetVectorSize(ty));
+    return LLVMConstReal(ty, x);
+}
+
+static LLVMValueRef ci64(Cg *g, int64_t x)
+{
+    return LLVMConstInt(g->ti64, (unsigned long long)x, 1);
+}
+
+static LLVMValueRef ci32(Cg *g, int32_t x)
+{
+    return LLVMConstInt(g->ti32, (unsigned long long)(int64_t)x, 1);
+}
+
+/* A constant of dtype t holding x, in compute type. */
+static LLVMValueRef kdtype(Cg *g, DType t, double x)
+{
+    if (dtype_is_float(t))
+        return LLVMConstReal(cty(g, t), dtype_round(x, t));
+    if (t == DT_BOOL)
+        return LLVMConstInt(g->ti1, x != 0, 0);
+    return LLVMConstInt(cty(g, t), (unsigned long long)(int64_t)x, 1);
+}
+
+/* ---- calls ---- */
+
+static LLVMValueRef intr(Cg *g, const char *name, LLVMTypeRef *ov, int nov, LLVMValueRef *args, int nargs)
+{
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    if (!id)
+        die("LLVM has no intrinsic %s", name);
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(g->M, id, ov, (size_t)nov);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(g->C, id, ov, (size_t)nov);
+    return LLVMBuildCall2(g->B, fty, fn, args, (unsigned)nargs, "");
+}
+
+/* Overloaded on the type of its operands (sqrt, fabs, maxnum, fma, smax, ...). */
+static LLVMValueRef intr_n(Cg *g, const char *name, LLVMValueRef *args, int n)
+{
+    LLVMTypeRef ty = LLVMTypeOf(args[0]);
+    return intr(g, name, &ty, 1, args, n);
+}
+
+static LLVMValueRef intr1(Cg *g, const char *name, LLVMValueRef a)
+{
+    return intr_n(g, name, &a, 1);
+}
+
+static LLVMValueRef intr2(Cg *g, const char *name, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMValueRef args[2] = {a, b};
+    return intr_n(g, name, args, 2);
+}
+
+static void add_fn_attr(Cg *g, LLVMValueRef fn, const char *kind, uint64_t val)
+{
+    unsigned id = LLVMGetEnumAttributeKindForName(kind, strlen(kind));
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->C, id, val));
+}
+
+static void add_str_attr(Cg *g, LLVMValueRef fn, const char *kind, const char *val)
+{
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateStringAttribute(g->C, kind, (unsigned)strlen(kind), val, (unsigned)strlen(val)));
+}
+
+/* A libm function of one float argument (tanhf, erf, ...), applied lane by lane to a
+ * vector.  These never set errno, so they are marked as touching no memory. */
+static LLVMValueRef libm(Cg *g, const char *name, LLVMValueRef x)
+{
+    LLVMTypeRef ty = LLVMTypeOf(x), et = is_vty(ty) ? LLVMGetElementType(ty) : ty;
+    LLVMTypeRef fty = LLVMFunctionType(et, &et, 1, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(g->M, name);
+    if (!fn) {
+        fn = LLVMAddFunction(g->M, name, fty);
+        add_fn_attr(g, fn, "nounwind", 0);
+        add_fn_attr(g, fn, "willreturn", 0);
+        add_fn_attr(g, fn, "memory", 0);
+    }
+    if (!is_vty(ty))
+        return LLVMBuildCall2(g->B, fty, fn, &x, 1, "");
+    LLVMValueRef r = LLVMGetPoison(ty);
+    for (unsigned i = 0; i < LLVMGetVectorSize(ty); i++) {
+        LLVMValueRef e = LLVMBuildExtractElement(g->B, x, ci32(g, (int32_t)i), "");
+        LLVMValueRef c = LLVMBuildCall2(g->B, fty, fn, &e, 1, "");
+        r = LLVMBuildInsertElement(g->B, r, c, ci32(g, (int32_t)i), "");
+    }
+    return r;
+}
+
+/* ---- vectors ---- */
+
+static LLVMValueRef splat(Fn *f, LLVMValueRef s)
+{
+    Cg *g = f->g;
+    if (LLVMIsConstant(s))
+        return splat_const(s, (unsigned)f->vw);
+    LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(s), (unsigned)f->vw);
+    LLVMValueRef ins = LLVMBuildInsertElement(g->B, LLVMGetPoison(vt), s, ci32(g, 0), "");
+    LLVMValueRef zero = LLVMConstNull(LLVMVectorType(g->ti32, (unsigned)f->vw));
+    return LLVMBuildShuffleVector(g->B, ins, LLVMGetPoison(vt), zero, "");
+}
+
+static LLVMValueRef wide(Fn *f, Val v)
+{
+    return v.vec ? v.v : splat(f, v.v);
+}
+
+static Val S(LLVMValueRef v)
+{
+    return (Val){v, false};
+}
+
+/* ---- f16 / bf16 conversions ---- */
+
+static LLVMValueRef emit_f32_to_f16(Cg *g, LLVMValueRef x)
+{
+    LLVMBuilderRef B = g->B;
+    LLVMTypeRef ti = shaped(LLVMTypeOf(x), g->ti32), tf = LLVMTypeOf(x);
+    LLVMValueRef xi = LLVMBuildBitCast(B, x, ti, "");
+    LLVMValueRef sign = LLVMBuildAnd(B, LLVMBuildLShr(B, xi, kint(ti, 16), ""), kint(ti, 0x8000), "");
+    LLVMValueRef a = LLVMBuildAnd(B, xi, kint(ti, 0x7fffffff), "");
+    /* Normal halves: rebias the exponent (127 -> 15) and round the 13 dropped bits
+     * to nearest even; a carry into the exponent is the right answer. */
+    LLVMValueRef lsb = LLVMBuildAnd(B, LLVMBuildLShr(B, a, kint(ti, 13), ""), kint(ti, 1), "");
+    LLVMValueRef nrm = LLVMBuildAdd(B, LLVMBuildSub(B, a, kint(ti, 0x38000000), ""), kint(ti, 0xfff), "");
+    nrm = LLVMBuildLShr(B, LLVMBuildAdd(B, nrm, lsb, ""), kint(ti, 13), "");
+    /* Subnormal halves: adding 0.5 leaves a float whose last bit is worth 2^-24,
+     * the half subnormal step, so the hardware rounds for us. */
+    LLVMValueRef af = LLVMBuildBitCast(B, a, tf, "");
+    LLVMValueRef sub = LLVMBuildBitCast(B, LLVMBuildFAdd(B, af, kflt(tf, 0.5), ""), ti, "");
+    sub = LLVMBuildSub(B, sub, kint(ti, 0x3f000000), "");
+    LLVMValueRef r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntULT, a, kint(ti, 0x38800000), ""), sub, nrm, "");
+    r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGE, a, kint(ti, 0x47800000), ""), kint(ti, 0x7c00), r, "");
+    r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGT, a, kint(ti, 0x7f800000), ""), kint(ti, 0x7e00), r, "");
+    r = LLVMBuildOr(B, r, sign, "");
+    return LLVMBuildTrunc(B, r, shaped(ti, g->ti16), "");
+}
+
+static LLVMValueRef emit_f16_to_f32(Cg *g, LLVMValueRef h)
+{
+    LLVMBuilderRef B = g->B;
+    LLVMTypeRef ti = shaped(LLVMTypeOf(h), g->ti32), tf = shaped(ti, g->tf32);
+    LLVMValueRef hi = LLVMBuildZExt(B, h, ti, "");
+    LLVMValueRef sign = LLVMBuildShl(B, LLVMBuildAnd(B, hi, kint(ti, 0x8000), ""), kint(ti, 16), "");
+    LLVMValueRef em = LLVMBuildAnd(B, hi, kint(ti, 0x7fff), "");
+    /* Exponent and mantissa shifted into float position read as a float 2^112 too
+     * small; one exact multiply fixes that for normals and subnormals alike. */
+    LLVMValueRef fl = LLVMBuildBitCast(B, LLVMBuildShl(B, em, kint(ti, 13), ""), tf, "");
+    fl = LLVMBuildFMul(B, fl, kflt(tf, 0x1p112), "");
+    LLVMValueRef bits = LLVMBuildBitCast(B, fl, ti, "");
+    LLVMValueRef special = LLVMBuildOr(B, kint(ti, 0x7f800000),
+                                       LLVMBuildShl(B, LLVMBuildAnd(B, em, kint(ti, 0x3ff), ""), kint(ti, 13), ""), "");
+    bits = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGE, em, kint(ti, 0x7c00), ""), special, bits, "");
+    return LLVMBuildBitCast(B, LLVMBuildOr(B, bits, sign, ""), tf, "");
+}
+
+static LLVMValueRef emit_f32_to_bf16(Cg *g, LLVMValueRef x)
+{
+    LLVMBuilderRef B = g->B;
+    LLVMTypeRef ti = shaped(LLVMTypeOf(x), g->ti32);
+    LLVMValueRef xi = LLVMBuildBitCast(B, x, ti, "");
+    LLVMValueRef hi = LLVMBuildLShr(B, xi, kint(ti, 16), "");
+    LLVMValueRef lsb = LLVMBuildAnd(B, hi, kint(ti, 1), "");
+    LLVMValueRef r = LLVMBuildLShr(B, LLVMBuildAdd(B, LLVMBuildAdd(B, xi, kint(ti, 0x7fff), ""), lsb, ""), kint(ti, 16), "");
+    LLVMValueRef nan = LLVMBuildICmp(B, LLVMIntUGT, LLVMBuildAnd(B, xi, kint(ti, 0x7fffffff), ""), kint(ti, 0x7f800000), "");
+    r = LLVMBuildSelect(B, nan, LLVMBuildOr(B, hi, kint(ti, 0x40), ""), r, "");
+    return LLVMBuildTrunc(B, r, shaped(ti, g->ti16), "");
+}
+
+static LLVMValueRef emit_bf16_to_f32(Cg *g, LLVMValueRef h)
+{
+    LLVMTypeRef ti = shaped(LLVMTypeOf(h), g->ti32);
+    LLVMValueRef x = LLVMBuildShl(g->B, LLVMBuildZExt(g->B, h, ti, ""), kint(ti, 16), "");
+    return LLVMBuildBitCast(g->B, x, shaped(ti, g->tf32), "");
+}
+
+/* Rounds an f32 value to f16 or bf16 precision, staying in f32. */
+static LLVMValueRef round_half(Cg *g, LLVMValueRef x, DType t)
+{
+    if (t == DT_BF16)
+        return emit_bf16_to_f32(g, emit_f32_to_bf16(g, x));
+    if (g->t->native_half) {
+        LLVMValueRef h = LLVMBuildFPTrunc(g->B, x, shaped(LLVMTypeOf(x), g->thalf), "");
+        return LLVMBuildFPExt(g->B, h, LLVMTypeOf(x), "");
+    }
+    return emit_f16_to_f32(g, emit_f32_to_f16(g, x));
+}
+
+static LLVMValueRef from_storage(Cg *g, LLVMValueRef raw, DType t)
+{
+    switch (t) {
+    case DT_F16:
+        if (g->t->native_half)
+            return LLVMBuildFPExt(g->B, raw, shaped(LLVMTypeOf(raw), g->tf32), "");
+        return emit_f16_to_f32(g, raw);
+    case DT_BF16: return emit_bf16_to_f32(g, raw);
+    case DT_BOOL: return LLVMBuildICmp(g->B, LLVMIntNE, raw, kint(LLVMTypeOf(raw), 0), "");
+    default: return raw;
+    }
+}
+
+static LLVMValueRef to_storage(Cg *g, LLVMValueRef v, DType t)
+{
+    switch (t) {
+    case DT_F16:
+        if (g->t->native_half)
+            return LLVMBuildFPTrunc(g->B, v, shaped(LLVMTypeOf(v), g->thalf), "");
+        return emit_f32_to_f16(g, v);
+    case DT_BF16: return emit_f32_to_bf16(g, v);
+    case DT_BOOL: return LLVMBuildZExt(g->B, v, shaped(LLVMTypeOf(v), g->ti8), "");
+    default: return v;
+    }
+}
+
+/* Converts a compute-type value of dtype `from` to dtype `to` (any shape), with the
+ * interpreter's semantics: float -> i32 truncates and saturates, narrowing to f16 or
+ * bf16 rounds to nearest even. */
+static LLVMValueRef conv(Cg *g, LLVMValueRef v, DType from, DType to)
+{
+    if (from == to)
+        return v;
+    LLVMBuilderRef B = g->B;
+    LLVMTypeRef ty = LLVMTypeOf(v), dst = shaped(ty, cty(g, to));
+    bool ff = dtype_is_float(from), tf = dtype_is_float(to);
+    if (ff && tf) {
+        LLVMValueRef r = v;
+        if (cty(g, from) != cty(g, to))
+            r = cty(g, to) == g->tf64 ? LLVMBuildFPExt(B, v, dst, "") : LLVMBuildFPTrunc(B, v, dst, "");
+        if (to == DT_F16 || to == DT_BF16)
+            r = round_half(g, r, to);
+        return r;
+    }
+    if (!ff && !tf) {
+        if (to == DT_BOOL)
+            return LLVMBuildICmp(B, LLVMIntNE, v, kint(ty, 0), "");
+        if (from == DT_BOOL)
+            return LLVMBuildZExt(B, v, dst, "");
+        if (from == DT_I32 && to == DT_I64)
+            return LLVMBuildSExt(B, v, dst, "");
+        if (from == DT_I64 && to == DT_I32) {
+            LLVMValueRef c = intr2(g, "llvm.smin", v, kint(ty, INT32_MAX));
+            c = intr2(g, "llvm.smax", c, kint(ty, INT32_MIN));
+            return LLVMBuildTrunc(B, c, dst, "");
+        }
+        return v;
+    }
+    if (ff) {
+        if (to == DT_BOOL)
+            return LLVMBuildFCmp(B, LLVMRealUNE, v, kflt(ty, 0), "");
+        LLVMTypeRef ov[2] = {dst, ty};
+        return intr(g, "llvm.fptosi.sat", ov, 2, &v, 1);
+    }
+    LLVMValueRef r = from == DT_BOOL ? LLVMBuildUIToFP(B, v, dst, "") : LLVMBuildSIToFP(B, v, dst, "");
+    if (to == DT_F16 || to == DT_BF16)
+        r = round_half(g, r, to);
+    return r;
+}
+
+/* Whether conv(from -> to) leaves the value unchanged (then a multiply in `from`
+ * may be fused with an add in `to`). */
+static bool conv_exact(DType from, DType to)
+{
+    return from == to || (to == DT_F32 && (from == DT_F16 || from == DT_BF16)) ||
+           (to == DT_F64 && dtype_is_float(from));
+}
+
+/* ---- arithmetic ---- */
+
+/* a*b + c, fused where the target has the instruction.  llvm.fma on a machine without
+ * one would become a slow libm call; llvm.fmuladd lets the back end split it there. */
+static LLVMValueRef fmadd(Cg *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c)
+{
+    LLVMValueRef args[3] = {a, b, c};
+    return intr_n(g, g->t->fma ? "llvm.fma" : "llvm.fmuladd", args, 3);
+}
+
+/* exp for f32 (and f16/bf16, computed in f32), inline so that vector loops and the
+ * loop vectoriser keep it in vector registers: llvm.exp would become one expf call
+ * per lane.  x = n ln2 + r with |r| <= ln2/2; e^r by its Taylor series to degree 7
+ * (truncation error below 1e-8, under half an ulp); 2^n applied in two halves so
+ * results that underflow to subnormals round once. */
+static LLVMValueRef exp_f32(Cg *g, LLVMValueRef x)
+{
+    LLVMBuilderRef B = g->B;
+    LLVMTypeRef tf = LLVMTypeOf(x), ti = shaped(tf, g->ti32);
+    LLVMValueRef xc = intr2(g, "llvm.maxnum", x, kflt(tf, -104.0));
+    xc = intr2(g, "llvm.minnum", xc, kflt(tf, 89.0));
+    /* Round to nearest integer by the 1.5 * 2^23 trick: no roundeven libcall on
+     * targets without a rounding instruction. */
+    const double magic = 12582912.0;
+    LLVMValueRef t = LLVMBuildFAdd(B, LLVMBuildFMul(B, xc, kflt(tf, 1.4426950408889634), ""), kflt(tf, magic), "");
+    LLVMValueRef n = LLVMBuildFSub(B, t, kflt(tf, magic), "");
+    /* ln2 split so that n * ln2_hi is exact (ln2_hi has 9 significant bits). */
+    LLVMValueRef r = fmadd(g, n, kflt(tf, -0.693359375), xc);
+    r = fmadd(g, n, kflt(tf, 2.12194440e-4), r);
+    static const double c[] = {1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0};
+    LLVMValueRef p = kflt(tf, c[0]);
+    for (int i = 1; i < 8; i++)
+        p = fmadd(g, p, r, kflt(tf, c[i]));
+    LLVMValueRef ni = LLVMBuildFPToSI(B, n, ti, "");
+    LLVMValueRef n1 = LLVMBuildAShr(B, ni, kint(ti, 1), "");
+    LLVMValueRef n2 = LLVMBuildSub(B, ni, n1, "");
+    LLVMValueRef s1 = LLVMBuildBitCast(B, LLVMBuildShl(B, LLVMBuildAdd(B, n1, kint(ti, 127), ""), kint(ti, 23), ""), tf, "");
+    LLVMValueRef s2 = LLVMBuildBitCast(B, LLVMBuildShl(B, LLVMBuildAdd(B, n2, kint(ti, 127), ""), kint(ti, 23), ""), tf, "");
+    LLVMValueRef res = LLVMBuildFMul(B, LLVMBuildFMul(B, p, s1, ""), s2, "");
+    LLVMValueRef isnan = LLVMBuildFCmp(B, LLVMRealUNO, x, x, "");
+    return LLVMBuildSelect(B, isnan, x, res, "");
+}
+
+/* Integer floor division / modulo (ir.h semantics).  Division by zero yields 0
+ * (the interpreter reports it; generated code must not trap), and x / -1 is done
+ * as a negation so INT_MIN / -1 cannot trap either. */
+static LLVMValueRef int_divmod(Cg *g, LLVMValueRef a, LLVMValueRef b, bool mod)
+{
+    LLVMBuilderRef B = g->B;
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    LLVMValueRef zero = kint(ty, 0), one = kint(ty, 1), m1 = kint(ty, -1);
+    LLVMValueRef bz = LLVMBuildICmp(B, LLVMIntEQ, b, zero, "");
+    LLVMValueRef bm1 = LLVMBuildICmp(B, LLVMIntEQ, b, m1, "");
+    LLVMValueRef bs = LLVMBuildSelect(B, LLVMBuildOr(B, bz, bm1, ""), one, b, "");
+    LLVMValueRef q = LLVMBuildSDiv(B, a, bs, "");
+    LLVMValueRef r = LLVMBuildSRem(B, a, bs, "");
+    /* A nonzero remainder whose sign differs from the divisor's: round down. */
+    LLVMValueRef adj = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, r, zero, ""),
+                                    LLVMBuildICmp(B, LLVMIntSLT, LLVMBuildXor(B, r, bs, ""), zero, ""), "");
+    LLVMValueRef res;
+    if (mod) {
+        res = LLVMBuildSelect(B, adj, LLVMBuildAdd(B, r, bs, ""), r, "");
+    } else {
+        res = LLVMBuildSub(B, q, LLVMBuildZExt(B, adj, ty, ""), "");
+        res = LLVMBuildSelect(B, bm1, LLVMBuildSub(B, zero, a, ""), res, "");
+    }
+    return LLVMBuildSelect(B, bz, zero, res, "");
+}
+
+/* Float modulo as the interpreter defines it: a - b*floor(a/b). */
+static LLVMValueRef flt_mod(Cg *g, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMValueRef q = intr1(g, "llvm.floor", LLVMBuildFDiv(g->B, a, b, ""));
+    return LLVMBuildFSub(g->B, a, LLVMBuildFMul(g->B, b, q, ""), "");
+}
+
+/* Binary arithmetic on compute-type values of dtype t (same shape). */
+static LLVMValueRef arith(Cg *g, ExprKind op, DType t, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMBuilderRef B = g->B;
+    bool fl = dtype_is_float(t);
+    bool idx = t == DT_I64; /* index arithmetic: cannot overflow in a valid kernel */
+    switch (op) {
+    case IE_ADD: return fl ? LLVMBuildFAdd(B, a, b, "") : idx ? LLVMBuildNSWAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, "");
+    case IE_SUB: return fl ? LLVMBuildFSub(B, a, b, "") : idx ? LLVMBuildNSWSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
+    case IE_MUL: return fl ? LLVMBuildFMul(B, a, b, "") : idx ? LLVMBuildNSWMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
+    case IE_DIV: return fl ? LLVMBuildFDiv(B, a, b, "") : int_divmod(g, a, b, false);
+    case IE_MOD: return fl ? flt_mod(g, a, b) : int_divmod(g, a, b, true);
+    case IE_MAX:
+        if (t == DT_BOOL)
+            return LLVMBuildOr(B, a, b, "");
+        /* NaN propagates, as in the interpreter: a poisoned (unwritten) element
+         * must not vanish in a max. */
+        return intr2(g, fl ? "llvm.maximum" : "llvm.smax", a, b);
+    case IE_MIN:
+        if (t == DT_BOOL)
+            return LLVMBuildAnd(B, a, b, "");
+        return intr2(g, fl ? "llvm.minimum" : "llvm.smin", a, b);
+    default: die("arith: %s", ir_expr_name(op));
+    }
+}
+
+/* ---- index analysis ---- */
+
+/* Affine form of an integer expression over loop variables, for constant extents. */
+#define AFF_TERMS 8
+typedef struct Aff {
+    int64_t c;
+    int n;
+    int var[AFF_TERMS];
+    int64_t k[AFF_TERMS];
+} Aff;
+
+static bool aff_add(Aff *r, const Aff *a, int64_t scale)
+{
+    r->c += a->c * scale;
+    for (int i = 0; i < a->n; i++) {
+        int j;
+        for (j = 0; j < r->n && r->var[j] != a->var[i]; j++)
+            ;
+        if (j == r->n) {
+            if (r->n == AFF_TERMS)
+                return false;
+            r->var[r->n] = a->var[i];
+            r->k[r->n++] = 0;
+        }
+        r->k[j] += a->k[i] * scale;
+    }
+    return true;
+}
+
+static bool affine(const Cg *g, const Expr *e, Aff *out)
+{
+    memset(out, 0, sizeof *out);
+    Aff a, b;
+    switch (e->kind) {
+    case IE_INT: out->c = e->u.i; return true;
+    case IE_PARAM: out->c = g->k->params[e->u.param].value; return true;
+    case IE_VAR:
+        out->n = 1;
+        out->var[0] = e->u.var->id;
+        out->k[0] = 1;
+        return true;
+    case IE_CAST:
+        return !dtype_is_float(e->dtype) && e->dtype != DT_BOOL && !dtype_is_float(e->args[0]->dtype) &&
+               affine(g, e->args[0], out);
+    case IE_NEG: return affine(g, e->args[0], &a) && aff_add(out, &a, -1);
+    case IE_ADD:
+    case IE_SUB:
+        return affine(g, e->args[0], &a) && affine(g, e->args[1], &b) && aff_add(out, &a, 1) &&
+               aff_add(out, &b, e->kind == IE_ADD ? 1 : -1);
+    case IE_MUL:
+        if (!affine(g, e->args[0], &a) || !affine(g, e->args[1], &b))
+            return false;
+        if (a.n == 0)
+            return aff_add(out, &b, a.c);
+        if (b.n == 0)
+            return aff_add(out, &a, b.c);
+        return false;
+    default: return false;
+    }
+}
+
+/* hi - lo when it does not depend on any variable. */
+static bool const_extent(const Cg *g, const Expr *lo, const Expr *hi, int64_t *ext)
+{
+    Aff a, b, d = {0};
+    if (!affine(g, lo, &a) || !affine(g, hi, &b) || !aff_add(&d, &b, 1) || !aff_add(&d, &a, -1))
+        return false;
+    for (int i = 0; i < d.n; i++)
+        if (d.k[i] != 0)
+            return false;
+    *ext = d.c;
+    return true;
+}
+
+/* How an integer expression moves per lane of the vector variable v: *s = the step
+ * when it is affine in v with a constant step (0: uniform); false when unknown. */
+static bool stride(const Cg *g, const Expr *e, const Var *v, int64_t *s)
+{
+    int64_t a, b;
+    Aff c;
+    switch (e->kind) {
+    case IE_INT:
+    case IE_FLT:
+    case IE_PARAM: *s = 0; return true;
+    case IE_VAR: *s = e->u.var == v; return true;
+    case IE_LOAD:
+        for (int i = 0; i < e->u.load.buf->rank; i++)
+            if (!stride(g, e->u.load.idx[i], v, &a) || a != 0)
+                return false;
+        *s = 0;
+        return true;
+    case IE_NEG:
+        if (!stride(g, e->args[0], v, &a))
+            return false;
+        *s = -a;
+        return true;
+    case IE_CAST:
+        if (!stride(g, e->args[0], v, &a))
+            return false;
+        if (a != 0 && (dtype_is_float(e->dtype) || e->dtype == DT_BOOL || dtype_is_float(e->args[0]->dtype)))
+            return false;
+        *s = a;
+        return true;
+    case IE_ADD:
+    case IE_SUB:
+        if (!stride(g, e->args[0], v, &a) || !stride(g, e->args[1], v, &b))
+            return false;
+        *s = e->kind == IE_ADD ? a + b : a - b;
+        return true;
+    case IE_MUL:
+        if (!stride(g, e->args[0], v, &a) || !stride(g, e->args[1], v, &b))
+            return false;
+        if (a == 0 && b == 0) {
+            *s = 0;
+            return true;
+        }
+        if (a == 0 && affine(g, e->args[0], &c) && c.n == 0) {
+            *s = c.c * b;
+            return true;
+        }
+        if (b == 0 && affine(g, e->args[1], &c) && c.n == 0) {
+            *s = c.c * a;
+            return true;
+        }
+        return false;
+    default:
+        for (int i = 0; i < ir_expr_arity(e->kind); i++)
+            if (!stride(g, e->args[i], v, &a) || a != 0)
+                return false;
+        *s = 0;
+        return true;
+    }
+}
+
+typedef enum { ACC_UNIFORM, ACC_CONTIG, ACC_OTHER } AccKind;
+
+/* Classifies buffer index idx[0..rank) against the vector variable. */
+static AccKind access_kind(const Cg *g, Expr *const *idx, int rank, const Var *v)
+{
+    bool uniform = true;
+    for (int i = 0; i < rank; i++) {
+        int64_t s;
+        if (!stride(g, idx[i], v, &s))
+            return ACC_OTHER;
+        if (s != 0) {
+            if (i != rank - 1 || s != 1)
+                return ACC_OTHER;
+            uniform = false;
+        }
+    }
+    return uniform ? ACC_UNIFORM : ACC_CONTIG;
+}
+
+static bool reads_buffer(const Expr *e, const Buffer *b)
+{
+    if (!e)
+        return false;
+    if (e->kind == IE_LOAD) {
+        if (e->u.load.buf == b)
+            return true;
+        for (int i = 0; i < e->u.load.buf->rank; i++)
+            if (reads_buffer(e->u.load.idx[i], b))
+                return true;
+        return false;
+    }
+    for (int i = 0; i < ir_expr_arity(e->kind); i++)
+        if (reads_buffer(e->args[i], b))
+            return true;
+    return false;
+}
+
+/* Whether the body of vector loop v can be translated lane-parallel; if not, why[]
+ * says what stands in the way and *where points at it. */
+static bool vector_check(const Cg *g, const NodeList *l, const Var *v, char *why, size_t nwhy, Span *where)
+{
+    for (int i = 0; i < l->n; i++) {
+        const Node *n = l->v[i];
+        int64_t s;
+        switch (n->kind) {
+        case N_LOOP:
+            *where = n->span;
+            if (n->u.loop.kind == LOOP_VECTOR) {
+                snprintf(why, nwhy, "it contains another vector loop ('%s')", n->u.loop.var->name);
+                return false;
+            }
+            if (n->u.loop.kind == LOOP_PARALLEL) {
+                snprintf(why, nwhy, "it contains a parallel loop ('%s')", n->u.loop.var->name);
+                return false;
+            }
+            if (!stride(g, n->u.loop.lo, v, &s) || s != 0 || !stride(g, n->u.loop.hi, v, &s) || s != 0) {
+                snprintf(why, nwhy, "the bounds of inner loop '%s' depend on the vector index", n->u.loop.var->name);
+                return false;
+            }
+            if (!vector_check(g, &n->u.loop.body, v, why, nwhy, where))
+                return false;
+            break;
+        case N_IF:
+            if (!vector_check(g, &n->u.guard.body, v, why, nwhy, where))
+                return false;
+            break;
+        case N_STMT: {
+            const Buffer *b = n->u.stmt.buf;
+            AccKind ak = access_kind(g, n->u.stmt.idx, b->rank, v);
+            *where = n->span;
+            if (ak == ACC_OTHER) {
+                snprintf(why, nwhy, "the store to %s is not unit-stride in the vector index (no scatter)", b->name);
+                return false;
+            }
+            if (ak == ACC_UNIFORM && n->u.stmt.op != SOP_ASSIGN && reads_buffer(n->u.stmt.value, b)) {
+                snprintf(why, nwhy, "the reduction into one element of %s reads %s", b->name, b->name);
+                return false;
+            }
+            break;
+        }
+        }
+    }
+    return true;
+}
+
+/* ---- memory ---- */
+
+/* Row-major element offset of idx[] in buffer b (scalar or vector i64). */
+static LLVMValueRef linearize(Fn *f, const Buffer *b, LLVMValueRef *idx)
+{
+    Cg *g = f->g;
+    LLVMValueRef off = NULL;
+    for (int i = 0; i < b->rank; i++) {
+        LLVMValueRef x = idx[i];
+        if (off) {
+            LLVMTypeRef ty = LLVMTypeOf(off);
+            if (is_vty(LLVMTypeOf(x)) && !is_vty(ty))
+                off = splat(f, off);
+            else if (!is_vty(LLVMTypeOf(x)) && is_vty(ty))
+                x = splat(f, x);
+            off = LLVMBuildNSWAdd(g->B, LLVMBuildNSWMul(g->B, off, kint(LLVMTypeOf(off), g->dims[b->id][i]), ""), x, "");
+        } else {
+            off = x;
+        }
+    }
+    return off ? off : ci64(g, 0);
+}
+
+static LLVMValueRef gep(Fn *f, const Buffer *b, LLVMValueRef off, bool inbounds)
+{
+    Cg *g = f->g;
+    LLVMValueRef base = f->bufp[b->id];
+    if (!base)
+        die("buffer %s has no pointer in this function", b->name);
+    if (inbounds)
+        return LLVMBuildInBoundsGEP2(g->B, sty(g, b->dtype), base, &off, 1, "");
+    return LLVMBuildGEP2(g->B, sty(g, b->dtype), base, &off, 1, "");
+}
+
+static unsigned elem_align(Cg *g, DType t)
+{
+    (void)g;
+    return (unsigned)dtype_bytes(t);
+}
+
+static LLVMValueRef masked_load(Fn *f, LLVMTypeRef vt, LLVMValueRef ptr, unsigned align, LLVMValueRef mask)
+{
+    Cg *g = f->g;
+    LLVMTypeRef ov[2] = {vt, g->tptr};
+    LLVMValueRef args[4] = {ptr, ci32(g, (int32_t)align), mask, LLVMConstNull(vt)};
+    return intr(g, "llvm.masked.load", ov, 2, args, 4);
+}
+
+static void masked_store(Fn *f, LLVMValueRef val, LLVMValueRef ptr, unsigned align, LLVMValueRef mask)
+{
+    Cg *g = f->g;
+    LLVMTypeRef ov[2] = {LLVMTypeOf(val), g->tptr};
+    LLVMValueRef args[4] = {val, ptr, ci32(g, (int32_t)align), mask};
+    intr(g, "llvm.masked.store", ov, 2, args, 4);
+}
+
+static Val emit_expr(Fn *f, const Expr *e);
+
+/* The value of e as a scalar i64 with the vector variable pinned to its first lane
+ * (the address of lane 0 of a contiguous access). */
+static LLVMValueRef lane0_i64(Fn *f, const Expr *e)
+{
+    Val saved = f->vars[f->vvar->id];
+    int vw = f->vw;
+    f->vars[f->vvar->id] = S(f->vlo);
+    f->vw = 0; /* nothing in here may be a vector */
+    Val v = emit_expr(f, e);
+    f->vw = vw;
+    f->vars[f->vvar->id] = saved;
+    return conv(f->g, v.v, e->dtype, DT_I64);
+}
+
+static LLVMValueRef emit_i64(Fn *f, const Expr *e, bool *vec)
+{
+    Val v = emit_expr(f, e);
+    *vec = v.vec;
+    return conv(f->g, v.v, e->dtype, DT_I64);
+}
+
+/* A scalar load, or a guarded one: the index is clamped into the buffer and the pad
+ * value selected when it was out of range, so no branch is needed and only memory
+ * inside the buffer is ever read. */
+static LLVMValueRef load_scalar(Fn *f, const Buffer *b, LLVMValueRef *idx, bool guarded)
+{
+    Cg *g = f->g;
+    LLVMBuilderRef B = g->B;
+    LLVMValueRef ok = NULL;
+    if (guarded) {
+        if (g->elems[b->id] == 0)
+            return kdtype(g, b->dtype, b->pad);
+        for (int i = 0; i < b->rank; i++) {
+            LLVMValueRef c = intr2(g, "llvm.smax", idx[i], ci64(g, 0));
+            c = intr2(g, "llvm.smin", c, ci64(g, g->dims[b->id][i] - 1));
+            LLVMValueRef in = LLVMBuildICmp(B, LLVMIntEQ, c, idx[i], "");
+            ok = ok ? LLVMBuildAnd(B, ok, in, "") : in;
+            idx[i] = c;
+        }
+    }
+    LLVMValueRef p = gep(f, b, linearize(f, b, idx), true);
+    LLVMValueRef raw = LLVMBuildLoad2(B, sty(g, b->dtype), p, "");
+    LLVMSetAlignment(raw, elem_align(g, b->dtype));
+    LLVMValueRef v = from_storage(g, raw, b->dtype);
+    if (ok)
+        v = LLVMBuildSelect(B, ok, v, kdtype(g, b->dtype, b->pad), "");
+    return v;
+}
+
+static Val emit_load(Fn *f, const Expr *e)
+{
+    Cg *g = f->g;
+    LLVMBuilderRef B = g->B;
+    const Buffer *b = e->u.load.buf;
+    bool guarded = e->u.load.guarded && b->has_pad;
+    LLVMValueRef idx[16];
+    bool vec[16], anyvec = false;
+    if (b->rank > 16)
+        die("buffer %s has rank %d", b->name, b->rank);
+    AccKind ak = f->vw ? access_kind(g, e->u.load.idx, b->rank, f->vvar) : ACC_UNIFORM;
+    for (int i = 0; i < b->rank; i++) {
+        idx[i] = emit_i64(f, e->u.load.idx[i], &vec[i]);
+        anyvec |= vec[i];
+    }
+    if (!anyvec)
+        return S(load_scalar(f, b, idx, guarded));
+
+    /* Varying across lanes.  Lanes to read: enabled by guards and, for a padded
+     * buffer, in range; the others get pad (or nothing) without touching memory. */
+    unsigned W = (unsigned)f->vw;
+    LLVMTypeRef vst = LLVMVectorType(sty(g, b->dtype), W);
+    LLVMValueRef inr = NULL;
+    if (guarded) {
+        for (int i = 0; i < b->rank; i++) {
+            LLVMValueRef x = vec[i] ? idx[i] : splat(f, idx[i]);
+            LLVMTypeRef vt = LLVMTypeOf(x);
+            LLVMValueRef in = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSGE, x, kint(vt, 0), ""),
+                                           LLVMBuildICmp(B, LLVMIntSLT, x, kint(vt, g->dims[b->id][i]), ""), "");
+            inr = inr ? LLVMBuildAnd(B, inr, in, "") : in;
+        }
+    }
+    LLVMValueRef mask = f->mask;
+    if (inr)
+        mask = mask ? LLVMBuildAnd(B, mask, inr, "") : inr;
+    unsigned align = elem_align(g, b->dtype);
+    LLVMValueRef raw;
+    if (ak == ACC_CONTIG) {
+        LLVMValueRef idx0[16];
+        for (int i = 0; i < b->rank; i++)
+            idx0[i] = vec[i] ? lane0_i64(f, e->u.load.idx[i]) : idx[i];
+        LLVMValueRef off0 = linearize(f, b, idx0);
+        LLVMValueRef p = gep(f, b, off0, mask == NULL);
+        if (mask) {
+            raw = masked_load(f, vst, p, align, mask);
+        } else {
+            raw = LLVMBuildLoad2(B, vst, p, "");
+            LLVMSetAlignment(raw, align);
+        }
+    } else {
+        LLVMValueRef ptrs = gep(f, b, linearize(f, b, idx), mask == NULL);
+        if (!is_vty(LLVMTypeOf(ptrs)))
+            die("gather without a vector address");
+        LLVMTypeRef ov[2] = {vst, LLVMTypeOf(ptrs)};
+        LLVMValueRef m = mask ? mask : kint(LLVMVectorType(g->ti1, W), -1);
+        LLVMValueRef args[4] = {ptrs, ci32(g, (int32_t)align), m, LLVMConstNull(vst)};
+        raw = intr(g, "llvm.masked.gather", ov, 2, args, 4);
+    }
+    LLVMValueRef v = from_storage(g, raw, b->dtype);
+    if (inr)
+        v = LLVMBuildSelect(B, inr, v, splat(f, kdtype(g, b->dtype, b->pad)), "");
+    return (Val){v, true};
+}
+
+/* ---- expressions ---- */
+
+/* Operands of one operation in a common shape. */
+static void same_shape(Fn *f, Val *v, int n)
+{
+    bool any = false;
+    for (int i = 0; i < n; i++)
+        any |= v[i].vec;
+    if (!any)
+        return;
+    for (int i = 0; i < n; i++)
+        if (!v[i].vec) {
+            v[i].v = splat(f, v[i].v);
+            v[i].vec = true;
+        }
+}
+
+static Val emit_as(Fn *f, const Expr *e, DType t)
+{
+    Val v = emit_expr(f, e);
+    v.v = conv(f->g, v.v, e->dtype, t);
+    return v;
+}
+
+static bool is_fmul(const Expr *e, DType t)
+{
+    return e->kind == IE_MUL && dtype_is_float(e->dtype) && conv_exact(e->dtype, t);
+}
+
+static Val emit_expr(Fn *f, const Expr *e)
+{
+    Cg *g = f->g;
+    LLVMBuilderRef B = g->B;
+    DType t = e->dtype;
+    Val a[3];
+    switch (e->kind) {
+    case IE_INT: return S(kdtype(g, t, (double)e->u.i));
+    case IE_FLT: return S(kdtype(g, t, e->u.f));
+    case IE_PARAM:
+        if (!dtype_is_float(t) && t != DT_BOOL)
+            return S(LLVMConstInt(cty(g, t), (unsigned long long)g->k->params[e->u.param].value, 1));
+        return S(kdtype(g, t, (double)g->k->params[e->u.param].value));
+    case IE_VAR: {
+        Val v = f->vars[e->u.var->id];
+        if (!v.v) {
+            cg_error(g, e->span, "internal error: loop variable '%s' used outside its loop", e->u.var->name);
+            return S(kdtype(g, t, 0));
+        }
+        v.v = conv(g, v.v, DT_I64, t);
+        return v;
+    }
+    case IE_LOAD: return emit_load(f, e);
+    case IE_CAST: return emit_as(f, e->args[0], t);
+    case IE_NOT:
+        a[0] = emit_as(f, e->args[0], DT_BOOL);
+        return (Val){LLVMBuildNot(B, a[0].v, ""), a[0].vec};
+    case IE_NEG:
+        a[0] = emit_as(f, e->args[0], t);
+        return (Val){dtype_is_float(t) ? LLVMBuildFNeg(B, a[0].v, "") : LLVMBuildNeg(B, a[0].v, ""), a[0].vec};
+    case IE_ABS:
+        a[0] = emit_as(f, e->args[0], t);
+        if (dtype_is_float(t))
+            return (Val){intr1(g, "llvm.fabs", a[0].v), a[0].vec};
+        {
+            LLVMValueRef args[2] = {a[0].v, LLVMConstInt(g->ti1, 0, 0)};
+            return (Val){intr_n(g, "llvm.abs", args, 2), a[0].vec};
+        }
+    case IE_EXP:
+    case IE_LOG:
+    case IE_SQRT:
+    case IE_RSQRT:
+    case IE_TANH:
+    case IE_ERF: {
+        if (!dtype_is_float(t)) {
+            cg_error(g, e->span, "internal error: %s of %s", ir_expr_name(e->kind), dtype_name(t));
+            return S(kdtype(g, t, 0));
+        }
+        a[0] = emit_as(f, e->args[0], t);
+        bool dbl = cty(g, t) == g->tf64;
+        LLVMValueRef x = a[0].v, r;
+        switch (e->kind) {
+        case IE_EXP: r = dbl ? intr1(g, "llvm.exp", x) : exp_f32(g, x); break;
+        case IE_LOG: r = intr1(g, "llvm.log", x); break;
+        case IE_SQRT: r = intr1(g, "llvm.sqrt", x); break;
+        case IE_RSQRT: r = LLVMBuildFDiv(B, kflt(LLVMTypeOf(x), 1.0), intr1(g, "llvm.sqrt", x), ""); break;
+        case IE_TANH: r = libm(g, dbl ? "tanh" : "tanhf", x); break;
+        default: r = libm(g, dbl ? "erf" : "erff", x); break;
+        }
+        if (t == DT_F16 || t == DT_BF16)
+            r = round_half(g, r, t);
+        return (Val){r, a[0].vec};
+    }
+    case IE_ADD:
+    case IE_SUB:
+        /* a*b + c and c - a*b in float: one fused multiply-add. */
+        if (dtype_is_float(t) && (is_fmul(e->args[0], t) || is_fmul(e->args[1], t))) {
+            int m = is_fmul(e->args[0], t) ? 0 : 1;
+            const Expr *mul = e->args[m];
+            DType mt = mul->dtype;
+            a[0] = emit_as(f, mul->args[0], mt);
+            a[1] = emit_as(f, mul->args[1], mt);
+            a[2] = emit_as(f, e->args[1 - m], t);
+            same_shape(f, a, 3);
+            LLVMValueRef x = conv(g, a[0].v, mt, t), y = conv(g, a[1].v, mt, t), c = a[2].v;
+            if (e->kind == IE_SUB) {
+                if (m == 0)
+                    c = LLVMBuildFNeg(B, c, "");
+                else
+                    x = LLVMBuildFNeg(B, x, "");
+            }
+            return (Val){fmadd(g, x, y, c), a[0].vec};
+        }
+        /* fall through */
+    case IE_MUL:
+    case IE_DIV:
+    case IE_MOD:
+    case IE_MAX:
+    case IE_MIN:
+        a[0] = emit_as(f, e->args[0], t);
+        a[1] = emit_as(f, e->args[1], t);
+        same_shape(f, a, 2);
+        {
+            LLVMValueRef r = arith(g, e->kind, t, a[0].v, a[1].v);
+            /* f16 arithmetic is carried out in f32 and rounded where it is stored or
+             * cast, as dtype_compute says. */
+            return (Val){r, a[0].vec};
+        }
+    case IE_LT:
+    case IE_LE:
+    case IE_GT:
+    case IE_GE:
+    case IE_EQ:
+    case IE_NE: {
+        DType ct = dtype_promote(e->args[0]->dtype, e->args[1]->dtype);
+        if (e->args[0]->dtype == DT_BOOL && e->args[1]->dtype == DT_BOOL)
+            ct = DT_BOOL;
+        a[0] = emit_as(f, e->args[0], ct);
+        a[1] = emit_as(f, e->args[1], ct);
+        same_shape(f, a, 2);
+        LLVMValueRef r;
+        if (dtype_is_float(ct)) {
+            static const LLVMRealPredicate fp[] = {LLVMRealOLT, LLVMRealOLE, LLVMRealOGT, LLVMRealOGE, LLVMRealOEQ, LLVMRealUNE};
+            r = LLVMBuildFCmp(B, fp[e->kind - IE_LT], a[0].v, a[1].v, "");
+        } else {
+            static const LLVMIntPredicate ip[] = {LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE, LLVMIntEQ, LLVMIntNE};
+            static const LLVMIntPredicate bp[] = {LLVMIntULT, LLVMIntULE, LLVMIntUGT, LLVMIntUGE, LLVMIntEQ, LLVMIntNE};
+            r = LLVMBuildICmp(B, (ct == DT_BOOL ? bp : ip)[e->kind - IE_LT], a[0].v, a[1].v, "");
+        }
+        return (Val){conv(g, r, DT_BOOL, t), a[0].vec};
+    }
+    case IE_AND:
+    case IE_OR:
+        a[0] = emit_as(f, e->args[0], DT_BOOL);
+        a[1] = emit_as(f, e->args[1], DT_BOOL);
+        same_shape(f, a, 2);
+        return (Val){conv(g, e->kind == IE_AND ? LLVMBuildAnd(B, a[0].v, a[1].v, "") : LLVMBuildOr(B, a[0].v, a[1].v, ""), DT_BOOL, t),
+                     a[0].vec};
+    case IE_SELECT:
+        a[0] = emit_as(f, e->args[0], DT_BOOL);
+        a[1] = emit_as(f, e->args[1], t);
+        a[2] = emit_as(f, e->args[2], t);
+        same_shape(f, a, 3);
+        return (Val){LLVMBuildSelect(B, a[0].v, a[1].v, a[2].v, ""), a[0].vec};
+    case IE_COUNT: break;
+    }
+    die("emit_expr: kind %d", (int)e->kind);
+}
+
+/* ---- statements ---- */
+
+/* old op= v, in the compute type of dtype t. */
+static LLVMValueRef update(Fn *f, StmtOp op, DType t, LLVMValueRef old, Val *v)
+{
+    Cg *g = f->g;
+    switch (op) {
+    case SOP_ASSIGN: return v->v;
+    case SOP_ADD: return dtype_is_float(t) ? LLVMBuildFAdd(g->B, old, v->v, "") : LLVMBuildAdd(g->B, old, v->v, "");
+    case SOP_MUL: return dtype_is_float(t) ? LLVMBuildFMul(g->B, old, v->v, "") : LLVMBuildMul(g->B, old, v->v, "");
+    case SOP_MAX: return arith(g, IE_MAX, t, old, v->v);
+    case SOP_MIN: return arith(g, IE_MIN, t, old, v->v);
+    }
+    die("update: op %d", (int)op);
+}
+
+/* The statement's value in the buffer's compute type.  For `acc += a*b` in float the
+ * product's operands come back in *x, *y (and *fused is set) instead. */
+static Val stmt_value(Fn *f, const Node *n, Val *x, Val *y, bool *fused)
+{
+    const Buffer *b = n->u.stmt.buf;
+    const Expr *e = n->u.stmt.value;
+    DType t = b->dtype;
+    *fused = false;
+    if (n->u.stmt.op == SOP_ADD && dtype_is_float(t) && is_fmul(e, t)) {
+        Val a[2] = {emit_as(f, e->args[0], e->dtype), emit_as(f, e->args[1], e->dtype)};
+        same_shape(f, a, 2);
+        a[0].v = conv(f->g, a[0].v, e->dtype, dtype_compute(t));
+        a[1].v = conv(f->g, a[1].v, e->dtype, dtype_compute(t));
+        *x = a[0];
+        *y = a[1];
+        *fused = true;
+        return a[0];
+    }
+    Val v = emit_expr(f, e);
+    v.v = conv(f->g, v.v, e->dtype, t);
+    return v;
+}
+
+static void emit_stmt_scalar(Fn *f, const Node *n)
+{
+    Cg *g = f->g;
+    const Buffer *b = n->u.stmt.buf;
+    LLVMValueRef idx[16];
+    bool vec;
+    Val x, y, v;
+    bool fused;
+    v = stmt_value(f, n, &x, &y, &fused);
+    for (int i = 0; i < b->rank; i++)
+        idx[i] = emit_i64(f, n->u.stmt.idx[i], &vec);
+    LLVMValueRef p = gep(f, b, linearize(f, b, idx), true);
+    unsigned align = elem_align(g, b->dtype);
+    LLVMValueRef nv;
+    if (n->u.stmt.op == SOP_ASSIGN) {
+        nv = v.v;
+    } else {
+        LLVMValueRef old = LLVMBuildLoad2(g->B, sty(g, b->dtype), p, "");
+        LLVMSetAlignment(old, align);
+        old = from_storage(g, old, b->dtype);
+        nv = fused ? fmadd(g, x.v, y.v, old) : update(f, n->u.stmt.op, b->dtype, old, &v);
+    }
+    LLVMValueRef st = LLVMBuildStore(g->B, to_storage(g, nv, b->dtype), p);
+    LLVMSetAlignment(st, align);
+}
+
+/* Identity of a reduction, for lanes a guard switched off. */
+static LLVMValueRef red_identity(Cg *g, StmtOp op, DType t)
+{
+    bool fl = dtype_is_float(t);
+    switch (op) {
+    case SOP_ADD: return fl ? LLVMConstReal(cty(g, t), -0.0) : LLVMConstInt(cty(g, t), 0, 0);
+    case SOP_MUL: return fl ? LLVMConstReal(cty(g, t), 1.0) : LLVMConstInt(cty(g, t), 1, 0);
+    case SOP_MAX:
+        if (fl)
+            return LLVMConstReal(cty(g, t), -INFINITY);
+        return t == DT_BOOL ? LLVMConstInt(g->ti1, 0, 0) : kint(cty(g, t), t == DT_I32 ? INT32_MIN : INT64_MIN);
+    case SOP_MIN:
+        if (fl)
+            return LLVMConstReal(cty(g, t), INFINITY);
+        return t == DT_BOOL ? LLVMConstInt(g->ti1, 1, 0) : kint(cty(g, t), t == DT_I32 ? INT32_MAX : INT64_MAX);
+    default: die("no identity for op %d", (int)op);
+    }
+}
+
+/* Combines the lanes of v with op.  Float sums and products are reassociated (a tree,
+ * not a chain): the vectorize schedule already accepts that reordering. */
+static LLVMValueRef reduce_lanes(Cg *g, StmtOp op, DType t, LLVMValueRef v)
+{
+    bool fl = dtype_is_float(t);
+    if (fl && (op == SOP_ADD || op == SOP_MUL)) {
+        LLVMValueRef args[2] = {red_identity(g, op, t), v};
+        LLVMTypeRef ty = LLVMTypeOf(v);
+        LLVMValueRef r = intr(g, op == SOP_ADD ? "llvm.vector.reduce.fadd" : "llvm.vector.reduce.fmul", &ty, 1, args, 2);
+        LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc);
+        return r;
+    }
+    const char *name;
+    switch (op) {
+    case SOP_ADD: name = t == DT_BOOL ? "llvm.vector.reduce.xor" : "llvm.vector.reduce.add"; break;
+    case SOP_MUL: name = t == DT_BOOL ? "llvm.vector.reduce.and" : "llvm.vector.reduce.mul"; break;
+    case SOP_MAX: name = fl ? "llvm.vector.reduce.fmaximum" : t == DT_BOOL ? "llvm.vector.reduce.or" : "llvm.vector.reduce.smax"; break;
+    case SOP_MIN: name = fl ? "llvm.vector.reduce.fminimum" : t == DT_BOOL ? "llvm.vector.reduce.and" : "llvm.vector.reduce.smin"; break;
+    default: die("reduce_lanes: op %d", (int)op);
+    }
+    return intr1(g, name, v);
+}
+
+static void emit_stmt_vector(Fn *f, const Node *n)
+{
+    Cg *g = f->g;
+    LLVMBuilderRef B = g->B;
+    const Buffer *b = n->u.stmt.buf;
+    DType t = b->dtype;
+    unsigned align = elem_align(g, t);
+    AccKind ak = access_kind(g, n->u.stmt.idx, b->rank, f->vvar);
+    Val x, y, v;
+    bool fused;
+    v = stmt_value(f, n, &x, &y, &fused);
+    if (fused) {
+        /* x*y is needed lane by lane here; the FMA happens on the update below. */
+        if (ak == ACC_UNIFORM) {
+            v.v = LLVMBuildFMul(B, x.v, y.v, "");
+            v.vec = x.vec;
+            fused = false;
+        }
+    }
+    if (ak == ACC_CONTIG) {
+        LLVMValueRef idx0[16];
+        for (int i = 0; i < b->rank; i++)
+            idx0[i] = lane0_i64(f, n->u.stmt.idx[i]);
+        LLVMValueRef p = gep(f, b, linearize(f, b, idx0), f->mask == NULL);
+        LLVMTypeRef vst = LLVMVectorType(sty(g, t), (unsigned)f->vw);
+        LLVMValueRef nv;
+        if (n->u.stmt.op == SOP_ASSIGN) {
+            nv = wide(f, v);
+        } else {
+            LLVMValueRef old;
+            if (f->mask) {
+                old = masked_load(f, vst, p, align, f->mask);
+            } else {
+                old = LLVMBuildLoad2(B, vst, p, "");
+                LLVMSetAlignment(old, align);
+            }
+            old = from_storage(g, old, t);
+            if (fused) {
+                nv = fmadd(g, wide(f, x), wide(f, y), old);
+            } else {
+                Val w = {wide(f, v), true};
+                nv = update(f, n->u.stmt.op, t, old, &w);
+            }
+        }
+        nv = to_storage(g, nv, t);
+        if (f->mask) {
+            masked_store(f, nv, p, align, f->mask);
+        } else {
+            LLVMValueRef st = LLVMBuildStore(B, nv, p);
+            LLVMSetAlignment(st, align);
+        }
+        return;
+    }
+    /* One element for every lane: a reduction (or, for `=`, the last lane wins). */
+    LLVMValueRef idx[16];
+    bool vec;
+    for (int i = 0; i < b->rank; i++)
+        idx[i] = emit_i64(f, n->u.stmt.idx[i], &vec);
+    LLVMValueRef p = gep(f, b, linearize(f, b, idx), true);
+    LLVMValueRef val;
+    if (n->u.stmt.op == SOP_ASSIGN) {
+        if (!v.vec) {
+            val = v.v;
+        } else {
+            LLVMValueRef lane = ci64(g, f->vw - 1);
+            if (f->mask) {
+                /* The highest enabled lane is the last to run in the scalar loop. */
+                LLVMTypeRef bits = LLVMIntTypeInContext(g->C, (unsigned)f->vw);
+                LLVMValueRef m = LLVMBuildBitCast(B, f->mask, bits, "");
+                LLVMValueRef args[2] = {m, LLVMConstInt(g->ti1, 0, 0)};
+                LLVMValueRef lz = intr_n(g, "llvm.ctlz", args, 2);
+                lane = LLVMBuildSub(B, LLVMConstInt(bits, (unsigned long long)(f->vw - 1), 0), lz, "");
+                lane = LLVMBuildIntCast2(B, lane, g->ti64, 0, "");
+            }
+            val = LLVMBuildExtractElement(B, v.v, lane, "");
+        }
+    } else {
+        LLVMValueRef lanes = wide(f, v);
+        if (f->mask)
+            lanes = LLVMBuildSelect(B, f->mask, lanes, splat(f, red_identity(g, n->u.stmt.op, t)), "");
+        Val r = S(reduce_lanes(g, n->u.stmt.op, t, lanes));
+        LLVMValueRef old = LLVMBuildLoad2(B, sty(g, t), p, "");
+        LLVMSetAlignment(old, align);
+        old = from_storage(g, old, t);
+        val = update(f, n->u.stmt.op, t, old, &r);
+    }
+    LLVMValueRef st = LLVMBuildStore(B, to_storage(g, val, t), p);
+    LLVMSetAlignment(st, align);
+}
+
+/* ---- control flow ---- */
+
+typedef struct LoopSt {
+    LLVMBasicBlockRef body, exit;
+    LLVMValueRef iv, hi;
+} LoopSt;
+
+/* Opens `for iv in lo..hi` (scalar i64): a guarded, rotated loop, the form LLVM's
+ * loop passes expect. */
+static LLVMValueRef loop_open(Fn *f, LLVMValueRef lo, LLVMValueRef hi, const char *name, LoopSt *s)
+{
+    Cg *g = f->g;
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(g->B);
+    s->body = LLVMAppendBasicBlockInContext(g->C, f->fn, name);
+    s->exit = LLVMAppendBasicBlockInContext(g->C, f->fn, "");
+    s->hi = hi;
+    LLVMBuildCondBr(g->B, LLVMBuildICmp(g->B, LLVMIntSLT, lo, hi, ""), s->body, s->exit);
+    LLVMPositionBuilderAtEnd(g->B, s->body);
+    s->iv = LLVMBuildPhi(g->B, g->ti64, name);
+    LLVMAddIncoming(s->iv, &lo, &pre, 1);
+    return s->iv;
+}
+
+static void loop_close(Fn *f, LoopSt *s)
+{
+    Cg *g = f->g;
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->B);
+    LLVMValueRef next = LLVMBuildNSWAdd(g->B, s->iv, ci64(g, 1), "");
+    LLVMBuildCondBr(g->B, LLVMBuildICmp(g->B, LLVMIntSLT, next, s->hi, ""), s->body, s->exit);
+    LLVMAddIncoming(s->iv, &next, &latch, 1);
+    LLVMMoveBasicBlockAfter(s->exit, latch);
+    LLVMPositionBuilderAtEnd(g->B, s->exit);
+}
+
+static void emit_serial(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi)
+{
+    LoopSt s;
+    Var *v = n->u.loop.var;
+    LLVMValueRef iv = loop_open(f, lo, hi, v->name, &s);
+    Val saved = f->vars[v->id];
+    f->vars[v->id] = S(iv);
+    emit_list(f, &n->u.loop.body);
+    f->vars[v->id] = saved;
+    loop_close(f, &s);
+}
+
+static void emit_guard(Fn *f, const Node *n)
+{
+    Cg *g = f->g;
+    LLVMBuilderRef B = g->B;
+    Val c = emit_as(f, n->u.guard.cond, DT_BOOL);
+    LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(g->C, f->fn, "if");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(g->C, f->fn, "");
+    LLVMValueRef saved = f->mask;
+    if (c.vec) {
+        /* Lanes for which the condition is false are masked; the body is skipped
+         * when no lane is left, so uniform loads in it run only when the scalar
+         * loop would have run them. */
+        f->mask = saved ? LLVMBuildAnd(B, saved, c.v, "") : c.v;
+        LLVMValueRef any = intr1(g, "llvm.vector.reduce.or", f->mask);
+        LLVMBuildCondBr(B, any, then, join);
+    } else {
+        LLVMBuildCondBr(B, c.v, then, join);
+    }
+    LLVMPositionBuilderAtEnd(B, then);
+    emit_list(f, &n->u.guard.body);
+    LLVMBuildBr(B, join);
+    LLVMMoveBasicBlockAfter(join, LLVMGetInsertBlock(B));
+    LLVMPositionBuilderAtEnd(B, join);
+    f->mask = saved;
+}
+
+static void emit_vector(Fn *f, const Node *n, LLVMValueRef lo, int w)
+{
+    Cg *g = f->g;
+    Var *v = n->u.loop.var;
+    LLVMValueRef steps[MAX_VECTOR_WIDTH];
+    for (int i = 0; i < w; i++)
+        steps[i] = ci64(g, i);
+    f->vvar = v;
+    f->vw = w;
+    f->vlo = lo;
+    f->mask = NULL;
+    LLVMValueRef iv = LLVMBuildNSWAdd(g->B, splat(f, lo), LLVMConstVector(steps, (unsigned)w), v->name);
+    Val saved = f->vars[v->id];
+    f->vars[v->id] = (Val){iv, true};
+    emit_list(f, &n->u.loop.body);
+    f->vars[v->id] = saved;
+    f->vvar = NULL;
+    f->vw = 0;
+    f->vlo = NULL;
+}
+
+static void emit_parallel(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi);
+
+static LLVMValueRef emit_bound(Fn *f, const Expr *e)
+{
+    bool vec;
+    LLVMValueRef v = emit_i64(f, e, &vec);
+    if (vec)
+        die("loop bound varies across vector lanes");
+    return v;
+}
+
+static void emit_loop(Fn *f, const Node *n)
+{
+    Cg *g = f->g;
+    LoopKind kind = n->u.loop.kind;
+    LLVMValueRef lo = emit_bound(f, n->u.loop.lo), hi = emit_bound(f, n->u.loop.hi);
+    Var *v = n->u.loop.var;
+    int64_t ext = 0;
+    bool cext = const_extent(g, n->u.loop.lo, n->u.loop.hi, &ext);
+    if (kind == LOOP_UNROLL) {
+        if (cext && ext <= MAX_UNROLL) {
+            Val saved = f->vars[v->id];
+            for (int64_t i = 0; i < ext; i++) {
+                LLVMValueRef iv = i == 0 ? lo : LLVMBuildNSWAdd(g->B, lo, ci64(g, i), "");
+                f->vars[v->id] = S(iv);
+                emit_list(f, &n->u.loop.body);
+            }
+            f->vars[v->id] = saved;
+            return;
+        }
+        diag_warning(g->d, n->span, "unroll loop '%s' %s; emitted as a loop", v->name,
+                     cext ? "has more than 4096 iterations" : "has no constant trip count");
+    } else if (kind == LOOP_VECTOR) {
+        char why[256] = "";
+        Span where = n->span;
+        if (f->vw)
+            snprintf(why, sizeof why, "it is nested in vector loop '%s'", f->vvar->name);
+        else if (!cext)
+            snprintf(why, sizeof why, "its trip count is not a constant");
+        else if (ext > MAX_VECTOR_WIDTH)
+            snprintf(why, sizeof why, "it is wider than %d lanes", MAX_VECTOR_WIDTH);
+        else
+            vector_check(g, &n->u.loop.body, v, why, sizeof why, &where);
+        if (!why[0]) {
+            if (ext > 0)
+                emit_vector(f, n, lo, (int)ext);
+            return;
+        }
+        diag_warning(g->d, n->span, "vector loop '%s' emitted as a scalar loop: %s", v->name, why);
+        if (where.src && where.off != n->span.off)
+            diag_note(g->d, where, "here");
+    } else if (kind == LOOP_PARALLEL) {
+        if (!f->vw) {
+            emit_parallel(f, n, lo, hi);
+            return;
+        }
+    }
+    emit_serial(f, n, lo, hi);
+}
+
+static void emit_node(Fn *f, const Node *n)
+{
+    switch (n->kind) {
+    case N_LOOP: emit_loop(f, n); break;
+    case N_IF: emit_guard(f, n); break;
+    case N_STMT:
+        if (f->vw)
+            emit_stmt_vector(f, n);
+        else
+            emit_stmt_scalar(f, n);
+        break;
+    }
+}
+
+static void emit_list(Fn *f, const NodeList *l)
+{
+    for (int i = 0; i < l->n && !f->g->failed; i++)
+        emit_node(f, l->v[i]);
+}
+
+/* ---- functions ---- */
+
+static void set_fn_attrs(Cg *g, LLVMValueRef fn)
+{
+    add_fn_attr(g, fn, "nounwind", 0);
+    add_str_attr(g, fn, "target-cpu", g->t->cpu);
+    if (g->t->features && *g->t->features)
+        add_str_attr(g, fn, "target-features", g->t->features);
+    if (g->t->vector_width) {
+        char w[16];
+        snprintf(w, sizeof w, "%d", g->t->vector_width);
+        add_str_attr(g, fn, "prefer-vector-width", w);
+        add_str_attr(g, fn, "min-legal-vector-width", w);
+    }
+    if (g->t->vscale_min)
+        add_fn_attr(g, fn, "vscale_range", ((uint64_t)g->t->vscale_min << 32) | (uint64_t)g->t->vscale_max);
+}
+
+static void set_param_attr(Cg *g, LLVMValueRef fn, unsigned idx, const char *kind, uint64_t val)
+{
+    unsigned id = LLVMGetEnumAttributeKindForName(kind, strlen(kind));
+    LLVMAddAttributeAtIndex(fn, idx + 1, LLVMCreateEnumAttribute(g->C, id, val));
+}
+
+/* The facts every buffer pointer argument carries. */
+static void buffer_param_attrs(Cg *g, LLVMValueRef fn, unsigned idx, const Buffer *b)
+{
+    set_param_attr(g, fn, idx, "noalias", 0);
+    set_param_attr(g, fn, idx, "nocapture", 0);
+    set_param_attr(g, fn, idx, "noundef", 0);
+    set_param_attr(g, fn, idx, "align", CG_BUF_ALIGN);
+    int64_t bytes = g->elems[b->id] * dtype_bytes(b->dtype);
+    if (bytes > 0)
+        set_param_attr(g, fn, idx, "dereferenceable", (uint64_t)bytes);
+    char name[128];
+    snprintf(name, sizeof name, "%s", b->name);
+    LLVMSetValueName2(LLVMGetParam(fn, idx), name, strlen(name));
+}
+
+static LLVMValueRef new_function(Cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n, bool internal)
+{
+    LLVMTypeRef fty = LLVMFunctionType(ret, params, (unsigned)n, 0);
+    LLVMValueRef fn = LLVMAddFunction(g->M, name, fty);
+    if (internal)
+        LLVMSetLinkage(fn, LLVMInternalLinkage);
+    set_fn_attrs(g, fn);
+    return fn;
+}
+
+/* Starts emitting into fn: an entry block for allocas, then the code block. */
+static void fn_begin(Cg *g, Fn *f, LLVMValueRef fn, const Node *owner)
+{
+    memset(f, 0, sizeof *f);
+    f->g = g;
+    f->fn = fn;
+    f->owner = owner;
+    f->bufp = xcalloc((size_t)(g->k->nbufs ? g->k->nbufs : 1), sizeof *f->bufp);
+    f->vars = xcalloc((size_t)(g->k->nvars ? g->k->nvars : 1), sizeof *f->vars);
+    f->entry = LLVMAppendBasicBlockInContext(g->C, fn, "entry");
+    LLVMBasicBlockRef code = LLVMAppendBasicBlockInContext(g->C, fn, "code");
+    LLVMPositionBuilderAtEnd(g->B, f->entry);
+    LLVMBuildBr(g->B, code);
+    LLVMPositionBuilderAtEnd(g->B, code);
+}
+
+static void fn_end(Fn *f)
+{
+    LLVMBuildRetVoid(f->g->B);
+    free(f->bufp);
+    free(f->vars);
+}
+
+/* An alloca in the entry block (so LLVM's SROA can promote small tiles to registers). */
+static LLVMValueRef entry_alloca(Fn *f, LLVMTypeRef ty, int64_t count, const char *name)
+{
+    Cg *g = f->g;
+    LLVMBuilderRef ab = LLVMCreateBuilderInContext(g->C);
+    LLVMPositionBuilderBefore(ab, LLVMGetBasicBlockTerminator(f->entry));
+    LLVMValueRef a = LLVMBuildArrayAlloca(ab, ty, ci64(g, count > 0 ? count : 1), name);
+    LLVMSetAlignment(a, CG_BUF_ALIGN);
+    LLVMDisposeBuilder(ab);
+    return a;
+}
+
+/* Private buffers owned by the function's loop get their stack copy here. */
+static void alloc_private(Fn *f)
+{
+    Cg *g = f->g;
+    for (int i = 0; i < g->k->nbufs; i++)
+        if (g->priv[i] && g->home[i] == f->owner) {
+            const Buffer *b = g->k->bufs[i];
+            f->bufp[i] = entry_alloca(f, sty(g, b->dtype), g->elems[i], b->name);
+        }
+}
+
+/* The context a parallel body receives: every buffer pointer this function has and
+ * every loop variable bound here, plus the parallel loop's lower bound. */
+static void emit_parallel(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi)
+{
+    Cg *g = f->g;
+    LLVMBuilderRef B = g->B;
+    const Kernel *k = g->k;
+    int nb = 0, nv = 0;
+    for (int i = 0; i < k->nbufs; i++)
+        nb += f->bufp[i] != NULL;
+    for (int i = 0; i < k->nvars; i++)
+        nv += f->vars[i].v != NULL;
+    int nslots = nb + nv + 1;
+
+    char name[256];
+    int id = g->npar++;
+    LLVMTypeRef *pt = xmalloc(sizeof *pt * (size_t)(nslots + 2));
+    for (int i = 0; i < nb; i++)
+        pt[i] = g->tptr;
+    for (int i = nb; i < nslots + 2; i++)
+        pt[i] = g->ti64;
+    snprintf(name, sizeof name, "%s.par%d.body", k->name, id);
+    LLVMValueRef body = new_function(g, name, g->tvoid, pt, nslots + 2, true);
+    LLVMTypeRef wt[3] = {g->tptr, g->ti64, g->ti64};
+    snprintf(name, sizeof name, "%s.par%d", k->name, id);
+    LLVMValueRef wrap = new_function(g, name, g->tvoid, wt, 3, true);
+
+    /* Caller side: fill the context, hand the loop to the pool. */
+    LLVMValueRef ctx = entry_alloca(f, g->ti64, nslots, "ctx");
+    int s = 0;
+    for (int i = 0; i < k->nbufs; i++)
+        if (f->bufp[i]) {
+            LLVMValueRef slot = LLVMBuildInBoundsGEP2(B, g->ti64, ctx, (LLVMValueRef[]){ci64(g, s++)}, 1, "");
+            LLVMBuildStore(B, f->bufp[i], slot);
+        }
+    for (int i = 0; i < k->nvars; i++)
+        if (f->vars[i].v) {
+            LLVMValueRef slot = LLVMBuildInBoundsGEP2(B, g->ti64, ctx, (LLVMValueRef[]){ci64(g, s++)}, 1, "");
+            LLVMBuildStore(B, f->vars[i].v, slot);
+        }
+    LLVMBuildStore(B, lo, LLVMBuildInBoundsGEP2(B, g->ti64, ctx, (LLVMValueRef[]){ci64(g, s)}, 1, ""));
+    if (!g->pfor) {
+        LLVMTypeRef at[3] = {g->ti64, g->tptr, g->tptr};
+        g->pfor_ty = LLVMFunctionType(g->tvoid, at, 3, 0);
+        g->pfor = LLVMAddFunction(g->M, "perfc_parallel_for", g->pfor_ty);
+        add_fn_attr(g, g->pfor, "nounwind", 0);
+    }
+    LLVMValueRef count = LLVMBuildNSWSub(B, hi, lo, "");
+    LLVMValueRef args[3] = {count, wrap, ctx};
+    LLVMBasicBlockRef resume = LLVMGetInsertBlock(B);
+    LLVMBuildCall2(B, g->pfor_ty, g->pfor, args, 3, "");
+
+    /* The wrapper: unpack the context, call the body. */
+    LLVMBasicBlockRef wb = LLVMAppendBasicBlockInContext(g->C, wrap, "entry");
+    LLVMPositionBuilderAtEnd(B, wb);
+    LLVMValueRef *cargs = xmalloc(sizeof *cargs * (size_t)(nslots + 2));
+    LLVMValueRef wctx = LLVMGetParam(wrap, 0);
+    for (int i = 0; i < nslots; i++) {
+        LLVMValueRef slot = LLVMBuildInBoundsGEP2(B, g->ti64, wctx, (LLVMValueRef[]){ci64(g, i)}, 1, "");
+        cargs[i] = LLVMBuildLoad2(B, i < nb ? g->tptr : g->ti64, slot, "");
+    }
+    cargs[nslots] = LLVMGetParam(wrap, 1);
+    cargs[nslots + 1] = LLVMGetParam(wrap, 2);
+    LLVMBuildCall2(B, LLVMGlobalGetValueType(body), body, cargs, (unsigned)(nslots + 2), "");
+    LLVMBuildRetVoid(B);
+    free(cargs);
+
+    /* The body: iterations lo0+[clo, chi) of the parallel loop. */
+    Fn nf;
+    fn_begin(g, &nf, body, n);
+    s = 0;
+    for (int i = 0; i < k->nbufs; i++)
+        if (f->bufp[i]) {
+            nf.bufp[i] = LLVMGetParam(body, (unsigned)s);
+            buffer_param_attrs(g, body, (unsigned)s, k->bufs[i]);
+            s++;
+        }
+    for (int i = 0; i < k->nvars; i++)
+        if (f->vars[i].v) {
+            nf.vars[i] = S(LLVMGetParam(body, (unsigned)s++));
+            LLVMSetValueName2(nf.vars[i].v, k->vars[i]->name, strlen(k->vars[i]->name));
+        }
+    alloc_private(&nf);
+    LLVMValueRef lo0 = LLVMGetParam(body, (unsigned)s);
+    LLVMValueRef clo = LLVMBuildNSWAdd(B, lo0, LLVMGetParam(body, (unsigned)nslots), "");
+    LLVMValueRef chi = LLVMBuildNSWAdd(B, lo0, LLVMGetParam(body, (unsigned)nslots + 1), "");
+    emit_serial(&nf, n, clo, chi);
+    fn_end(&nf);
+    free(pt);
+
+    LLVMPositionBuilderAtEnd(B, resume);
+}
+
+/* ---- module ---- */
+
+/* Records, for each private buffer, the parallel loops around all of its uses. */
+static void note_use(Cg *g, Home *h, const Buffer *b, PtrVec *stack)
+{
+    if (!g->priv[b->id])
+        return;
+    Home *x = &h[b->id];
+    if (!x->used) {
+        x->used = true;
+        for (int i = 0; i < stack->n; i++)
+            vec_push(&x->path, stack->v[i]);
+        return;
+    }
+    int m = 0;
+    while (m < x->path.n && m < stack->n && x->path.v[m] == stack->v[m])
+        m++;
+    x->path.n = m;
+}
+
+static void uses_expr(Cg *g, Home *h, const Expr *e, PtrVec *stack)
+{
+    if (!e)
+        return;
+    if (e->kind == IE_LOAD) {
+        note_use(g, h, e->u.load.buf, stack);
+        for (int i = 0; i < e->u.load.buf->rank; i++)
+            uses_expr(g, h, e->u.load.idx[i], stack);
+        return;
+    }
+    for (int i = 0; i < ir_expr_arity(e->kind); i++)
+        uses_expr(g, h, e->args[i], stack);
+}
+
+static void uses_list(Cg *g, Home *h, const NodeList *l, PtrVec *stack)
+{
+    for (int i = 0; i < l->n; i++) {
+        const Node *n = l->v[i];
+        switch (n->kind) {
+        case N_LOOP:
+            uses_expr(g, h, n->u.loop.lo, stack);
+            uses_expr(g, h, n->u.loop.hi, stack);
+            if (n->u.loop.kind == LOOP_PARALLEL)
+                vec_push(stack, (void *)n);
+            uses_list(g, h, &n->u.loop.body, stack);
+            if (n->u.loop.kind == LOOP_PARALLEL)
+                stack->n--;
+            break;
+        case N_IF:
+            uses_expr(g, h, n->u.guard.cond, stack);
+            uses_list(g, h, &n->u.guard.body, stack);
+            break;
+        case N_STMT:
+            note_use(g, h, n->u.stmt.buf, stack);
+            for (int j = 0; j < n->u.stmt.buf->rank; j++)
+                uses_expr(g, h, n->u.stmt.idx[j], stack);
+            uses_expr(g, h, n->u.stmt.value, stack);
+            break;
+        }
+    }
+}
+
+/* GPU loop kinds have no meaning on a CPU. */
+static void check_kinds(Cg *g, const NodeList *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        const Node *n = l->v[i];
+        if (n->kind == N_LOOP) {
+            LoopKind kind = n->u.loop.kind;
+            if (kind >= LOOP_BLOCK_X && kind <= LOOP_THREAD_Z)
+                cg_error(g, n->span, "loop '%s' is bound to %s: GPU loop kinds cannot run on CPU target %s",
+                         n->u.loop.var->name, loop_kind_name(kind), g->t->name);
+            check_kinds(g, &n->u.loop.body);
+        } else if (n->kind == N_IF) {
+            check_kinds(g, &n->u.guard.body);
+        }
+    }
+}
+
+static bool setup(Cg *g)
+{
+    const Kernel *k = g->k;
+    int nb = k->nbufs ? k->nbufs : 1;
+    g->elems = xcalloc((size_t)nb, sizeof *g->elems);
+    g->dims = xcalloc((size_t)nb, sizeof *g->dims);
+    g->priv = xcalloc((size_t)nb, sizeof *g->priv);
+    g->home = xcalloc((size_t)nb, sizeof *g->home);
+    for (int i = 0; i < k->nbufs; i++) {
+        const Buffer *b = k->bufs[i];
+        if (b->id != i)
+            die("buffer %s has id %d at position %d", b->name, b->id, i);
+        g->dims[i] = xcalloc((size_t)(b->rank ? b->rank : 1), sizeof **g->dims);
+        for (int j = 0; j < b->rank; j++)
+            if (!ir_eval_size(k, b->shape[j], &g->dims[i][j]) || g->dims[i][j] < 0) {
+                cg_error(g, b->span, "the size of dimension %d of '%s' is not a known non-negative number", j, b->name);
+                return false;
+            }
+        g->elems[i] = ir_buffer_elems(k, b);
+        g->priv[i] = b->kind == BUF_TEMP && b->mem == MEM_LOCAL;
+    }
+    for (int i = 0; i < k->nvars; i++)
+        if (k->vars[i]->id != i)
+            die("variable %s has id %d at position %d", k->vars[i]->name, k->vars[i]->id, i);
+    Home *h = xcalloc((size_t)nb, sizeof *h);
+    PtrVec stack = {0};
+    uses_list(g, h, &k->body, &stack);
+    for (int i = 0; i < k->nbufs; i++) {
+        g->home[i] = h[i].path.n ? h[i].path.v[h[i].path.n - 1] : NULL;
+        vec_free(&h[i].path);
+    }
+    vec_free(&stack);
+    free(h);
+    return true;
+}
+
+static void cleanup(Cg *g)
+{
+    if (g->dims)
+        for (int i = 0; i < g->k->nbufs; i++)
+            free(g->dims[i]);
+    free(g->dims);
+    free(g->elems);
+    free(g->priv);
+    free(g->home);
+    if (g->B)
+        LLVMDisposeBuilder(g->B);
+}
+
+LLVMModuleRef cg_build_module(const Kernel *k, const CgTarget *t, LLVMContextRef ctx, LLVMTargetMachineRef tm, Diags *d)
+{
+    if (!ir_all_bound(k, d))
+        return NULL;
+    Cg g = {.k = k, .t = t, .d = d, .C = ctx};
+    check_kinds(&g, &k->body);
+    if (g.failed || !setup(&g)) {
+        cleanup(&g);
+        return NULL;
+    }
+    g.M = LLVMModuleCreateWithNameInContext(k->name, ctx);
+    LLVMSetTarget(g.M, t->triple);
+    LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(g.M, dl);
+    LLVMDisposeTargetData(dl);
+    if (t->abi && *t->abi) {
+        /* RISC-V reads the float ABI from this flag too; it must match the TM's. */
+        LLVMMetadataRef abi = LLVMMDStringInContext2(ctx, t->abi, strlen(t->abi));
+        LLVMAddModuleFlag(g.M, LLVMModuleFlagBehaviorError, "target-abi", strlen("target-abi"), abi);
+    }
+    g.B = LLVMCreateBuilderInContext(ctx);
+    g.tvoid = LLVMVoidTypeInContext(ctx);
+    g.ti1 = LLVMInt1TypeInContext(ctx);
+    g.ti8 = LLVMInt8TypeInContext(ctx);
+    g.ti16 = LLVMInt16TypeInContext(ctx);
+    g.ti32 = LLVMInt32TypeInContext(ctx);
+    g.ti64 = LLVMInt64TypeInContext(ctx);
+    g.tf32 = LLVMFloatTypeInContext(ctx);
+    g.tf64 = LLVMDoubleTypeInContext(ctx);
+    g.thalf = LLVMHalfTypeInContext(ctx);
+    g.tptr = LLVMPointerTypeInContext(ctx, 0);
+
+    /* body(buffers...): the loop nest. */
+    int nargs = 0;
+    LLVMTypeRef *pt = xmalloc(sizeof *pt * (size_t)(k->nbufs + 1));
+    for (int i = 0; i < k->nbufs; i++)
+        if (!g.priv[i])
+            pt[nargs++] = g.tptr;
+    char name[256];
+    snprintf(name, sizeof name, "%s.body", k->name);
+    LLVMValueRef body = new_function(&g, name, g.tvoid, pt, nargs, true);
+    Fn f;
+    fn_begin(&g, &f, body, NULL);
+    for (int i = 0, a = 0; i < k->nbufs; i++)
+        if (!g.priv[i]) {
+            f.bufp[i] = LLVMGetParam(body, (unsigned)a);
+            buffer_param_attrs(&g, body, (unsigned)a, k->bufs[i]);
+            a++;
+        }
+    alloc_private(&f);
+    emit_list(&f, &k->body);
+    fn_end(&f);
+
+    /* NAME(void **bufs): the ABI entry point. */
+    LLVMValueRef entry = new_function(&g, k->name, g.tvoid, &g.tptr, 1, false);
+    LLVMSetValueName2(LLVMGetParam(entry, 0), "bufs", 4);
+    LLVMPositionBuilderAtEnd(g.B, LLVMAppendBasicBlockInContext(ctx, entry, "entry"));
+    LLVMValueRef *args = xmalloc(sizeof *args * (size_t)(nargs ? nargs : 1));
+    for (int i = 0, a = 0; i < k->nbufs; i++)
+        if (!g.priv[i]) {
+            LLVMValueRef slot = LLVMBuildInBoundsGEP2(g.B, g.tptr, LLVMGetParam(entry, 0), (LLVMValueRef[]){ci64(&g, i)}, 1, "");
+            args[a++] = LLVMBuildLoad2(g.B, g.tptr, slot, k->bufs[i]->name);
+        }
+    LLVMBuildCall2(g.B, LLVMGlobalGetValueType(body), body, args, (unsigned)nargs, "");
+    LLVMBuildRetVoid(g.B);
+    free(args);
+    free(pt);
+
+    bool failed = g.failed;
+    cleanup(&g);
+    if (failed) {
+        LLVMDisposeModule(g.M);
+        return NULL;
+    }
+    char *msg = NULL;
+    if (LLVMVerifyModule(g.M, LLVMReturnStatusAction, &msg)) {
+        diag_plain(d, DIAG_ERROR, "internal error: kernel %s: invalid LLVM IR: %s", k->name, msg ? msg : "");
+        LLVMDisposeMessage(msg);
+        LLVMDisposeModule(g.M);
+        return NULL;
+    }
+    LLVMDisposeMessage(msg);
+    return g.M;
+}

@@ -1,0 +1,274 @@
+/* Drivers of the LLVM back end: the O3 pipeline, the host JIT and file emission.
+ *
+ * Every compilation is independent (its own LLVMContext, TargetMachine and LLJIT), so
+ * the autotuner may compile candidates from several threads at once; the only shared
+ * state is LLVM's one-time initialisation and the table of registered symbols.
+ *
+ * The JIT path compiles to an object in memory with our own TargetMachine and hands
+ * that object to an LLJIT: the optimisation level, CPU and features are then exactly
+ * those of -emit obj for the same target, and the time to machine code is measured
+ * in one place.  The LLJIT resolves external symbols from, in order: the symbols
+ * registered with cg_llvm_add_symbol, the libc/libm functions generated code may call
+ * (by address, so they resolve even in a statically linked perfc), and the symbols
+ * of the running process. */
+#define _POSIX_C_SOURCE 200809L
+#include "cg_llvm_int.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+struct JitKernel {
+    LLVMOrcLLJITRef jit;
+    KernelEntry entry;
+    double compile_ms;
+};
+
+/* ---- symbols for JIT code ---- */
+
+typedef struct Sym {
+    char *name;
+    void *addr;
+} Sym;
+
+static pthread_mutex_t sym_lock = PTHREAD_MUTEX_INITIALIZER;
+static Sym *syms;
+static int nsyms, capsyms;
+
+void cg_llvm_add_symbol(const char *name, void *addr)
+{
+    pthread_mutex_lock(&sym_lock);
+    int i;
+    for (i = 0; i < nsyms && strcmp(syms[i].name, name) != 0; i++)
+        ;
+    if (i == nsyms) {
+        if (nsyms == capsyms) {
+            capsyms = capsyms ? 2 * capsyms : 8;
+            syms = xrealloc(syms, sizeof *syms * (size_t)capsyms);
+        }
+        syms[nsyms].name = xstrdup(name);
+        nsyms++;
+    }
+    syms[i].addr = addr;
+    pthread_mutex_unlock(&sym_lock);
+}
+
+/* What generated code may call besides the thread pool: libm for tanh/erf and for
+ * the libcalls LLVM itself emits (llvm.floor -> floorf without SSE4.1, llvm.exp/log
+ * on vectors -> expf per lane), and the memory functions its idiom recognition produces. */
+typedef double (*D1)(double);
+typedef float (*F1)(float);
+static const struct {
+    const char *name;
+    void (*addr)(void);
+} libsyms[] = {
+    {"memset", (void (*)(void))memset},   {"memcpy", (void (*)(void))memcpy},
+    {"memmove", (void (*)(void))memmove}, {"expf", (void (*)(void))(F1)expf},
+    {"exp", (void (*)(void))(D1)exp},     {"logf", (void (*)(void))(F1)logf},
+    {"log", (void (*)(void))(D1)log},     {"tanhf", (void (*)(void))(F1)tanhf},
+    {"tanh", (void (*)(void))(D1)tanh},   {"erff", (void (*)(void))(F1)erff},
+    {"erf", (void (*)(void))(D1)erf},     {"fmodf", (void (*)(void))fmodf},
+    {"fmod", (void (*)(void))fmod},       {"fmaf", (void (*)(void))fmaf},
+    {"fma", (void (*)(void))fma},         {"sqrtf", (void (*)(void))(F1)sqrtf},
+    {"sqrt", (void (*)(void))(D1)sqrt},   {"floorf", (void (*)(void))(F1)floorf},
+    {"floor", (void (*)(void))(D1)floor},
+};
+
+static bool llvm_error(Diags *d, LLVMErrorRef e, const char *what)
+{
+    if (!e)
+        return false;
+    char *msg = LLVMGetErrorMessage(e);
+    diag_plain(d, DIAG_ERROR, "%s: %s", what, msg);
+    LLVMDisposeErrorMessage(msg);
+    return true;
+}
+
+static bool define_symbols(LLVMOrcLLJITRef J, Diags *d)
+{
+    LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(J);
+    size_t nlib = sizeof libsyms / sizeof libsyms[0];
+    pthread_mutex_lock(&sym_lock);
+    size_t n = nlib + (size_t)nsyms;
+    LLVMOrcCSymbolMapPair *pairs = xcalloc(n, sizeof *pairs);
+    size_t m = 0;
+    for (int i = 0; i < nsyms; i++) {
+        pairs[m].Name = LLVMOrcLLJITMangleAndIntern(J, syms[i].name);
+        pairs[m].Sym.Address = (LLVMOrcExecutorAddress)(uintptr_t)syms[i].addr;
+        pairs[m].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+        m++;
+    }
+    for (size_t i = 0; i < nlib; i++) {
+        bool dup = false;
+        for (int j = 0; j < nsyms; j++)
+            dup |= strcmp(syms[j].name, libsyms[i].name) == 0;
+        if (dup)
+            continue;
+        pairs[m].Name = LLVMOrcLLJITMangleAndIntern(J, libsyms[i].name);
+        pairs[m].Sym.Address = (LLVMOrcExecutorAddress)(uintptr_t)libsyms[i].addr;
+        pairs[m].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+        m++;
+    }
+    pthread_mutex_unlock(&sym_lock);
+    LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(pairs, m);
+    free(pairs);
+    if (llvm_error(d, LLVMOrcJITDylibDefine(jd, mu), "JIT symbols"))
+        return false;
+    LLVMOrcDefinitionGeneratorRef gen;
+    if (llvm_error(d, LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(J), NULL, NULL),
+                   "JIT process symbols"))
+        return false;
+    LLVMOrcJITDylibAddGenerator(jd, gen);
+    return true;
+}
+
+/* ---- compilation ---- */
+
+static bool optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, Diags *d)
+{
+    LLVMPassBuilderOptionsRef o = LLVMCreatePassBuilderOptions();
+    /* The C API's defaults leave the SLP vectoriser off; clang -O3 runs it. */
+    LLVMPassBuilderOptionsSetLoopVectorization(o, 1);
+    LLVMPassBuilderOptionsSetSLPVectorization(o, 1);
+    LLVMPassBuilderOptionsSetLoopUnrolling(o, 1);
+    LLVMPassBuilderOptionsSetLoopInterleaving(o, 1);
+    LLVMErrorRef e = LLVMRunPasses(m, "default<O3>", tm, o);
+    LLVMDisposePassBuilderOptions(o);
+    return !llvm_error(d, e, "LLVM optimisation");
+}
+
+/* Builds and optimises the kernel's module for t; the caller owns ctx. */
+static LLVMModuleRef compile(const Kernel *k, const CgTarget *t, LLVMContextRef ctx, LLVMTargetMachineRef tm, Diags *d)
+{
+    LLVMModuleRef m = cg_build_module(k, t, ctx, tm, d);
+    if (!m)
+        return NULL;
+    if (!optimize(m, tm, d)) {
+        LLVMDisposeModule(m);
+        return NULL;
+    }
+    return m;
+}
+
+static bool lookup_target(const char *target, CgTarget *t, Diags *d)
+{
+    if (cg_target_lookup(target, t))
+        return true;
+    diag_plain(d, DIAG_ERROR,
+               "unknown CPU target '%s' (known: host, x86_64, x86_64-avx2, x86_64-avx512, aarch64, aarch64-sve, "
+               "riscv64, riscv64-v)",
+               target);
+    return false;
+}
+
+JitKernel *cg_llvm_jit(const Kernel *k, const char *target, Diags *d)
+{
+    CgTarget t;
+    if (!lookup_target(target, &t, d))
+        return NULL;
+    if (!cg_target_runs_on_host(&t)) {
+        diag_plain(d, DIAG_ERROR, "code for target %s cannot run on this machine (use -emit obj or -emit asm)", t.name);
+        return NULL;
+    }
+    double t0 = now_seconds();
+    LLVMTargetMachineRef tm = cg_target_machine(&t, d);
+    if (!tm)
+        return NULL;
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef m = compile(k, &t, ctx, tm, d);
+    LLVMMemoryBufferRef obj = NULL;
+    if (m) {
+        char *err = NULL;
+        if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMObjectFile, &err, &obj)) {
+            diag_plain(d, DIAG_ERROR, "LLVM code generation for %s: %s", k->name, err ? err : "");
+            obj = NULL;
+        }
+        LLVMDisposeMessage(err);
+        LLVMDisposeModule(m);
+    }
+    LLVMContextDispose(ctx);
+    LLVMDisposeTargetMachine(tm);
+    if (!obj)
+        return NULL;
+
+    LLVMOrcLLJITRef J;
+    if (llvm_error(d, LLVMOrcCreateLLJIT(&J, LLVMOrcCreateLLJITBuilder()), "creating the JIT")) {
+        LLVMDisposeMemoryBuffer(obj);
+        return NULL;
+    }
+    LLVMOrcExecutorAddress addr = 0;
+    if (!define_symbols(J, d) ||
+        llvm_error(d, LLVMOrcLLJITAddObjectFile(J, LLVMOrcLLJITGetMainJITDylib(J), obj), "loading the kernel") ||
+        llvm_error(d, LLVMOrcLLJITLookup(J, &addr, k->name), "linking the kernel")) {
+        LLVMOrcDisposeLLJIT(J);
+        return NULL;
+    }
+    JitKernel *j = xcalloc(1, sizeof *j);
+    j->jit = J;
+    j->entry = (KernelEntry)(uintptr_t)addr;
+    j->compile_ms = (now_seconds() - t0) * 1e3;
+    return j;
+}
+
+KernelEntry cg_jit_entry(JitKernel *j)
+{
+    return j->entry;
+}
+
+double cg_jit_compile_ms(const JitKernel *j)
+{
+    return j->compile_ms;
+}
+
+void cg_jit_free(JitKernel *j)
+{
+    if (!j)
+        return;
+    LLVMErrorRef e = LLVMOrcDisposeLLJIT(j->jit);
+    if (e)
+        LLVMConsumeError(e);
+    free(j);
+}
+
+bool cg_llvm_emit(const Kernel *k, const char *target, CgEmitKind kind, StrBuf *out, Diags *d)
+{
+    CgTarget t;
+    if (!lookup_target(target, &t, d))
+        return false;
+    LLVMTargetMachineRef tm = cg_target_machine(&t, d);
+    if (!tm)
+        return false;
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef m = compile(k, &t, ctx, tm, d);
+    bool ok = m != NULL;
+    if (ok && kind == CG_EMIT_LLVM) {
+        char *s = LLVMPrintModuleToString(m);
+        sb_puts(out, s);
+        LLVMDisposeMessage(s);
+    } else if (ok) {
+        LLVMMemoryBufferRef buf;
+        char *err = NULL;
+        if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, kind == CG_EMIT_ASM ? LLVMAssemblyFile : LLVMObjectFile, &err, &buf)) {
+            diag_plain(d, DIAG_ERROR, "LLVM code generation for %s (%s): %s", k->name, t.name, err ? err : "");
+            ok = false;
+        } else {
+            const char *p = LLVMGetBufferStart(buf);
+            size_t n = LLVMGetBufferSize(buf);
+            for (size_t i = 0; i < n; i++)
+                sb_putc(out, p[i]);
+            LLVMDisposeMemoryBuffer(buf);
+        }
+        LLVMDisposeMessage(err);
+    }
+    if (m)
+        LLVMDisposeModule(m);
+    LLVMContextDispose(ctx);
+    LLVMDisposeTargetMachine(tm);
+    return ok;
+}

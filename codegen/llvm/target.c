@@ -1,0 +1,192 @@
+/* CPU targets of the LLVM back end: the table of names perfc accepts, what each means
+ * to LLVM (triple, CPU, features, ABI), and the one-time LLVM initialisation.
+ *
+ * The CPU choices are deliberate: x86_64 is the baseline x86-64 (SSE2, no FMA, no
+ * F16C), x86_64-avx2 is Haswell, x86_64-avx512 is Skylake-AVX512; aarch64 is ARMv8-A
+ * with NEON; aarch64-sve adds SVE with vscale_range(2,16), i.e. the code needs SVE
+ * vectors of at least 256 bits (Graviton3, A64FX) and then uses the z registers for
+ * fixed-width vector loops; riscv64 is RV64GC with the lp64d ABI and riscv64-v adds the
+ * vector extension (VLEN >= 128).  "host" is the running CPU with all its features. */
+#define _POSIX_C_SOURCE 200809L
+#include "cg_llvm_int.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <llvm-c/Target.h>
+
+typedef struct TargetDef {
+    const char *name, *triple, *cpu, *features, *abi;
+    bool fma, native_half;
+    int vscale_min, vscale_max, vector_width;
+} TargetDef;
+
+static const TargetDef targets[] = {
+    {"x86_64", "x86_64-unknown-linux-gnu", "x86-64", "", "", false, false, 0, 0, 0},
+    {"x86_64-avx2", "x86_64-unknown-linux-gnu", "haswell", "", "", true, true, 0, 0, 0},
+    /* Skylake prefers 256-bit vectors for auto-vectorisation; perfc's explicit
+     * 16-lane vectors are meant for zmm, so the width is pinned to 512. */
+    {"x86_64-avx512", "x86_64-unknown-linux-gnu", "skylake-avx512", "", "", true, true, 0, 0, 512},
+    {"aarch64", "aarch64-unknown-linux-gnu", "generic", "+neon,+fp-armv8", "", true, true, 0, 0, 0},
+    {"aarch64-sve", "aarch64-unknown-linux-gnu", "generic", "+neon,+fp-armv8,+sve", "", true, true, 2, 16, 0},
+    {"riscv64", "riscv64-unknown-linux-gnu", "generic-rv64", "+m,+a,+f,+d,+c", "lp64d", true, false, 0, 0, 0},
+    /* V implies Zvl128b: vscale_range(2,1024) is what clang puts on such code. */
+    {"riscv64-v", "riscv64-unknown-linux-gnu", "generic-rv64", "+m,+a,+f,+d,+c,+v", "lp64d", true, false, 2, 1024, 0},
+};
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static char host_triple[64], host_cpu[64];
+static char *host_features; /* lives for the whole process */
+
+static void init_llvm(void)
+{
+    /* Only the three back ends perfc links; LLVMInitializeAll* would pull in every
+     * target the LLVM build has, which a static link does not carry. */
+    LLVMInitializeX86TargetInfo();
+    LLVMInitializeX86Target();
+    LLVMInitializeX86TargetMC();
+    LLVMInitializeX86AsmPrinter();
+    LLVMInitializeAArch64TargetInfo();
+    LLVMInitializeAArch64Target();
+    LLVMInitializeAArch64TargetMC();
+    LLVMInitializeAArch64AsmPrinter();
+    LLVMInitializeRISCVTargetInfo();
+    LLVMInitializeRISCVTarget();
+    LLVMInitializeRISCVTargetMC();
+    LLVMInitializeRISCVAsmPrinter();
+
+    char *t = LLVMGetDefaultTargetTriple();
+    char *n = LLVMNormalizeTargetTriple(t);
+    snprintf(host_triple, sizeof host_triple, "%s", n);
+    LLVMDisposeMessage(n);
+    LLVMDisposeMessage(t);
+    char *cpu = LLVMGetHostCPUName();
+    snprintf(host_cpu, sizeof host_cpu, "%s", cpu);
+    LLVMDisposeMessage(cpu);
+    char *f = LLVMGetHostCPUFeatures();
+    host_features = xstrdup(f);
+    LLVMDisposeMessage(f);
+}
+
+void cg_llvm_init(void)
+{
+    pthread_once(&init_once, init_llvm);
+}
+
+/* Whether an LLVM feature string turns feature `name` on ("+name" as an item). */
+static bool has_feature(const char *features, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = features; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n + 1 && p[0] == '+' && memcmp(p + 1, name, n) == 0)
+            return true;
+        p = end ? end + 1 : p + len;
+    }
+    return false;
+}
+
+bool cg_llvm_target_known(const char *target)
+{
+    if (!target || strcmp(target, "host") == 0)
+        return true;
+    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++)
+        if (strcmp(targets[i].name, target) == 0)
+            return true;
+    return false;
+}
+
+bool cg_target_lookup(const char *name, CgTarget *t)
+{
+    cg_llvm_init();
+    memset(t, 0, sizeof *t);
+    if (!name || strcmp(name, "host") == 0) {
+        snprintf(t->name, sizeof t->name, "host");
+        snprintf(t->triple, sizeof t->triple, "%s", host_triple);
+        snprintf(t->cpu, sizeof t->cpu, "%s", host_cpu);
+        t->features = host_features;
+        t->abi = "";
+        t->is_host = true;
+        bool arm = strncmp(host_triple, "aarch64", 7) == 0;
+        bool rv = strncmp(host_triple, "riscv64", 7) == 0;
+        t->fma = arm || has_feature(host_features, "fma") || (rv && has_feature(host_features, "d"));
+        t->native_half = arm || has_feature(host_features, "f16c") || has_feature(host_features, "zfhmin");
+        if (rv)
+            t->abi = "lp64d";
+        if (has_feature(host_features, "avx512f"))
+            t->vector_width = 512;
+        if (arm && has_feature(host_features, "sve")) {
+            /* The running machine's vector length is not known to LLVM here; 128
+             * bits is the architectural minimum. */
+            t->vscale_min = 1;
+            t->vscale_max = 16;
+        }
+        return true;
+    }
+    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
+        const TargetDef *d = &targets[i];
+        if (strcmp(d->name, name) != 0)
+            continue;
+        snprintf(t->name, sizeof t->name, "%s", d->name);
+        snprintf(t->triple, sizeof t->triple, "%s", d->triple);
+        snprintf(t->cpu, sizeof t->cpu, "%s", d->cpu);
+        t->features = d->features;
+        t->abi = d->abi;
+        t->fma = d->fma;
+        t->native_half = d->native_half;
+        t->vscale_min = d->vscale_min;
+        t->vscale_max = d->vscale_max;
+        t->vector_width = d->vector_width;
+        return true;
+    }
+    return false;
+}
+
+bool cg_target_runs_on_host(const CgTarget *t)
+{
+    if (t->is_host)
+        return true;
+    cg_llvm_init();
+    if (strncmp(t->triple, "x86_64", 6) != 0 || strncmp(host_triple, "x86_64", 6) != 0)
+        return false;
+    static const char *const need_avx2[] = {"avx2", "fma", "f16c", "bmi2", NULL};
+    static const char *const need_avx512[] = {"avx512f", "avx512bw", "avx512dq", "avx512vl", NULL};
+    if (strcmp(t->name, "x86_64-avx2") == 0 || strcmp(t->name, "x86_64-avx512") == 0)
+        for (const char *const *f = need_avx2; *f; f++)
+            if (!has_feature(host_features, *f))
+                return false;
+    if (strcmp(t->name, "x86_64-avx512") == 0)
+        for (const char *const *f = need_avx512; *f; f++)
+            if (!has_feature(host_features, *f))
+                return false;
+    return true;
+}
+
+LLVMTargetMachineRef cg_target_machine(const CgTarget *t, Diags *d)
+{
+    cg_llvm_init();
+    LLVMTargetRef target;
+    char *err = NULL;
+    if (LLVMGetTargetFromTriple(t->triple, &target, &err)) {
+        diag_plain(d, DIAG_ERROR, "LLVM has no back end for %s (%s): %s", t->name, t->triple, err ? err : "");
+        LLVMDisposeMessage(err);
+        return NULL;
+    }
+    LLVMTargetMachineOptionsRef o = LLVMCreateTargetMachineOptions();
+    LLVMTargetMachineOptionsSetCPU(o, t->cpu);
+    LLVMTargetMachineOptionsSetFeatures(o, t->features);
+    if (t->abi && *t->abi)
+        LLVMTargetMachineOptionsSetABI(o, t->abi);
+    LLVMTargetMachineOptionsSetCodeGenOptLevel(o, LLVMCodeGenLevelAggressive);
+    /* PIC: emitted objects go into PIE executables and shared libraries; JITLink
+     * handles PIC code for the host as well. */
+    LLVMTargetMachineOptionsSetRelocMode(o, LLVMRelocPIC);
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachineWithOptions(target, t->triple, o);
+    LLVMDisposeTargetMachineOptions(o);
+    if (!tm)
+        diag_plain(d, DIAG_ERROR, "LLVM could not create a target machine for %s (%s, %s)", t->name,
+                   t->triple, t->cpu);
+    return tm;
+}

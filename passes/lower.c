@@ -1,0 +1,685 @@
+/* Lowering: from a checked PDL kernel (lang/sema.c has filled every sema field) to
+ * the loop-nest IR.
+ *
+ * The shape of the result is fixed and simple on purpose, because every schedule,
+ * every golden test and every user reading -emit ir starts from it:
+ *  - one loop nest per statement, in sema's dependence order; the left-hand side's
+ *    indices outermost, in order; for a reduction `T[idx] = identity` then the
+ *    reduction loops around `T[idx] op= value`;
+ *  - a loop variable is named after its index when that name is used by only one
+ *    statement of the kernel, else `T.i` (T the statement's tensor), so schedules
+ *    can name any loop unambiguously;
+ *  - values are computed in the compute type of the destination (f16/bf16 compute
+ *    in f32): float loads and float constants in that type, integer subtrees in i64
+ *    until they meet a float;
+ *  - masks: a reduction's terms are guarded (`if`) at the innermost point where the
+ *    mask's indices are all in scope, below the unguarded initialisation, so an
+ *    empty reduction yields its identity; a plain assignment selects 0.
+ * With every size bound, each read's index range is computed by interval
+ * arithmetic: a padded input gets a guarded load where it may leave its bounds,
+ * any other tensor an error that names the index and its range. */
+#include "passes.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Lower {
+    const AstKernel *ak;
+    Kernel *k;
+    Diags *d;
+    bool ok;
+    bool all_bound;
+    Buffer **buf_of;        /* by AstTensor id */
+    /* by Var id: the inclusive range of each loop variable, when sizes are bound */
+    int64_t *vlo, *vhi;
+    bool *vknown, *vempty;
+    int cap_vars;
+    bool saw_empty;         /* an interval touched a variable whose loop never runs */
+    /* the statement being lowered */
+    const AstStmt *s;
+    Var **var_of;           /* by AstIndex id */
+    DType ct;               /* compute type of the destination */
+    DType fct;              /* the type float values are computed in */
+} Lower;
+
+static const ExprKind binop_of[] = {
+    [OP_ADD] = IE_ADD, [OP_SUB] = IE_SUB, [OP_MUL] = IE_MUL, [OP_DIV] = IE_DIV, [OP_MOD] = IE_MOD,
+    [OP_LT] = IE_LT, [OP_LE] = IE_LE, [OP_GT] = IE_GT, [OP_GE] = IE_GE, [OP_EQ] = IE_EQ,
+    [OP_NE] = IE_NE, [OP_AND] = IE_AND, [OP_OR] = IE_OR,
+};
+
+static const ExprKind builtin_of[] = {
+    [BI_EXP] = IE_EXP, [BI_LOG] = IE_LOG, [BI_SQRT] = IE_SQRT, [BI_RSQRT] = IE_RSQRT,
+    [BI_TANH] = IE_TANH, [BI_ERF] = IE_ERF, [BI_ABS] = IE_ABS, [BI_MAX] = IE_MAX, [BI_MIN] = IE_MIN,
+};
+
+static Expr *spanned(Expr *e, Span sp)
+{
+    if (!e->span.src)
+        e->span = sp;
+    return e;
+}
+
+static void internal(Lower *L, Span sp, const char *what)
+{
+    diag_error(L->d, sp, "internal error: lowering kernel %s: %s", L->ak->name, what);
+    L->ok = false;
+}
+
+/* ---- sizes ---- */
+
+static Expr *size_expr(Lower *L, const AstExpr *e)
+{
+    Kernel *k = L->k;
+    Expr *r;
+    switch (e->kind) {
+    case AST_INT:
+        r = ir_int(k, e->ival);
+        break;
+    case AST_NAME:
+        if (e->name.ref != REF_PARAM) {
+            internal(L, e->span, "a size expression names something other than a size parameter");
+            return ir_int(k, 0);
+        }
+        r = ir_param(k, e->name.param);
+        break;
+    case AST_UNARY:
+        if (e->unary.op != OP_NEG) {
+            internal(L, e->span, "unexpected operator in a size expression");
+            return ir_int(k, 0);
+        }
+        r = ir_un(k, IE_NEG, size_expr(L, e->unary.a));
+        break;
+    case AST_BINARY:
+        if (e->binary.op > OP_MOD) {
+            internal(L, e->span, "unexpected operator in a size expression");
+            return ir_int(k, 0);
+        }
+        r = ir_bin(k, binop_of[e->binary.op], size_expr(L, e->binary.a), size_expr(L, e->binary.b));
+        break;
+    default:
+        internal(L, e->span, "unexpected node in a size expression");
+        return ir_int(k, 0);
+    }
+    return spanned(r, e->span);
+}
+
+/* ---- intervals (bounds of reads) ---- */
+
+static int64_t floordiv(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    if (a % b != 0 && ((a < 0) != (b < 0)))
+        q--;
+    return q;
+}
+
+/* Inclusive range of an integer expression over the loop variables' ranges. */
+static bool interval(Lower *L, const Expr *e, int64_t *lo, int64_t *hi)
+{
+    int64_t a0, a1, b0, b1;
+    switch (e->kind) {
+    case IE_INT:
+        *lo = *hi = e->u.i;
+        return true;
+    case IE_PARAM:
+        if (!ir_eval_size(L->k, e, lo))
+            return false;
+        *hi = *lo;
+        return true;
+    case IE_VAR: {
+        int id = e->u.var->id;
+        if (id >= L->cap_vars || !L->vknown[id])
+            return false;
+        if (L->vempty[id])
+            L->saw_empty = true;
+        *lo = L->vlo[id];
+        *hi = L->vhi[id];
+        return true;
+    }
+    case IE_CAST:
+        return interval(L, e->args[0], lo, hi);
+    case IE_NEG:
+        if (!interval(L, e->args[0], &a0, &a1) || a0 == INT64_MIN)
+            return false;
+        *lo = -a1;
+        *hi = -a0;
+        return true;
+    case IE_ADD: case IE_SUB: case IE_MUL: case IE_DIV: case IE_MOD: case IE_MAX: case IE_MIN:
+        if (!interval(L, e->args[0], &a0, &a1) || !interval(L, e->args[1], &b0, &b1))
+            return false;
+        break;
+    default:
+        return false;
+    }
+    switch (e->kind) {
+    case IE_ADD:
+        return !__builtin_add_overflow(a0, b0, lo) && !__builtin_add_overflow(a1, b1, hi);
+    case IE_SUB:
+        return !__builtin_sub_overflow(a0, b1, lo) && !__builtin_sub_overflow(a1, b0, hi);
+    case IE_MUL: {
+        int64_t p[4];
+        if (__builtin_mul_overflow(a0, b0, &p[0]) || __builtin_mul_overflow(a0, b1, &p[1]) ||
+            __builtin_mul_overflow(a1, b0, &p[2]) || __builtin_mul_overflow(a1, b1, &p[3]))
+            return false;
+        *lo = *hi = p[0];
+        for (int i = 1; i < 4; i++) {
+            *lo = p[i] < *lo ? p[i] : *lo;
+            *hi = p[i] > *hi ? p[i] : *hi;
+        }
+        return true;
+    }
+    case IE_DIV: /* floor division by a positive amount is monotonic */
+        if (b0 != b1 || b0 <= 0)
+            return false;
+        *lo = floordiv(a0, b0);
+        *hi = floordiv(a1, b0);
+        return true;
+    case IE_MOD:
+        if (b0 != b1 || b0 <= 0)
+            return false;
+        *lo = 0;
+        *hi = b0 - 1;
+        return true;
+    case IE_MAX:
+        *lo = a0 > b0 ? a0 : b0;
+        *hi = a1 > b1 ? a1 : b1;
+        return true;
+    case IE_MIN:
+        *lo = a0 < b0 ? a0 : b0;
+        *hi = a1 < b1 ? a1 : b1;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Is the read of t at idx always in range?  Decides guarded loads and reports
+ * reads that would leave an unpadded tensor. */
+static bool check_read(Lower *L, const AstExpr *acc, const Buffer *b, Expr **idx)
+{
+    bool guarded = false;
+    for (int i = 0; i < b->rank; i++) {
+        if (!L->all_bound) {
+            guarded = b->has_pad;
+            break;
+        }
+        int64_t lo, hi, size;
+        if (!ir_eval_size(L->k, b->shape[i], &size))
+            return b->has_pad; /* reported with the shapes */
+        L->saw_empty = false;
+        if (!interval(L, idx[i], &lo, &hi)) {
+            /* not provable either way: guard a padded read; the interpreter
+             * reports an unpadded one if it ever leaves the tensor */
+            guarded |= b->has_pad;
+            continue;
+        }
+        if (L->saw_empty || (lo >= 0 && hi < size))
+            continue; /* never runs, or always in range */
+        if (b->has_pad) {
+            guarded = true;
+            continue;
+        }
+        const AstExpr *ix = acc->access.idx[i];
+        StrBuf text = {0};
+        if (ix->span.src && ix->span.len > 0)
+            sb_printf(&text, "%.*s", ix->span.len, ix->span.src->text + ix->span.off);
+        else
+            ast_print_expr(ix, &text);
+        diag_error(L->d, acc->span,
+                   "%s[...] reads out of range: index '%s' runs %lld..%lld but dimension %d of %s has size %lld; "
+                   "declare %s with pad(0) or narrow the index",
+                   b->name, text.s, (long long)lo, (long long)hi + 1, i, b->name, (long long)size, b->name);
+        sb_free(&text);
+        L->ok = false;
+        return false;
+    }
+    return guarded;
+}
+
+/* ---- values ---- */
+
+static Expr *to_float(Lower *L, Expr *x)
+{
+    return spanned(ir_cast(L->k, x, L->fct), x->span);
+}
+
+/* Brings two operands to one type: the float compute type if either is a float,
+ * else i64 (an i32 tensor value meeting an index or a literal). */
+static void unify(Lower *L, Expr **a, Expr **b)
+{
+    if (dtype_is_float((*a)->dtype) || dtype_is_float((*b)->dtype)) {
+        *a = to_float(L, *a);
+        *b = to_float(L, *b);
+    } else if ((*a)->dtype != (*b)->dtype) {
+        *a = spanned(ir_cast(L->k, *a, DT_I64), (*a)->span);
+        *b = spanned(ir_cast(L->k, *b, DT_I64), (*b)->span);
+    }
+}
+
+static Expr *lower_expr(Lower *L, const AstExpr *e);
+
+/* raw: leave a float load in its storage type (the argument of an explicit cast:
+ * f32(A[i, k]) is one conversion, not two). */
+static Expr *lower_access(Lower *L, const AstExpr *e, bool raw)
+{
+    const AstTensor *t = e->access.tensor;
+    if (!t || t->id < 0 || t->id >= L->ak->ntensors || !L->buf_of[t->id]) {
+        internal(L, e->span, "an access names no known tensor");
+        return ir_int(L->k, 0);
+    }
+    Buffer *b = L->buf_of[t->id];
+    if (b->rank != e->access.nidx) {
+        internal(L, e->span, "an access has the wrong number of indices");
+        return ir_int(L->k, 0);
+    }
+    Expr **idx = xcalloc((size_t)(b->rank ? b->rank : 1), sizeof *idx);
+    for (int i = 0; i < b->rank; i++) {
+        idx[i] = lower_expr(L, e->access.idx[i]);
+        if (idx[i]->dtype != DT_I64)
+            idx[i] = spanned(ir_cast(L->k, idx[i], DT_I64), idx[i]->span);
+    }
+    Expr *r = spanned(ir_load(L->k, b, idx), e->span);
+    r->u.load.guarded = check_read(L, e, b, r->u.load.idx);
+    free(idx);
+    if (!raw && dtype_is_float(r->dtype))
+        r = to_float(L, r);
+    return r;
+}
+
+static Expr *lower_call(Lower *L, const AstExpr *e)
+{
+    Kernel *k = L->k;
+    AstExpr *const *args = e->call.args;
+    Builtin bi = e->call.builtin;
+    if (bi >= BI_COUNT || (bi != BI_CAST && e->call.nargs != builtin_arity(bi))) {
+        internal(L, e->span, "a call to an unknown function or with the wrong number of arguments");
+        return ir_int(k, 0);
+    }
+    switch (bi) {
+    case BI_CAST: {
+        if (e->call.nargs != 1) {
+            internal(L, e->span, "a cast with other than one argument");
+            return ir_int(k, 0);
+        }
+        Expr *x = args[0]->kind == AST_ACCESS ? lower_access(L, args[0], true) : lower_expr(L, args[0]);
+        return spanned(ir_cast(k, x, e->call.cast_to), e->span);
+    }
+    case BI_SELECT: {
+        Expr *c = lower_expr(L, args[0]);
+        Expr *a = lower_expr(L, args[1]);
+        Expr *b = lower_expr(L, args[2]);
+        unify(L, &a, &b);
+        return spanned(ir_select(k, c, a, b), e->span);
+    }
+    case BI_MAX:
+    case BI_MIN: {
+        Expr *a = lower_expr(L, args[0]);
+        Expr *b = lower_expr(L, args[1]);
+        unify(L, &a, &b);
+        return spanned(ir_bin(k, builtin_of[bi], a, b), e->span);
+    }
+    case BI_ABS: {
+        Expr *x = lower_expr(L, args[0]);
+        if (dtype_is_float(x->dtype))
+            x = to_float(L, x);
+        return spanned(ir_un(k, IE_ABS, x), e->span);
+    }
+    default:
+        return spanned(ir_un(k, builtin_of[bi], to_float(L, lower_expr(L, args[0]))), e->span);
+    }
+}
+
+static Expr *lower_expr(Lower *L, const AstExpr *e)
+{
+    Kernel *k = L->k;
+    switch (e->kind) {
+    case AST_INT:
+        return spanned(ir_int(k, e->ival), e->span);
+    case AST_FLOAT:
+        return spanned(ir_flt(k, e->fval, L->fct), e->span);
+    case AST_NAME:
+        if (e->name.ref == REF_PARAM && e->name.param >= 0 && e->name.param < k->nparams)
+            return spanned(ir_param(k, e->name.param), e->span);
+        if (e->name.ref == REF_INDEX && e->name.index && e->name.index->id >= 0 &&
+            e->name.index->id < L->s->nindices && L->s->indices[e->name.index->id] == e->name.index)
+            return spanned(ir_var(k, L->var_of[e->name.index->id]), e->span);
+        internal(L, e->span, "a name that sema did not resolve");
+        return ir_int(k, 0);
+    case AST_ACCESS:
+        return lower_access(L, e, false);
+    case AST_CALL:
+        return lower_call(L, e);
+    case AST_UNARY: {
+        Expr *x = lower_expr(L, e->unary.a);
+        if (e->unary.op == OP_NOT)
+            return spanned(ir_un(k, IE_NOT, x), e->span);
+        if (dtype_is_float(x->dtype))
+            x = to_float(L, x);
+        return spanned(ir_un(k, IE_NEG, x), e->span);
+    }
+    case AST_BINARY: {
+        Expr *a = lower_expr(L, e->binary.a);
+        Expr *b = lower_expr(L, e->binary.b);
+        if (e->binary.op != OP_AND && e->binary.op != OP_OR)
+            unify(L, &a, &b);
+        return spanned(ir_bin(k, binop_of[e->binary.op], a, b), e->span);
+    }
+    case AST_REDUCE:
+        internal(L, e->span, "a reduction inside an expression");
+        return ir_int(k, 0);
+    }
+    internal(L, e->span, "unknown expression kind");
+    return ir_int(k, 0);
+}
+
+/* ---- statements ---- */
+
+static Expr *typed_const(Lower *L, double v, DType t)
+{
+    if (dtype_is_float(t))
+        return ir_flt(L->k, v, t);
+    Expr *e = ir_int(L->k, (int64_t)v);
+    e->dtype = t;
+    return e;
+}
+
+static Expr *identity(Lower *L, ReduceOp op)
+{
+    bool f = dtype_is_float(L->ct);
+    switch (op) {
+    case RED_SUM: return typed_const(L, 0, L->ct);
+    case RED_PROD: return typed_const(L, 1, L->ct);
+    case RED_MAX: return f ? ir_flt(L->k, -INFINITY, L->ct) : typed_const(L, L->ct == DT_I32 ? INT32_MIN : (double)INT64_MIN, L->ct);
+    default: return f ? ir_flt(L->k, INFINITY, L->ct) : typed_const(L, L->ct == DT_I32 ? INT32_MAX : 9.2e18, L->ct);
+    }
+}
+
+/* How many loops must be open for all indices of e to be in scope. */
+static int depth_needed(const AstExpr *e)
+{
+    if (!e)
+        return 0;
+    int m = 0, x;
+    switch (e->kind) {
+    case AST_NAME:
+        return e->name.ref == REF_INDEX && e->name.index ? e->name.index->id + 1 : 0;
+    case AST_ACCESS:
+        for (int i = 0; i < e->access.nidx; i++)
+            if ((x = depth_needed(e->access.idx[i])) > m)
+                m = x;
+        return m;
+    case AST_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            if ((x = depth_needed(e->call.args[i])) > m)
+                m = x;
+        return m;
+    case AST_UNARY:
+        return depth_needed(e->unary.a);
+    case AST_BINARY:
+        m = depth_needed(e->binary.a);
+        x = depth_needed(e->binary.b);
+        return x > m ? x : m;
+    default:
+        return 0;
+    }
+}
+
+static Expr **lhs_index(Lower *L, const AstStmt *s)
+{
+    Expr **idx = arena_alloc(L->k->arena, sizeof(Expr *) * (size_t)(s->nlhs ? s->nlhs : 1));
+    for (int i = 0; i < s->nlhs; i++)
+        idx[i] = spanned(ir_var(L->k, L->var_of[s->lhs_idx[i]->name.index->id]), s->lhs_idx[i]->span);
+    return idx;
+}
+
+/* Opens the loop of index i under *parent; returns it. */
+static Node *open_loop(Lower *L, const AstStmt *s, int i, NodeList **list, Node **parent)
+{
+    Kernel *k = L->k;
+    const AstIndex *ix = s->indices[i];
+    Var *v = L->var_of[i];
+    Expr *lo = ix->lo ? size_expr(L, ix->lo) : ir_int(k, 0);
+    Expr *hi = NULL;
+    if (ix->lo && s->rhs->kind == AST_REDUCE)
+        for (int j = 0; j < s->rhs->reduce.nvars; j++)
+            if (s->rhs->reduce.vars[j].index == ix && s->rhs->reduce.vars[j].hi)
+                hi = size_expr(L, s->rhs->reduce.vars[j].hi);
+    if (!hi)
+        hi = ix->lo ? ir_bin(k, IE_ADD, size_expr(L, ix->lo), size_expr(L, ix->extent)) : size_expr(L, ix->extent);
+    lo = ir_simplify(k, lo);
+    hi = ir_simplify(k, hi);
+    int64_t l, h;
+    if (L->all_bound && ir_eval_size(k, lo, &l) && ir_eval_size(k, hi, &h)) {
+        L->vknown[v->id] = true;
+        L->vempty[v->id] = h <= l;
+        L->vlo[v->id] = l;
+        L->vhi[v->id] = h <= l ? l : h - 1;
+    }
+    Node *n = ir_loop(k, v, lo, hi, ix->span.src ? ix->span : s->span);
+    ir_list_push(*list, n, *parent);
+    *list = &n->u.loop.body;
+    *parent = n;
+    return n;
+}
+
+static void open_guard(Lower *L, const AstStmt *s, NodeList **list, Node **parent)
+{
+    Node *g = ir_guard(L->k, lower_expr(L, s->where), s->where->span);
+    ir_list_push(*list, g, *parent);
+    *list = &g->u.guard.body;
+    *parent = g;
+}
+
+static void lower_stmt(Lower *L, const AstStmt *s, const char *const *names)
+{
+    Kernel *k = L->k;
+    const AstTensor *t = s->lhs;
+    if (!t || t->id < 0 || t->id >= L->ak->ntensors || !L->buf_of[t->id] || !s->indices) {
+        internal(L, s->span, "a statement that sema did not check");
+        return;
+    }
+    Buffer *b = L->buf_of[t->id];
+    L->s = s;
+    L->ct = dtype_compute(b->dtype);
+    L->fct = dtype_is_float(L->ct) ? L->ct : DT_F64;
+    L->var_of = xcalloc((size_t)s->nindices + 1, sizeof(Var *));
+    for (int i = 0; i < s->nindices; i++) {
+        L->var_of[i] = ir_new_var(k, names[i]);
+        if (L->var_of[i]->id >= L->cap_vars)
+            die("lowering: more variables than indices");
+    }
+
+    NodeList *list = &k->body;
+    Node *parent = NULL;
+    for (int i = 0; i < s->nlhs; i++)
+        open_loop(L, s, i, &list, &parent);
+    if (s->rhs->kind != AST_REDUCE) {
+        Expr *v = spanned(ir_cast(k, lower_expr(L, s->rhs), L->ct), s->rhs->span);
+        if (s->where)
+            v = spanned(ir_select(k, lower_expr(L, s->where), v, typed_const(L, 0, L->ct)), s->where->span);
+        ir_list_push(list, ir_stmt(k, b, lhs_index(L, s), SOP_ASSIGN, v, s->span), parent);
+    } else {
+        static const StmtOp op_of[] = {[RED_SUM] = SOP_ADD, [RED_MAX] = SOP_MAX, [RED_MIN] = SOP_MIN,
+                                       [RED_PROD] = SOP_MUL};
+        ReduceOp rop = s->rhs->reduce.op;
+        Expr *init = spanned(identity(L, rop), s->rhs->span);
+        ir_list_push(list, ir_stmt(k, b, lhs_index(L, s), SOP_ASSIGN, init, s->span), parent);
+        int gpos = -1;
+        if (s->where) {
+            gpos = depth_needed(s->where);
+            if (gpos < s->nlhs)
+                gpos = s->nlhs;
+        }
+        for (int i = s->nlhs; i < s->nindices; i++) {
+            if (i == gpos)
+                open_guard(L, s, &list, &parent);
+            open_loop(L, s, i, &list, &parent);
+        }
+        if (gpos >= s->nindices)
+            open_guard(L, s, &list, &parent);
+        const AstExpr *body = s->rhs->reduce.body;
+        Expr *v = spanned(ir_cast(k, lower_expr(L, body), L->ct), body->span);
+        ir_list_push(list, ir_stmt(k, b, lhs_index(L, s), op_of[rop], v, s->span), parent);
+    }
+    free(L->var_of);
+    L->var_of = NULL;
+}
+
+/* ---- loop names ---- */
+
+typedef struct NameCount {
+    const char *name;
+    int count, last;
+} NameCount;
+
+/* For each statement and index: the index's own name if no other statement uses
+ * it, else "T.i".  A hash table keeps a 10 000-statement kernel linear. */
+static const char ***loop_names(Lower *L)
+{
+    const AstKernel *ak = L->ak;
+    int total = 0;
+    for (int i = 0; i < ak->nstmts; i++)
+        total += ak->stmts[i]->nindices;
+    size_t cap = 16;
+    while (cap < (size_t)total * 2 + 2)
+        cap *= 2;
+    NameCount *tab = xcalloc(cap, sizeof *tab);
+    NameCount **slot_of = xcalloc((size_t)total + 1, sizeof *slot_of);
+    int at = 0;
+    for (int i = 0; i < ak->nstmts; i++) {
+        const AstStmt *s = ak->stmts[i];
+        for (int j = 0; j < s->nindices; j++) {
+            const char *nm = s->indices[j]->name;
+            uint32_t h = 2166136261u;
+            for (const char *p = nm; *p; p++)
+                h = (h ^ (unsigned char)*p) * 16777619u;
+            size_t q = h & (cap - 1);
+            while (tab[q].name && strcmp(tab[q].name, nm) != 0)
+                q = (q + 1) & (cap - 1);
+            if (!tab[q].name) {
+                tab[q].name = nm;
+                tab[q].last = -1;
+            }
+            if (tab[q].last != i) {
+                tab[q].count++;
+                tab[q].last = i;
+            }
+            slot_of[at++] = &tab[q];
+        }
+    }
+    const char ***names = arena_alloc(L->k->arena, sizeof(char **) * (size_t)(ak->nstmts ? ak->nstmts : 1));
+    at = 0;
+    for (int i = 0; i < ak->nstmts; i++) {
+        const AstStmt *s = ak->stmts[i];
+        names[i] = arena_alloc(L->k->arena, sizeof(char *) * (size_t)(s->nindices ? s->nindices : 1));
+        for (int j = 0; j < s->nindices; j++, at++)
+            names[i][j] = slot_of[at]->count == 1
+                              ? s->indices[j]->name
+                              : arena_printf(L->k->arena, "%s.%s", s->lhs->name, s->indices[j]->name);
+    }
+    free(tab);
+    free(slot_of);
+    return names;
+}
+
+/* ---- kernels ---- */
+
+static void add_buffers(Lower *L, BufKind want)
+{
+    const AstKernel *ak = L->ak;
+    for (int i = 0; i < ak->ntensors; i++) {
+        const AstTensor *t = ak->tensors[i];
+        BufKind bk = t->kind == TENSOR_IN ? BUF_IN : t->kind == TENSOR_OUT ? BUF_OUT : BUF_TEMP;
+        if (bk != want)
+            continue;
+        if (t->id != i || (t->rank && !t->shape)) {
+            internal(L, t->span, "a tensor that sema did not check");
+            continue;
+        }
+        Buffer *b = ir_add_buffer(L->k, t->name, t->dtype, bk, t->rank, t->span);
+        for (int r = 0; r < t->rank; r++)
+            b->shape[r] = ir_simplify(L->k, size_expr(L, t->shape[r]));
+        b->has_pad = t->has_pad;
+        b->pad = t->pad_value;
+        L->buf_of[i] = b;
+    }
+}
+
+/* With every size bound, each dimension must come out non-negative. */
+static void check_shapes(Lower *L)
+{
+    for (int i = 0; i < L->k->nbufs; i++) {
+        const Buffer *b = L->k->bufs[i];
+        for (int r = 0; r < b->rank; r++) {
+            int64_t v;
+            StrBuf text = {0};
+            ir_print_expr(L->k, b->shape[r], &text);
+            if (!ir_eval_size(L->k, b->shape[r], &v)) {
+                diag_error(L->d, b->span, "dimension %d of %s, %s, cannot be computed with these sizes "
+                           "(a division by zero or an overflow)", r, b->name, text.s);
+                L->ok = false;
+            } else if (v < 0) {
+                diag_error(L->d, b->span, "dimension %d of %s is %s = %lld with these sizes: a size must not be "
+                           "negative", r, b->name, text.s, (long long)v);
+                L->ok = false;
+            }
+            sb_free(&text);
+        }
+    }
+}
+
+Kernel *lower_kernel(const Program *p, const AstKernel *ak, const int64_t *values, const bool *bound, Diags *d)
+{
+    (void)p;
+    if (!ak->checked) {
+        diag_error(d, ak->span, "internal error: kernel %s is lowered before it was checked", ak->name);
+        return NULL;
+    }
+    Lower L = {.ak = ak, .d = d, .ok = true, .all_bound = true};
+    Kernel *k = L.k = ir_kernel_new(ak->name, ak->span);
+    for (int i = 0; i < ak->nparams; i++) {
+        Param *pr = ir_add_param(k, ak->params[i].name);
+        if (values && bound && bound[i]) {
+            pr->bound = true;
+            pr->value = values[i];
+        } else if (ak->params[i].has_default) {
+            pr->bound = true;
+            pr->value = ak->params[i].def;
+        }
+        L.all_bound &= pr->bound;
+    }
+    L.buf_of = xcalloc((size_t)ak->ntensors + 1, sizeof(Buffer *));
+    add_buffers(&L, BUF_IN);
+    add_buffers(&L, BUF_OUT);
+    add_buffers(&L, BUF_TEMP);
+    if (L.all_bound && L.ok)
+        check_shapes(&L);
+
+    int total = 0;
+    for (int i = 0; i < ak->nstmts; i++)
+        total += ak->stmts[i]->nindices;
+    L.cap_vars = total + 1;
+    L.vlo = xcalloc((size_t)L.cap_vars, sizeof(int64_t));
+    L.vhi = xcalloc((size_t)L.cap_vars, sizeof(int64_t));
+    L.vknown = xcalloc((size_t)L.cap_vars, sizeof(bool));
+    L.vempty = xcalloc((size_t)L.cap_vars, sizeof(bool));
+    if (L.ok) {
+        const char ***names = loop_names(&L);
+        for (int i = 0; i < ak->nstmts && !diag_too_many(d); i++)
+            lower_stmt(&L, ak->stmts[i], names[i]);
+    }
+    free(L.vlo);
+    free(L.vhi);
+    free(L.vknown);
+    free(L.vempty);
+    free(L.buf_of);
+    if (L.ok && !ir_verify(k, d))
+        L.ok = false;
+    if (!L.ok) {
+        ir_free(k);
+        return NULL;
+    }
+    return k;
+}

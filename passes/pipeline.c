@@ -1,0 +1,123 @@
+/* The pass pipeline after lowering, in one fixed order, with the IR verified
+ * between passes (a transformation that breaks an invariant is caught at the pass
+ * that did it, not in the code generator) and `-dump-after=PASS` printing the IR in
+ * the printer's format.
+ *
+ *   lower     the IR as lowering produced it (nothing runs; a dump point)
+ *   schedule  the file's schedule blocks for the target, then -s, in order
+ *   simplify  canonical index arithmetic; empty loops dropped, one-trip loops
+ *             replaced by their body */
+#include <string.h>
+
+#include "xform_int.h"
+
+typedef bool (*PassFn)(Kernel *k, const PipelineOpts *o, Diags *d);
+
+static bool pass_lower(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    (void)k, (void)o, (void)d;
+    return true;
+}
+
+static bool pass_schedule(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    for (int i = 0; i < o->nschedules; i++)
+        if (!schedule_apply(k, o->schedules[i], o->choices, o->nchoices, d))
+            return false;
+    return true;
+}
+
+static void canon_cb(Expr *e, void *p)
+{
+    Kernel *k = p;
+    if (e->kind == IE_LOAD)
+        for (int i = 0; i < e->u.load.buf->rank; i++)
+            e->u.load.idx[i] = xf_simplify_affine(k, e->u.load.idx[i]);
+}
+
+static void simplify_list(Kernel *k, NodeList *l, Node *parent)
+{
+    for (int i = 0; i < l->n; i++) {
+        Node *n = l->v[i];
+        if (n->kind == N_STMT) {
+            for (int d = 0; d < n->u.stmt.buf->rank; d++)
+                n->u.stmt.idx[d] = xf_simplify_affine(k, n->u.stmt.idx[d]);
+            continue;
+        }
+        if (n->kind == N_LOOP) {
+            n->u.loop.lo = xf_simplify_affine(k, n->u.loop.lo);
+            n->u.loop.hi = xf_simplify_affine(k, n->u.loop.hi);
+            int64_t ext;
+            if (xf_const_extent(k, n, &ext) && ext <= 0) {
+                ir_list_remove(l, i--);
+                continue;
+            }
+            if (xf_const_extent(k, n, &ext) && ext == 1 &&
+                (n->u.loop.kind == LOOP_SERIAL || n->u.loop.kind == LOOP_UNROLL)) {
+                /* One trip: the body with the variable fixed. */
+                ir_list_remove(l, i);
+                for (int j = 0; j < n->u.loop.body.n; j++) {
+                    Node *b = n->u.loop.body.v[j];
+                    xf_subst_tree(k, b, n->u.loop.var, n->u.loop.lo);
+                    ir_list_insert(l, i + j, b, parent);
+                }
+                i--;
+                continue;
+            }
+        }
+        simplify_list(k, ir_body(n), n);
+        if (ir_body(n)->n == 0)
+            ir_list_remove(l, i--);
+    }
+}
+
+static bool pass_simplify(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    (void)o, (void)d;
+    xf_visit_exprs(k, NULL, canon_cb, k);
+    simplify_list(k, &k->body, NULL);
+    return true;
+}
+
+static const struct {
+    const char *name;
+    PassFn fn;
+} passes[] = {
+    {"lower", pass_lower},
+    {"schedule", pass_schedule},
+    {"simplify", pass_simplify},
+};
+enum { NPASSES = sizeof passes / sizeof passes[0] };
+
+const char *pipeline_pass_name(int i) { return i >= 0 && i < NPASSES ? passes[i].name : NULL; }
+
+bool pipeline_run(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    if (o->dump_after && strcmp(o->dump_after, "all") != 0) {
+        bool known = false;
+        for (int i = 0; i < NPASSES; i++)
+            known |= strcmp(passes[i].name, o->dump_after) == 0;
+        if (!known) {
+            StrBuf b = {0};
+            for (int i = 0; i < NPASSES; i++)
+                sb_printf(&b, "%s%s", i ? ", " : "", passes[i].name);
+            diag_plain(d, DIAG_ERROR, "-dump-after: unknown pass `%s` (passes: %s, all)", o->dump_after, b.s);
+            sb_free(&b);
+            return false;
+        }
+    }
+    for (int i = 0; i < NPASSES; i++) {
+        if (!passes[i].fn(k, o, d))
+            return false;
+        if (!ir_verify(k, d)) {
+            diag_plain(d, DIAG_ERROR, "internal error: the IR is invalid after pass `%s`", passes[i].name);
+            return false;
+        }
+        if (o->dump && o->dump_after &&
+            (strcmp(o->dump_after, "all") == 0 || strcmp(o->dump_after, passes[i].name) == 0)) {
+            sb_printf(o->dump, "; after %s\n", passes[i].name);
+            ir_print_kernel(k, o->dump);
+        }
+    }
+    return true;
+}

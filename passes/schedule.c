@@ -1,0 +1,106 @@
+/* Schedules: an ordered list of transformation statements with named parameters.
+ *
+ * `param T in [32, 64]` declares a tunable value; a later statement that names T
+ * gets the chosen candidate (the first by default), so one schedule text is both a
+ * template for the autotuner and a concrete schedule.  Statements apply in order,
+ * each atomically; the first refusal stops the schedule with its diagnostic. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "xform_int.h"
+
+static int find_choice(const ParamChoice *ch, int n, const char *name)
+{
+    for (int i = n - 1; i >= 0; i--)
+        if (strcmp(ch[i].name, name) == 0)
+            return ch[i].index;
+    return 0;
+}
+
+bool schedule_apply(Kernel *k, const AstSchedule *s, const ParamChoice *choices, int nchoices,
+                    Diags *d)
+{
+    const char **names = xcalloc((size_t)s->nitems + 1, sizeof *names);
+    const SchedArg **vals = xcalloc((size_t)s->nitems + 1, sizeof *vals);
+    SchedEnv env = {.n = 0, .names = names, .values = vals};
+    bool ok = true;
+    for (int i = 0; i < s->nitems && ok; i++) {
+        const SchedItem *it = &s->items[i];
+        if (it->kind == SCHED_PARAM) {
+            int idx = find_choice(choices, nchoices, it->name);
+            if (it->nargs == 0) {
+                diag_error(d, it->span, "parameter %s has no candidates", it->name);
+                ok = false;
+            } else if (idx < 0 || idx >= it->nargs) {
+                diag_error(d, it->span, "parameter %s has %d candidates; choice %d is out of range",
+                           it->name, it->nargs, idx);
+                ok = false;
+            } else {
+                names[env.n] = it->name;
+                vals[env.n] = &it->args[idx];
+                env.n++;
+            }
+            continue;
+        }
+        ok = xf_apply(k, it, &env, d);
+    }
+    free(names);
+    free(vals);
+    return ok;
+}
+
+int schedule_params(const AstSchedule *s, const char **names, int *ncands, int cap)
+{
+    int n = 0;
+    for (int i = 0; i < s->nitems; i++)
+        if (s->items[i].kind == SCHED_PARAM) {
+            if (n < cap) {
+                names[n] = s->items[i].name;
+                ncands[n] = s->items[i].nargs;
+            }
+            n++;
+        }
+    return n;
+}
+
+void schedule_print(const AstSchedule *s, const ParamChoice *choices, int nchoices, StrBuf *out)
+{
+    for (int i = 0; i < s->nitems; i++) {
+        const SchedItem *it = &s->items[i];
+        if (it->kind != SCHED_PARAM)
+            continue;
+        int idx = find_choice(choices, nchoices, it->name);
+        if (idx < 0 || idx >= it->nargs)
+            idx = 0;
+        sb_printf(out, "param %s = ", it->name);
+        if (it->nargs)
+            xf_arg_print(&it->args[idx], out);
+        sb_putc(out, '\n');
+    }
+    for (int i = 0; i < s->nitems; i++)
+        if (s->items[i].kind == SCHED_CALL) {
+            xf_item_print(&s->items[i], out);
+            sb_putc(out, '\n');
+        }
+}
+
+static bool is_cpu(const char *t)
+{
+    return !t || strcmp(t, "host") == 0 || strncmp(t, "x86_64", 6) == 0 ||
+           strncmp(t, "aarch64", 7) == 0 || strncmp(t, "riscv64", 7) == 0;
+}
+
+bool schedule_matches_target(const char *st, const char *tgt)
+{
+    if (!st || strcmp(st, "any") == 0)
+        return true;
+    if (strcmp(st, "cpu") == 0)
+        return is_cpu(tgt);
+    if (strcmp(st, "gpu") == 0 || strcmp(st, "cuda") == 0)
+        return tgt && strncmp(tgt, "sm_", 3) == 0;
+    if (!tgt)
+        return strcmp(st, "host") == 0;
+    size_t n = strlen(st);
+    /* `x86_64` covers `x86_64-avx512`; `sm_90` covers `sm_90a`. */
+    return strncmp(st, tgt, n) == 0 && (tgt[n] == 0 || tgt[n] == '-' || tgt[n] == 'a');
+}

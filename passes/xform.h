@@ -1,0 +1,113 @@
+/* Transformations of the loop-nest IR, the schedules that apply them, the list of
+ * moves that are legal now, and the explicit pass pipeline.
+ *
+ * Every transformation is atomic: it first proves (with the dependence analysis of
+ * passes/deps.c) that the rewrite preserves the kernel's meaning, and only then
+ * changes the IR.  A request that cannot be proven legal is refused with an error at
+ * the schedule statement's span that names the dependence or bound in the way, and
+ * the kernel is left untouched.  The same entry points serve schedule blocks in
+ * .pdl files, `-s`, `--actions`, the autotuner and external agents.
+ * docs/schedules.md is the user's reference. */
+#ifndef PERFC_PASSES_XFORM_H
+#define PERFC_PASSES_XFORM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../ir/ir.h"
+#include "../lang/ast.h"
+
+/* The transformation table: id, name in schedules, argument synopsis (docs, usage
+ * errors).  Loops are named as the printer shows them (`io`), or as `T.v`: the loop
+ * whose variable is (a renamed copy of) `v` among those enclosing a write to T. */
+#define PF_XFORMS(X)                                                              \
+    X(SPLIT, "split", "split(loop, factor[, outer, inner][, tail=guard|peel])")   \
+    X(TILE, "tile", "tile(i, j, Ti, Tj[, io, jo, ii, ji])")                       \
+    X(REORDER, "reorder", "reorder(a, b, ...)  # new order, outermost first")     \
+    X(FUSE, "fuse", "fuse(a, b)")                                                 \
+    X(UNROLL, "unroll", "unroll(loop)")                                           \
+    X(VECTORIZE, "vectorize", "vectorize(loop)")                                  \
+    X(PARALLEL, "parallel", "parallel(loop)")                                     \
+    X(INLINE, "inline", "inline(temp)")                                           \
+    X(COMPUTE_AT, "compute_at", "compute_at(temp, loop)")                         \
+    X(CACHE, "cache", "cache(buffer, loop[, mem=local|shared][, name=N])")        \
+    X(RFACTOR, "rfactor", "rfactor(loop[, name=N])")                              \
+    X(PADDING, "padding", "padding(buffer, amount[, dim=d])")                     \
+    X(LAYOUT, "layout", "layout(buffer, d0, d1, ...)")
+
+typedef enum XformKind {
+#define X(k, s, syn) XF_##k,
+    PF_XFORMS(X)
+#undef X
+    XF_COUNT
+} XformKind;
+const char *xf_name(XformKind x);
+const char *xf_synopsis(XformKind x);
+XformKind xf_from_name(const char *s);  /* XF_COUNT if unknown */
+
+/* Values of schedule parameters in force while applying one statement: a NAME
+ * argument equal to a parameter's name is replaced by its value. */
+typedef struct SchedEnv {
+    int n;
+    const char **names;
+    const SchedArg **values;
+} SchedEnv;
+
+/* ---- passes/xform.c ---- */
+/* Applies one SCHED_CALL item.  On refusal returns false with an error at it->span
+ * (plus notes) in d, and k is unchanged.  env may be NULL. */
+bool xf_apply(Kernel *k, const SchedItem *it, const SchedEnv *env, Diags *d);
+/* The same check without the rewrite: true when xf_apply would succeed. */
+bool xf_check(Kernel *k, const SchedItem *it, const SchedEnv *env, Diags *d);
+/* Prints an item in schedule syntax (`split(i, 4, io, ii)`), no newline. */
+void xf_item_print(const SchedItem *it, StrBuf *out);
+
+/* ---- passes/schedule.c ---- */
+/* The choice of one parameter: index into its candidate list (0: the default). */
+typedef struct ParamChoice {
+    const char *name;
+    int index;
+} ParamChoice;
+
+/* Applies the items of s in order.  Parameters take the candidate chosen in
+ * choices (by name), else their first candidate.  Stops at the first refusal
+ * (false, diagnostics in d); the statements before it stay applied. */
+bool schedule_apply(Kernel *k, const AstSchedule *s, const ParamChoice *choices, int nchoices,
+                    Diags *d);
+/* The parameters of a schedule, for the autotuner: number of them; names[i] and
+ * ncands[i] filled for the first cap. */
+int schedule_params(const AstSchedule *s, const char **names, int *ncands, int cap);
+/* Prints s with every parameter fixed to its chosen value, in schedule syntax:
+ * `param T = 64` lines first, then the statements (one per line). */
+void schedule_print(const AstSchedule *s, const ParamChoice *choices, int nchoices, StrBuf *out);
+/* True when a schedule for `target` applies to a kernel compiled for tgt (NULL or
+ * "any" matches all; "cpu" matches host and the CPU triples; "gpu"/"cuda" the sm_*). */
+bool schedule_matches_target(const char *sched_target, const char *tgt);
+
+/* ---- passes/actions.c ---- */
+/* Every transformation legal on k now, one per line, in schedule syntax
+ * (`split(i, 4)`), in a deterministic order. */
+void xf_list_actions(Kernel *k, StrBuf *out);
+/* The same moves as SCHED_CALL items allocated in a (the autotuner and the property
+ * test apply them with xf_apply).  Returns their number; *out is arena memory. */
+int xf_enum_actions(Kernel *k, Arena *a, SchedItem **out);
+/* The candidates before the legality check (a superset of the actions): a search
+ * that tries moves in random order checks only the ones it draws. */
+int xf_enum_candidates(Kernel *k, Arena *a, SchedItem **out);
+
+/* ---- passes/pipeline.c ---- */
+typedef struct PipelineOpts {
+    const AstSchedule *const *schedules; /* applied in order: the file's, then -s */
+    int nschedules;
+    const ParamChoice *choices;          /* parameter choices for all of them */
+    int nchoices;
+    const char *dump_after;              /* a pass name, "all", or NULL */
+    StrBuf *dump;                        /* receives `; after PASS` and the IR */
+} PipelineOpts;
+/* Runs the post-lowering passes in their fixed order, verifying the IR after each.
+ * Returns false with diagnostics on a refused schedule or a verifier failure. */
+bool pipeline_run(Kernel *k, const PipelineOpts *o, Diags *d);
+/* The pass names, for -dump-after validation: NULL past the last. */
+const char *pipeline_pass_name(int i);
+
+#endif

@@ -1,0 +1,312 @@
+/* Staging: cache(buffer, loop) copies the box of a buffer that one iteration of the
+ * loop touches into a small local buffer at the start of the iteration, redirects
+ * every access inside the loop to it, and copies it back at the end when the loop
+ * writes the buffer (read staging, and write/accumulate staging).  padding and layout
+ * then change how a staged buffer (or any temporary) is stored: padding the
+ * innermost dimension against conflicts, transposing a packed panel.
+ *
+ * Sequentially the copy is exact: every element the iteration reads was copied in,
+ * every element it writes is copied out, and elements copied out unwritten carry
+ * the values copied in.  Copies are guarded where the box may leave the buffer
+ * (tail tiles); padded inputs copy their pad value instead.  The staged buffer is
+ * one per kernel, so staging under a parallel loop is refused. */
+#include <string.h>
+
+#include "xform_int.h"
+
+typedef struct Redirect {
+    Kernel *k;
+    Buffer *from, *to;
+    Expr **lo;
+} Redirect;
+
+static Expr **shifted(Kernel *k, Expr **idx, Expr **lo, int rank)
+{
+    Expr **r = arena_alloc(k->arena, sizeof(Expr *) * (size_t)rank);
+    for (int d = 0; d < rank; d++)
+        r[d] = xf_simplify_affine(k, ir_bin(k, IE_SUB, idx[d], ir_clone_expr(k, lo[d])));
+    return r;
+}
+
+static void redirect_cb(Expr *e, void *p)
+{
+    Redirect *r = p;
+    if (e->kind != IE_LOAD || e->u.load.buf != r->from)
+        return;
+    e->u.load.idx = shifted(r->k, e->u.load.idx, r->lo, r->from->rank);
+    e->u.load.buf = r->to;
+    e->u.load.guarded = false;
+    e->dtype = r->to->dtype;
+}
+
+static void redirect_stores(Redirect *r, Node *n)
+{
+    if (n->kind == N_STMT) {
+        if (n->u.stmt.buf == r->from) {
+            n->u.stmt.idx = shifted(r->k, n->u.stmt.idx, r->lo, r->from->rank);
+            n->u.stmt.buf = r->to;
+        }
+        return;
+    }
+    NodeList *b = ir_body(n);
+    for (int i = 0; i < b->n; i++)
+        redirect_stores(r, b->v[i]);
+}
+
+/* The copy nest: for c0..: [guard] dst[..] = src[..]; with `in` the global side
+ * is read, else written. */
+static Node *copy_nest(Kernel *k, Buffer *glob, Buffer *loc, const Region *r, bool in, Node *l,
+                       const bool *lo_ok, const bool *hi_ok)
+{
+    Var *cv[8];
+    Node *top = NULL, *cur = NULL;
+    for (int d = 0; d < r->rank; d++) {
+        cv[d] = ir_new_var(k, xf_fresh_name(k, arena_printf(k->arena, "%s_c%d", loc->name, d)));
+        Node *x = ir_loop(k, cv[d], ir_int(k, 0), ir_int(k, r->width[d]), l->span);
+        if (cur)
+            ir_list_push(&cur->u.loop.body, x, cur);
+        else
+            top = x;
+        cur = x;
+    }
+    Expr *gidx[8], *lidx[8], *cond = NULL;
+    for (int d = 0; d < r->rank; d++) {
+        gidx[d] = xf_simplify_affine(k, ir_bin(k, IE_ADD, ir_clone_expr(k, r->lo[d]), ir_var(k, cv[d])));
+        lidx[d] = ir_var(k, cv[d]);
+        if (!lo_ok[d]) {
+            Expr *c = ir_bin(k, IE_GE, ir_clone_expr(k, gidx[d]), ir_int(k, 0));
+            cond = cond ? ir_bin(k, IE_AND, cond, c) : c;
+        }
+        if (!hi_ok[d]) {
+            Expr *c = ir_bin(k, IE_LT, ir_clone_expr(k, gidx[d]), ir_clone_expr(k, glob->shape[d]));
+            cond = cond ? ir_bin(k, IE_AND, cond, c) : c;
+        }
+    }
+    Node *s;
+    if (in) {
+        Expr *ld = ir_load(k, glob, gidx);
+        ld->u.load.guarded = glob->has_pad;
+        s = ir_stmt(k, loc, lidx, SOP_ASSIGN, ir_cast(k, ld, dtype_compute(loc->dtype)), l->span);
+    } else {
+        Expr *ld = ir_cast(k, ir_load(k, loc, lidx), dtype_compute(glob->dtype));
+        s = ir_stmt(k, glob, gidx, SOP_ASSIGN, ld, l->span);
+    }
+    Node *holder = cur;
+    if (cond && !(in && glob->has_pad)) {
+        Node *g = ir_guard(k, cond, l->span);
+        ir_list_push(&cur->u.loop.body, g, cur);
+        holder = g;
+    }
+    ir_list_push(ir_body(holder), s, holder);
+    return top;
+}
+
+bool xf_cache(XfCtx *c)
+{
+    Buffer *b = xf_arg_buffer(c, 0);
+    Node *l = b ? xf_arg_loop(c, 1) : NULL;
+    if (!l)
+        return false;
+    MemSpace mem = MEM_LOCAL;
+    const SchedArg *m = xf_kwarg(c, "mem");
+    if (m) {
+        if (m->kind == SARG_NAME && strcmp(m->name, "local") == 0)
+            mem = MEM_LOCAL;
+        else if (m->kind == SARG_NAME && strcmp(m->name, "shared") == 0)
+            mem = MEM_SHARED;
+        else {
+            xf_err(c, "mem= takes local or shared");
+            return false;
+        }
+    }
+    const SchedArg *nm = xf_kwarg(c, "name");
+    if (nm && (nm->kind != SARG_NAME || ir_find_buffer(c->k, nm->name))) {
+        xf_err(c, "name= needs a new buffer name");
+        return false;
+    }
+    if (b->rank == 0 || b->rank > 8) {
+        xf_err(c, "%s has rank %d; staging handles 1 to 8 dimensions", b->name, b->rank);
+        return false;
+    }
+    const Node *w;
+    bool under_par = xf_inside_kind(l, LOOP_PARALLEL, true, &w);
+    if (under_par && mem != MEM_LOCAL) {
+        xf_err(c, "a %s copy would be shared by the iterations of parallel loop %s",
+               mem_space_name(mem), w->u.loop.var->name);
+        return false;
+    }
+    if (l->u.loop.kind == LOOP_VECTOR) {
+        xf_err(c, "%s is a vector loop", l->u.loop.var->name);
+        return false;
+    }
+    AccVec all = {0}, mine = {0};
+    acc_collect(c->k, l, &all);
+    bool writes = false;
+    for (int i = 0; i < all.n; i++)
+        if (all.v[i].buf == b) {
+            if (mine.n == mine.cap) {
+                mine.cap = mine.cap ? 2 * mine.cap : 8;
+                mine.v = xrealloc(mine.v, (size_t)mine.cap * sizeof(Access));
+            }
+            mine.v[mine.n++] = all.v[i];
+            writes |= all.v[i].write;
+        }
+    acc_free(&all);
+    if (writes && under_par) {
+        /* Copying the whole box back could overwrite what another thread wrote. */
+        xf_err(c, "%s is written in %s, inside parallel loop %s; stage it before marking the "
+                  "loop parallel",
+               b->name, l->u.loop.var->name, w->u.loop.var->name);
+        acc_free(&mine);
+        return false;
+    }
+    if (mine.n == 0) {
+        xf_err(c, "%s is not accessed in loop %s", b->name, l->u.loop.var->name);
+        acc_free(&mine);
+        return false;
+    }
+    Region r;
+    StrBuf why = {0};
+    bool ok = xf_region(c->k, l, &mine, false, &r, &why);
+    acc_free(&mine);
+    if (!ok) {
+        xf_err(c, "%s", why.s);
+        sb_free(&why);
+        return false;
+    }
+    sb_free(&why);
+    int64_t elems = 1;
+    for (int d = 0; d < r.rank; d++)
+        elems *= r.width[d];
+    if (elems > (1 << 24)) {
+        xf_err(c, "the tile of %s in %s has %lld elements; too large to stage", b->name,
+               l->u.loop.var->name, (long long)elems);
+        return false;
+    }
+    if (c->dry)
+        return true;
+
+    Kernel *k = c->k;
+    /* Copies need guards unless the box provably stays inside the buffer. */
+    bool lo_ok[8], hi_ok[8];
+    for (int d = 0; d < r.rank; d++) {
+        Expr *hi = ir_simplify(k, ir_bin(k, IE_ADD, ir_clone_expr(k, r.lo[d]), ir_int(k, r.width[d])));
+        lo_ok[d] = xf_prove_le(k, l, ir_int(k, 0), r.lo[d]);
+        hi_ok[d] = xf_prove_le(k, l, hi, b->shape[d]);
+    }
+    const char *name = nm ? nm->name
+                          : xf_fresh_buffer_name(k, arena_printf(k->arena, "%s_%s", b->name,
+                                                                  l->u.loop.var->name));
+    Buffer *loc = xf_add_temp(k, name, b->dtype, mem, r.rank, r.width, l->span);
+    xf_set_private(k, loc, l, true);
+    Redirect rd = {.k = k, .from = b, .to = loc, .lo = r.lo};
+    for (int i = 0; i < l->u.loop.body.n; i++) {
+        xf_visit_exprs(k, l->u.loop.body.v[i], redirect_cb, &rd);
+        redirect_stores(&rd, l->u.loop.body.v[i]);
+    }
+    ir_list_insert(&l->u.loop.body, 0, copy_nest(k, b, loc, &r, true, l, lo_ok, hi_ok), l);
+    if (writes)
+        ir_list_push(&l->u.loop.body, copy_nest(k, b, loc, &r, false, l, lo_ok, hi_ok), l);
+    return true;
+}
+
+/* ---------------- padding and layout ---------------- */
+
+static Buffer *temp_arg(XfCtx *c)
+{
+    Buffer *b = xf_arg_buffer(c, 0);
+    if (b && b->kind != BUF_TEMP) {
+        xf_err(c, "%s is an %s; its layout is the kernel's interface", b->name,
+               b->kind == BUF_IN ? "input" : "output");
+        return NULL;
+    }
+    return b;
+}
+
+bool xf_padding(XfCtx *c)
+{
+    Buffer *b = temp_arg(c);
+    int64_t amount, dim;
+    if (!b || !xf_arg_int(c, 1, &amount))
+        return false;
+    dim = b->rank - 1;
+    const SchedArg *d = xf_kwarg(c, "dim");
+    if (d) {
+        if (d->kind != SARG_INT) {
+            xf_err(c, "dim= takes an integer");
+            return false;
+        }
+        dim = d->ival;
+    }
+    if (dim < 0 || dim >= b->rank) {
+        xf_err(c, "%s has no dimension %lld", b->name, (long long)dim);
+        return false;
+    }
+    if (amount < 0 || amount > 1024) {
+        xf_err(c, "padding must be 0 to 1024 elements");
+        return false;
+    }
+    if (!c->dry)
+        b->shape[dim] = ir_simplify(c->k, ir_bin(c->k, IE_ADD, b->shape[dim], ir_int(c->k, amount)));
+    return true;
+}
+
+typedef struct Perm {
+    Buffer *b;
+    int p[8];
+    Kernel *k;
+} Perm;
+
+static void permute(Perm *pm, Expr **idx)
+{
+    Expr *t[8];
+    for (int i = 0; i < pm->b->rank; i++)
+        t[i] = idx[pm->p[i]];
+    memcpy(idx, t, sizeof(Expr *) * (size_t)pm->b->rank);
+}
+
+static void perm_cb(Expr *e, void *p)
+{
+    Perm *pm = p;
+    if (e->kind == IE_LOAD && e->u.load.buf == pm->b)
+        permute(pm, e->u.load.idx);
+}
+
+static bool perm_stmt(Node *n, void *p)
+{
+    Perm *pm = p;
+    if (n->kind == N_STMT && n->u.stmt.buf == pm->b)
+        permute(pm, n->u.stmt.idx);
+    return true;
+}
+
+bool xf_layout(XfCtx *c)
+{
+    Buffer *b = temp_arg(c);
+    if (!b)
+        return false;
+    if (xf_npos(c) != b->rank + 1 || b->rank > 8) {
+        xf_err(c, "%s has %d dimensions: give a permutation of 0..%d", b->name, b->rank, b->rank - 1);
+        return false;
+    }
+    Perm pm = {.b = b, .k = c->k};
+    bool seen[8] = {0}, ident = true;
+    for (int i = 0; i < b->rank; i++) {
+        int64_t v;
+        if (!xf_arg_int(c, 1 + i, &v))
+            return false;
+        if (v < 0 || v >= b->rank || seen[v]) {
+            xf_err(c, "not a permutation of 0..%d", b->rank - 1);
+            return false;
+        }
+        seen[v] = true;
+        pm.p[i] = (int)v;
+        ident &= v == i;
+    }
+    if (c->dry || ident)
+        return true;
+    xf_visit_exprs(c->k, NULL, perm_cb, &pm);
+    xf_walk(c->k, perm_stmt, &pm);
+    permute(&pm, b->shape);
+    return true;
+}

@@ -1,0 +1,224 @@
+/* Internal interface shared by the transformation files of passes/: the affine and
+ * dependence analysis of deps.c, the tree helpers of xform.c, and the argument
+ * handling every transformation uses.  Nothing outside passes/xform*.c, deps.c,
+ * schedule.c, actions.c and pipeline.c includes it. */
+#ifndef PERFC_PASSES_XFORM_INT_H
+#define PERFC_PASSES_XFORM_INT_H
+
+#include "xform.h"
+
+/* ---- deps.c: affine forms and integer constraint systems ---- */
+
+/* Columns of one system: loop variables of up to two statement instances (side 0
+ * and side 1) and the unbound size parameters.  Bound parameters are constants. */
+#define XF_MAXC 40
+
+typedef struct Aff {
+    int64_t c[XF_MAXC];
+    int64_t k;              /* sum c[i] * x[i] + k */
+} Aff;
+
+typedef struct Space {
+    const Kernel *k;
+    int ncol;
+    const Var *var[XF_MAXC]; /* NULL for a parameter column */
+    int side[XF_MAXC];
+    int param[XF_MAXC];
+    bool overflow;           /* more columns were needed than XF_MAXC */
+    bool symbolic;           /* bound parameters stay columns too (for rewriting) */
+} Space;
+
+/* Constraints: every eq row == 0, every ineq row >= 0. */
+typedef struct Sys {
+    Aff *eq, *in;
+    int neq, nin, ceq, cin;
+} Sys;
+
+void space_init(Space *sp, const Kernel *k);
+/* The column of (v, side), added when new; -1 when the space is full. */
+int space_col(Space *sp, const Var *v, int side);
+/* Converts an index expression; false when it is not affine in loop variables and
+ * parameters (products of variables, division of a variable, loads, ...). */
+bool aff_of(Space *sp, const Expr *e, int side, Aff *out);
+bool aff_is_const(const Aff *a);
+
+void sys_init(Sys *s);
+void sys_free(Sys *s);
+void sys_copy(Sys *dst, const Sys *src);
+void sys_add_eq(Sys *s, const Aff *a);
+void sys_add_ge(Sys *s, const Aff *a);   /* a >= 0 */
+/* Adds the bounds of every loop and the conditions of every guard enclosing n
+ * (not n itself), its variables on `side`; self adds n's own bounds too when n is
+ * a loop.  Parts that are not affine are left out: the domain only grows. */
+void sys_add_domain(Sys *s, Space *sp, const Node *n, int side, bool self);
+/* Adds lo <= v < hi for loop l on side. */
+void sys_add_loop(Sys *s, Space *sp, const Node *l, int side);
+/* Rational Fourier-Motzkin with integer tightening and a GCD test: false only when
+ * the system certainly has no integer solution. */
+bool sys_feasible(const Sys *s);
+
+/* Evaluates an expression without loop variables, using bound parameters. */
+bool xf_const(const Kernel *k, const Expr *e, int64_t *v);
+/* hi - lo of a loop when it is a known constant. */
+bool xf_const_extent(const Kernel *k, const Node *loop, int64_t *ext);
+/* True when f divides the value of e for certain (constant, or a product with a
+ * factor that f divides). */
+bool xf_divides(const Kernel *k, const Expr *e, int64_t f);
+/* Affine equality of two index expressions (bound parameters folded), or
+ * structural equality when they are not affine. */
+bool xf_expr_equal(const Kernel *k, const Expr *a, const Expr *b);
+
+/* Rewrites an affine index expression in canonical form (terms collected, so
+ * `(ko*8 + ki) - ko*8` becomes `ki`); other expressions are only simplified. */
+Expr *xf_simplify_affine(Kernel *k, Expr *e);
+/* Proves a <= b for every iteration of the loops enclosing `at` (and at itself
+ * when it is a loop); false when it cannot. */
+bool xf_prove_le(Kernel *k, const Node *at, const Expr *a, const Expr *b);
+
+/* ---- deps.c: accesses and dependences ---- */
+
+typedef struct Access {
+    Node *stmt;             /* whose instance performs it */
+    Buffer *buf;
+    Expr **idx;
+    Expr *load;             /* the LOAD expression; NULL for the statement's store */
+    bool write;             /* the store */
+    bool update;            /* a store with op=: it reads the element as well */
+    int order;              /* pre-order position of stmt in the kernel */
+} Access;
+
+typedef struct AccVec {
+    Access *v;
+    int n, cap;
+} AccVec;
+
+/* Accesses of every statement in the subtree n (or the whole kernel when n is NULL),
+ * in program order. */
+void acc_collect(const Kernel *k, Node *n, AccVec *out);
+void acc_free(AccVec *v);
+void acc_print(const Kernel *k, const Access *a, StrBuf *out);
+/* Two accesses whose conflicts never constrain order: both are the stores of
+ * reductions with the same operator into the same buffer (reassociation is
+ * allowed, see docs/schedules.md). */
+bool acc_reduction_pair(const Access *a, const Access *b);
+
+/* A relation between a variable of the first instance and one of the second:
+ * dir -1: vb < va, 0: vb == va, +1: vb > va. */
+typedef struct DepRel {
+    const Var *va, *vb;
+    int dir;
+} DepRel;
+
+/* True when instances of a and b may touch the same element under the relations. */
+bool dep_may_conflict(const Kernel *k, const Access *a, const Access *b, const DepRel *rel, int nrel);
+/* The direction vectors over the variable pairs (va[i], vb[i]) for which a and b
+ * may conflict, given `fixed` extra relations: written to out (n entries of -1, 0,
+ * +1 each, the sign of vb - va); returns their number (at most cap). */
+int dep_directions(const Kernel *k, const Access *a, const Access *b, const DepRel *fixed,
+                   int nfixed, const Var *const *va, const Var *const *vb, int n, int8_t *out,
+                   int cap);
+
+/* Loops enclosing node n (not n), outermost first; returns their number. */
+int xf_enclosing_loops(const Node *n, Node **out, int cap);
+/* The loop-carried dependence that forbids running loop l's iterations in any
+ * order, or false when there is none; *a and *b receive the pair. */
+bool dep_carried(const Kernel *k, Node *l, bool reductions_too, bool allow_private, Access *a,
+                 Access *b);
+/* True when each thread running iterations of l may have its own copy of b: a
+ * MEM_LOCAL temporary used only inside l whose reads are fed within one iteration
+ * of l (Buffer.private_in, set by staging). */
+bool xf_privatizable(const Kernel *k, const Buffer *b, const Node *l);
+/* Records that b's reads are fed within one iteration of every loop enclosing at
+ * (and at itself when self). */
+void xf_set_private(Kernel *k, Buffer *b, const Node *at, bool self);
+
+/* Region of a buffer touched inside loop l by one iteration of l: per dimension an
+ * affine lower bound over the variables of l and the loops enclosing it, and a
+ * constant width.  False (and a reason in why) when it is not such a box. */
+typedef struct Region {
+    int rank;
+    Expr *lo[8];
+    int64_t width[8];
+} Region;
+bool xf_region(Kernel *k, Node *l, const AccVec *acc, bool writes_only, Region *r, StrBuf *why);
+
+/* ---- xform.c: tree helpers ---- */
+NodeList *xf_list_of(Kernel *k, Node *n);           /* the list holding n */
+int xf_index_in(Kernel *k, Node *n);                /* n's position in that list */
+bool xf_contains(const Node *anc, const Node *n);   /* anc == n or an ancestor */
+int xf_preorder(const Kernel *k, const Node *n);    /* position in a pre-order walk */
+int xf_preorder_last(const Kernel *k, const Node *n); /* of the last node in n's subtree */
+/* Replaces variable v by `with` in every expression of the subtree. */
+void xf_subst_tree(Kernel *k, Node *n, const Var *v, const Expr *with);
+/* Simultaneous substitution in one expression; returns a new tree. */
+Expr *xf_subst_expr(Kernel *k, const Expr *e, const Var *const *vars, Expr *const *withs, int n);
+/* Deep copy whose loops get fresh variables (the copy can be named on its own). */
+Node *xf_clone_fresh(Kernel *k, const Node *n);
+bool xf_expr_uses_var(const Expr *e, const Var *v);
+bool xf_tree_uses_var(const Node *n, const Var *v);
+/* Calls f on every expression node of the subtree (whole kernel when root is
+ * NULL), children before parents.  f may overwrite *e in place. */
+void xf_visit_exprs(Kernel *k, Node *root, void (*f)(Expr *e, void *ctx), void *ctx);
+/* Removes loops and guards whose bodies became empty, from n upward. */
+void xf_prune_empty(Kernel *k, Node *n);
+/* True when some loop enclosing n (or n itself) has kind `kind`; *which gets it. */
+bool xf_inside_kind(const Node *n, LoopKind kind, bool self, const Node **which);
+/* Calls f on every node of the kernel in pre-order; f returns false to stop. */
+void xf_walk(Kernel *k, bool (*f)(Node *n, void *ctx), void *ctx);
+/* A fresh variable name: base if unused, else base with a number. */
+const char *xf_fresh_name(Kernel *k, const char *base);
+/* A buffer name that is not in use yet. */
+const char *xf_fresh_buffer_name(Kernel *k, const char *base);
+Buffer *xf_add_temp(Kernel *k, const char *name, DType t, MemSpace mem, int rank,
+                    const int64_t *shape, Span sp);
+
+/* ---- xform.c: arguments ---- */
+typedef struct XfCtx {
+    Kernel *k;
+    const SchedItem *it;
+    const SchedArg *args;   /* parameters substituted */
+    int nargs;
+    Diags *d;
+    bool dry;               /* check only */
+} XfCtx;
+
+void xf_err(XfCtx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void xf_note(XfCtx *c, Span sp, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Positional argument i (keywords excluded), or NULL. */
+const SchedArg *xf_arg(XfCtx *c, int i);
+int xf_npos(XfCtx *c);
+const SchedArg *xf_kwarg(XfCtx *c, const char *key);
+/* Argument i as a loop / buffer / integer / name; report and return NULL/false. */
+Node *xf_arg_loop(XfCtx *c, int i);
+Buffer *xf_arg_buffer(XfCtx *c, int i);
+bool xf_arg_int(XfCtx *c, int i, int64_t *v);
+const char *xf_arg_name(XfCtx *c, int i);
+/* Resolves a loop name as the printer shows it, or T.v. */
+Node *xf_find_loop(Kernel *k, const char *name, StrBuf *why);
+void xf_arg_print(const SchedArg *a, StrBuf *out);
+/* Reports a dependence as notes. */
+void xf_note_dep(XfCtx *c, const Access *a, const Access *b);
+
+/* ---- the transformations (xform_*.c): check, then rewrite unless c->dry ---- */
+bool xf_split(XfCtx *c);
+bool xf_tile(XfCtx *c);
+bool xf_reorder(XfCtx *c);
+bool xf_fuse(XfCtx *c);
+bool xf_unroll(XfCtx *c);
+bool xf_vectorize(XfCtx *c);
+bool xf_parallel(XfCtx *c);
+bool xf_inline(XfCtx *c);
+bool xf_compute_at(XfCtx *c);
+bool xf_cache(XfCtx *c);
+bool xf_rfactor(XfCtx *c);
+bool xf_padding(XfCtx *c);
+bool xf_layout(XfCtx *c);
+
+/* Shared by split and tile: the rewrite alone (legality is trivial for split). */
+void xf_do_split(Kernel *k, Node *l, int64_t f, const char *outer, const char *inner, bool peel,
+                 Node **po, Node **pi);
+/* Shared by reorder and tile: permutes a perfect band (loops[0] outermost) so that
+ * loop order[i] goes to position i; guards between band loops move inside. */
+void xf_do_permute(Kernel *k, Node **loops, int n, const int *order);
+
+#endif

@@ -1,0 +1,648 @@
+/* The harness: a kernel is reported fast only after it was proven right in the same
+ * run (DESIGN.md, "Validation and measurement"; every rule is in docs/harness.md).
+ *
+ *  1. Validation: `checks` times (at least 2), fresh seeded inputs are drawn,
+ *     outputs and temporaries are poisoned with NaN, the kernel runs once, and its
+ *     outputs are compared with a golden reference computed from the same inputs
+ *     (runtime/golden.c): any NaN or Inf fails (so does an element left unwritten),
+ *     as does a relative Frobenius error above the tolerance of runtime/workload.c.
+ *  2. Timing, on the last check's inputs: one warm-up run, then repetitions until
+ *     their kernel time reaches min_time (with at least 3, at most max_reps, and a
+ *     wall-clock budget).  Before each repetition, untimed: outputs re-poisoned and
+ *     caches flushed; after each, untimed: outputs checked again against the golden
+ *     values, so a kernel that is right only when watched, or that stops writing
+ *     after a few calls, fails just the same.  Median, min and max are reported.
+ *  3. The baseline (--compare) is timed by the same loop on the same device buffers
+ *     and checked against the same golden values.
+ *
+ * Nothing is printed here except --verbose progress on stderr; rt_run prints the
+ * report.  A failed validation leaves every speed field empty: there is no way to
+ * get a number for a wrong kernel. */
+#include "runtime.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pool.h"
+
+void rt_options_init(RunOptions *o)
+{
+    memset(o, 0, sizeof *o);
+    o->target = "host";
+    o->seed = 1;
+    o->min_time_s = 0.2;
+    o->max_reps = 10000;
+    o->checks = 2;
+}
+
+/* One buffer of the kernel under test. */
+typedef struct Slot {
+    const Buffer *b;    /* in k */
+    const Buffer *ub;   /* the same buffer in u; NULL for k's own temporaries */
+    int64_t n;
+    size_t bytes;
+    void *host;         /* native staging */
+    void *dev;          /* device memory */
+    void *poison;       /* outputs and temporaries: the NaN image written before each run */
+} Slot;
+
+/* A device buffer to poison before a run, and what must be in it afterwards. */
+typedef struct Watch {
+    const char *name;
+    DType t;
+    int64_t n;
+    void *dev, *host;
+    const void *poison;
+    const double *ref;  /* golden values */
+    const Buffer *shape; /* for naming elements (u's buffer) */
+    double tol;
+} Watch;
+
+typedef struct H {
+    RtDevice *dev;
+    const Kernel *k, *u;
+    RunOptions o;
+    RtResult *r;
+    Diags *d;
+    Slot *s;
+    int ns;
+    int *u2k;           /* u buffer id -> slot, -1 */
+    void **devbufs;     /* k's buffer order */
+    double **gb;        /* u's buffers as doubles: golden inputs, outputs, temporaries */
+    double *got;        /* scratch */
+    RtGolden *golden;
+    Watch *w;           /* the kernel's outputs */
+    int nw;
+    double check_ms;    /* the last validation run's time */
+    bool device_error;
+} H;
+
+enum { EXIT_OK = 0, EXIT_USAGE = 1, EXIT_INVALID = 2, EXIT_RUNTIME = 3 };
+
+static void *alloc64(size_t bytes)
+{
+    size_t n = (bytes + 63) / 64 * 64;
+    void *p = aligned_alloc(64, n ? n : 64);
+    if (!p)
+        die("out of memory (%zu bytes)", bytes);
+    return p;
+}
+
+/* "C[3, 17]" for flat element i of buffer b (row-major). */
+static void element_name(const Kernel *k, const Buffer *b, int64_t i, char *out, size_t n)
+{
+    int64_t dims[32], idx[32];
+    int r = b->rank < 32 ? b->rank : 32;
+    for (int p = 0; p < r; p++)
+        if (!ir_eval_size(k, b->shape[p], &dims[p]) || dims[p] <= 0)
+            dims[p] = 1;
+    for (int p = r - 1; p >= 0; p--) {
+        idx[p] = i % dims[p];
+        i /= dims[p];
+    }
+    int len = snprintf(out, n, "%s[", b->name);
+    for (int p = 0; p < r && len > 0 && (size_t)len < n; p++)
+        len += snprintf(out + len, n - (size_t)len, "%s%lld", p ? ", " : "", (long long)idx[p]);
+    if (len > 0 && (size_t)len < n)
+        snprintf(out + len, n - (size_t)len, "]");
+}
+
+/* ---- checking one run ---- */
+
+static bool fail(H *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool fail(H *h, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(h->r->reason, sizeof h->r->reason, fmt, ap);
+    va_end(ap);
+    h->r->valid = false;
+    return false;
+}
+
+/* Downloads each watched buffer and judges it against its golden values.  rel
+ * receives the worst relative error seen.  False with r->reason (or with
+ * device_error set) on the first failure. */
+static bool check_watch(H *h, const Watch *w, int nw, const char *when, double *rel)
+{
+    for (int i = 0; i < nw; i++) {
+        const Watch *x = &w[i];
+        if (!h->dev->download(h->dev, x->host, x->dev, (size_t)x->n * (size_t)dtype_bytes(x->t), h->d)) {
+            h->device_error = true;
+            return false;
+        }
+        rt_from_native(x->t, x->host, h->got, x->n);
+        const double *ref = x->ref;
+        double num = 0, den = 0, worst = -1;
+        int64_t bad = 0, first_bad = -1, worst_at = 0;
+        for (int64_t j = 0; j < x->n; j++) {
+            double g = h->got[j], e = ref[j];
+            if (!isfinite(e)) {
+                char at[160];
+                element_name(h->u, x->shape, j, at, sizeof at);
+                return fail(h,
+                            "the golden reference itself is not finite at %s (%g): the kernel is not "
+                            "defined on random inputs in [-1, 1), so it cannot be validated",
+                            at, e);
+            }
+            if (!isfinite(g)) {
+                if (first_bad < 0)
+                    first_bad = j;
+                bad++;
+                continue;
+            }
+            double diff = g - e;
+            num += diff * diff;
+            den += e * e;
+            if (fabs(diff) > worst) {
+                worst = fabs(diff);
+                worst_at = j;
+            }
+        }
+        if (bad) {
+            char at[160];
+            element_name(h->u, x->shape, first_bad, at, sizeof at);
+            return fail(h,
+                        "%s: %lld of %lld elements are NaN or Inf after the %s, first at %s (an element "
+                        "the kernel does not write keeps its NaN poison)",
+                        x->name, (long long)bad, (long long)x->n, when, at);
+        }
+        double e = den > 0 ? sqrt(num / den) : sqrt(num);
+        if (e > *rel)
+            *rel = e;
+        if (!(e <= x->tol)) {
+            char at[160];
+            element_name(h->u, x->shape, worst_at, at, sizeof at);
+            return fail(h,
+                        "%s: relative error %.3g exceeds the tolerance %.3g after the %s (worst at %s: "
+                        "%.9g, expected %.9g)",
+                        x->name, e, x->tol, when, at, h->got[worst_at], ref[worst_at]);
+        }
+    }
+    return true;
+}
+
+/* Poisons the watched buffers (and k's temporaries when kernel_run). */
+static bool poison(H *h, const Watch *w, int nw, bool kernel_run)
+{
+    for (int i = 0; i < nw; i++)
+        if (!h->dev->upload(h->dev, w[i].dev, w[i].poison, (size_t)w[i].n * (size_t)dtype_bytes(w[i].t),
+                            h->d))
+            return !(h->device_error = true);
+    if (kernel_run)
+        for (int i = 0; i < h->ns; i++)
+            if (h->s[i].b->kind == BUF_TEMP &&
+                !h->dev->upload(h->dev, h->s[i].dev, h->s[i].poison, h->s[i].bytes, h->d))
+                return !(h->device_error = true);
+    return true;
+}
+
+/* ---- timing ---- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void stats(double *v, int n, RtStats *st)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    st->reps = n;
+    st->min = v[0];
+    st->max = v[n - 1];
+    st->median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Warm-up, then timed repetitions of x, each poisoned, flushed, run and checked.
+ * warm: the validation runs just before were long enough to count as the warm-up
+ * (a kernel of seconds gains nothing from one more untimed run). */
+static int time_loop(H *h, RtExec *x, void **bufs, const Watch *w, int nw, bool kernel_run, bool warm,
+                     const char *who, double *rel, RtStats *st)
+{
+    char when[96];
+    if (!warm) {
+        if (!poison(h, w, nw, kernel_run) || !h->dev->run(h->dev, x, bufs, NULL, h->d))
+            return EXIT_RUNTIME;
+        snprintf(when, sizeof when, "%s warm-up run", who);
+        if (!check_watch(h, w, nw, when, rel))
+            return h->device_error ? EXIT_RUNTIME : EXIT_INVALID;
+    }
+
+    double budget_s = fmax(2.0, 10 * h->o.min_time_s);
+    double start = now_seconds(), sum_ms = 0;
+    int n = 0, cap = 64;
+    double *v = xmalloc(sizeof *v * (size_t)cap);
+    int rc = EXIT_OK;
+    for (;;) {
+        double ms = 0;
+        if (!poison(h, w, nw, kernel_run)) {
+            rc = EXIT_RUNTIME;
+            break;
+        }
+        h->dev->flush(h->dev);
+        if (!h->dev->run(h->dev, x, bufs, &ms, h->d)) {
+            rc = EXIT_RUNTIME;
+            break;
+        }
+        if (n == cap) {
+            cap *= 2;
+            v = xrealloc(v, sizeof *v * (size_t)cap);
+        }
+        v[n++] = ms;
+        sum_ms += ms;
+        snprintf(when, sizeof when, "%s timed repetition %d", who, n);
+        if (!check_watch(h, w, nw, when, rel)) {
+            rc = h->device_error ? EXIT_RUNTIME : EXIT_INVALID;
+            break;
+        }
+        if (h->o.verbose)
+            fprintf(stderr, "perfc: %s repetition %d: %.4f ms\n", who, n, ms);
+        if (n >= h->o.max_reps)
+            break;
+        if (sum_ms >= h->o.min_time_s * 1e3 && n >= 3)
+            break;
+        if (now_seconds() - start >= budget_s)
+            break;
+    }
+    if (rc == EXIT_OK)
+        stats(v, n, st);
+    free(v);
+    return rc;
+}
+
+/* ---- setup ---- */
+
+static bool map_buffers(H *h)
+{
+    const Kernel *k = h->k, *u = h->u;
+    h->ns = k->nbufs;
+    h->s = xcalloc((size_t)(k->nbufs ? k->nbufs : 1), sizeof *h->s);
+    h->u2k = xmalloc(sizeof(int) * (size_t)(u->nbufs ? u->nbufs : 1));
+    for (int i = 0; i < u->nbufs; i++)
+        h->u2k[i] = -1;
+    for (int i = 0; i < k->nbufs; i++) {
+        Slot *s = &h->s[i];
+        s->b = k->bufs[i];
+        s->n = ir_buffer_elems(k, s->b);
+        if (s->n < 0) {
+            diag_plain(h->d, DIAG_ERROR, "the size of buffer %s cannot be computed", s->b->name);
+            return false;
+        }
+        s->bytes = (size_t)s->n * (size_t)dtype_bytes(s->b->dtype);
+        const Buffer *ub = ir_find_buffer(u, s->b->name);
+        if (s->b->kind == BUF_TEMP && (!ub || ub->kind != BUF_TEMP))
+            continue; /* a staging buffer made by the schedule */
+        if (!ub || ub->kind != s->b->kind || ub->dtype != s->b->dtype || ir_buffer_elems(u, ub) != s->n) {
+            diag_plain(h->d, DIAG_ERROR,
+                       "internal error: buffer %s of the scheduled kernel does not match the kernel "
+                       "before scheduling",
+                       s->b->name);
+            return false;
+        }
+        s->ub = ub;
+        h->u2k[ub->id] = i;
+    }
+    for (int i = 0; i < u->nbufs; i++)
+        if (u->bufs[i]->kind != BUF_TEMP && h->u2k[i] < 0) {
+            diag_plain(h->d, DIAG_ERROR, "internal error: the scheduled kernel lost buffer %s", u->bufs[i]->name);
+            return false;
+        }
+    return true;
+}
+
+static bool allocate(H *h)
+{
+    const Kernel *u = h->u;
+    h->devbufs = xcalloc((size_t)(h->ns ? h->ns : 1), sizeof *h->devbufs);
+    int64_t maxn = 1;
+    for (int i = 0; i < h->ns; i++) {
+        Slot *s = &h->s[i];
+        s->host = alloc64(s->bytes);
+        if (!(s->dev = h->dev->alloc(h->dev, s->bytes ? s->bytes : 1, h->d)))
+            return !(h->device_error = true);
+        h->devbufs[i] = s->dev;
+        if (s->b->kind != BUF_IN) {
+            s->poison = alloc64(s->bytes);
+            rt_poison(s->b->dtype, s->poison, s->n);
+        }
+        if (s->n > maxn)
+            maxn = s->n;
+    }
+    h->gb = xcalloc((size_t)(u->nbufs ? u->nbufs : 1), sizeof *h->gb);
+    for (int i = 0; i < u->nbufs; i++) {
+        int64_t n = ir_buffer_elems(u, u->bufs[i]);
+        h->gb[i] = alloc64(sizeof(double) * (size_t)(n > 0 ? n : 1));
+        if (n > maxn)
+            maxn = n;
+    }
+    h->got = alloc64(sizeof(double) * (size_t)maxn);
+    h->w = xcalloc((size_t)(h->ns ? h->ns : 1), sizeof *h->w);
+    for (int i = 0; i < h->ns; i++) {
+        Slot *s = &h->s[i];
+        if (s->b->kind != BUF_OUT)
+            continue;
+        h->w[h->nw++] = (Watch){.name = s->b->name, .t = s->b->dtype, .n = s->n, .dev = s->dev,
+                                .host = s->host, .poison = s->poison, .ref = h->gb[s->ub->id],
+                                .shape = s->ub, .tol = h->r->tolerance};
+    }
+    return true;
+}
+
+/* ---- validation ---- */
+
+static int validate(H *h, RtExec *x)
+{
+    const Kernel *u = h->u;
+    for (int c = 0; c < h->o.checks; c++) {
+        Rng rng;
+        rng_seed(&rng, h->o.seed ^ (0xd1b54a32d192ed03ull * (uint64_t)(c + 1)));
+        for (int i = 0; i < u->nbufs; i++) {
+            const Buffer *b = u->bufs[i];
+            if (b->kind != BUF_IN)
+                continue;
+            Slot *s = &h->s[h->u2k[i]];
+            rt_fill_random(b->dtype, s->n, &rng, h->gb[i], s->host);
+            if (!h->dev->upload(h->dev, s->dev, s->host, s->bytes, h->d))
+                return EXIT_RUNTIME;
+        }
+        double t0 = now_seconds();
+        if (!rt_golden_compute(h->golden, h->gb, h->d)) {
+            diag_plain(h->d, DIAG_ERROR, "the golden reference (%s) failed", rt_golden_name(h->golden));
+            return EXIT_RUNTIME;
+        }
+        double t1 = now_seconds();
+        if (!poison(h, h->w, h->nw, true) || !h->dev->run(h->dev, x, h->devbufs, &h->check_ms, h->d))
+            return EXIT_RUNTIME;
+        char when[64];
+        snprintf(when, sizeof when, "run on input set %d of %d", c + 1, h->o.checks);
+        double this_check = 0;
+        bool ok = check_watch(h, h->w, h->nw, when, &this_check);
+        h->r->rel_error = fmax(h->r->rel_error, this_check);
+        if (h->o.verbose)
+            fprintf(stderr, "perfc: check %d/%d: %s in %.1f ms, relative error %.3g (tolerance %.3g)%s\n", c + 1,
+                    h->o.checks, rt_golden_name(h->golden), (t1 - t0) * 1e3, this_check, h->r->tolerance,
+                    ok ? "" : ": FAILED");
+        if (!ok)
+            return h->device_error ? EXIT_RUNTIME : EXIT_INVALID;
+        h->r->checks++;
+    }
+    return EXIT_OK;
+}
+
+/* ---- the baseline ---- */
+
+static int baseline(H *h)
+{
+    RtResult *r = h->r;
+    if (!r->work.is_gemm) {
+        snprintf(r->base_note, sizeof r->base_note, "no %s equivalent for this kernel (it is not a matrix product)",
+                 strcmp(r->base_name, "openblas") == 0 ? "OpenBLAS" : "cuBLAS");
+        return EXIT_OK;
+    }
+    const RtGemm *g = &r->work.gemm;
+    char why[256] = "";
+    int nerr = h->d->nerrors;
+    RtExec *x = h->dev->library(h->dev, r->base_name, g, why, sizeof why, h->d);
+    if (!x) {
+        if (h->d->nerrors > nerr)
+            return EXIT_RUNTIME;
+        snprintf(r->base_note, sizeof r->base_note, "%s", why);
+        return EXIT_OK;
+    }
+    snprintf(r->base_call, sizeof r->base_call, "%s", x->what);
+    int64_t n = g->batch * g->m * g->n;
+    size_t bytes = (size_t)n * (size_t)dtype_bytes(g->tc);
+    void *cdev = h->dev->alloc(h->dev, bytes ? bytes : 1, h->d);
+    void *chost = alloc64(bytes), *cpoison = alloc64(bytes);
+    rt_poison(g->tc, cpoison, n);
+    int rc = EXIT_RUNTIME;
+    if (cdev) {
+        void *abc[3] = {h->s[h->u2k[g->a]].dev, h->s[h->u2k[g->b]].dev, cdev};
+        char name[64];
+        snprintf(name, sizeof name, "%s result", r->base_name);
+        Watch w = {.name = name, .t = g->tc, .n = n, .dev = cdev, .host = chost, .poison = cpoison,
+                   .ref = h->gb[g->c], .shape = h->u->bufs[g->c], .tol = rt_tolerance(g->tc, g->k)};
+        /* A wrong baseline is noted beside a valid kernel, never turned into the kernel's
+         * failure: fail() writes r->reason and r->valid, which are restored here. */
+        char kept[sizeof r->reason];
+        memcpy(kept, r->reason, sizeof kept);
+        double rel = 0;
+        rc = time_loop(h, x, abc, &w, 1, false, false, r->base_name, &rel, &r->base_time);
+        if (rc == EXIT_INVALID) {
+            char reason[sizeof r->reason];
+            memcpy(reason, r->reason, sizeof reason);
+            memcpy(r->reason, kept, sizeof kept);
+            r->valid = true;
+            memset(&r->base_time, 0, sizeof r->base_time);
+            snprintf(r->base_note, sizeof r->base_note, "%s did not match the golden reference, so it is not timed: %s",
+                     x->what, reason);
+            rc = EXIT_OK;
+        } else if (rc == EXIT_OK) {
+            r->has_base = true;
+            r->base_rel_error = rel;
+            double gemm_flops = 2.0 * (double)g->batch * (double)g->m * (double)g->n * (double)g->k;
+            r->base_gflops = r->base_time.median > 0 ? gemm_flops / (r->base_time.median * 1e6) : 0;
+            /* Throughput on the same count of operations: the product's.  For a kernel with
+             * an epilogue that credits perfc nothing for the extra work. */
+            r->vs_baseline = r->time.median > 0 ? r->base_time.median / r->time.median : 0;
+            if (g->epilogue)
+                snprintf(r->base_note, sizeof r->base_note,
+                         "the baseline computes the matrix product only; the kernel's epilogue is extra work");
+        }
+        h->dev->free(h->dev, cdev);
+    }
+    free(chost);
+    free(cpoison);
+    h->dev->release(h->dev, x);
+    return rc;
+}
+
+/* ---- the whole evaluation ---- */
+
+static int check_compare(H *h)
+{
+    const char *lib = h->o.compare;
+    if (!lib)
+        return EXIT_OK;
+    h->r->compare = true;
+    snprintf(h->r->base_name, sizeof h->r->base_name, "%s", lib);
+    if (strcmp(lib, "openblas") == 0) {
+        if (!rt_blas_available()) {
+            diag_plain(h->d, DIAG_ERROR,
+                       "--compare openblas: this perfc was built without OpenBLAS (install libopenblas-dev "
+                       "and rebuild)");
+            return EXIT_USAGE;
+        }
+        if (strcmp(h->dev->name, "cpu") != 0) {
+            diag_plain(h->d, DIAG_ERROR, "--compare openblas needs a CPU target; on a GPU use --compare cublas");
+            return EXIT_USAGE;
+        }
+        return EXIT_OK;
+    }
+    if (strcmp(lib, "cublas") == 0) {
+        if (strcmp(h->dev->name, "cuda") != 0) {
+            diag_plain(h->d, DIAG_ERROR,
+                       "--compare cublas needs a GPU target (-target sm_XX); on the CPU use --compare openblas");
+            return EXIT_USAGE;
+        }
+        return EXIT_OK;
+    }
+    diag_plain(h->d, DIAG_ERROR, "--compare %s: unknown library (openblas, cublas)", lib);
+    return EXIT_USAGE;
+}
+
+static void describe_cache(H *h)
+{
+    if (strcmp(h->dev->name, "cpu") == 0) {
+#if defined(__x86_64__)
+        snprintf(h->r->cache, sizeof h->r->cache, "every buffer evicted with clflush before each repetition");
+#else
+        snprintf(h->r->cache, sizeof h->r->cache, "2 x last-level cache written before each repetition");
+#endif
+    } else {
+        snprintf(h->r->cache, sizeof h->r->cache, "device cache flushed before each repetition");
+    }
+}
+
+int rt_evaluate(RtDevice *dev, const Kernel *k, const Kernel *u, const RunOptions *opt, RtResult *r, Diags *d)
+{
+    H hh = {.dev = dev, .k = k, .u = u ? u : k, .r = r, .d = d};
+    H *h = &hh;
+    RtExec *x = NULL;
+    if (opt)
+        h->o = *opt;
+    else
+        rt_options_init(&h->o);
+    if (!h->o.target)
+        h->o.target = "host";
+    if (h->o.min_time_s <= 0)
+        h->o.min_time_s = 0.2;
+    if (h->o.max_reps <= 0)
+        h->o.max_reps = 10000;
+    if (h->o.checks < 2)
+        h->o.checks = 2;
+
+    memset(r, 0, sizeof *r);
+    r->k = k;
+    r->target = h->o.target;
+    r->seed = h->o.seed;
+    rt_machine_host(&r->machine);
+    dev->describe(dev, &r->machine);
+    describe_cache(h);
+    r->threads = h->o.threads > 0 ? h->o.threads : rt_cpu_count();
+    perfc_pool_set_threads(r->threads);
+    rt_blas_set_threads(r->threads);
+
+    int rc = check_compare(h);
+    if (rc)
+        return rc;
+    if (!ir_all_bound(k, d) || (h->u != k && !ir_all_bound(h->u, d)))
+        return EXIT_USAGE;
+    if (!rt_analyse(h->u, &r->work, d))
+        return EXIT_RUNTIME;
+    r->tol_dtype = rt_tolerance_dtype(h->u);
+    r->tolerance = rt_tolerance(r->tol_dtype, r->work.reduce_len);
+    if (!map_buffers(h)) {
+        rc = EXIT_USAGE;
+        goto out;
+    }
+    int nout = 0;
+    for (int i = 0; i < k->nbufs; i++)
+        nout += k->bufs[i]->kind == BUF_OUT;
+    if (!nout) {
+        diag_plain(d, DIAG_ERROR, "kernel %s has no output to validate", k->name);
+        rc = EXIT_USAGE;
+        goto out;
+    }
+
+    double t0 = now_seconds();
+    x = dev->compile(dev, k, h->o.target, d);
+    r->compile_ms = (now_seconds() - t0) * 1e3;
+    if (!x) {
+        rc = EXIT_USAGE;
+        goto out;
+    }
+    if (!(h->golden = rt_golden_new(h->u, &r->work, d))) {
+        rc = EXIT_RUNTIME;
+        goto release;
+    }
+    snprintf(r->golden, sizeof r->golden, "%s", rt_golden_name(h->golden));
+    if (!allocate(h)) {
+        rc = EXIT_RUNTIME;
+        goto release;
+    }
+    if ((rc = validate(h, x)) != EXIT_OK)
+        goto release;
+    if ((rc = time_loop(h, x, h->devbufs, h->w, h->nw, true, h->check_ms >= 500, "kernel", &r->rel_error,
+                        &r->time)) != EXIT_OK)
+        goto release;
+    r->valid = true;
+    if (r->time.median > 0) {
+        r->gflops = r->work.flops / (r->time.median * 1e6);
+        r->gbps = r->work.bytes / (r->time.median * 1e6);
+    }
+    if (r->compare)
+        rc = baseline(h);
+
+release:
+    if (x)
+        dev->release(dev, x);
+out:
+    if (rc == EXIT_INVALID) {
+        /* no speed for a wrong kernel, not even a partial one */
+        r->valid = false;
+        memset(&r->time, 0, sizeof r->time);
+        r->gflops = r->gbps = 0;
+        r->has_base = false;
+        memset(&r->base_time, 0, sizeof r->base_time);
+        r->base_gflops = r->vs_baseline = 0;
+    }
+    if (h->device_error && rc == EXIT_OK)
+        rc = EXIT_RUNTIME;
+    for (int i = 0; i < h->ns; i++) {
+        if (h->s[i].dev)
+            dev->free(dev, h->s[i].dev);
+        free(h->s[i].host);
+        free(h->s[i].poison);
+    }
+    if (h->gb)
+        for (int i = 0; i < h->u->nbufs; i++)
+            free(h->gb[i]);
+    free(h->gb);
+    free(h->got);
+    free(h->w);
+    free(h->s);
+    free(h->u2k);
+    free(h->devbufs);
+    rt_golden_free(h->golden);
+    return rc;
+}
+
+int rt_run(const Kernel *k, const Kernel *u, const RunOptions *o, Diags *d)
+{
+    RunOptions def;
+    if (!o) {
+        rt_options_init(&def);
+        o = &def;
+    }
+    int rc = EXIT_RUNTIME;
+    RtDevice *dev = rt_device_open(o->target, &rc, d);
+    if (!dev)
+        return rc;
+    RtResult *r = xcalloc(1, sizeof *r);
+    rc = rt_evaluate(dev, k, u, o, r, d);
+    if (rc == EXIT_OK || rc == EXIT_INVALID) {
+        FILE *f = o->out ? o->out : stdout;
+        if (o->json)
+            rt_report_json(r, f);
+        else
+            rt_report_human(r, f);
+        fflush(f);
+    }
+    dev->close(dev);
+    free(r);
+    return rc;
+}

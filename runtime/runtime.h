@@ -1,0 +1,282 @@
+/* The runtime: devices, the validation and timing harness, golden references,
+ * library baselines and the report.
+ *
+ * The harness turns "a kernel compiled" into "a kernel proven correct on fresh
+ * inputs and measured honestly" (DESIGN.md, "Validation and measurement"): seeded
+ * random inputs, outputs poisoned with NaN before every run, golden outputs from a
+ * reference that shares no code with the code generators, a per-dtype tolerance on
+ * the relative Frobenius error, warm-up, caches flushed between repetitions,
+ * repetitions adapted to the kernel's length, and the library baseline timed the
+ * same way in the same process.  docs/harness.md states every rule as implemented.
+ *
+ * A device is a small table of function pointers (RtDevice).  The harness never
+ * touches device memory itself: it stages native-layout data on the host and moves
+ * it with upload/download, so a device is one RtDevice plus one line in
+ * rt_device_open (runtime/devices.c): the host CPU is runtime/device_host.c, an
+ * NVIDIA GPU runtime/cuda_device.c.
+ *
+ * Prototypes are grouped by source file. */
+#ifndef PERFC_RUNTIME_RUNTIME_H
+#define PERFC_RUNTIME_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../ir/ir.h"
+
+/* ---------------------------------------------------------------------------
+ * runtime/workload.c: what a kernel computes, read from its IR
+ * ------------------------------------------------------------------------- */
+
+/* A (batched, possibly transposed) matrix product found in the IR:
+ *   C[b.., i, j] = sum(k) A[b.., i, k] * B[b.., k, j]
+ * with A stored [.., M, K] (or [.., K, M] when trans_a) and B stored [.., K, N]
+ * (or [.., N, K] when trans_b), all row-major and contiguous.  Buffer ids are those
+ * of the kernel that was analysed. */
+typedef struct RtGemm {
+    int a, b, c;
+    DType ta, tb, tc;
+    int64_t batch, m, n, k;
+    bool trans_a, trans_b;
+    int64_t stride_a, stride_b, stride_c; /* elements between batch entries; 0: broadcast */
+    bool epilogue;      /* the kernel does more than this product (C a temporary, other statements) */
+} RtGemm;
+
+typedef struct RtWork {
+    double flops;       /* arithmetic on data values, counted from the IR (docs/harness.md) */
+    double execs;       /* statement executions */
+    bool exact;         /* false when a guard or loop bound was too costly to enumerate */
+    double bytes;       /* every input read once + every output written once */
+    int64_t reduce_len; /* longest reduction: product of the trips of the reduced loops, >= 1 */
+    bool is_gemm;
+    RtGemm gemm;
+    int gemm_nodes[2];  /* top-level nodes that compute the product (-1: unused) */
+    double rest_work;   /* flops + statement executions outside gemm_nodes */
+} RtWork;
+
+/* Counts and classifies a kernel whose parameters are all bound. */
+bool rt_analyse(const Kernel *k, RtWork *w, Diags *d);
+/* The float type whose precision bounds the error: the least precise of the
+ * outputs, the temporaries and the float casts in statement values.  DT_I32 when
+ * the kernel holds no float at all (then results must match exactly). */
+DType rt_tolerance_dtype(const Kernel *k);
+/* The tolerance on the relative Frobenius error (docs/harness.md). */
+double rt_tolerance(DType t, int64_t reduce_len);
+
+/* ---------------------------------------------------------------------------
+ * runtime/machine.c: the machine a report names
+ * ------------------------------------------------------------------------- */
+
+typedef struct RtFact {
+    char key[32];
+    char value[160];
+} RtFact;
+
+typedef struct RtMachine {
+    char device[384];   /* one line: what ran the kernel */
+    char cpu[128];      /* host CPU model */
+    int cores;          /* online logical CPUs */
+    char isa[192];      /* vector/ISA extensions present, space-separated */
+    double cpu_mhz;     /* 0 when unreadable */
+    int64_t llc_bytes;  /* last-level cache, 0 when unknown */
+    char blas[192];     /* OpenBLAS version and configuration, or "none" */
+    char llvm[32];      /* LLVM version the code generator was built with, or "none" */
+    RtFact facts[16];   /* device-specific facts (GPU name, clocks, driver, library versions) */
+    int nfacts;
+} RtMachine;
+
+void rt_machine_host(RtMachine *m);
+void rt_machine_fact(RtMachine *m, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int rt_cpu_count(void);
+/* True when /proc/cpuinfo lists the feature (x86 "flags", Arm "Features"). */
+bool rt_cpu_has(const char *feature);
+int64_t rt_llc_bytes(void);
+
+/* ---------------------------------------------------------------------------
+ * Devices.  The harness calls only these pointers; every call that can fail
+ * reports through Diags and returns false/NULL.  Pointers into device memory are
+ * opaque (void *) to the harness.
+ * ------------------------------------------------------------------------- */
+
+/* Something a device can run: a compiled kernel or a library call. */
+typedef struct RtExec {
+    const char *what;   /* for messages: "perfc kernel", "cblas_sgemm" */
+    void *impl;         /* the device's own data */
+} RtExec;
+
+typedef struct RtDevice RtDevice;
+struct RtDevice {
+    const char *name;   /* kind: "cpu" or "cuda"; --compare checks it */
+    void *impl;         /* the implementation's state */
+    /* Names the device: fills m->device and adds facts (called after rt_machine_host). */
+    void (*describe)(RtDevice *dev, RtMachine *m);
+    void *(*alloc)(RtDevice *dev, size_t bytes, Diags *d);
+    void (*free)(RtDevice *dev, void *p);
+    bool (*upload)(RtDevice *dev, void *dst, const void *src, size_t bytes, Diags *d);
+    bool (*download)(RtDevice *dev, void *dst, const void *src, size_t bytes, Diags *d);
+    /* Compiles the kernel for target.  The harness times this call (compile_ms). */
+    RtExec *(*compile)(RtDevice *dev, const Kernel *k, const char *target, Diags *d);
+    /* The library `lib` ("openblas", "cublas") doing g.  Its buffers at run time are
+     * {A, B, C}.  NULL with a one-line reason in why (and no diagnostic) when the
+     * library has no equivalent; NULL with a diagnostic when it failed. */
+    RtExec *(*library)(RtDevice *dev, const char *lib, const RtGemm *g, char *why, size_t whylen,
+                       Diags *d);
+    /* Runs x to completion on bufs (Kernel.bufs order for kernels; {A, B, C} for
+     * library calls).  When ms is not NULL it receives the run's time measured the
+     * device's way (host: monotonic clock around the call; GPU: events after a full
+     * synchronisation). */
+    bool (*run)(RtDevice *dev, RtExec *x, void **bufs, double *ms, Diags *d);
+    /* Evicts every cached copy of the data the next run touches; untimed. */
+    void (*flush)(RtDevice *dev);
+    void (*release)(RtDevice *dev, RtExec *x);
+    void (*close)(RtDevice *dev);
+};
+
+/* ---- runtime/device_host.c: the host CPU ---- */
+RtDevice *rt_host_open(Diags *d);
+/* Wraps a C function as something the host device runs: used by tests that plant
+ * wrong kernels behind the device interface, and by callers with a ready function. */
+RtExec *rt_host_exec_fn(RtDevice *host, void (*fn)(void *ctx, void **bufs), void *ctx,
+                        const char *what);
+
+/* ---- runtime/cuda_device.c: one NVIDIA GPU, its driver loaded at run time ---- */
+/* NULL with a diagnostic when there is no usable GPU or it cannot run target. */
+RtDevice *rt_cuda_open(const char *target, Diags *d);
+
+/* ---- runtime/devices.c: target -> device ---- */
+/* Opens the device that runs code for target ("host", "x86_64-avx2", "sm_90", ...).
+ * NULL with a diagnostic and *rc = 1 when the target cannot run on this machine,
+ * *rc = 3 when the device failed to start. */
+RtDevice *rt_device_open(const char *target, int *rc, Diags *d);
+
+/* ---------------------------------------------------------------------------
+ * runtime/baseline_blas.c: OpenBLAS, optional (PERFC_HAVE_OPENBLAS)
+ * ------------------------------------------------------------------------- */
+
+bool rt_blas_available(void);
+void rt_blas_set_threads(int n);
+/* "OpenBLAS 0.3.21 DYNAMIC_ARCH ... (core Haswell)" or "none". */
+void rt_blas_describe(char *buf, size_t n);
+/* Golden product in f64 on f64 arrays laid out as g says: c = a·b per batch entry. */
+bool rt_blas_gemm_f64(const RtGemm *g, const double *a, const double *b, double *c, Diags *d);
+/* The library call that does g in g's own dtypes, or NULL with the reason. */
+typedef struct RtBlasCall RtBlasCall;
+RtBlasCall *rt_blas_plan(const RtGemm *g, char *why, size_t whylen);
+const char *rt_blas_call_name(const RtBlasCall *c);
+void rt_blas_call(void *call, void **abc); /* call: an RtBlasCall */
+void rt_blas_free(void *call);
+
+/* ---------------------------------------------------------------------------
+ * runtime/golden.c: reference outputs that share no code with the generators
+ * ------------------------------------------------------------------------- */
+
+/* A copy of k with every float buffer, constant, cast and operation in f64 (integer
+ * buffers and index arithmetic untouched, loops serial except `parallel`, every
+ * buffer in global memory).  Buffer ids and order are k's.  Free with ir_free. */
+Kernel *ir_promote_f64(const Kernel *k);
+
+typedef enum RtGoldenKind {
+    RT_GOLDEN_INTERP,   /* the f64 interpreter on ir_promote_f64(u) */
+    RT_GOLDEN_BLAS,     /* OpenBLAS dgemm in f64, then the interpreter for any epilogue */
+    RT_GOLDEN_JIT,      /* ir_promote_f64(u) JIT-compiled for the host */
+} RtGoldenKind;
+
+typedef struct RtGolden RtGolden;
+/* Chooses the reference for u from its workload (docs/harness.md). */
+RtGolden *rt_golden_new(const Kernel *u, const RtWork *w, Diags *d);
+RtGoldenKind rt_golden_kind(const RtGolden *g);
+const char *rt_golden_name(const RtGolden *g);
+/* bufs[i]: u's buffer i as doubles; inputs filled (rounded to their dtype), every
+ * other buffer allocated.  On return outputs and temporaries hold the reference. */
+bool rt_golden_compute(RtGolden *g, double **bufs, Diags *d);
+void rt_golden_free(RtGolden *g);
+
+/* ---------------------------------------------------------------------------
+ * runtime/data.c: native-layout buffers
+ * ------------------------------------------------------------------------- */
+
+/* Seeded values for an input: floats uniform in [-1, 1) rounded to t, integers
+ * uniform in [-16, 16]; never all equal.  Writes the f64 values and, when native is
+ * not NULL, the same values in t's storage format. */
+void rt_fill_random(DType t, int64_t n, Rng *r, double *f64, void *native);
+void rt_to_native(DType t, const double *src, void *dst, int64_t n);
+void rt_from_native(DType t, const void *src, double *dst, int64_t n);
+/* NaN in t's format (INT32_MIN for integers, which cannot hold NaN). */
+void rt_poison(DType t, void *dst, int64_t n);
+
+/* ---------------------------------------------------------------------------
+ * runtime/harness.c: validate, time, compare
+ * ------------------------------------------------------------------------- */
+
+typedef struct RunOptions {
+    const char *target;   /* NULL: "host" */
+    int threads;          /* <= 0: every online CPU; kernel and CPU baseline alike */
+    const char *compare;  /* "openblas", "cublas" or NULL */
+    bool json;            /* one JSON object instead of the table */
+    uint64_t seed;        /* inputs of check c come from a stream seeded by (seed, c) */
+    double min_time_s;    /* <= 0: 0.2 */
+    int max_reps;         /* <= 0: 10000 */
+    int checks;           /* validation input sets; clamped to >= 2 */
+    bool verbose;         /* a line per check and per repetition on stderr */
+    FILE *out;            /* where the report goes; NULL: stdout */
+} RunOptions;
+
+/* Zero everything, then the defaults above (target "host", seed 1). */
+void rt_options_init(RunOptions *o);
+
+typedef struct RtStats {
+    double median, min, max; /* ms */
+    int reps;
+} RtStats;
+
+typedef struct RtResult {
+    const Kernel *k;      /* the kernel run; must outlive the result for printing */
+    const char *target;
+    int threads;
+    uint64_t seed;        /* reproduces the inputs (RunOptions.seed) */
+    RtMachine machine;
+    RtWork work;
+    bool valid;
+    char reason[512];     /* why validation failed */
+    double rel_error;     /* worst over every check, timed runs included */
+    double tolerance;
+    DType tol_dtype;
+    char golden[64];      /* name of the reference */
+    int checks;           /* fresh input sets validated */
+    double compile_ms;
+    RtStats time;
+    double gflops, gbps;
+    char cache[96];       /* how caches were flushed */
+    /* baseline (--compare) */
+    bool compare;         /* a baseline was asked for */
+    char base_name[32];   /* "openblas" */
+    char base_call[32];   /* "cblas_sgemm" */
+    bool has_base;        /* ran and timed */
+    char base_note[1024]; /* why there is none, or a remark on what it covers */
+    RtStats base_time;
+    double base_gflops, base_rel_error;
+    double vs_baseline;   /* perfc GFLOP/s / baseline GFLOP/s */
+} RtResult;
+
+/* Validates and times k on dev.  u is the same kernel before scheduling (NULL: k
+ * itself); the golden reference and the operation counts come from it.  Fills r
+ * and returns the exit status of DESIGN.md: 0 valid (timed), 2 validation failed
+ * (r->valid false, nothing timed), 1 usage or compile error, 3 runtime or device
+ * error (diagnostics in d).  Prints nothing on stdout. */
+int rt_evaluate(RtDevice *dev, const Kernel *k, const Kernel *u, const RunOptions *o, RtResult *r,
+                Diags *d);
+/* What `perfc --run` calls: opens the device for o->target, evaluates, prints the
+ * report (table, or JSON with o->json) when the status is 0 or 2, and returns it. */
+int rt_run(const Kernel *k, const Kernel *u, const RunOptions *o, Diags *d);
+
+/* ---------------------------------------------------------------------------
+ * runtime/report.c
+ * ------------------------------------------------------------------------- */
+
+void rt_report_human(const RtResult *r, FILE *f);
+void rt_report_json(const RtResult *r, FILE *f);
+
+#endif

@@ -1,0 +1,164 @@
+/* Every stdlib kernel JIT-compiled and validated against the interpreter at random
+ * small shapes, odd ones included, through the real front end (parse, sema, lower).
+ * Each kernel is also run with the file's CPU schedules applied when it has any; a
+ * schedule the transformations refuse at a shape is reported, not failed (that is
+ * the schedule's business), but a scheduled kernel that computes wrong is a failure.
+ * Sizes with defaults are perturbed around them; the others are drawn from small odd
+ * numbers.  A shape the front end rejects (a convolution window larger than the
+ * padded image) is redrawn. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cg_test.h"
+#include "lang/ast.h"
+#include "passes/passes.h"
+#include "passes/xform.h"
+#include "runtime/pool.h"
+
+static const int64_t odd[] = {1, 3, 5, 7, 9, 11, 13, 2, 4, 8};
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Lowers ak with sizes drawn from r; NULL if the front end rejects the shape. */
+static Kernel *draw(Program *p, AstKernel *ak, Rng *r, bool sched, char *shape, size_t nshape, bool *sched_refused)
+{
+    int64_t vals[32];
+    bool bound[32];
+    if (ak->nparams > 32)
+        return NULL;
+    size_t at = 0;
+    shape[0] = 0;
+    for (int i = 0; i < ak->nparams; i++) {
+        int64_t v;
+        if (ak->params[i].has_default) {
+            v = ak->params[i].def + (int64_t)(rng_next(r) % 3) - 1;
+            if (v < 1)
+                v = 1;
+        } else {
+            /* many parameters: keep the work small for the f64 interpreter */
+            int n = ak->nparams > 3 ? 6 : 10;
+            v = odd[rng_next(r) % (uint64_t)n];
+        }
+        vals[i] = v;
+        bound[i] = true;
+        at += (size_t)snprintf(shape + at, at < nshape ? nshape - at : 0, "%s%s=%lld", i ? " " : "", ak->params[i].name,
+                               (long long)v);
+    }
+    Diags d;
+    diag_init(&d);
+    Kernel *k = lower_kernel(p, ak, vals, bound, &d);
+    diag_free(&d);
+    if (!k || !sched)
+        return k;
+    const AstSchedule *s[64];
+    int ns = 0;
+    for (int i = 0; i < p->nschedules && ns < 64; i++)
+        if (!strcmp(p->schedules[i]->kernel, ak->name) && schedule_matches_target(p->schedules[i]->target, "host"))
+            s[ns++] = p->schedules[i];
+    if (ns == 0) {
+        ir_free(k);
+        return NULL;
+    }
+    PipelineOpts po = {0};
+    po.schedules = s;
+    po.nschedules = ns;
+    diag_init(&d);
+    if (!pipeline_run(k, &po, &d)) {
+        fprintf(stderr, "note: %s's CPU schedule refused at %s:\n", ak->name, shape);
+        diag_flush(&d, stderr);
+        *sched_refused = true;
+        ir_free(k);
+        k = NULL;
+    }
+    diag_free(&d);
+    return k;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = argc > 1 ? argv[1] : PERFC_SOURCE_DIR "/stdlib";
+    int shapes = argc > 2 ? atoi(argv[2]) : 3;
+    void (*pf)(int64_t, void (*)(void *, int64_t, int64_t), void *) = perfc_parallel_for;
+    void *addr;
+    memcpy(&addr, &pf, sizeof addr);
+    cg_llvm_add_symbol("perfc_parallel_for", addr);
+
+    DIR *dd = opendir(dir);
+    if (!dd) {
+        fprintf(stderr, "cannot open %s\n", dir);
+        return 1;
+    }
+    char *files[256];
+    int nfiles = 0;
+    struct dirent *de;
+    while ((de = readdir(dd)) && nfiles < 256) {
+        size_t n = strlen(de->d_name);
+        if (n > 4 && !strcmp(de->d_name + n - 4, ".pdl"))
+            files[nfiles++] = xstrdup(de->d_name);
+    }
+    closedir(dd);
+    qsort(files, (size_t)nfiles, sizeof *files, cmp_str);
+
+    Rng r;
+    rng_seed(&r, 20240611);
+    int nkernels = 0, nruns = 0;
+    double ms_total = 0, ms_max = 0;
+    for (int f = 0; f < nfiles; f++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, files[f]);
+        size_t len;
+        char *text = read_file(path, &len);
+        CHECK(text, "cannot read %s", path);
+        if (!text)
+            continue;
+        Arena *a = arena_new();
+        Source src = {path, text, len};
+        Diags d;
+        diag_init(&d);
+        Program *p = parse_program(a, &src, &d);
+        bool ok = !d.nerrors && sema_program(p, &d);
+        if (!ok)
+            diag_flush(&d, stderr);
+        CHECK(ok, "%s does not pass the front end", path);
+        diag_free(&d);
+        for (int ki = 0; ok && ki < p->nkernels; ki++) {
+            AstKernel *ak = p->kernels[ki];
+            nkernels++;
+            for (int sched = 0; sched < 2; sched++) {
+                for (int s = 0; s < shapes; s++) {
+                    char shape[512], what[768];
+                    Kernel *k = NULL;
+                    bool refused = false;
+                    for (int tries = 0; tries < 20 && !k && !refused; tries++)
+                        k = draw(p, ak, &r, sched, shape, sizeof shape, &refused);
+                    if (!k) {
+                        CHECK(sched || refused, "%s: no shape accepted by the front end", ak->name);
+                        break;
+                    }
+                    snprintf(what, sizeof what, "%s%s %s", ak->name, sched ? " (scheduled)" : "", shape);
+                    double ms = 0;
+                    CHECK(cgt_jit_check(k, "host", rng_next(&r), what, &ms), "%s", what);
+                    ms_total += ms;
+                    if (ms > ms_max)
+                        ms_max = ms;
+                    nruns++;
+                    ir_free(k);
+                }
+            }
+        }
+        arena_free(a);
+        free(text);
+        free(files[f]);
+    }
+    if (cgt_failures)
+        fprintf(stderr, "%d failure(s)\n", cgt_failures);
+    else
+        printf("%d stdlib kernels, %d JIT runs matched the interpreter (compile %.1f ms mean, %.1f max)\n", nkernels,
+               nruns, nruns ? ms_total / nruns : 0, ms_max);
+    return cgt_failures ? 1 : 0;
+}

@@ -1,0 +1,191 @@
+/* Compile-only tests of the CUDA back end, run on every machine: each test kernel is
+ * turned into CUDA C for every target (sm_80 sm_86 sm_89 sm_90 sm_90a), the text is
+ * checked for what a reader and the runtime rely on (loop names kept, one comment
+ * per staged buffer, barriers around shared memory, the launch table), NVRTC
+ * compiles it when it is present, and ptxas assembles the PTX when the toolkit is
+ * installed (its path is argv[1]; "" skips).  Kernels that cannot launch must be
+ * refused with the numbers.  Needs no GPU or driver.
+ *
+ * Usage: test_cuda_compile [PTXAS] [OUTDIR]  (OUTDIR: keep the .cu/.ptx written) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "codegen/cuda/cg_cuda.h"
+#include "kernels.h"
+
+static int failures;
+
+#define CHECK(c, ...)                                                        \
+    do {                                                                     \
+        if (!(c)) {                                                          \
+            failures++;                                                      \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);             \
+            fprintf(stderr, __VA_ARGS__);                                    \
+            fputc('\n', stderr);                                             \
+        }                                                                    \
+    } while (0)
+
+static const char *targets[] = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
+
+static bool have_nvrtc;
+static const char *ptxas;
+static const char *outdir;
+
+static void write_file(const char *path, const char *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) return;
+    fwrite(data, 1, n, f);
+    fclose(f);
+}
+
+static void compile_all(Kernel *k, const char **must_contain)
+{
+    for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++) {
+        Diags d;
+        diag_init(&d);
+        CgCudaModule m;
+        bool ok = cg_cuda_generate(k, targets[t], &m, &d);
+        CHECK(ok, "%s %s: generate failed:\n%s", k->name, targets[t], d.text.s ? d.text.s : "");
+        if (!ok) {
+            diag_free(&d);
+            continue;
+        }
+        CHECK(m.nlaunches >= 1, "%s: no launches", k->name);
+        CHECK(strstr(m.src.s, "Launches, in order") != NULL, "%s: launch table missing", k->name);
+        for (int i = 0; must_contain && must_contain[i]; i++)
+            CHECK(strstr(m.src.s, must_contain[i]) != NULL, "%s: generated CUDA lacks \"%s\":\n%s", k->name,
+                  must_contain[i], m.src.s);
+        char path[512];
+        if (outdir && t == 3) {
+            snprintf(path, sizeof path, "%s/%s.cu", outdir, k->name);
+            write_file(path, m.src.s, m.src.len);
+        }
+        if (have_nvrtc) {
+            ok = cg_cuda_compile(&m, targets[t], &d);
+            CHECK(ok, "%s %s: NVRTC failed:\n%s\n--- source ---\n%s", k->name, targets[t], d.text.s ? d.text.s : "",
+                  m.src.s);
+            if (ok) {
+                CHECK(m.ptx && strstr(m.ptx, ".entry") != NULL, "%s: PTX has no entry", k->name);
+                CHECK(m.cubin_len > 16 && memcmp(m.cubin, "\177ELF", 4) == 0, "%s: cubin is not ELF", k->name);
+                for (int i = 0; i < m.nlaunches; i++)
+                    CHECK(m.launches[i].regs > 0 && m.launches[i].spill_stores >= 0,
+                          "%s %s: ptxas report not read (regs %d)", k->name, m.launches[i].name, m.launches[i].regs);
+                if (ptxas && *ptxas) {
+                    char dir[] = "/tmp/perfc_ptxXXXXXX";
+                    const char *d0 = outdir ? outdir : mkdtemp(dir);
+                    snprintf(path, sizeof path, "%s/%s_%s.ptx", d0, k->name, targets[t]);
+                    write_file(path, m.ptx, m.ptx_len);
+                    char cmd[1400];
+                    snprintf(cmd, sizeof cmd, "'%s' -arch=%s '%s' -o /dev/null", ptxas, targets[t], path);
+                    CHECK(system(cmd) == 0, "ptxas rejected %s", path);
+                    if (!outdir) {
+                        unlink(path);
+                        rmdir(d0);
+                    }
+                }
+            }
+        }
+        cg_cuda_module_free(&m);
+        diag_free(&d);
+    }
+}
+
+static void expect_refusal(Kernel *k, const char *words)
+{
+    Diags d;
+    diag_init(&d);
+    CgCudaModule m;
+    bool ok = cg_cuda_generate(k, "sm_90", &m, &d);
+    CHECK(!ok, "%s: a kernel that cannot launch was accepted", k->name);
+    CHECK(d.text.s && strstr(d.text.s, words), "%s: refusal does not give the numbers (\"%s\"): %s", k->name, words,
+          d.text.s ? d.text.s : "");
+    if (ok) cg_cuda_module_free(&m);
+    diag_free(&d);
+}
+
+static void test_unscheduled_mapping(void)
+{
+    /* GEMM: i and j parallel (one thread each), k serial in the thread */
+    Kernel *k = kb_gemm(DT_F32, DT_F32, 1, 100, 37, 53);
+    const char *g[] = {"i, j: one thread per iteration (3700 in all)", "for (idx_t k = 0; k < K; ++k)",
+                       "C[i * N + j] += ", "A[i * K + k]", "constexpr idx_t M = 100;", NULL};
+    compile_all(k, g);
+    ir_free(k);
+    /* softmax: four launches; the reductions keep c serial inside a thread per row */
+    k = kb_softmax(7, 300);
+    const char *s[] = {"softmax_0", "softmax_3", "r: one thread per iteration (7 in all)",
+                       "r, c: one thread per iteration (2100 in all)", "fmaxf(m[r], X[r * C + c])", "expf(", NULL};
+    compile_all(k, s);
+    ir_free(k);
+}
+
+int main(int argc, char **argv)
+{
+    ptxas = argc > 1 ? argv[1] : NULL;
+    outdir = argc > 2 ? argv[2] : NULL;
+    char why[512];
+    have_nvrtc = cg_nvrtc_available(why, sizeof why);
+    if (!have_nvrtc)
+        printf("note: %s; checking the generated CUDA C only\n", why);
+    if (ptxas && *ptxas && access(ptxas, X_OK) != 0)
+        ptxas = NULL;
+    if (!ptxas || !*ptxas)
+        printf("note: no ptxas; PTX is not assembled separately\n");
+
+    test_unscheduled_mapping();
+
+    Kernel *k = kb_gemm(DT_F16, DT_F32, 1, 64, 48, 40);
+    const char *h[] = {"const pf_half *__restrict__ A", "pf_h2f(A[i * K + k])", NULL};
+    compile_all(k, h);
+    ir_free(k);
+    k = kb_gemm(DT_BF16, DT_BF16, 1, 33, 17, 9);
+    const char *bf[] = {"pf_b2f(", "pf_f2b(", NULL};
+    compile_all(k, bf);
+    ir_free(k);
+    k = kb_gemm(DT_F32, DT_F32, 3, 20, 30, 10);
+    const char *bg[] = {"b, i, j: one thread per iteration (1800 in all)", "C[(b * M + i) * N + j]", NULL};
+    compile_all(k, bg);
+    ir_free(k);
+    k = kb_conv(19, 23);
+    const char *cv[] = {"pf_in(", " : 0.0f)", NULL};
+    compile_all(k, cv);
+    ir_free(k);
+    k = kb_eltwise(1000);
+    const char *el[] = {"pf_fdiv(", "pf_fmod(", "tanhf(", "erff(", "rsqrtf(", "pf_f2h(", "pf_f2b(", NULL};
+    compile_all(k, el);
+    ir_free(k);
+    k = kb_tiled_gemm(130, 70, 45);
+    const char *tg[] = {"blockIdx.y", "threadIdx.x", "__syncthreads();", "#pragma unroll",
+                        "/* As: f32[64][17] staged in shared memory", "/* acc: f32[4][4], per-thread",
+                        "float (*As)[17] = reinterpret_cast<float (*)[17]>(pf_smem + 0);", NULL};
+    compile_all(k, tg);
+    ir_free(k);
+
+    k = kb_too_much_shared();
+    expect_refusal(k, "307200 bytes of shared memory; sm_90 allows at most 232448");
+    ir_free(k);
+    k = kb_too_many_threads();
+    expect_refusal(k, "2048 threads per block; sm_90 allows at most 1024");
+    ir_free(k);
+
+    /* an unknown target and an unbound size are user errors, not crashes */
+    k = kb_gemm(DT_F32, DT_F32, 1, 8, 8, 8);
+    Diags d;
+    diag_init(&d);
+    CgCudaModule m;
+    CHECK(!cg_cuda_generate(k, "sm_70", &m, &d) && strstr(d.text.s, "sm_80 sm_86"), "sm_70 accepted");
+    k->params[0].bound = false;
+    CHECK(!cg_cuda_generate(k, "sm_80", &m, &d) && strstr(d.text.s, "-D M=VALUE"), "unbound M accepted");
+    diag_free(&d);
+    ir_free(k);
+
+    if (failures) {
+        fprintf(stderr, "%d failure(s)\n", failures);
+        return 1;
+    }
+    printf("cuda compile tests passed (%s)\n", have_nvrtc ? (ptxas ? "NVRTC and ptxas" : "NVRTC") : "source only");
+    return 0;
+}

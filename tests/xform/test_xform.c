@@ -1,0 +1,164 @@
+/* Transformation tests: each case applies schedule statements to a kernel and
+ * checks either that they are accepted, print as expected and compute the same
+ * outputs as the untransformed kernel in the interpreter, or that they are refused
+ * with a message naming the reason.  Run from the build folder with the source
+ * root as argument. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "xftest.h"
+
+typedef struct Case {
+    const char *file;   /* relative to the source root */
+    const char *kernel; /* NULL: the first */
+    const char *defs;
+    const char *sched;
+    const char *error;  /* NULL: must succeed; else a substring of the error */
+    const char *ir_has; /* a substring of the printed IR after success, or NULL */
+    const char *ir_not; /* must not appear */
+} Case;
+
+#define GEMM "stdlib/gemm.pdl"
+#define SOFTMAX "stdlib/softmax.pdl"
+#define CASES "tests/xform/cases.pdl"
+
+static const Case cases[] = {
+    /* split */
+    {GEMM, 0, "M=7,N=9,K=11", "split(i, 4)", 0, "if io * 4 + ii < M", 0},
+    {GEMM, 0, "M=8,N=9,K=11", "split(i, 4, a, b)", 0, "for b in 0..4", "if "},
+    {GEMM, 0, "M=7,N=9,K=11", "split(i, 4, tail=peel)", 0, "for it in 0..", "if "},
+    {GEMM, 0, "M=7,N=9,K=11", "split(i, 0)", "factor must be at least 1", 0, 0},
+    {GEMM, 0, "M=7,N=9,K=11", "split(q, 4)", "no loop `q`", 0, 0},
+    {GEMM, 0, "M=7,N=9,K=11", "split(i, 4, j, x)", "already in use", 0, 0},
+    {GEMM, 0, "M=7,N=9,K=11", "split(i, 4, tail=sideways)", "tail= takes", 0, 0},
+    {GEMM, 0, "M=7,N=9,K=11", "parallel(i) split(i, 2)", "already marked parallel", 0, 0},
+    /* tile and reorder */
+    {GEMM, 0, "M=7,N=9,K=11", "tile(i, j, 4, 2)", 0, "| | for ii in 0..4", 0},
+    {GEMM, 0, "M=8,N=8,K=8", "tile(i, j, 4, 4, I, J, a, b)", 0, "for J in 0..", 0},
+    {GEMM, 0, "M=7,N=9,K=11", "reorder(j, i)", 0, "for j in 0..N\n| for i in 0..M", 0},
+    {GEMM, 0, "M=7,N=9,K=11", "reorder(k, j)", "not perfectly nested", 0, 0},
+    {GEMM, 0, "M=7,N=9,K=11", "tile(i, k, 4, 4)", "must be the only content", 0, 0},
+    {GEMM, 0, "M=7,N=9,K=11", "split(i, 4) reorder(j, ii, io)", 0, "for j in", 0},
+    /* fuse */
+    {SOFTMAX, 0, "R=5,C=7", "fuse(m.r, e.r)", 0, 0, "for e.r"},
+    {SOFTMAX, 0, "R=5,C=7", "fuse(m.r, s.r)", "must directly follow", 0, 0},
+    {CASES, "mirror", "N=9", "fuse(t.i, Y.i)", "later iteration", 0, 0},
+    {CASES, "axpy2", "N=5,M=6", "fuse(a.i, b.i) fuse(a.i, Y.i) fuse(a.j, b.j) fuse(a.j, Y.j)", 0, 0, 0},
+    /* marks */
+    {GEMM, 0, "M=7,N=9,K=11", "parallel(i)", 0, "parallel", 0},
+    {GEMM, 0, "M=7,N=9,K=11", "parallel(k)", "carries a dependence", 0, 0},
+    {GEMM, 0, "M=7,N=9,K=11", "parallel(i) parallel(j)", "nested parallel", 0, 0},
+    {GEMM, 0, "M=7,N=9,K=11", "vectorize(j)", "must be innermost", 0, 0},
+    {GEMM, 0, "M=7,N=8,K=11", "reorder(k, j) ", "not perfectly nested", 0, 0},
+    {GEMM, 0, "M=7,N=9,K=11", "split(k, 4) vectorize(ki)", "not unit-stride", 0, 0},
+    {GEMM, 0, "M=7,N=9,K=11", "unroll(k)", 0, "unroll", 0},
+    {GEMM, 0, "M=7,N=9,K=100", "unroll(k)", "unroll takes", 0, 0},
+    {SOFTMAX, 0, "R=5,C=8", "vectorize(e.c)", 0, "vector", 0},
+    {SOFTMAX, 0, "R=5,C=8", "reorder(e.c, e.r) vectorize(e.r)", "not unit-stride", 0, 0},
+    /* rfactor */
+    {GEMM, 0, "M=7,N=9,K=8", "split(k, 4) rfactor(ki) vectorize(ki)", 0, "C_rf[ki] +=", 0},
+    {GEMM, 0, "M=7,N=9,K=11", "split(k, 4) rfactor(ki) vectorize(ki)", 0, "vector", 0},
+    {GEMM, 0, "M=7,N=9,K=12", "split(k, 3) rfactor(ko) parallel(ko)", 0, "parallel", 0},
+    {GEMM, 0, "M=7,N=9,K=11", "rfactor(j)", "single reduction statement", 0, 0},
+    {GEMM, 0, "M=7,N=9,K=11", "parallel(i) split(k, 4) rfactor(ki)", 0, 0, 0},
+    /* temporaries */
+    {SOFTMAX, 0, "R=5,C=7", "inline(e)", 0, "exp(X[", "e["},
+    {SOFTMAX, 0, "R=5,C=7", "inline(m)", "written by 2 statements", 0, 0},
+    {SOFTMAX, 0, "R=5,C=7", "inline(X)", "only temporaries", 0, 0},
+    {SOFTMAX, 0, "R=5,C=7", "compute_at(m, e.r)", 0, "for e.r in 0..R\n| m[e.r] = -inf", 0},
+    {SOFTMAX, 0, "R=5,C=7", "compute_at(s, Y.r) compute_at(m, e.r)", 0, 0, 0},
+    {SOFTMAX, 0, "R=5,C=7", "compute_at(e, Y.r)", "also read outside loop Y.r", 0, 0},
+    {SOFTMAX, 0, "R=5,C=7", "compute_at(m, m.c)", "nested in one another", 0, 0},
+    {CASES, "blur", "N=10", "split(Y.i, 4) compute_at(t, Y.io)", 0, "min(N + 2, Y.io * 4 + 6)", 0},
+    {CASES, "blur", "N=12", "split(Y.i, 4) compute_at(t, Y.io)", 0, "for t.i in Y.io * 4..Y.io * 4 + 6", 0},
+    {CASES, "mirror", "N=9", "inline(t)", 0, 0, "t["},
+    /* staging */
+    {GEMM, 0, "M=8,N=8,K=8", "tile(i, j, 4, 4) cache(B, jo)", 0, "B_jo[B_jo_c0, B_jo_c1] = B[B_jo_c0, jo * 4 + B_jo_c1]", 0},
+    {GEMM, 0, "M=7,N=9,K=11", "tile(i, j, 4, 4) cache(A, jo) cache(C, jo)", 0, "| | | | | C[io * 4 + C_jo_c01, jo * 4 + C_jo_c11] = C_jo[", 0},
+    {GEMM, 0, "M=7,N=9,K=11", "tile(i, j, 4, 4) cache(A, jo) padding(A_jo, 3) layout(A_jo, 1, 0)", 0, "A_jo: f32[14, 4] local", 0},
+    {GEMM, 0, "M=7,N=9,K=11", "padding(A, 1)", "its layout is the kernel's interface", 0, 0},
+    {GEMM, 0, "M=7,N=9,K=11", "tile(i, j, 4, 4) parallel(io) cache(B, jo)", 0, 0, 0},
+    {GEMM, 0, "M=7,N=9,K=11", "tile(i, j, 4, 4) parallel(io) cache(C, jo)", "stage it before marking", 0, 0},
+    {GEMM, 0, "M=8,N=8,K=8", "tile(i, j, 4, 4) cache(A, io) parallel(io)", 0, "parallel", 0},
+    {GEMM, 0, "M=8,N=8,K=8", "cache(A, k)", 0, 0, 0},
+    {"stdlib/conv2d.pdl", 0, 0, "split(Y.x, 2) cache(X, Y.xo)", 0, 0, 0},
+    /* parameters */
+    {GEMM, 0, "M=8,N=8,K=8", "param T in [4, 2]  split(i, T)", 0, "for ii in 0..4", 0},
+    {GEMM, 0, "M=8,N=8,K=8", "param T = 3  split(i, T)", 0, "for ii in 0..3", 0},
+    {GEMM, 0, "M=8,N=8,K=8", "split(i, T)", "no schedule parameter", 0, 0},
+    {GEMM, 0, "M=8,N=8,K=8", "frobnicate(i)", "unknown transformation", 0, 0},
+};
+
+int main(int argc, char **argv)
+{
+    const char *root = argc > 1 ? argv[1] : ".";
+    int fails = 0, n = (int)(sizeof cases / sizeof cases[0]);
+    for (int ci = 0; ci < n; ci++) {
+        const Case *c = &cases[ci];
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", root, c->file);
+        XtFile f;
+        if (!xt_open(&f, path)) {
+            printf("FAIL %d: cannot load %s\n", ci, path);
+            fails++;
+            continue;
+        }
+        Kernel *ref = xt_lower(&f, c->kernel, c->defs, 6), *k = xt_lower(&f, c->kernel, c->defs, 6);
+        if (!ref || !k) {
+            printf("FAIL %d: cannot lower %s\n", ci, path);
+            fails++;
+            xt_close(&f);
+            continue;
+        }
+        Diags d;
+        diag_init(&d);
+        bool ok = xt_schedule(k, c->sched, &d);
+        StrBuf ir = {0}, why = {0};
+        ir_print_kernel(k, &ir);
+        const char *msg = d.text.s ? d.text.s : "";
+        bool pass = true;
+        if (c->error) {
+            if (ok || !strstr(msg, c->error)) {
+                printf("FAIL %d `%s`: expected an error with \"%s\", got %s\n%s\n", ci, c->sched, c->error,
+                       ok ? "success" : "another error", msg);
+                pass = false;
+            }
+        } else if (!ok) {
+            printf("FAIL %d `%s`: refused:\n%s\n", ci, c->sched, msg);
+            pass = false;
+        } else {
+            Diags v;
+            diag_init(&v);
+            if (!ir_verify(k, &v)) {
+                printf("FAIL %d `%s`: verifier:\n%s\n%s\n", ci, c->sched, v.text.s, ir.s);
+                pass = false;
+            }
+            diag_free(&v);
+            if (pass && c->ir_has && !strstr(ir.s, c->ir_has)) {
+                printf("FAIL %d `%s`: the IR lacks \"%s\":\n%s\n", ci, c->sched, c->ir_has, ir.s);
+                pass = false;
+            }
+            if (pass && c->ir_not && strstr(ir.s, c->ir_not)) {
+                printf("FAIL %d `%s`: the IR has \"%s\":\n%s\n", ci, c->sched, c->ir_not, ir.s);
+                pass = false;
+            }
+            double e = pass ? xt_interp_diff(ref, k, 1234 + (uint64_t)ci, &why) : 0;
+            if (pass && !(e <= 1e-12)) {
+                printf("FAIL %d `%s`: outputs differ (%g): %s\n%s\n", ci, c->sched, e, why.s, ir.s);
+                pass = false;
+            }
+        }
+        if (pass)
+            printf("ok   %d %s\n", ci, c->sched);
+        fails += !pass;
+        sb_free(&ir);
+        sb_free(&why);
+        diag_free(&d);
+        ir_free(ref);
+        ir_free(k);
+        xt_close(&f);
+    }
+    printf("%d of %d failed\n", fails, n);
+    return fails != 0;
+}
