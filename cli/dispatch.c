@@ -92,10 +92,11 @@ int cli_emit_code(Compilation *c)
     return st;
 }
 
+int cli_tune_autotune(Compilation *c); /* cli/tune.c */
+
 int cli_autotune(Compilation *c)
 {
-    diag_plain(&c->diags, DIAG_ERROR, "--autotune is not available in this version of perfc");
-    return 1;
+    return cli_tune_autotune(c);
 }
 
 int cli_demo(int argc, char **argv)

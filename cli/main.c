@@ -21,6 +21,10 @@ int main(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "demo"))
         return cli_demo(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "tune")) {
+        int cli_tune_main(int argc, char **argv); /* cli/tune.c */
+        return cli_tune_main(argc - 1, argv + 1);
+    }
     Options o;
     int r = options_parse(&o, argc, argv);
     if (r)
@@ -54,10 +58,10 @@ int main(int argc, char **argv)
         break;
     }
     case EMIT_REPORT:
-        if (o.run)
-            status = cli_run(&c);
-        else if (o.autotune)
+        if (o.autotune) /* --compare implies --run, but with --autotune it names the final baseline */
             status = cli_autotune(&c);
+        else if (o.run)
+            status = cli_run(&c);
         else
             status = cli_report(&c);
         break;

@@ -24,6 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The largest buffer the interpreter allocates (temporaries) or ir_alloc_buffers
+ * hands out, in elements: 1 TiB of doubles. */
+#define MAX_ELEMS ((uint64_t)1 << 37)
+
 #define PF_OPS(X)                                                                   \
     X(HALT) X(JMP) X(JZ) X(LOOP_BEGIN) X(LOOP_END)                                  \
     /* i64 registers */                                                             \
@@ -107,6 +111,12 @@ typedef struct OpInfo {
     const Expr *e;
 } OpInfo;
 
+/* What an enclosing guard guarantees: lo <= e <= hi. */
+typedef struct Fact {
+    const Expr *e;
+    int64_t lo, hi;
+} Fact;
+
 typedef struct Comp {
     const Kernel *k;
     double **bufs;
@@ -127,6 +137,8 @@ typedef struct Comp {
     int depth;
     const Scope *scope;     /* snapshot of stack, shared by the ops of one node */
     int zero_reg;           /* an i64 register that always holds 0 */
+    Fact *facts;            /* bounds from the enclosing guards */
+    int nfacts, capfacts;
     Span where;             /* the node being compiled */
 } Comp;
 
@@ -372,7 +384,10 @@ static int64_t idiv_floor(int64_t a, int64_t b)
 
 /* Inclusive range of an integer expression over the ranges of the enclosing
  * loop variables; false when unknown. */
-static bool range(Comp *c, const Expr *e, int64_t *lo, int64_t *hi)
+static bool range(Comp *c, const Expr *e, int64_t *lo, int64_t *hi);
+
+/* The range from the expression's structure alone. */
+static bool range_of(Comp *c, const Expr *e, int64_t *lo, int64_t *hi)
 {
     int64_t a0, a1, b0, b1;
     if (!e)
@@ -448,6 +463,104 @@ static bool range(Comp *c, const Expr *e, int64_t *lo, int64_t *hi)
         return true;
     default:
         return false;
+    }
+}
+
+/* Same value whenever evaluated at one point of the program (no loads). */
+static bool same_expr(const Expr *a, const Expr *b)
+{
+    if (a == b)
+        return true;
+    if (!a || !b || a->kind != b->kind || a->dtype != b->dtype)
+        return false;
+    switch (a->kind) {
+    case IE_INT: return a->u.i == b->u.i;
+    case IE_PARAM: return a->u.param == b->u.param;
+    case IE_VAR: return a->u.var == b->u.var;
+    case IE_FLT:
+    case IE_LOAD: return false;
+    default:
+        for (int i = 0; i < ir_expr_arity(a->kind); i++)
+            if (!same_expr(a->args[i], b->args[i]))
+                return false;
+        return true;
+    }
+}
+
+/* The range of e, narrowed by what the enclosing guards say about e: inside
+ * `if io*4 + ii < M`, the index io*4 + ii is below M, so a split loop's guarded
+ * body keeps the unchecked access path. */
+static bool range(Comp *c, const Expr *e, int64_t *lo, int64_t *hi)
+{
+    bool ok = range_of(c, e, lo, hi);
+    for (int i = 0; i < c->nfacts; i++) {
+        const Fact *f = &c->facts[i];
+        if (!same_expr(f->e, e))
+            continue;
+        if (!ok) {
+            *lo = INT64_MIN;
+            *hi = INT64_MAX;
+            ok = true;
+        }
+        if (f->lo > *lo)
+            *lo = f->lo;
+        if (f->hi < *hi)
+            *hi = f->hi;
+    }
+    return ok && *lo <= *hi && *lo != INT64_MIN && *hi != INT64_MAX;
+}
+
+static void add_fact(Comp *c, const Expr *e, int64_t lo, int64_t hi)
+{
+    if (e->dtype != DT_I64)
+        return;
+    if (c->nfacts == c->capfacts) {
+        c->capfacts = c->capfacts ? c->capfacts * 2 : 16;
+        c->facts = xrealloc(c->facts, sizeof(Fact) * (size_t)c->capfacts);
+    }
+    c->facts[c->nfacts++] = (Fact){e, lo, hi};
+}
+
+/* Records the bounds a guard's condition puts on its integer operands. */
+static void learn(Comp *c, const Expr *cond)
+{
+    int64_t a0, a1, b0, b1;
+    if (!cond)
+        return;
+    if (cond->kind == IE_AND) {
+        learn(c, cond->args[0]);
+        learn(c, cond->args[1]);
+        return;
+    }
+    if (cond->kind < IE_LT || cond->kind > IE_EQ)
+        return;
+    const Expr *a = cond->args[0], *b = cond->args[1];
+    if (!a || !b || a->dtype != DT_I64 || b->dtype != DT_I64)
+        return;
+    bool ka = range(c, a, &a0, &a1), kb = range(c, b, &b0, &b1);
+    switch (cond->kind) {
+    case IE_LT: /* a < b */
+        if (kb && b1 > INT64_MIN) add_fact(c, a, INT64_MIN, b1 - 1);
+        if (ka && a0 < INT64_MAX) add_fact(c, b, a0 + 1, INT64_MAX);
+        break;
+    case IE_LE:
+        if (kb) add_fact(c, a, INT64_MIN, b1);
+        if (ka) add_fact(c, b, a0, INT64_MAX);
+        break;
+    case IE_GT: /* a > b */
+        if (kb && b0 < INT64_MAX) add_fact(c, a, b0 + 1, INT64_MAX);
+        if (ka && a1 > INT64_MIN) add_fact(c, b, INT64_MIN, a1 - 1);
+        break;
+    case IE_GE:
+        if (kb) add_fact(c, a, b0, INT64_MAX);
+        if (ka) add_fact(c, b, INT64_MIN, a1);
+        break;
+    case IE_EQ:
+        if (kb) add_fact(c, a, b0, b1);
+        if (ka) add_fact(c, b, a0, a1);
+        break;
+    default:
+        break;
     }
 }
 
@@ -724,7 +837,10 @@ static void comp_nodes(Comp *c, const NodeList *l)
             int cond = comp_f(c, n->u.guard.cond);
             int jz = c->ncode;
             emit(c, C_JZ, 0, cond, 0, n->u.guard.cond);
+            int nfacts = c->nfacts;
+            learn(c, n->u.guard.cond);
             comp_nodes(c, &n->u.guard.body);
+            c->nfacts = nfacts;
             c->code[jz].t = c->ncode;
             break;
         }
@@ -1056,7 +1172,7 @@ bool ir_interp(const Kernel *k, double **bufs, Diags *d)
         } else if (bufs[i]) {
             data[i] = bufs[i];
         } else if (b->kind == BUF_TEMP) {
-            if ((uint64_t)n > ((uint64_t)1 << 40) / sizeof(double)) {
+            if ((uint64_t)n > MAX_ELEMS) {
                 diag_error(d, b->span, "interpreter: temporary %s has %lld elements: too large", b->name, (long long)n);
                 ok = false;
                 break;
@@ -1113,6 +1229,7 @@ bool ir_interp(const Kernel *k, double **bufs, Diags *d)
     free(c.vlo);
     free(c.vhi);
     free(c.info);
+    free(c.facts);
     arena_free(c.arena);
     return c.ok;
 }
@@ -1125,7 +1242,7 @@ double **ir_alloc_buffers(const Kernel *k, uint64_t seed)
     for (int i = 0; i < k->nbufs; i++) {
         const Buffer *b = k->bufs[i];
         int64_t n = ir_buffer_elems(k, b);
-        if (n < 0) {
+        if (n < 0 || (uint64_t)n > MAX_ELEMS) {
             ir_free_buffers(k, bufs);
             return NULL;
         }

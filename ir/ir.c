@@ -314,7 +314,7 @@ Expr *ir_bin(Kernel *k, ExprKind op, Expr *a, Expr *b)
 {
     if (ir_expr_arity(op) != 2)
         die("ir_bin: %s is not a binary operator", ir_expr_name(op));
-    DType t = is_predicate(op) ? DT_BOOL : a->dtype == b->dtype ? a->dtype : dtype_promote(a->dtype, b->dtype);
+    DType t = is_predicate(op) ? DT_BOOL : dtype_promote(a->dtype, b->dtype);
     Expr *e = new_expr(k, op, t);
     e->args[0] = a;
     e->args[1] = b;

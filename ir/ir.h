@@ -54,6 +54,10 @@ int ir_expr_arity(ExprKind k);
     X(VECTOR, "vector")        /* CPU SIMD; extent = width */  \
     X(UNROLL, "unroll")        /* fully unrolled */            \
     X(BLOCK_X, "block.x") X(BLOCK_Y, "block.y") X(BLOCK_Z, "block.z") \
+    /* mma: the i loop of a 16x8x16 tensor-core triple (passes/xform_gpu.c); a    \
+     * warp runs the triple at once.  Placed among the GPU kinds so that a check \
+     * for BLOCK_X..THREAD_Z (the CPU back end's refusal) covers it. */          \
+    X(MMA, "mma")                                                                \
     X(THREAD_X, "thread.x") X(THREAD_Y, "thread.y") X(THREAD_Z, "thread.z")
 
 typedef enum LoopKind {
@@ -199,9 +203,11 @@ Expr *ir_un(Kernel *k, ExprKind op, Expr *a);
 Expr *ir_bin(Kernel *k, ExprKind op, Expr *a, Expr *b); /* result dtype by kind */
 Expr *ir_select(Kernel *k, Expr *c, Expr *a, Expr *b);
 Expr *ir_clone_expr(Kernel *k, const Expr *e);
-/* Replaces every use of v by a copy of with; returns the new tree. */
+/* Replaces every use of v by a copy of with; returns the new tree (a fresh copy:
+ * e itself is left intact). */
 Expr *ir_subst(Kernel *k, Expr *e, const Var *v, const Expr *with);
-/* Folds constants and simplifies x+0, x*1, x*0 on integer (index) arithmetic. */
+/* Folds constants and simplifies x+0, x*1, x*0 on integer (index) arithmetic.
+ * Rewrites e in place; returns the new root. */
 Expr *ir_simplify(Kernel *k, Expr *e);
 
 Node *ir_loop(Kernel *k, Var *v, Expr *lo, Expr *hi, Span sp);
@@ -237,12 +243,13 @@ bool ir_all_bound(const Kernel *k, Diags *d);
 /* ---- ir/interp.c: the f64 reference interpreter ---- */
 /* Runs the kernel in f64.  bufs[i] holds Kernel.bufs[i]'s elements as doubles,
  * row-major; temporaries may be NULL (the interpreter allocates them).  Inputs are
- * used as given: callers round them to their dtype with ir_round_inputs first.
+ * used as given: callers round them to their dtype first (ir_alloc_buffers does).
  * Returns false with a diagnostic on an out-of-range access of an unpadded buffer. */
 bool ir_interp(const Kernel *k, double **bufs, Diags *d);
 /* Fills every input with seeded uniform values in [-1, 1) rounded to its dtype
- * (never all zero); allocates outputs poisoned with NaN.  Caller frees with
- * ir_free_buffers. */
+ * (i32: integers in [-8, 8]; never all zero); allocates outputs and temporaries
+ * poisoned with NaN.  NULL when a size is unbound or over 2^37 elements.  Caller
+ * frees with ir_free_buffers. */
 double **ir_alloc_buffers(const Kernel *k, uint64_t seed);
 void ir_free_buffers(const Kernel *k, double **bufs);
 

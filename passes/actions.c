@@ -110,6 +110,8 @@ static int enumerate(Kernel *k, Arena *a, SchedItem **out, bool unchecked)
         try_item(&g, "vectorize", one, 1);
         try_item(&g, "parallel", one, 1);
         try_item(&g, "rfactor", one, 1);
+        if (l->u.loop.body.n > 1)
+            try_item(&g, "distribute", one, 1);
         Node *ch = band_child(l);
         if (ch) {
             SchedArg r[2] = {nm(ch->u.loop.var->name), nm(v)};

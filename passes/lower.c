@@ -376,24 +376,28 @@ static Expr *lower_expr(Lower *L, const AstExpr *e)
 
 /* ---- statements ---- */
 
-static Expr *typed_const(Lower *L, double v, DType t)
+/* 0 or 1 in type t (a float constant, or an integer constant of t). */
+static Expr *typed_const(Lower *L, int v, DType t)
 {
     if (dtype_is_float(t))
         return ir_flt(L->k, v, t);
-    Expr *e = ir_int(L->k, (int64_t)v);
+    Expr *e = ir_int(L->k, v);
     e->dtype = t;
     return e;
 }
 
 static Expr *identity(Lower *L, ReduceOp op)
 {
-    bool f = dtype_is_float(L->ct);
-    switch (op) {
-    case RED_SUM: return typed_const(L, 0, L->ct);
-    case RED_PROD: return typed_const(L, 1, L->ct);
-    case RED_MAX: return f ? ir_flt(L->k, -INFINITY, L->ct) : typed_const(L, L->ct == DT_I32 ? INT32_MIN : (double)INT64_MIN, L->ct);
-    default: return f ? ir_flt(L->k, INFINITY, L->ct) : typed_const(L, L->ct == DT_I32 ? INT32_MAX : 9.2e18, L->ct);
-    }
+    if (op == RED_SUM || op == RED_PROD)
+        return typed_const(L, op == RED_PROD, L->ct);
+    bool max = op == RED_MAX;
+    if (dtype_is_float(L->ct))
+        return ir_flt(L->k, max ? -INFINITY : INFINITY, L->ct);
+    /* integers: the extreme value of the type */
+    bool i32 = L->ct == DT_I32;
+    Expr *e = ir_int(L->k, max ? (i32 ? INT32_MIN : INT64_MIN) : (i32 ? INT32_MAX : INT64_MAX));
+    e->dtype = L->ct;
+    return e;
 }
 
 /* How many loops must be open for all indices of e to be in scope. */
@@ -448,8 +452,9 @@ static Node *open_loop(Lower *L, const AstStmt *s, int i, NodeList **list, Node 
                 hi = size_expr(L, s->rhs->reduce.vars[j].hi);
     if (!hi)
         hi = ix->lo ? ir_bin(k, IE_ADD, size_expr(L, ix->lo), size_expr(L, ix->extent)) : size_expr(L, ix->extent);
-    lo = ir_simplify(k, lo);
-    hi = ir_simplify(k, hi);
+    Span at = ix->span.src ? ix->span : s->span;
+    lo = spanned(ir_simplify(k, lo), at);
+    hi = spanned(ir_simplify(k, hi), at);
     int64_t l, h;
     if (L->all_bound && ir_eval_size(k, lo, &l) && ir_eval_size(k, hi, &h)) {
         L->vknown[v->id] = true;
@@ -457,7 +462,7 @@ static Node *open_loop(Lower *L, const AstStmt *s, int i, NodeList **list, Node 
         L->vlo[v->id] = l;
         L->vhi[v->id] = h <= l ? l : h - 1;
     }
-    Node *n = ir_loop(k, v, lo, hi, ix->span.src ? ix->span : s->span);
+    Node *n = ir_loop(k, v, lo, hi, at);
     ir_list_push(*list, n, *parent);
     *list = &n->u.loop.body;
     *parent = n;

@@ -25,6 +25,7 @@
     X(TILE, "tile", "tile(i, j, Ti, Tj[, io, jo, ii, ji])")                       \
     X(REORDER, "reorder", "reorder(a, b, ...)  # new order, outermost first")     \
     X(FUSE, "fuse", "fuse(a, b)")                                                 \
+    X(DISTRIBUTE, "distribute", "distribute(loop)")                               \
     X(UNROLL, "unroll", "unroll(loop)")                                           \
     X(VECTORIZE, "vectorize", "vectorize(loop)")                                  \
     X(PARALLEL, "parallel", "parallel(loop)")                                     \
@@ -33,7 +34,9 @@
     X(CACHE, "cache", "cache(buffer, loop[, mem=local|shared][, name=N])")        \
     X(RFACTOR, "rfactor", "rfactor(loop[, name=N])")                              \
     X(PADDING, "padding", "padding(buffer, amount[, dim=d])")                     \
-    X(LAYOUT, "layout", "layout(buffer, d0, d1, ...)")
+    X(LAYOUT, "layout", "layout(buffer, d0, d1, ...)")                            \
+    X(BIND, "bind", "bind(loop, block.x|block.y|block.z|thread.x|thread.y|thread.z)") \
+    X(MMA, "mma", "mma(i, j, k)  # 16x8x16 f16/bf16 tensor-core triple")
 
 typedef enum XformKind {
 #define X(k, s, syn) XF_##k,

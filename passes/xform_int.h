@@ -204,6 +204,7 @@ bool xf_split(XfCtx *c);
 bool xf_tile(XfCtx *c);
 bool xf_reorder(XfCtx *c);
 bool xf_fuse(XfCtx *c);
+bool xf_distribute(XfCtx *c);
 bool xf_unroll(XfCtx *c);
 bool xf_vectorize(XfCtx *c);
 bool xf_parallel(XfCtx *c);
@@ -213,6 +214,9 @@ bool xf_cache(XfCtx *c);
 bool xf_rfactor(XfCtx *c);
 bool xf_padding(XfCtx *c);
 bool xf_layout(XfCtx *c);
+/* xform_gpu.c */
+bool xf_bind(XfCtx *c);
+bool xf_mma(XfCtx *c);
 
 /* Shared by split and tile: the rewrite alone (legality is trivial for split). */
 void xf_do_split(Kernel *k, Node *l, int64_t f, const char *outer, const char *inner, bool peel,

@@ -1,5 +1,5 @@
-/* Loop transformations: split, tile, reorder, fuse, and the execution marks unroll,
- * vectorize and parallel.
+/* Loop transformations: split, tile, reorder, fuse, distribute, and the execution
+ * marks unroll, vectorize and parallel.
  *
  * split is always legal (it renumbers iterations without changing their order); its
  * tail, when the factor may not divide the extent, is either guarded inside the
@@ -616,5 +616,67 @@ bool xf_vectorize(XfCtx *c)
         return false;
     if (!c->dry)
         l->u.loop.kind = LOOP_VECTOR;
+    return true;
+}
+
+/* ---------------- distribute ---------------- */
+
+/* distribute(loop): `for i { S1; S2; ... }` becomes `for i { S1 } for i' { S2 } ...`,
+ * one loop per node of the body.  Every instance of an earlier part then runs before
+ * every instance of a later part, so it is legal when no dependence runs from a
+ * later part at iteration x to an earlier part at an iteration after x. */
+bool xf_distribute(XfCtx *c)
+{
+    Node *l = xf_arg_loop(c, 0);
+    if (!l || !need_serial(c, l))
+        return false;
+    int n = l->u.loop.body.n;
+    if (n < 2) {
+        xf_err(c, "%s has a single node in its body; nothing to distribute", l->u.loop.var->name);
+        return false;
+    }
+    Node *outer[64];
+    int no = xf_enclosing_loops(l, outer, 63);
+    DepRel rel[64];
+    for (int i = 0; i < no; i++)
+        rel[i] = (DepRel){outer[i]->u.loop.var, outer[i]->u.loop.var, 0};
+    rel[no] = (DepRel){l->u.loop.var, l->u.loop.var, 1};
+    bool ok = true;
+    for (int p = 0; p < n && ok; p++)
+        for (int q = p + 1; q < n && ok; q++) {
+            AccVec later = {0}, earlier = {0};
+            acc_collect(c->k, l->u.loop.body.v[q], &later);
+            acc_collect(c->k, l->u.loop.body.v[p], &earlier);
+            for (int i = 0; i < later.n && ok; i++)
+                for (int j = 0; j < earlier.n && ok; j++) {
+                    Access *x = &later.v[i], *y = &earlier.v[j];
+                    if (x->buf != y->buf || (!x->write && !y->write) || acc_reduction_pair(x, y))
+                        continue;
+                    if (dep_may_conflict(c->k, x, y, rel, no + 1)) {
+                        xf_err(c, "a later part of %s feeds an earlier part in a later iteration",
+                               l->u.loop.var->name);
+                        xf_note_dep(c, x, y);
+                        ok = false;
+                    }
+                }
+            acc_free(&later);
+            acc_free(&earlier);
+        }
+    if (!ok || c->dry)
+        return ok;
+    Kernel *k = c->k;
+    NodeList *list = xf_list_of(k, l);
+    int at = xf_index_in(k, l);
+    NodeList body = l->u.loop.body;
+    l->u.loop.body = (NodeList){0};
+    ir_list_push(&l->u.loop.body, body.v[0], l);
+    for (int p = 1; p < n; p++) {
+        Var *v = ir_new_var(k, xf_fresh_name(k, l->u.loop.var->name));
+        Node *nl = ir_loop(k, v, ir_clone_expr(k, l->u.loop.lo), ir_clone_expr(k, l->u.loop.hi), l->span);
+        Node *b = body.v[p];
+        xf_subst_tree(k, b, l->u.loop.var, ir_var(k, v));
+        ir_list_push(&nl->u.loop.body, b, nl);
+        ir_list_insert(list, at + p, nl, l->parent);
+    }
     return true;
 }

@@ -169,11 +169,11 @@ static bool only_writes(const Node *n, const Buffer *t)
 }
 
 typedef struct FreeCtx {
-    Node *root;
+    Node *root, *at;
     const Var *bad;
 } FreeCtx;
 
-/* Variables used in root that belong to loops outside it. */
+/* A variable used in root, bound neither inside root nor around `at`. */
 static void free_cb(Expr *e, void *p)
 {
     FreeCtx *f = p;
@@ -192,6 +192,8 @@ static void free_cb(Expr *e, void *p)
         for (int i = 0; b && i < b->n && sp < 256; i++)
             stack[sp++] = b->v[i];
     }
+    for (Node *p = f->at; p && !inside; p = p->parent)
+        inside = p->kind == N_LOOP && p->u.loop.var == v;
     if (!inside)
         f->bad = v;
 }
@@ -329,17 +331,12 @@ bool xf_compute_at(XfCtx *c)
         }
     }
     /* The producer's free variables must be in scope at l. */
-    FreeCtx fc = {.root = root};
+    FreeCtx fc = {.root = root, .at = l};
     xf_visit_exprs(c->k, root, free_cb, &fc);
     if (fc.bad) {
-        bool inscope = false;
-        for (Node *p = l; p; p = p->parent)
-            inscope |= p->kind == N_LOOP && p->u.loop.var == fc.bad;
-        if (!inscope) {
-            xf_err(c, "the producer of %s uses %s, which is not defined at loop %s", t->name,
-                   fc.bad->name, l->u.loop.var->name);
-            goto out;
-        }
+        xf_err(c, "the producer of %s uses %s, which is not defined at loop %s", t->name,
+               fc.bad->name, l->u.loop.var->name);
+        goto out;
     }
     for (int i = 0; i < all.n; i++)
         if (!all.v[i].write && all.v[i].buf == t && xf_contains(l, all.v[i].stmt)) {

@@ -112,23 +112,17 @@ static bool host_copy(RtDevice *dev, void *dst, const void *src, size_t bytes, D
     return true;
 }
 
+#ifdef PERFC_HAVE_LLVM
 static void call_jit(void *ctx, void **bufs)
 {
-#ifdef PERFC_HAVE_LLVM
     cg_jit_entry(ctx)(bufs);
-#else
-    (void)ctx, (void)bufs;
-#endif
 }
 
 static void drop_jit(void *ctx)
 {
-#ifdef PERFC_HAVE_LLVM
     cg_jit_free(ctx);
-#else
-    (void)ctx;
-#endif
 }
+#endif
 
 static RtExec *make_call(const char *what, void (*call)(void *, void **), void *ctx, void (*drop)(void *))
 {

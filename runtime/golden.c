@@ -21,9 +21,10 @@
 #include "../codegen/llvm/cg_llvm.h"
 #endif
 
-/* Above this many flops + statement executions the interpreter (tens of millions
- * of operations a second) would dominate a run; measured in docs/harness.md. */
-#define RT_INTERP_MAX_WORK 2e8
+/* Above this many flops + statement executions the interpreter would dominate a
+ * run: it does about 8e7 of them a second (Release build, 256^3 and 512^3 GEMM on
+ * the 2-core EPYC of docs/harness.md), so this is about 0.6 s per check. */
+#define RT_INTERP_MAX_WORK 5e7
 
 /* ---- cloning with promotion ---- */
 

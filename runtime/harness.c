@@ -40,7 +40,7 @@ void rt_options_init(RunOptions *o)
 /* One buffer of the kernel under test. */
 typedef struct Slot {
     const Buffer *b;    /* in k */
-    const Buffer *ub;   /* the same buffer in u; NULL for k's own temporaries */
+    const Buffer *ub;   /* the same buffer in u; NULL for temporaries */
     int64_t n;
     size_t bytes;
     void *host;         /* native staging */
@@ -292,9 +292,9 @@ static bool map_buffers(H *h)
             return false;
         }
         s->bytes = (size_t)s->n * (size_t)dtype_bytes(s->b->dtype);
+        if (s->b->kind == BUF_TEMP)
+            continue; /* the schedule may add, drop or reshape temporaries: nobody compares them */
         const Buffer *ub = ir_find_buffer(u, s->b->name);
-        if (s->b->kind == BUF_TEMP && (!ub || ub->kind != BUF_TEMP))
-            continue; /* a staging buffer made by the schedule */
         if (!ub || ub->kind != s->b->kind || ub->dtype != s->b->dtype || ir_buffer_elems(u, ub) != s->n) {
             diag_plain(h->d, DIAG_ERROR,
                        "internal error: buffer %s of the scheduled kernel does not match the kernel "
@@ -503,7 +503,8 @@ static void describe_cache(H *h)
         snprintf(h->r->cache, sizeof h->r->cache, "2 x last-level cache written before each repetition");
 #endif
     } else {
-        snprintf(h->r->cache, sizeof h->r->cache, "device cache flushed before each repetition");
+        snprintf(h->r->cache, sizeof h->r->cache, "%s", strcmp(h->dev->name, "cuda") == 0
+                 ? "GPU L2 flushed before each repetition" : "device caches flushed before each repetition");
     }
 }
 

@@ -6,9 +6,10 @@
  * Counting walks the loop nest once, multiplying by trip counts; a loop is
  * enumerated only when something inside depends on its variable (a triangular
  * bound, a guard such as `where j <= i`), so a causal mask is counted exactly
- * instead of as if every guard passed.  Past a budget of enumerated iterations the
- * count samples the loop at the middles of 64 equal strata (exact for bounds linear
- * in the variable, close for guards) and says it is an estimate.
+ * instead of as if every guard passed.  A loop whose enumeration would exceed a
+ * budget of node visits is sampled at the middles of 64 equal strata instead (exact
+ * for bounds linear in the variable, close for guards), and the count says it is
+ * an estimate.
  *
  * GEMM detection is deliberately narrow: one reduction statement
  * T[b.., i, j] += A[..] * B[..] (float casts allowed) over plain loop variables,
@@ -180,7 +181,8 @@ enum { MAX_DEPTH = 128 };
 typedef struct Counter {
     const Kernel *k;
     Env env;
-    double budget;      /* loop iterations we may still enumerate */
+    double budget;      /* count_node visits allowed before sampling */
+    double spent;       /* visits so far */
     bool exact;
     bool failed;
     int64_t maxred;
@@ -214,6 +216,7 @@ static Tally count_node(Counter *c, const Node *n)
     Tally t = {0, 0};
     if (c->failed)
         return t;
+    c->spent++;
     switch (n->kind) {
     case N_STMT:
         t.flops = value_ops(n->u.stmt.value) +
@@ -257,24 +260,23 @@ static Tally count_node(Counter *c, const Node *n)
         Tally b = count_list(c, &n->u.loop.body);
         t.flops = b.flops * (double)trip;
         t.execs = b.execs * (double)trip;
-    } else if ((double)trip <= c->budget) {
-        c->budget -= (double)trip;
-        for (int64_t v = lo; v < hi && !c->failed; v++) {
-            c->env.val[id] = v;
-            Tally b = count_list(c, &n->u.loop.body);
-            t.flops += b.flops;
-            t.execs += b.execs;
-        }
     } else {
-        /* Out of budget: the middles of up to 64 equal strata, scaled.  Exact for
-         * bounds linear in v; within a stratum's share for guards. */
-        c->exact = false;
-        int64_t ns = trip < 64 ? trip : 64;
-        if ((double)ns > c->budget)
-            ns = 1;
-        c->budget -= (double)ns;
+        /* Enumerate when the body's cost, probed at the middle, times the trip fits
+         * the budget; else take the middles of 64 equal strata and scale (exact for
+         * bounds linear in the variable, close for guards). */
+        int64_t ns = trip;
+        if (trip > 64) {
+            double before = c->spent;
+            c->env.val[id] = lo + trip / 2;
+            (void)count_list(c, &n->u.loop.body);
+            double cost = c->spent - before + 1;
+            if (cost * (double)trip > c->budget - c->spent) {
+                ns = 64;
+                c->exact = false;
+            }
+        }
         for (int64_t i = 0; i < ns && !c->failed; i++) {
-            c->env.val[id] = lo + (int64_t)(((double)i + 0.5) * (double)trip / (double)ns);
+            c->env.val[id] = ns == trip ? lo + i : lo + (int64_t)(((double)i + 0.5) * (double)trip / (double)ns);
             Tally b = count_list(c, &n->u.loop.body);
             t.flops += b.flops;
             t.execs += b.execs;

@@ -44,6 +44,18 @@ typedef struct Em {
     int64_t *soff;              /* per buffer: offset in dynamic shared memory, -1 */
     int64_t smem;
     uint8_t *rd, *wr;           /* scratch access sets, per buffer */
+    /* Per-thread copies of MEM_LOCAL buffers (see privatize): per buffer and
+     * dimension, the extent each thread keeps (0: the whole dimension), and the
+     * thread loops' variables of the launch, whose terms the index then drops. */
+    int64_t (*pext)[8];
+    const Var **tvars;
+    int ntvars;
+    /* Loads of the vector loop being emitted that were read as one 128-bit (or
+     * 64-bit) access before it: emit_expr prints pf_v<N>[lane] for them. */
+    const Expr *vload[32];
+    int vid[32];
+    int nvload, nextv;
+    const Var *vlane;
 } Em;
 
 /* ------------------------------------------------------------------ names */
@@ -467,6 +479,177 @@ static bool par_ok(Em *e, const Node *top, const Var **F, int nf)
     return p.ok;
 }
 
+static bool xvar_used(const Expr *x, const Var *v)
+{
+    if (!x) return false;
+    if (x->kind == IE_VAR) return x->u.var == v;
+    if (x->kind == IE_LOAD) {
+        for (int i = 0; i < x->u.load.buf->rank; i++)
+            if (xvar_used(x->u.load.idx[i], v)) return true;
+        return false;
+    }
+    for (int i = 0; i < ir_expr_arity(x->kind); i++)
+        if (xvar_used(x->args[i], v)) return true;
+    return false;
+}
+
+/* ------------------------------------------------------------------ per-thread
+ * copies of local buffers.  The IR gives a MEM_LOCAL buffer one copy for the whole
+ * kernel, and a schedule indexes it by the thread loops' variables, e.g.
+ * acc[ty*8 + r, tx*8 + c] under ty (thread.y) and tx (thread.x).  On a GPU each
+ * thread has its own copy; when every access of a dimension has the same thread
+ * dimension with the same coefficient w, and the rest of the index stays within
+ * 0..w-1, a thread only ever touches its own w elements there, so its copy keeps
+ * w elements and the index drops the thread term: acc[r][c] in 8 x 8 registers.
+ * Accesses that disagree mean threads would read one another's elements through
+ * registers, which no GPU allows: the launch is refused. */
+
+typedef struct PrivCtx {
+    Em *e;
+    const Node *top;
+    int b;                  /* buffer index */
+    int tdim[8];            /* -2 unseen, -1 no thread term, else x/y/z */
+    int64_t coef[8];
+    bool ok, under_thread;
+} PrivCtx;
+
+/* Range of an index expression over the loops of the launch; false if unknown. */
+static bool irange(const Em *e, const Node *top, const Expr *x, int64_t *lo, int64_t *hi)
+{
+    int64_t a0, a1, b0, b1, c;
+    if (cval(e, x, &c)) { *lo = *hi = c; return true; }
+    switch (x->kind) {
+    case IE_VAR: {
+        const Node *l = loop_of_var(top, x->u.var);
+        int64_t l0, ext;
+        if (!l || !loop_extent(e, l, &l0, &ext) || ext < 1) return false;
+        *lo = l0;
+        *hi = l0 + ext - 1;
+        return true;
+    }
+    case IE_ADD: case IE_SUB:
+        if (!irange(e, top, x->args[0], &a0, &a1) || !irange(e, top, x->args[1], &b0, &b1)) return false;
+        if (x->kind == IE_ADD) { *lo = a0 + b0; *hi = a1 + b1; }
+        else { *lo = a0 - b1; *hi = a1 - b0; }
+        return true;
+    case IE_MUL:
+        if (cval(e, x->args[0], &c)) { if (!irange(e, top, x->args[1], &a0, &a1)) return false; }
+        else if (cval(e, x->args[1], &c)) { if (!irange(e, top, x->args[0], &a0, &a1)) return false; }
+        else return false;
+        *lo = c >= 0 ? a0 * c : a1 * c;
+        *hi = c >= 0 ? a1 * c : a0 * c;
+        return true;
+    case IE_CAST:
+        if (dtype_is_float(x->dtype)) return false;
+        return irange(e, top, x->args[0], lo, hi);
+    default:
+        return false;
+    }
+}
+
+static Expr *drop_thread_terms(Em *e, Expr *x)
+{
+    Kernel *k = (Kernel *)e->k;
+    for (int i = 0; i < e->ntvars; i++)
+        if (xvar_used(x, e->tvars[i]))
+            x = ir_subst(k, x, e->tvars[i], ir_int(k, 0));
+    return ir_simplify(k, x);
+}
+
+static void priv_access(PrivCtx *p, Expr *const *idx)
+{
+    Em *e = p->e;
+    const Buffer *b = e->k->bufs[p->b];
+    for (int d = 0; d < b->rank && d < 8 && p->ok; d++) {
+        Aff a = {.ok = true};
+        aff_of(e, idx[d], 1, &a);
+        int td = -1, nt = 0;
+        int64_t w = 0;
+        for (int i = 0; a.ok && i < a.n; i++) {
+            if (!a.c[i]) continue;
+            for (int t = 0; t < e->ntvars; t++)
+                if (e->tvars[t] == a.v[i]) {
+                    const Node *l = loop_of_var(p->top, a.v[i]);
+                    td = l ? gpu_dim(l->u.loop.kind) : -1;
+                    w = a.c[i];
+                    nt++;
+                }
+        }
+        if (!a.ok || nt > 1) td = -3;   /* not analysable: never privatized */
+        if (td >= 0) {
+            int64_t lo, hi;
+            Expr *rest = drop_thread_terms(e, idx[d]);
+            if (w <= 0 || !irange(e, p->top, rest, &lo, &hi) || lo < 0 || hi >= w) td = -3;
+        }
+        if (p->tdim[d] == -2) {
+            p->tdim[d] = td;
+            p->coef[d] = w;
+        } else if (p->tdim[d] != td || (td >= 0 && p->coef[d] != w)) {
+            /* mixed: threads would see each other's elements if any access is
+             * under a thread loop with a different mapping */
+            if ((p->tdim[d] >= 0 || td >= 0) && p->tdim[d] != -3 && td != -3) p->ok = false;
+            p->tdim[d] = -3;
+        }
+    }
+}
+
+static void priv_expr(PrivCtx *p, const Expr *x)
+{
+    if (!x) return;
+    if (x->kind == IE_LOAD) {
+        if (buf_index(p->e, x->u.load.buf) == p->b) priv_access(p, x->u.load.idx);
+        for (int i = 0; i < x->u.load.buf->rank; i++) priv_expr(p, x->u.load.idx[i]);
+        return;
+    }
+    for (int i = 0; i < ir_expr_arity(x->kind); i++) priv_expr(p, x->args[i]);
+}
+
+static void priv_node(PrivCtx *p, const Node *n)
+{
+    switch (n->kind) {
+    case N_STMT:
+        if (buf_index(p->e, n->u.stmt.buf) == p->b) priv_access(p, n->u.stmt.idx);
+        for (int i = 0; i < n->u.stmt.buf->rank; i++) priv_expr(p, n->u.stmt.idx[i]);
+        priv_expr(p, n->u.stmt.value);
+        return;
+    case N_LOOP: priv_expr(p, n->u.loop.lo); priv_expr(p, n->u.loop.hi); break;
+    case N_IF: priv_expr(p, n->u.guard.cond); break;
+    }
+    NodeList *body = ir_body((Node *)n);
+    for (int i = 0; i < body->n; i++) priv_node(p, body->v[i]);
+}
+
+static void collect_tvars(Em *e, const Node *n)
+{
+    if (n->kind == N_LOOP && is_thread(n->u.loop.kind))
+        e->tvars[e->ntvars++] = n->u.loop.var;
+    NodeList *body = ir_body((Node *)n);
+    for (int i = 0; body && i < body->n; i++) collect_tvars(e, body->v[i]);
+}
+
+static bool privatize(Em *e, const Node *top)
+{
+    e->ntvars = 0;
+    collect_tvars(e, top);
+    for (int b = 0; b < e->k->nbufs; b++) {
+        memset(e->pext[b], 0, sizeof e->pext[b]);
+        const Buffer *buf = e->k->bufs[b];
+        if (buf->mem != MEM_LOCAL || e->ntvars == 0) continue;
+        PrivCtx p = {.e = e, .top = top, .b = b, .ok = true};
+        for (int d = 0; d < 8; d++) p.tdim[d] = -2;
+        priv_node(&p, top);
+        if (!p.ok) {
+            diag_error(e->d, buf->span, "local buffer %s is indexed by different thread loops in "
+                       "different places: a thread would read another thread's registers; bind "
+                       "the loops that index it alike", buf->name);
+            return false;
+        }
+        for (int d = 0; d < buf->rank && d < 8; d++)
+            if (p.tdim[d] >= 0) e->pext[b][d] = p.coef[d];
+    }
+    return true;
+}
+
 /* ------------------------------------------------------------------ expressions */
 
 static void indent(Em *e)
@@ -543,9 +726,13 @@ static void emit_elem_paren(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
     if (b->mem != MEM_GLOBAL) {
         if (b->rank == 0)
             sb_puts(o, "[0]");
+        int bi = buf_index(e, b);
         for (int i = 0; i < b->rank; i++) {
             sb_putc(o, '[');
-            emit_expr(e, idx[i], o);
+            if (b->mem == MEM_LOCAL && i < 8 && e->pext && e->pext[bi][i])
+                emit_expr(e, drop_thread_terms(e, idx[i]), o);
+            else
+                emit_expr(e, idx[i], o);
             sb_putc(o, ']');
         }
         return;
@@ -625,6 +812,11 @@ static void emit_expr(Em *e, const Expr *x, StrBuf *o)
     case IE_VAR: sb_puts(o, vn(e, x->u.var)); return;
     case IE_LOAD: {
         const Buffer *b = x->u.load.buf;
+        for (int i = 0; i < e->nvload; i++)
+            if (e->vload[i] == x) {
+                sb_printf(o, "pf_v%d[%s]", e->vid[i], vn(e, e->vlane));
+                return;
+            }
         if (x->u.load.guarded) {
             /* out-of-range reads yield the buffer's pad value without touching memory */
             sb_puts(o, "(");
@@ -830,6 +1022,91 @@ static bool reads_and_writes_shared(Em *e, const Node *n)
     return c;
 }
 
+/* True when x is a multiple of m for every value of its variables. */
+static bool mult_of(const Em *e, const Expr *x, int64_t m)
+{
+    int64_t c;
+    if (cval(e, x, &c)) return c % m == 0;
+    switch (x->kind) {
+    case IE_ADD: case IE_SUB: return mult_of(e, x->args[0], m) && mult_of(e, x->args[1], m);
+    case IE_MUL: return mult_of(e, x->args[0], m) || mult_of(e, x->args[1], m);
+    case IE_NEG: return mult_of(e, x->args[0], m);
+    case IE_CAST: return !dtype_is_float(x->dtype) && mult_of(e, x->args[0], m);
+    default: return false;
+    }
+}
+
+/* A load of a vector loop that can be one aligned vector access: an unguarded f32
+ * load from shared or global memory whose last index moves by 1 with the lane and
+ * whose other indices do not move, starting at a multiple of the width in a row
+ * whose length is a multiple of the width (so the address is width*4-aligned). */
+static bool vector_load(Em *e, const Expr *x, const Var *lane, int64_t w)
+{
+    const Buffer *b = x->u.load.buf;
+    if (b->dtype != DT_F32 || b->mem == MEM_LOCAL || x->u.load.guarded || b->rank == 0)
+        return false;
+    for (int d = 0; d + 1 < b->rank; d++)
+        if (xvar_used(x->u.load.idx[d], lane)) return false;
+    Aff a = {.ok = true};
+    const Expr *last = x->u.load.idx[b->rank - 1];
+    aff_of(e, last, 1, &a);
+    int64_t cl = 0;
+    for (int i = 0; i < a.n; i++)
+        if (a.v[i] == lane) cl = a.c[i];
+    if (!a.ok || cl != 1) return false;
+    int64_t rowlen;
+    if (!cval(e, b->shape[b->rank - 1], &rowlen) || rowlen % w) return false;
+    Kernel *k = (Kernel *)e->k;
+    Expr *base = ir_simplify(k, ir_subst(k, (Expr *)last, lane, ir_int(k, 0)));
+    return mult_of(e, base, w);
+}
+
+static void collect_vloads(Em *e, const Expr *x, const Var *lane, int64_t w)
+{
+    if (!x) return;
+    if (x->kind == IE_LOAD) {
+        if (e->nvload < 32 && vector_load(e, x, lane, w)) {
+            e->vload[e->nvload] = x;
+            e->vid[e->nvload++] = e->nextv++;
+        }
+        return;
+    }
+    for (int i = 0; i < ir_expr_arity(x->kind); i++) collect_vloads(e, x->args[i], lane, w);
+}
+
+/* A vector loop in a GPU launch: its vectorisable loads are read once, as float4 or
+ * float2, into small arrays the unrolled lanes index with constants. */
+static void emit_vector_loads(Em *e, const Node *n, int64_t w)
+{
+    const Var *lane = n->u.loop.var;
+    e->nvload = 0;
+    const NodeList *b = &n->u.loop.body;
+    for (int i = 0; i < b->n; i++)
+        if (b->v[i]->kind == N_STMT) collect_vloads(e, b->v[i]->u.stmt.value, lane, w);
+    Kernel *k = (Kernel *)e->k;
+    for (int i = 0; i < e->nvload; i++) {
+        const Expr *x = e->vload[i];
+        const Buffer *bf = x->u.load.buf;
+        Expr *idx[8];
+        for (int d = 0; d < bf->rank && d < 8; d++)
+            idx[d] = ir_simplify(k, ir_subst(k, x->u.load.idx[d], lane, ir_int(k, 0)));
+        StrBuf el = {0};
+        emit_elem_paren(e, bf, idx, &el);
+        const char *vt = w == 4 ? "float4" : "float2";
+        line(e, "float pf_v%d[%" PRId64 "];   /* %s, one %d-bit load */", e->vid[i], w, bf->name,
+             (int)(w * 32));
+        if (w == 4)
+            line(e, "{ const float4 t = *reinterpret_cast<const float4 *>(&%s); pf_v%d[0] = t.x; "
+                 "pf_v%d[1] = t.y; pf_v%d[2] = t.z; pf_v%d[3] = t.w; }", el.s, e->vid[i], e->vid[i],
+                 e->vid[i], e->vid[i]);
+        else
+            line(e, "{ const %s t = *reinterpret_cast<const %s *>(&%s); pf_v%d[0] = t.x; pf_v%d[1] = t.y; }",
+                 vt, vt, el.s, e->vid[i], e->vid[i]);
+        sb_free(&el);
+    }
+    e->vlane = lane;
+}
+
 static void emit_loop(Em *e, const Node *n)
 {
     LoopKind lk = n->u.loop.kind;
@@ -837,7 +1114,14 @@ static void emit_loop(Em *e, const Node *n)
     StrBuf lo = {0}, hi = {0};
     emit_expr(e, n->u.loop.lo, &lo);
     emit_expr(e, n->u.loop.hi, &hi);
-    if (is_block(lk)) {
+    if (lk == LOOP_MMA) {
+        /* passes/xform_gpu.c marks the triple; the warp-wide mma.sync emission
+         * (fragments, ldmatrix) is not written yet: refuse rather than run the
+         * triple per thread. */
+        e->ok = false;
+        diag_error(e->d, n->span, "loop %s is marked mma, and this CUDA back end does not emit "
+                   "tensor-core code yet", n->u.loop.var->name);
+    } else if (is_block(lk)) {
         e->ok = false;
         diag_error(e->d, n->span, "loop %s is bound to %s but is not part of the outermost "
                    "nest of block loops of its statement", n->u.loop.var->name, loop_kind_name(lk));
@@ -874,11 +1158,18 @@ static void emit_loop(Em *e, const Node *n)
             line(e, "}");
         }
     } else {
-        if (lk == LOOP_UNROLL)
+        int64_t l0, vext = 0;
+        bool vec = lk == LOOP_VECTOR && e->sched && e->nvload == 0 && loop_extent(e, n, &l0, &vext) &&
+                   l0 == 0 && (vext == 2 || vext == 4);
+        if (vec)
+            emit_vector_loads(e, n, vext);
+        if (lk == LOOP_UNROLL || vec)
             line(e, "#pragma unroll");
         line(e, "for (idx_t %s = %s; %s < %s; ++%s) {", v, lo.s, v, hi.s, v);
         e->ind++;
         emit_nodes(e, &n->u.loop.body);
+        if (vec)
+            e->nvload = 0;
         /* the next iteration overwrites shared memory this one reads */
         if (e->sched && e->tdepth == 0 && reads_and_writes_shared(e, n))
             line(e, "__syncthreads();");
@@ -949,9 +1240,11 @@ static void emit_params(Em *e, StrBuf *o)
 
 static void shape_text(Em *e, const Buffer *b, StrBuf *o, bool brackets_from_1)
 {
+    int bi = buf_index(e, b);
     for (int i = brackets_from_1 ? 1 : 0; i < b->rank; i++) {
         int64_t v = 0;
         cval(e, b->shape[i], &v);
+        if (b->mem == MEM_LOCAL && i < 8 && e->pext[bi][i]) v = e->pext[bi][i];
         sb_printf(o, "[%" PRId64 "]", v);
     }
 }
@@ -1070,6 +1363,8 @@ static bool emit_scheduled(Em *e, const Node *top, CgLaunch *L)
         return false;
     for (int i = 0; i < 3; i++)
         if (L->grid[i] == 0) return true; /* nothing to do */
+    if (!privatize(e, top))
+        return false;
     open_function(e, L, e->block[0] * e->block[1] * e->block[2]);
     if (!declare_staged(e, top, L))
         return false;
@@ -1200,6 +1495,8 @@ bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags 
     Em e = {.k = k, .arch = a, .d = d, .o = &m->src, .ok = true};
     make_names(&e);
     e.soff = xcalloc((size_t)k->nbufs + 1, sizeof *e.soff);
+    e.pext = xcalloc((size_t)k->nbufs + 1, sizeof *e.pext);
+    e.tvars = xcalloc((size_t)k->nvars + 1, sizeof *e.tvars);
     e.rd = xcalloc((size_t)k->nbufs * 2 + 2, 1);
     e.wr = e.rd + k->nbufs + 1;
     /* 32-bit index arithmetic when every buffer and size fits: much cheaper on a GPU */
@@ -1236,6 +1533,8 @@ bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags 
             if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) *p = '_';
         L->regs = L->stack_bytes = L->spill_stores = L->spill_loads = -1;
         for (int j = 0; j < k->nbufs; j++) e.soff[j] = -1;
+        memset(e.pext, 0, sizeof *e.pext * (size_t)(k->nbufs + 1));
+        e.ntvars = 0;
         e.tdepth = 0;
         memset(e.tdim_used, 0, sizeof e.tdim_used);
         ok = has_gpu_kind(top) ? emit_scheduled(&e, top, L) : emit_default(&e, top, L);
@@ -1253,6 +1552,8 @@ bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags 
         sb_puts(o, " */\n");
     }
     free(e.soff);
+    free(e.pext);
+    free(e.tvars);
     free(e.rd);
     if (!ok) cg_cuda_module_free(m);
     return ok;

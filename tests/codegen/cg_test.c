@@ -2,6 +2,7 @@
 #include "cg_test.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,8 @@
 #include "passes/xform.h"
 
 int cgt_failures;
+static PtrVec arenas; /* of cgt_lower_file's programs */
+static pthread_mutex_t arenas_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void cgt_fail(const char *file, int line, const char *fmt, ...)
 {
@@ -264,9 +267,18 @@ Kernel *cgt_lower_file(const char *path, const char *name, const char *const *pn
         }
     }
 out:
-    /* The IR keeps pointers to spans in the source; the arena stays alive with it.
-     * Tests are short-lived processes, so it is left to the process exit. */
+    /* Spans in the IR point into the source, so its arena lives until cgt_cleanup. */
+    pthread_mutex_lock(&arenas_lock);
+    vec_push(&arenas, a);
+    pthread_mutex_unlock(&arenas_lock);
     return k;
+}
+
+void cgt_cleanup(void)
+{
+    for (int i = 0; i < arenas.n; i++)
+        arena_free(arenas.v[i]);
+    vec_free(&arenas);
 }
 
 Expr *cgt_v(Kernel *k, Var *v)

@@ -71,6 +71,7 @@ int main(void)
         pthread_join(th[i], NULL);
         failures += jobs[i].failures;
     }
+    cgt_cleanup();
     if (failures)
         fprintf(stderr, "%d failure(s)\n", failures);
     else

@@ -590,6 +590,37 @@ static void test_interp_faults(void)
     diag_free(&d);
     ir_free(k);
 
+    /* a guard that keeps a shifted read in range: no fault, and the read is
+     * still checked when the guard does not cover it */
+    for (int covered = 1; covered >= 0; covered--) {
+        k = new_kernel("g", 1, pn, pv);
+        X = buf1(k, "X", DT_F32, BUF_IN, ir_param(k, 0));
+        Y = buf1(k, "Y", DT_F32, BUF_OUT, ir_param(k, 0));
+        i = ir_new_var(k, "i");
+        l = loop(k, &k->body, NULL, i, ir_int(k, 0), ir_param(k, 0));
+        ir_list_push(&l->u.loop.body, st1(k, Y, ir_var(k, i), SOP_ASSIGN, ir_flt(k, -1, DT_F32)), l);
+        Expr *lhs = ir_bin(k, IE_ADD, ir_var(k, i), ir_int(k, 1));
+        Expr *cond = covered ? ir_bin(k, IE_LT, lhs, ir_param(k, 0))
+                             : ir_bin(k, IE_LE, lhs, ir_param(k, 0));
+        Node *g = ir_guard(k, ir_bin(k, IE_AND, ir_bin(k, IE_GE, ir_var(k, i), ir_int(k, 0)), cond), nospan);
+        ir_list_push(&l->u.loop.body, g, l);
+        ir_list_push(&g->u.guard.body,
+                     st1(k, Y, ir_var(k, i), SOP_ASSIGN, ld1(k, X, ir_bin(k, IE_ADD, ir_var(k, i), ir_int(k, 1)))), g);
+        bufs = ir_alloc_buffers(k, 3);
+        diag_init(&d);
+        CHECK(ir_interp(k, bufs, &d) == (covered == 1));
+        if (covered) {
+            for (int n = 0; n < 4; n++)
+                CHECK(bufs[1][n] == bufs[0][n + 1]);
+            CHECK(bufs[1][4] == -1);
+        } else {
+            CHECK_HAS(d.text.s, "out-of-range read of X[i + 1]: index 5 in dimension 0, whose size is 5 (at i=4)");
+        }
+        ir_free_buffers(k, bufs);
+        diag_free(&d);
+        ir_free(k);
+    }
+
     /* integer division by zero */
     k = new_kernel("z", 1, pn, pv);
     Y = buf1(k, "Y", DT_F32, BUF_OUT, ir_param(k, 0));

@@ -143,8 +143,6 @@ static void test_counts(void)
     }
     /* past the enumeration budget: a midpoint estimate, said to be one */
     k = triangle(20000, true);
-    rt_analyse(k, &w, &d);
-    fprintf(stderr, "DEBUG %.17g %d\n", w.flops, w.exact);
     CHECK(rt_analyse(k, &w, &d) && !w.exact && fabs(w.flops - 20000.0 * 20001 / 2) < 1e-3 * w.flops);
     ir_free(k);
     diag_flush(&d, stderr);

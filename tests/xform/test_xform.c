@@ -45,6 +45,10 @@ static const Case cases[] = {
     {SOFTMAX, 0, "R=5,C=7", "fuse(m.r, s.r)", "must directly follow", 0, 0},
     {CASES, "mirror", "N=9", "fuse(t.i, Y.i)", "later iteration", 0, 0},
     {CASES, "axpy2", "N=5,M=6", "fuse(a.i, b.i) fuse(a.i, Y.i) fuse(a.j, b.j) fuse(a.j, Y.j)", 0, 0, 0},
+    /* distribute */
+    {GEMM, 0, "M=7,N=9,K=11", "distribute(j) reorder(k, j1)", 0, "for k in 0..K\n| | for j1 in 0..N", 0},
+    {GEMM, 0, "M=7,N=9,K=11", "distribute(j) reorder(k, j1) reorder(k, i)", "not perfectly nested", 0, 0},
+    {GEMM, 0, "M=7,N=9,K=11", "distribute(k)", "single node", 0, 0},
     /* marks */
     {GEMM, 0, "M=7,N=9,K=11", "parallel(i)", 0, "parallel", 0},
     {GEMM, 0, "M=7,N=9,K=11", "parallel(k)", "carries a dependence", 0, 0},

@@ -1,0 +1,328 @@
+/* GPU transformations: bind and mma (distribute, which GPU schedules lean on to
+ * pull a reduction loop away from its initialisation, lives in xform_loop.c).
+ *
+ * bind(loop, block.x|block.y|block.z|thread.x|thread.y|thread.z) runs a loop's
+ * iterations on the grid or on the threads of a block.  It is legal when the loop
+ * carries no dependence at all (a reduction into one element from two threads
+ * races), its extent is a constant within CUDA's launch limits, block loops form
+ * the outermost nest and thread loops sit inside it without two on one dimension.
+ *
+ * mma(i, j, k) marks a 16 x 8 x 16 loop triple whose single statement is
+ * `acc[.. i .., .. j ..] += f32(A[.. i .. k ..]) * f32(B[.. k .. j ..])` with A and B
+ * both f16 or both bf16 and acc a local f32 buffer: the CUDA back end runs it as one
+ * warp-wide mma.sync.m16n8k16 with acc held in the tensor-core fragment layout.
+ * Legality: the shape, the dtypes, the accumulation pattern (reassociating a sum,
+ * as reductions may), and affine indices in which i, j and k appear only where the
+ * fragment layout puts them.  The loops keep their serial meaning, so the
+ * interpreter still runs the kernel. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "xform_int.h"
+
+static const struct {
+    const char *name;
+    LoopKind kind;
+} gpu_kinds[] = {
+    {"block.x", LOOP_BLOCK_X},   {"block.y", LOOP_BLOCK_Y},   {"block.z", LOOP_BLOCK_Z},
+    {"thread.x", LOOP_THREAD_X}, {"thread.y", LOOP_THREAD_Y}, {"thread.z", LOOP_THREAD_Z},
+};
+
+static bool is_block_kind(LoopKind k)
+{
+    return k == LOOP_BLOCK_X || k == LOOP_BLOCK_Y || k == LOOP_BLOCK_Z;
+}
+
+static bool is_thread_kind(LoopKind k)
+{
+    return k == LOOP_THREAD_X || k == LOOP_THREAD_Y || k == LOOP_THREAD_Z;
+}
+
+/* Any loop below n (not n) of a kind accepted by pred; *which gets it. */
+static bool below(const Node *n, bool (*pred)(LoopKind), const Node **which)
+{
+    const NodeList *b = ir_body((Node *)n);
+    for (int i = 0; b && i < b->n; i++) {
+        const Node *x = b->v[i];
+        if (x->kind == N_LOOP && pred(x->u.loop.kind)) {
+            *which = x;
+            return true;
+        }
+        if (below(x, pred, which))
+            return true;
+    }
+    return false;
+}
+
+/* ---------------- bind ---------------- */
+
+/* Staging marks a buffer private to the iterations of the loops enclosing its copy
+ * (Buffer.private_in): each reads only what the same iteration wrote.  On a GPU
+ * every block has its own shared memory and every thread its own registers, so
+ * such a buffer is no dependence between blocks (shared or local) or between
+ * threads (local). */
+static bool private_to(const Buffer *b, const Node *l, bool block)
+{
+    if (b->mem == MEM_GLOBAL || (!block && b->mem != MEM_LOCAL))
+        return false;
+    for (int i = 0; i < b->nprivate_in; i++)
+        if (b->private_in[i] == l->u.loop.var)
+            return true;
+    return false;
+}
+
+/* dep_carried with the GPU's notion of private copies; reductions count. */
+static bool carried_gpu(Kernel *k, Node *l, bool block, Access *pa, Access *pb)
+{
+    AccVec acc = {0};
+    Node *outer[64];
+    int no = xf_enclosing_loops(l, outer, 63);
+    DepRel rel[64];
+    for (int i = 0; i < no; i++)
+        rel[i] = (DepRel){outer[i]->u.loop.var, outer[i]->u.loop.var, 0};
+    rel[no] = (DepRel){l->u.loop.var, l->u.loop.var, 1};
+    acc_collect(k, l, &acc);
+    bool found = false;
+    for (int i = 0; i < acc.n && !found; i++)
+        for (int j = 0; j < acc.n && !found; j++) {
+            Access *a = &acc.v[i], *b = &acc.v[j];
+            if (a->buf != b->buf || (!a->write && !b->write) || private_to(a->buf, l, block))
+                continue;
+            if (!block && xf_privatizable(k, a->buf, l))
+                continue;
+            if (dep_may_conflict(k, a, b, rel, no + 1)) {
+                *pa = *a;
+                *pb = *b;
+                found = true;
+            }
+        }
+    acc_free(&acc);
+    return found;
+}
+
+bool xf_bind(XfCtx *c)
+{
+    Node *l = xf_arg_loop(c, 0);
+    const char *kn = l ? xf_arg_name(c, 1) : NULL;
+    if (!kn)
+        return false;
+    LoopKind kind = LOOP_COUNT;
+    for (size_t i = 0; i < sizeof gpu_kinds / sizeof gpu_kinds[0]; i++)
+        if (strcmp(gpu_kinds[i].name, kn) == 0)
+            kind = gpu_kinds[i].kind;
+    if (kind == LOOP_COUNT) {
+        xf_err(c, "`%s` is no GPU index; bind takes block.x, block.y, block.z, thread.x, "
+                  "thread.y or thread.z",
+               kn);
+        return false;
+    }
+    const char *v = l->u.loop.var->name;
+    if (l->u.loop.kind != LOOP_SERIAL) {
+        xf_err(c, "loop %s is already marked %s", v, loop_kind_name(l->u.loop.kind));
+        return false;
+    }
+    int64_t ext;
+    if (!xf_const_extent(c->k, l, &ext)) {
+        xf_err(c, "the extent of %s is not a constant (bind the sizes with -D)", v);
+        return false;
+    }
+    /* CUDA's limits per grid and block dimension. */
+    int64_t lim = kind == LOOP_BLOCK_X ? INT32_MAX
+                  : is_block_kind(kind) ? 65535
+                  : kind == LOOP_THREAD_Z ? 64
+                                          : 1024;
+    if (ext < 1 || ext > lim) {
+        xf_err(c, "the extent of %s is %lld; %s takes 1 to %lld", v, (long long)ext, kn,
+               (long long)lim);
+        return false;
+    }
+    const Node *w;
+    if (xf_inside_kind(l, LOOP_PARALLEL, false, &w) || xf_inside_kind(l, LOOP_VECTOR, false, &w) ||
+        xf_inside_kind(l, LOOP_MMA, false, &w)) {
+        xf_err(c, "%s is inside %s loop %s", v, loop_kind_name(w->u.loop.kind), w->u.loop.var->name);
+        return false;
+    }
+    if (xf_inside_kind(l, kind, false, &w)) {
+        xf_err(c, "%s is inside %s, which is already bound to %s", v, w->u.loop.var->name, kn);
+        return false;
+    }
+    if (below(l, is_block_kind, &w)) {
+        xf_err(c, "%s contains block loop %s; block loops are the outermost", v, w->u.loop.var->name);
+        return false;
+    }
+    if (is_block_kind(kind)) {
+        /* The grid is the outermost nest: every enclosing loop is a block loop with
+         * nothing beside the next one, so each block runs exactly one iteration. */
+        for (const Node *p = l->parent; p; p = p->parent) {
+            if (p->kind != N_LOOP || !is_block_kind(p->u.loop.kind)) {
+                xf_err(c, "%s is inside %s, which is not a block loop; block loops form the "
+                          "outermost nest",
+                       v, p->kind == N_LOOP ? p->u.loop.var->name : "a guard");
+                return false;
+            }
+            if (p->u.loop.body.n != 1) {
+                xf_err(c, "block loop %s holds more than %s", p->u.loop.var->name, v);
+                return false;
+            }
+        }
+    } else if (below(l, is_thread_kind, &w) && w->u.loop.kind == kind) {
+        xf_err(c, "%s contains %s, already bound to %s", v, w->u.loop.var->name, kn);
+        return false;
+    }
+    Access a, b;
+    /* Reductions too: two threads adding into one element race. */
+    if (carried_gpu(c->k, l, is_block_kind(kind), &a, &b)) {
+        xf_err(c, "loop %s carries a dependence; its iterations cannot run at once", v);
+        xf_note_dep(c, &a, &b);
+        return false;
+    }
+    if (!c->dry)
+        l->u.loop.kind = kind;
+    return true;
+}
+
+/* ---------------- mma ---------------- */
+
+/* The load under an optional cast to f32, or NULL. */
+static Expr *operand(Expr *e)
+{
+    if (e->kind == IE_CAST && e->dtype == DT_F32)
+        e = e->args[0];
+    return e->kind == IE_LOAD ? e : NULL;
+}
+
+/* Coefficients of i, j, k in one index expression; false when not affine. */
+static bool coefs(Space *sp, const Expr *e, const int *col, int64_t *out)
+{
+    Aff a;
+    if (!aff_of(sp, e, 0, &a))
+        return false;
+    for (int q = 0; q < 3; q++)
+        out[q] = a.c[col[q]];
+    return true;
+}
+
+bool xf_mma(XfCtx *c)
+{
+    Node *L[3];
+    for (int q = 0; q < 3; q++)
+        if (!(L[q] = xf_arg_loop(c, q)))
+            return false;
+    static const int64_t want[3] = {16, 8, 16};
+    static const char *const role[3] = {"i (rows)", "j (columns)", "k (reduction)"};
+    for (int q = 0; q < 3; q++) {
+        int64_t ext;
+        if (L[q]->u.loop.kind != LOOP_SERIAL) {
+            xf_err(c, "loop %s is marked %s", L[q]->u.loop.var->name, loop_kind_name(L[q]->u.loop.kind));
+            return false;
+        }
+        if (!xf_const_extent(c->k, L[q], &ext) || ext != want[q]) {
+            xf_err(c, "the %s loop %s must run exactly %lld times (m16n8k16); split it first",
+                   role[q], L[q]->u.loop.var->name, (long long)want[q]);
+            return false;
+        }
+    }
+    for (int q = 0; q < 2; q++)
+        if (L[q]->u.loop.body.n != 1 || L[q]->u.loop.body.v[0] != L[q + 1]) {
+            xf_err(c, "%s must hold exactly loop %s and nothing else", L[q]->u.loop.var->name,
+                   L[q + 1]->u.loop.var->name);
+            return false;
+        }
+    if (L[2]->u.loop.body.n != 1 || L[2]->u.loop.body.v[0]->kind != N_STMT) {
+        xf_err(c, "%s must hold exactly one statement", L[2]->u.loop.var->name);
+        return false;
+    }
+    Node *s = L[2]->u.loop.body.v[0];
+    Buffer *acc = s->u.stmt.buf;
+    Expr *v = s->u.stmt.value;
+    if (s->u.stmt.op != SOP_ADD || v->kind != IE_MUL) {
+        xf_err(c, "the statement must be `acc[..] += x * y` (an accumulated product)");
+        xf_note(c, s->span, "this statement");
+        return false;
+    }
+    Expr *A = operand(v->args[0]), *B = operand(v->args[1]);
+    if (!A || !B) {
+        xf_err(c, "both factors must be loads of f16 or bf16 buffers");
+        xf_note(c, s->span, "this statement");
+        return false;
+    }
+    DType ta = A->u.load.buf->dtype, tb = B->u.load.buf->dtype;
+    if (ta != tb || (ta != DT_F16 && ta != DT_BF16)) {
+        xf_err(c, "tensor cores take f16 x f16 or bf16 x bf16 here, not %s x %s (tf32 only when the "
+                  "kernel asks for it, and not yet)",
+               dtype_name(ta), dtype_name(tb));
+        return false;
+    }
+    if (acc->dtype != DT_F32) {
+        xf_err(c, "the accumulator %s must be f32, not %s", acc->name, dtype_name(acc->dtype));
+        return false;
+    }
+    if (acc->mem != MEM_LOCAL || acc->rank != 2) {
+        xf_err(c, "the accumulator %s must be a 2-D local buffer (the fragment lives in "
+                  "registers): stage it with cache(%s, loop, mem=local)",
+               acc->name, acc->name);
+        return false;
+    }
+    if (A->u.load.guarded || B->u.load.guarded) {
+        xf_err(c, "the operands must be read without bounds guards; stage them in shared memory");
+        return false;
+    }
+    Space sp;
+    space_init(&sp, c->k);
+    int col[3];
+    for (int q = 0; q < 3; q++)
+        col[q] = space_col(&sp, L[q]->u.loop.var, 0);
+    int64_t cf[3];
+    /* acc[i-dim, j-dim]: i only in dimension 0, j only in dimension 1, both with
+     * coefficient 1 (the fragment layout), k nowhere. */
+    for (int d = 0; d < 2; d++) {
+        if (!coefs(&sp, s->u.stmt.idx[d], col, cf) || cf[2] != 0 || cf[d] != 1 || cf[1 - d] != 0) {
+            xf_err(c, "%s must be indexed [.. + %s, .. + %s] with %s in neither", acc->name,
+                   L[0]->u.loop.var->name, L[1]->u.loop.var->name, L[2]->u.loop.var->name);
+            return false;
+        }
+    }
+    /* A reads rows i and columns k, B rows k and columns j, each variable in one
+     * dimension with coefficient 1. */
+    struct {
+        Expr *ld;
+        int u, w; /* the two variables it may use */
+    } ops[2] = {{A, 0, 2}, {B, 2, 1}};
+    for (int o = 0; o < 2; o++) {
+        Buffer *b = ops[o].ld->u.load.buf;
+        int seen[3] = {0, 0, 0};
+        for (int d = 0; d < b->rank; d++) {
+            if (!coefs(&sp, ops[o].ld->u.load.idx[d], col, cf)) {
+                xf_err(c, "an index of %s is not affine", b->name);
+                return false;
+            }
+            int nz = 0;
+            for (int q = 0; q < 3; q++)
+                if (cf[q]) {
+                    nz++;
+                    if ((q != ops[o].u && q != ops[o].w) || cf[q] != 1) {
+                        xf_err(c, "%s must be indexed by %s and %s alone, each with coefficient 1",
+                               b->name, L[ops[o].u]->u.loop.var->name, L[ops[o].w]->u.loop.var->name);
+                        return false;
+                    }
+                    seen[q]++;
+                }
+            if (nz > 1) {
+                xf_err(c, "%s mixes two of the triple's loops in one index", b->name);
+                return false;
+            }
+        }
+        if (seen[ops[o].u] != 1 || seen[ops[o].w] != 1) {
+            xf_err(c, "%s must use each of %s and %s in exactly one index", b->name,
+                   L[ops[o].u]->u.loop.var->name, L[ops[o].w]->u.loop.var->name);
+            return false;
+        }
+        if (b == acc) {
+            xf_err(c, "the accumulator is also a factor");
+            return false;
+        }
+    }
+    if (!c->dry)
+        L[0]->u.loop.kind = LOOP_MMA;
+    return true;
+}

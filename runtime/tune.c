@@ -1,0 +1,1115 @@
+/* The search: candidates proposed, pruned, compiled in parallel, measured one at a
+ * time, remembered; the winner re-validated and reported (tune.h says what and why).
+ *
+ * Rounds: the driver proposes a batch of new candidates (the next ones of the
+ * enumeration when the space fits the budget; otherwise children of the best
+ * measured so far by crossover and mutation, with random ones while there are too
+ * few parents).  Worker threads schedule each candidate (IR only), prune it
+ * statically and compile the survivors, all cores at once; then, with every worker
+ * idle so nothing disturbs the clock, the driver measures the compiled ones one by
+ * one with rt_evaluate (through a proxy device that hands the harness the ready
+ * compilation) and commits each result to the database before the next.
+ * Measurement is serial on purpose: two kernels timed at once share cores, caches
+ * and memory bandwidth and both numbers would be wrong. */
+#include "tune.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../passes/passes.h"
+#include "../passes/xform.h"
+#include "../codegen/cuda/cg_cuda.h"
+
+void tune_options_init(TuneOptions *o)
+{
+    memset(o, 0, sizeof *o);
+    o->target = "host";
+    o->progress = -1;
+    o->seed = 1;
+}
+
+/* ---- candidates ---- */
+
+typedef struct Cand {
+    int t;                       /* template */
+    int idx[TUNE_MAX_PARAMS];
+    /* filled by a worker */
+    Kernel *k;
+    RtExec *x;
+    double compile_ms;
+    char *why;                   /* pruned or refused: the reason */
+    /* filled by the measurement */
+    bool measured, valid;
+    int status;
+    double median, min, max, gflops, rel_error;
+    char *params, *sched, *ir;
+} Cand;
+
+typedef struct Tuner {
+    const TuneInput *in;
+    const TuneOptions *o;
+    TuneSpace sp;
+    Arena *arena;
+    const char *target;
+    RtDevice *dev;               /* real device, or NULL with a planted measure */
+    bool parallel_compile;
+    int threads, jobs, lanes;
+    pthread_mutex_t lower_lock;  /* lowering reads the shared AST: one at a time */
+    /* every candidate proposed so far, for de-duplication and the report */
+    Cand **all;
+    int nall, capall;
+    uint64_t *seen;              /* open-addressed set of candidate hashes */
+    int capseen;
+    Rng rng;
+    /* enumeration state (exhaustive) */
+    int enum_t;
+    int enum_idx[TUNE_MAX_PARAMS];
+    bool enum_done;
+    TuneDb *db;
+    TuneKey key;
+    TuneResult *res;
+    Cand *best;
+    double t0;
+    Kernel *fk, *fu;             /* the winner's final run, kept for the report */
+} Tuner;
+
+static char *params_text(const struct Tuner *T, const Cand *c);
+
+static uint64_t cand_hash(const Cand *c, const TuneTemplate *t)
+{
+    uint64_t h = tunedb_hash(&c->t, sizeof c->t, TUNEDB_HASH0);
+    return tunedb_hash(c->idx, sizeof c->idx[0] * (size_t)t->nparams, h) | 1;
+}
+
+/* True when new (and records it). */
+static bool seen_add(Tuner *T, const Cand *c)
+{
+    if (T->capseen < 2 * (T->nall + 1)) {
+        int cap = T->capseen ? T->capseen * 2 : 1024;
+        uint64_t *s = xcalloc((size_t)cap, sizeof *s);
+        for (int i = 0; i < T->capseen; i++)
+            if (T->seen[i])
+                for (int j = (int)(T->seen[i] % (uint64_t)cap);; j = (j + 1) % cap)
+                    if (!s[j]) {
+                        s[j] = T->seen[i];
+                        break;
+                    }
+        free(T->seen);
+        T->seen = s;
+        T->capseen = cap;
+    }
+    uint64_t h = cand_hash(c, &T->sp.t[c->t]);
+    for (int j = (int)(h % (uint64_t)T->capseen);; j = (j + 1) % T->capseen) {
+        if (T->seen[j] == h)
+            return false;
+        if (!T->seen[j]) {
+            T->seen[j] = h;
+            return true;
+        }
+    }
+}
+
+static Cand *cand_push(Tuner *T, const Cand *proto)
+{
+    if (!seen_add(T, proto))
+        return NULL;
+    if (T->nall == T->capall) {
+        T->capall = T->capall ? T->capall * 2 : 64;
+        T->all = xrealloc(T->all, sizeof *T->all * (size_t)T->capall);
+    }
+    Cand *c = xcalloc(1, sizeof *c);
+    c->t = proto->t;
+    memcpy(c->idx, proto->idx, sizeof c->idx);
+    c->params = params_text(T, c);
+    T->all[T->nall++] = c;
+    return c;
+}
+
+static void choices_of(const Tuner *T, const Cand *c, ParamChoice *ch)
+{
+    const TuneTemplate *t = &T->sp.t[c->t];
+    for (int i = 0; i < t->nparams; i++) {
+        ch[i].name = t->names[i];
+        ch[i].index = c->idx[i];
+    }
+}
+
+static void arg_print(const SchedArg *a, StrBuf *b)
+{
+    switch (a->kind) {
+    case SARG_NAME: sb_puts(b, a->name); break;
+    case SARG_INT: sb_printf(b, "%lld", (long long)a->ival); break;
+    case SARG_FLOAT: sb_printf(b, "%g", a->fval); break;
+    case SARG_STRING: sb_printf(b, "\"%s\"", a->name); break;
+    case SARG_LIST:
+        sb_putc(b, '[');
+        for (int i = 0; i < a->list.n; i++) {
+            if (i)
+                sb_puts(b, ", ");
+            arg_print(&a->list.items[i], b);
+        }
+        sb_putc(b, ']');
+        break;
+    }
+}
+
+/* "tile_i=8 tile_j=64" */
+static char *params_text(const struct Tuner *T, const Cand *c)
+{
+    StrBuf b = {0};
+    const AstSchedule *s = T->sp.t[c->t].s;
+    int p = 0;
+    for (int i = 0; i < s->nitems; i++)
+        if (s->items[i].kind == SCHED_PARAM) {
+            if (p < TUNE_MAX_PARAMS && c->idx[p] < s->items[i].nargs) {
+                sb_printf(&b, "%s%s=", b.len ? " " : "", s->items[i].name);
+                arg_print(&s->items[i].args[c->idx[p]], &b);
+            }
+            p++;
+        }
+    if (!b.s)
+        sb_puts(&b, T->sp.n > 1 ? "" : "(none)");
+    if (T->sp.n > 1) {
+        StrBuf v = {0};
+        sb_printf(&v, "[template %d] %s", c->t + 1, b.s);
+        sb_free(&b);
+        return v.s;
+    }
+    return b.s;
+}
+
+/* ---- scheduling, pruning, compiling ---- */
+
+Kernel *tune_instantiate(const TuneInput *in, const AstSchedule *tmpl, const ParamChoice *ch, int nch, Diags *d)
+{
+    Kernel *k = lower_kernel(in->prog, in->ast, in->values, in->bound, d);
+    if (!k)
+        return NULL;
+    const AstSchedule *list[1] = {tmpl};
+    PipelineOpts po = {0};
+    po.schedules = list;
+    po.nschedules = tmpl ? 1 : 0;
+    po.choices = ch;
+    po.nchoices = nch;
+    if (!pipeline_run(k, &po, d)) {
+        ir_free(k);
+        return NULL;
+    }
+    return k;
+}
+
+static int64_t trips(const Kernel *k, const Node *l)
+{
+    int64_t lo = 0, hi = -1;
+    if (!ir_eval_size(k, l->u.loop.lo, &lo) || !ir_eval_size(k, l->u.loop.hi, &hi))
+        return -1; /* bounds depend on outer loops */
+    return hi - lo;
+}
+
+static DType first_store_dtype(const Node *n)
+{
+    if (n->kind == N_STMT)
+        return n->u.stmt.buf->dtype;
+    const NodeList *b = ir_body((Node *)n);
+    for (int i = 0; b && i < b->n; i++) {
+        DType t = first_store_dtype(b->v[i]);
+        if (t != DT_COUNT)
+            return t;
+    }
+    return DT_COUNT;
+}
+
+/* Static pruning of a CPU candidate: returns the reason, or NULL to keep it. */
+static const char *prune_walk(const Tuner *T, const Kernel *k, const Node *n)
+{
+    if (n->kind == N_LOOP) {
+        if (n->u.loop.kind == LOOP_VECTOR) {
+            int64_t e = trips(k, n);
+            DType t = first_store_dtype(n);
+            int lanes = tune_vector_lanes(T->target, t == DT_COUNT ? DT_F32 : t);
+            if (e > 0 && (e % lanes != 0))
+                return "a vector loop that is not a whole number of SIMD registers";
+            if (e > 8 * lanes)
+                return "a vector loop longer than eight SIMD registers";
+        }
+        if (n->u.loop.kind == LOOP_PARALLEL && T->threads > 1) {
+            int64_t e = trips(k, n);
+            if (e >= 0 && e < T->threads)
+                return "a parallel loop with fewer iterations than threads";
+        }
+    }
+    const NodeList *b = ir_body((Node *)n);
+    for (int i = 0; b && i < b->n; i++) {
+        const char *why = prune_walk(T, k, b->v[i]);
+        if (why)
+            return why;
+    }
+    return NULL;
+}
+
+static const char *prune(const Tuner *T, const Kernel *k, Diags *d)
+{
+    bool gpu = !strncmp(T->target, "sm_", 3);
+    if (gpu) {
+        /* the launch table checks threads per block and shared memory */
+        CgCudaModule m;
+        memset(&m, 0, sizeof m);
+        bool ok = cg_cuda_generate(k, T->target, &m, d);
+        const char *why = NULL;
+        if (!ok)
+            why = "over the target's launch limits";
+        for (int i = 0; ok && i < m.nlaunches && !why; i++) {
+            int th = m.launches[i].block[0] * m.launches[i].block[1] * m.launches[i].block[2];
+            if (th > 32 && th % 32)
+                why = "a thread block that is not a whole number of warps";
+        }
+        cg_cuda_module_free(&m);
+        return why;
+    }
+    int64_t local = 0;
+    for (int i = 0; i < k->nbufs; i++)
+        if (k->bufs[i]->mem == MEM_LOCAL) {
+            int64_t n = ir_buffer_elems(k, k->bufs[i]);
+            local += n > 0 ? n * dtype_bytes(k->bufs[i]->dtype) : 0;
+        }
+    /* local buffers live on each thread's stack */
+    if (local > (int64_t)1 << 20)
+        return "local buffers over 1 MiB (thread stacks)";
+    for (int i = 0; i < k->body.n; i++) {
+        const char *why = prune_walk(T, k, k->body.v[i]);
+        if (why)
+            return why;
+    }
+    return NULL;
+}
+
+typedef struct Batch {
+    Tuner *T;
+    Cand **c;
+    int n;
+    int next;
+    pthread_mutex_t lock;
+} Batch;
+
+static void prepare(Tuner *T, Cand *c)
+{
+    Diags d;
+    diag_init(&d);
+    ParamChoice ch[TUNE_MAX_PARAMS];
+    choices_of(T, c, ch);
+    pthread_mutex_lock(&T->lower_lock);
+    Kernel *k = lower_kernel(T->in->prog, T->in->ast, T->in->values, T->in->bound, &d);
+    pthread_mutex_unlock(&T->lower_lock);
+    const AstSchedule *list[1] = {T->sp.t[c->t].s};
+    PipelineOpts po = {0};
+    po.schedules = list;
+    po.nschedules = 1;
+    po.choices = ch;
+    po.nchoices = T->sp.t[c->t].nparams;
+    if (!k || !pipeline_run(k, &po, &d)) {
+        /* the first line of the refusal says which statement and why */
+        const char *msg = d.text.s ? d.text.s : "refused";
+        const char *nl = strchr(msg, '\n');
+        c->why = xmalloc(strlen(msg) + 16);
+        snprintf(c->why, strlen(msg) + 16, "refused: %.*s", nl ? (int)(nl - msg) : (int)strlen(msg), msg);
+        if (k)
+            ir_free(k);
+        diag_free(&d);
+        return;
+    }
+    const char *why = prune(T, k, &d);
+    if (why) {
+        c->why = xstrdup(why);
+        ir_free(k);
+        diag_free(&d);
+        return;
+    }
+    c->k = k;
+    StrBuf ir = {0};
+    ir_print_kernel(k, &ir);
+    c->ir = ir.s;
+    if (T->parallel_compile) {
+        double t0 = now_seconds();
+        c->x = T->dev->compile(T->dev, k, T->target, &d);
+        c->compile_ms = (now_seconds() - t0) * 1e3;
+        if (!c->x) {
+            const char *msg = d.text.s ? d.text.s : "compile failed";
+            c->why = xstrdup(msg);
+            ir_free(k);
+            c->k = NULL;
+        }
+    }
+    diag_free(&d);
+}
+
+static void *worker(void *arg)
+{
+    Batch *b = arg;
+    for (;;) {
+        pthread_mutex_lock(&b->lock);
+        int i = b->next++;
+        pthread_mutex_unlock(&b->lock);
+        if (i >= b->n)
+            return NULL;
+        prepare(b->T, b->c[i]);
+    }
+}
+
+static void prepare_batch(Tuner *T, Cand **c, int n)
+{
+    Batch b = {.T = T, .c = c, .n = n};
+    pthread_mutex_init(&b.lock, NULL);
+    int nt = T->jobs < n ? T->jobs : n;
+    pthread_t th[64];
+    int started = 0;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    /* LLVM's optimiser recurses deeply on big unrolled bodies */
+    pthread_attr_setstacksize(&attr, (size_t)64 << 20);
+    for (int i = 1; i < nt && i < 64; i++)
+        if (pthread_create(&th[started], &attr, worker, &b) == 0)
+            started++;
+    pthread_attr_destroy(&attr);
+    worker(&b);
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&b.lock);
+}
+
+/* ---- the proxy device: hands rt_evaluate a compilation made beforehand ---- */
+
+typedef struct Proxy {
+    RtDevice dev;
+    RtDevice *real;
+    const Kernel *k;
+    RtExec *x;
+} Proxy;
+
+#define REAL(d) (((Proxy *)(d))->real)
+static void px_describe(RtDevice *d, RtMachine *m) { REAL(d)->describe(REAL(d), m); }
+static void *px_alloc(RtDevice *d, size_t n, Diags *g) { return REAL(d)->alloc(REAL(d), n, g); }
+static void px_free(RtDevice *d, void *p) { REAL(d)->free(REAL(d), p); }
+static bool px_upload(RtDevice *d, void *dst, const void *src, size_t n, Diags *g)
+{
+    return REAL(d)->upload(REAL(d), dst, src, n, g);
+}
+static bool px_download(RtDevice *d, void *dst, const void *src, size_t n, Diags *g)
+{
+    return REAL(d)->download(REAL(d), dst, src, n, g);
+}
+static RtExec *px_compile(RtDevice *d, const Kernel *k, const char *target, Diags *g)
+{
+    Proxy *p = (Proxy *)d;
+    if (p->x && p->k == k) {
+        RtExec *x = p->x;
+        p->x = NULL;
+        return x;
+    }
+    return p->real->compile(p->real, k, target, g);
+}
+static RtExec *px_library(RtDevice *d, const char *lib, const RtGemm *gm, char *why, size_t n, Diags *g)
+{
+    return REAL(d)->library(REAL(d), lib, gm, why, n, g);
+}
+static bool px_run(RtDevice *d, RtExec *x, void **bufs, double *ms, Diags *g)
+{
+    return REAL(d)->run(REAL(d), x, bufs, ms, g);
+}
+static void px_flush(RtDevice *d) { REAL(d)->flush(REAL(d)); }
+static void px_release(RtDevice *d, RtExec *x) { REAL(d)->release(REAL(d), x); }
+static void px_close(RtDevice *d) { (void)d; }
+
+static void proxy_init(Proxy *p, RtDevice *real)
+{
+    memset(p, 0, sizeof *p);
+    p->real = real;
+    p->dev = *real;
+    p->dev.impl = p;
+    p->dev.describe = px_describe;
+    p->dev.alloc = px_alloc;
+    p->dev.free = px_free;
+    p->dev.upload = px_upload;
+    p->dev.download = px_download;
+    p->dev.compile = px_compile;
+    p->dev.library = px_library;
+    p->dev.run = px_run;
+    p->dev.flush = px_flush;
+    p->dev.release = px_release;
+    p->dev.close = px_close;
+}
+
+/* ---- measuring ---- */
+
+static int measure(Tuner *T, const Kernel *k, const Kernel *u, const RunOptions *ro, RtResult *r, RtExec *x,
+                   Diags *d)
+{
+    if (T->o->measure)
+        return T->o->measure(T->o->measure_ctx, T->dev, k, u, ro, r, d);
+    Proxy p;
+    proxy_init(&p, T->dev);
+    p.k = k;
+    p.x = x;
+    int rc = rt_evaluate(&p.dev, k, u, ro, r, d);
+    if (p.x) /* rt_evaluate stopped before compiling */
+        T->dev->release(T->dev, p.x);
+    return rc;
+}
+
+static void record(Tuner *T, const Cand *c, bool final, double compile_ms, Diags *d)
+{
+    if (!T->db)
+        return;
+    TuneRecord r;
+    memset(&r, 0, sizeof r);
+    r.key = T->key;
+    r.schedule = c->sched;
+    r.params = c->params;
+    r.median_ms = c->median;
+    r.min_ms = c->min;
+    r.max_ms = c->max;
+    r.gflops = c->gflops;
+    r.compile_ms = compile_ms;
+    r.valid = c->valid;
+    r.rel_error = c->rel_error;
+    r.status = c->status;
+    r.final = final;
+    r.created = (double)time(NULL);
+    Diags q;
+    diag_init(&q);
+    if (!tunedb_add(T->db, &r, &q) && !T->o->quiet)
+        fprintf(stderr, "perfc: warning: %s", q.text.s ? q.text.s : "the tuning database refused a row\n");
+    diag_free(&q);
+    (void)d;
+}
+
+static RunOptions cand_options(const Tuner *T, double min_time, uint64_t seed, const char *compare)
+{
+    RunOptions ro;
+    rt_options_init(&ro);
+    ro.target = T->target;
+    ro.threads = T->o->threads;
+    ro.compare = compare;
+    ro.seed = seed;
+    ro.min_time_s = min_time;
+    ro.checks = 2;
+    return ro;
+}
+
+static void progress(Tuner *T, int done, int total)
+{
+    if (!T->o->progress || T->o->quiet)
+        return;
+    double el = now_seconds() - T->t0;
+    double eta = done ? el / done * (total - done) : 0;
+    double left = (T->o->time_limit > 0 ? T->o->time_limit : 300) - el;
+    if (eta > left)
+        eta = left > 0 ? left : 0;
+    char best[96] = "none yet";
+    if (T->best)
+        snprintf(best, sizeof best, "%.4g ms (%.4g GFLOP/s)", T->best->median, T->best->gflops);
+    fprintf(stderr, "\r\033[Kperfc tune: %d/%d measured, %d pruned   best %s   ETA %d:%02d", done, total,
+            T->res->pruned, best, (int)eta / 60, (int)eta % 60);
+    fflush(stderr);
+}
+
+/* Measures the prepared candidates of a batch, one at a time. */
+static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags *d)
+{
+    const Kernel *u = NULL;
+    Kernel *uk = NULL;
+    for (int i = 0; i < n; i++) {
+        Cand *x = c[i];
+        if (!x->k && x->why) {
+            T->res->pruned++;
+            continue;
+        }
+        if (!x->k)
+            continue;
+        double limit = T->o->time_limit > 0 ? T->o->time_limit : 300;
+        if (T->res->measured >= budget || (T->res->measured && now_seconds() - T->t0 >= limit)) {
+            if (x->x)
+                T->dev->release(T->dev, x->x);
+            x->x = NULL;
+            ir_free(x->k);
+            x->k = NULL;
+            continue;
+        }
+        if (!uk) {
+            pthread_mutex_lock(&T->lower_lock);
+            uk = lower_kernel(T->in->prog, T->in->ast, T->in->values, T->in->bound, d);
+            pthread_mutex_unlock(&T->lower_lock);
+            if (!uk)
+                return 1;
+            u = uk;
+        }
+        RunOptions ro = cand_options(T, T->o->cand_min_time_s > 0 ? T->o->cand_min_time_s : 0.05, T->o->seed, NULL);
+        RtResult *r = xcalloc(1, sizeof *r);
+        Diags q;
+        diag_init(&q);
+        int rc = measure(T, x->k, u, &ro, r, x->x, &q);
+        x->x = NULL;
+        x->measured = true;
+        x->status = rc;
+        /* a time that is no number cannot rank a candidate */
+        x->valid = rc == 0 && r->valid && isfinite(r->time.median) && r->time.median >= 0;
+        x->rel_error = r->rel_error;
+        if (x->valid) {
+            x->median = r->time.median;
+            x->min = r->time.min;
+            x->max = r->time.max;
+            x->gflops = r->gflops;
+        }
+        if (rc == 2)
+            T->res->invalid++;
+        else if (rc != 0)
+            T->res->failed++;
+        if (rc != 0 && rc != 2 && !T->o->quiet && q.text.s)
+            fprintf(stderr, "\r\033[Kperfc: candidate %s failed: %s", x->params, q.text.s);
+        diag_free(&q);
+        ParamChoice ch[TUNE_MAX_PARAMS];
+        choices_of(T, x, ch);
+        StrBuf s = {0};
+        schedule_print(T->sp.t[x->t].s, ch, T->sp.t[x->t].nparams, &s);
+        x->sched = s.s ? s.s : xstrdup("");
+        record(T, x, false, x->compile_ms, d);
+        T->res->measured++;
+        if (x->valid && (!T->best || x->median < T->best->median))
+            T->best = x;
+        free(r);
+        ir_free(x->k);
+        x->k = NULL;
+        progress(T, T->res->measured, total);
+    }
+    if (uk)
+        ir_free(uk);
+    return 0;
+}
+
+/* ---- proposing candidates ---- */
+
+static bool enum_next(Tuner *T, Cand *c)
+{
+    while (!T->enum_done) {
+        const TuneTemplate *t = &T->sp.t[T->enum_t];
+        c->t = T->enum_t;
+        memcpy(c->idx, T->enum_idx, sizeof c->idx);
+        /* advance like an odometer, the last parameter fastest */
+        int p = t->nparams - 1;
+        while (p >= 0 && ++T->enum_idx[p] == t->ncands[p])
+            T->enum_idx[p--] = 0;
+        if (p < 0) {
+            memset(T->enum_idx, 0, sizeof T->enum_idx);
+            if (++T->enum_t == T->sp.n)
+                T->enum_done = true;
+        }
+        return true;
+    }
+    return false;
+}
+
+static void random_cand(Tuner *T, Cand *c)
+{
+    c->t = (int)(rng_next(&T->rng) % (uint64_t)T->sp.n);
+    const TuneTemplate *t = &T->sp.t[c->t];
+    for (int i = 0; i < t->nparams; i++)
+        c->idx[i] = (int)(rng_next(&T->rng) % (uint64_t)t->ncands[i]);
+}
+
+static int cmp_time(const void *a, const void *b)
+{
+    const Cand *x = *(Cand *const *)a, *y = *(Cand *const *)b;
+    return (x->median > y->median) - (x->median < y->median);
+}
+
+/* A child of the good candidates measured so far: tournament selection among the
+ * best eight, uniform crossover when both parents share a template, then one or
+ * more mutations, each a step to a neighbouring candidate (sizes are listed in
+ * order, so neighbours are similar) or, sometimes, a jump anywhere. */
+static void evolve(Tuner *T, Cand **pool, int np, Cand *c)
+{
+    int top = np < 8 ? np : 8;
+    const Cand *a = pool[rng_next(&T->rng) % (uint64_t)top];
+    const Cand *b = pool[rng_next(&T->rng) % (uint64_t)top];
+    c->t = a->t;
+    memcpy(c->idx, a->idx, sizeof c->idx);
+    const TuneTemplate *t = &T->sp.t[c->t];
+    if (b->t == a->t)
+        for (int i = 0; i < t->nparams; i++)
+            if (rng_next(&T->rng) & 1)
+                c->idx[i] = b->idx[i];
+    if (!t->nparams)
+        return;
+    int muts = 1 + (int)(rng_next(&T->rng) % 2);
+    for (int m = 0; m < muts; m++) {
+        int p = (int)(rng_next(&T->rng) % (uint64_t)t->nparams);
+        if (t->ncands[p] < 2)
+            continue;
+        if (rng_uniform(&T->rng, 0, 1) < 0.75) {
+            int step = (rng_next(&T->rng) & 1) ? 1 : -1;
+            int v = c->idx[p] + step;
+            if (v < 0 || v >= t->ncands[p])
+                v = c->idx[p] - step;
+            c->idx[p] = v;
+        } else {
+            c->idx[p] = (int)(rng_next(&T->rng) % (uint64_t)t->ncands[p]);
+        }
+    }
+}
+
+/* An unseen candidate one step from c (one parameter moved to a neighbouring
+ * candidate), or false when every neighbour was tried.  Sizes are listed in
+ * order, so this walks downhill on the smooth part of the cost. */
+static bool neighbour(Tuner *T, const Cand *c, Cand *out)
+{
+    const TuneTemplate *t = &T->sp.t[c->t];
+    int n = 2 * t->nparams;
+    if (!n)
+        return false;
+    int start = (int)(rng_next(&T->rng) % (uint64_t)n);
+    for (int i = 0; i < n; i++) {
+        int m = (start + i) % n, p = m / 2, v = c->idx[p] + (m % 2 ? 1 : -1);
+        if (v < 0 || v >= t->ncands[p])
+            continue;
+        *out = *c;
+        out->idx[p] = v;
+        uint64_t h = cand_hash(out, t);
+        bool seen = false;
+        for (int j = (int)(h % (uint64_t)T->capseen); T->seen[j]; j = (j + 1) % T->capseen)
+            if (T->seen[j] == h) {
+                seen = true;
+                break;
+            }
+        if (!seen)
+            return true;
+    }
+    return false;
+}
+
+static int propose(Tuner *T, bool exhaustive, Cand **out, int want)
+{
+    int n = 0;
+    if (exhaustive) {
+        Cand c;
+        memset(&c, 0, sizeof c);
+        while (n < want && enum_next(T, &c)) {
+            Cand *x = cand_push(T, &c);
+            if (x)
+                out[n++] = x;
+        }
+        return n;
+    }
+    /* parents: valid measured candidates, fastest first */
+    Cand **pool = xmalloc(sizeof *pool * (size_t)(T->nall + 1));
+    int np = 0;
+    for (int i = 0; i < T->nall; i++)
+        if (T->all[i]->valid)
+            pool[np++] = T->all[i];
+    qsort(pool, (size_t)np, sizeof *pool, cmp_time);
+    int tries = 0;
+    while (n < want && tries++ < 400 * want) {
+        Cand c;
+        memset(&c, 0, sizeof c);
+        if (T->nall == 0 && n < T->sp.n) {
+            c.t = n; /* every template's defaults first */
+        } else if (np < 4 || rng_uniform(&T->rng, 0, 1) < 0.15) {
+            random_cand(T, &c);
+        } else if (rng_uniform(&T->rng, 0, 1) < 0.5 && neighbour(T, pool[0], &c)) {
+            /* a step from the best so far (local search) */
+        } else {
+            evolve(T, pool, np, &c);
+        }
+        Cand *x = cand_push(T, &c);
+        if (x)
+            out[n++] = x;
+    }
+    free(pool);
+    return n;
+}
+
+/* ---- the key and the report ---- */
+
+void tune_make_key(const AstKernel *ast, const Kernel *k, const char *target, const char *device, int threads,
+                   TuneKey *key)
+{
+    memset(key, 0, sizeof *key);
+    snprintf(key->kernel, sizeof key->kernel, "%s", ast->name);
+    StrBuf b = {0};
+    ast_print_kernel(ast, &b);
+    snprintf(key->fingerprint, sizeof key->fingerprint, "%016llx",
+             (unsigned long long)tunedb_hash(b.s ? b.s : "", b.len, TUNEDB_HASH0));
+    sb_free(&b);
+    for (int i = 0; i < k->nparams; i++)
+        sb_printf(&b, "%s%s=%lld", i ? " " : "", k->params[i].name, (long long)k->params[i].value);
+    snprintf(key->shape, sizeof key->shape, "%s", b.s ? b.s : "");
+    sb_free(&b);
+    for (int i = 0; i < k->nbufs; i++)
+        if (k->bufs[i]->kind != BUF_TEMP)
+            sb_printf(&b, "%s%s:%s", b.len ? " " : "", k->bufs[i]->name, dtype_name(k->bufs[i]->dtype));
+    snprintf(key->dtypes, sizeof key->dtypes, "%s", b.s ? b.s : "");
+    sb_free(&b);
+    snprintf(key->target, sizeof key->target, "%s", target ? target : "host");
+    snprintf(key->device, sizeof key->device, "%s", device ? device : "");
+    snprintf(key->version, sizeof key->version, "%s", PERFC_VERSION);
+    key->threads = threads;
+    tunekey_finish(key);
+}
+
+void tune_block(const char *kernel, const char *target, const char *schedule, StrBuf *out)
+{
+    bool gpu = target && !strncmp(target, "sm_", 3);
+    sb_printf(out, "schedule %s for %s {\n", kernel, gpu ? target : "cpu");
+    for (const char *p = schedule; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        int n = nl ? (int)(nl - p) : (int)strlen(p);
+        if (n)
+            sb_printf(out, "  %.*s\n", n, p);
+        p += n + (nl ? 1 : 0);
+    }
+    sb_puts(out, "}\n");
+}
+
+static void entry_from(TuneEntry *e, const Cand *c)
+{
+    e->params = xstrdup(c->params ? c->params : "");
+    e->schedule = xstrdup(c->sched ? c->sched : "");
+    e->median_ms = c->median;
+    e->min_ms = c->min;
+    e->max_ms = c->max;
+    e->gflops = c->gflops;
+}
+
+void tune_result_free(TuneResult *r)
+{
+    for (int i = 0; i < r->ntop; i++) {
+        free(r->top[i].params);
+        free(r->top[i].schedule);
+    }
+    free(r->best_block);
+    free(r->best_ir);
+    memset(r, 0, sizeof *r);
+}
+
+static void report(const Tuner *T, const TuneResult *res, const char *db_path, FILE *f)
+{
+    const TuneOptions *o = T->o;
+    if (o->quiet)
+        return;
+    FILE *tf = o->json ? stderr : f;
+    fprintf(tf, "perfc tune   kernel %s   -target %s   %s   threads %d\n", T->key.kernel, T->target, T->key.shape,
+            T->threads);
+    if (res->from_db) {
+        fprintf(tf, "database   hit: the best of %d measurements under key %s, re-validated (no search)\n",
+                T->db ? tunedb_count(T->db, &T->key) : 0, T->key.id);
+    } else {
+        fprintf(tf, "space      %s, %d template%s, %.0f candidates", T->sp.kclass ? T->sp.kclass : "?", T->sp.n,
+                T->sp.n == 1 ? "" : "s", T->sp.size);
+        for (int i = 0; i < T->sp.n; i++)
+            fprintf(tf, "%s%s", i ? "; " : ": ", T->sp.t[i].origin);
+        fprintf(tf, "\nsearch     %s: %d measured, %d pruned before compiling, %d invalid, %d failed, %.1f s "
+                    "(compiled on %d thread%s)\n",
+                T->sp.size <= (o->budget > 0 ? o->budget : 48) ? "exhaustive" : "evolutionary", res->measured,
+                res->pruned, res->invalid, res->failed, res->search_s, T->jobs, T->jobs == 1 ? "" : "s");
+        if (res->ntop) {
+            fprintf(tf, "top %d      %-4s %10s %10s %10s %9s  %s\n", res->ntop, "rank", "median ms", "min", "max",
+                    "GFLOP/s", "parameters");
+            for (int i = 0; i < res->ntop; i++)
+                fprintf(tf, "           %-4d %10.4g %10.4g %10.4g %9.4g  %s\n", i + 1, res->top[i].median_ms,
+                        res->top[i].min_ms, res->top[i].max_ms, res->top[i].gflops, res->top[i].params);
+        }
+    }
+    if (res->has_final) {
+        fprintf(tf, "winner     re-validated on fresh inputs and timed again:\n");
+        if (o->json)
+            rt_report_json(&res->final, f);
+        else
+            rt_report_human(&res->final, tf);
+    }
+    if (res->best_block)
+        fprintf(tf, "schedule   (paste into the .pdl)\n%s", res->best_block);
+    if (T->db)
+        fprintf(tf, "database   %s (%d rows under key %s)\n", db_path, tunedb_count(T->db, &T->key), T->key.id);
+    fprintf(tf, "time       %.2f s in all\n", res->wall_s);
+    fflush(tf);
+}
+
+/* ---- final validation ---- */
+
+/* Runs the concrete schedule `sched` (text) with fresh inputs and the baseline. */
+static int final_run(Tuner *T, const AstSchedule *tmpl, const ParamChoice *ch, int nch, uint64_t seed, double min_time,
+                     Diags *d)
+{
+    TuneResult *res = T->res;
+    Kernel *k = tune_instantiate(T->in, tmpl, ch, nch, d);
+    if (!k)
+        return 1;
+    pthread_mutex_lock(&T->lower_lock);
+    Kernel *u = lower_kernel(T->in->prog, T->in->ast, T->in->values, T->in->bound, d);
+    pthread_mutex_unlock(&T->lower_lock);
+    if (!u) {
+        ir_free(k);
+        return 1;
+    }
+    StrBuf ir = {0};
+    ir_print_kernel(k, &ir);
+    free(res->best_ir);
+    res->best_ir = ir.s;
+    RunOptions ro = cand_options(T, min_time, seed, T->o->compare);
+    int rc = measure(T, k, u, &ro, &res->final, NULL, d);
+    res->has_final = rc == 0 || rc == 2;
+    /* the result points at k for printing: both live until the report is out */
+    if (T->fk)
+        ir_free(T->fk);
+    if (T->fu)
+        ir_free(T->fu);
+    T->fk = k;
+    T->fu = u;
+    return rc;
+}
+
+/* A schedule from the database (schedule_print text). */
+static AstSchedule *parse_stored(Tuner *T, const char *text, Diags *d)
+{
+    Source *src = arena_alloc(T->arena, sizeof *src);
+    src->path = "<tuning database>";
+    src->text = arena_strdup(T->arena, text);
+    src->len = strlen(text);
+    AstSchedule *s = parse_schedule_text(T->arena, src, d);
+    if (s)
+        s->kernel = T->in->ast->name;
+    return s;
+}
+
+int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diags *d)
+{
+    memset(res, 0, sizeof *res);
+    Tuner TT, *T = &TT;
+    memset(T, 0, sizeof *T);
+    T->in = in;
+    T->o = o;
+    T->res = res;
+    T->t0 = now_seconds();
+    T->target = o->target ? o->target : "host";
+    T->arena = arena_new();
+    pthread_mutex_init(&T->lower_lock, NULL);
+    rng_seed(&T->rng, o->seed ^ 0x7475e3ull);
+    T->threads = o->threads > 0 ? o->threads : rt_cpu_count();
+    T->jobs = o->jobs > 0 ? o->jobs : rt_cpu_count();
+    if (T->jobs > 64)
+        T->jobs = 64;
+    TuneOptions oo = *o;
+    if (oo.progress < 0)
+        oo.progress = isatty(2);
+    T->o = o = &oo;
+    FILE *out = o->out ? o->out : stdout;
+    int rc = 1;
+    char *db_path = NULL;
+    bool own_dev = false;
+
+    Kernel *u = lower_kernel(in->prog, in->ast, in->values, in->bound, d);
+    if (!u)
+        goto done;
+    if (!ir_all_bound(u, d))
+        goto done;
+    if (!tune_space(in, u, T->target, T->arena, &T->sp, d))
+        goto done;
+    res->space_size = T->sp.size;
+    /* PERFC_TUNE_SPACE=1: print the templates and stop (to read or copy a space) */
+    if (getenv("PERFC_TUNE_SPACE") && *getenv("PERFC_TUNE_SPACE") == '1') {
+        for (int i = 0; i < T->sp.n; i++) {
+            StrBuf b = {0};
+            ast_print_schedule(T->sp.t[i].s, &b);
+            fprintf(out, "# template %d of %d: %s, %s\n%s\n", i + 1, T->sp.n, T->sp.kclass, T->sp.t[i].origin,
+                    b.s ? b.s : "");
+            sb_free(&b);
+        }
+        rc = 0;
+        goto done;
+    }
+
+    T->dev = o->device;
+    if (!T->dev && !o->measure) {
+        int orc = 3;
+        T->dev = rt_device_open(T->target, &orc, d);
+        if (!T->dev) {
+            rc = orc;
+            goto done;
+        }
+        own_dev = true;
+    }
+    /* LLVM compilations are independent (cg_llvm.h); a GPU context belongs to the
+     * thread that made it, so CUDA modules are loaded by the measuring thread. */
+    T->parallel_compile = T->dev && !o->measure && !strcmp(T->dev->name, "cpu");
+
+    RtMachine m;
+    memset(&m, 0, sizeof m);
+    if (o->device_name)
+        snprintf(m.device, sizeof m.device, "%s", o->device_name);
+    else if (T->dev) {
+        rt_machine_host(&m);
+        T->dev->describe(T->dev, &m);
+    }
+    tune_make_key(in->ast, u, T->target, m.device, T->threads, &T->key);
+    res->key = T->key;
+
+    if (!o->no_db) {
+        db_path = o->db_path ? xstrdup(o->db_path) : tunedb_default_path();
+        Diags q;
+        diag_init(&q);
+        T->db = tunedb_open(db_path, &q);
+        if (!T->db && !o->quiet)
+            fprintf(stderr, "perfc: warning: tuning without a database: %s", q.text.s ? q.text.s : "\n");
+        diag_free(&q);
+    }
+
+    /* A warm database answers at once: re-validate its best and report it. */
+    TuneRecord best;
+    if (T->db && !o->retune && tunedb_best(T->db, &T->key, &best)) {
+        Diags q;
+        diag_init(&q);
+        AstSchedule *s = parse_stored(T, best.schedule, &q);
+        char *sched = xstrdup(best.schedule), *params = xstrdup(best.params);
+        int frc = s ? final_run(T, s, NULL, 0, o->seed * 0x9e3779b97f4a7c15ull + 17, 0.02, &q) : 1;
+        if (frc == 0 && res->final.valid) {
+            res->from_db = true;
+            StrBuf blk = {0};
+            tune_block(in->ast->name, T->target, sched, &blk);
+            res->best_block = blk.s;
+            res->top[0].params = params;
+            res->top[0].schedule = sched;
+            res->top[0].median_ms = best.median_ms;
+            res->top[0].min_ms = best.min_ms;
+            res->top[0].max_ms = best.max_ms;
+            res->top[0].gflops = best.gflops;
+            res->ntop = 1;
+            rc = 0;
+            diag_free(&q);
+            goto report;
+        }
+        /* The stored winner no longer holds (a changed transformation, a bug):
+         * say so and search again. */
+        if (!o->quiet)
+            fprintf(stderr, "perfc: warning: the database's best schedule for this key failed again (%s); "
+                            "tuning afresh\n",
+                    frc == 2 ? "validation" : "it did not apply");
+        free(sched);
+        free(params);
+        memset(&res->final, 0, sizeof res->final);
+        res->has_final = false;
+        diag_free(&q);
+    }
+
+    /* The search. */
+    {
+        int budget = o->budget > 0 ? o->budget : 48;
+        double limit = o->time_limit > 0 ? o->time_limit : 300;
+        bool exhaustive = T->sp.size <= budget;
+        int total = exhaustive ? (int)T->sp.size : budget; /* for the progress line */
+        int batch = T->parallel_compile ? 2 * T->jobs : 4;
+        if (batch < 4)
+            batch = 4;
+        Cand **cs = xmalloc(sizeof *cs * (size_t)batch);
+        int stale = 0;
+        while (res->measured < budget && now_seconds() - T->t0 < limit) {
+            int want = batch;
+            int n = propose(T, exhaustive, cs, want);
+            if (n == 0) {
+                if (exhaustive || ++stale > 3)
+                    break;
+                continue;
+            }
+            prepare_batch(T, cs, n);
+            if (measure_batch(T, cs, n, budget, total, d))
+                break;
+            for (int i = 0; i < n; i++)
+                if (cs[i]->x) {
+                    T->dev->release(T->dev, cs[i]->x);
+                    cs[i]->x = NULL;
+                }
+        }
+        free(cs);
+        res->search_s = now_seconds() - T->t0;
+        if (o->progress && !o->quiet)
+            fputs("\r\033[K", stderr);
+    }
+
+    /* Top five, every one of them validated. */
+    {
+        Cand **v = xmalloc(sizeof *v * (size_t)(T->nall + 1));
+        int nv = 0;
+        for (int i = 0; i < T->nall; i++)
+            if (T->all[i]->valid)
+                v[nv++] = T->all[i];
+        qsort(v, (size_t)nv, sizeof *v, cmp_time);
+        for (int i = 0; i < nv && i < TUNE_TOP; i++)
+            entry_from(&res->top[res->ntop++], v[i]);
+        free(v);
+    }
+    if (!T->best) {
+        diag_plain(d, DIAG_ERROR, "autotuning found no valid candidate among %d measured (%d pruned, %d invalid, "
+                                  "%d failed)", res->measured, res->pruned, res->invalid, res->failed);
+        rc = res->invalid ? 2 : 3;
+        goto report;
+    }
+    /* The winner again: fresh inputs, full timing, the baseline beside it. */
+    {
+        ParamChoice ch[TUNE_MAX_PARAMS];
+        choices_of(T, T->best, ch);
+        rc = final_run(T, T->sp.t[T->best->t].s, ch, T->sp.t[T->best->t].nparams,
+                       o->seed * 0x9e3779b97f4a7c15ull + 1, 0.2, d);
+        free(res->best_ir);
+        res->best_ir = xstrdup(T->best->ir); /* what was measured in the search */
+        if (res->has_final) {
+            Cand f = *T->best;
+            f.valid = res->final.valid;
+            f.status = rc;
+            f.median = res->final.time.median;
+            f.min = res->final.time.min;
+            f.max = res->final.time.max;
+            f.gflops = res->final.gflops;
+            f.rel_error = res->final.rel_error;
+            record(T, &f, true, res->final.compile_ms, d);
+        }
+        StrBuf blk = {0};
+        tune_block(in->ast->name, T->target, T->best->sched, &blk);
+        res->best_block = blk.s;
+    }
+
+report:
+    res->wall_s = now_seconds() - T->t0;
+    res->status = rc;
+    if (rc == 0 || rc == 2)
+        report(T, res, db_path, out);
+done:
+    for (int i = 0; i < T->nall; i++) {
+        Cand *c = T->all[i];
+        if (c->k)
+            ir_free(c->k);
+        free(c->why);
+        free(c->params);
+        free(c->sched);
+        free(c->ir);
+        free(c);
+    }
+    free(T->all);
+    free(T->seen);
+    if (T->fk)
+        ir_free(T->fk);
+    if (T->fu)
+        ir_free(T->fu);
+    res->final.k = NULL;
+    if (T->db)
+        tunedb_close(T->db);
+    free(db_path);
+    if (own_dev)
+        T->dev->close(T->dev);
+    if (u)
+        ir_free(u);
+    pthread_mutex_destroy(&T->lower_lock);
+    arena_free(T->arena);
+    res->status = rc;
+    return rc;
+}

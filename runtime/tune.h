@@ -1,0 +1,135 @@
+/* The autotuner: searches schedules for one kernel, measures candidates with the
+ * harness, remembers every measurement in the tuning database and prints the winner
+ * as a schedule that can be pasted into the .pdl.
+ *
+ * A search space is one or more schedule templates: ordinary AstSchedules whose
+ * `param NAME in [...]` items are the tunable values (a template and a concrete
+ * schedule are one syntax).  A kernel's own schedule with parameters is tuned as
+ * written; a kernel without a schedule for the target gets templates built from
+ * rules per kernel class (runtime/tune_rules.c).  A candidate is one template plus
+ * one candidate index per parameter.
+ *
+ * The search (runtime/tune.c) is exhaustive when the space fits the budget, else
+ * evolutionary (mutation and crossover of parameter choices).  Before anything is
+ * compiled each candidate is scheduled (IR only, cheap) and pruned statically: a
+ * refused transformation, a vector loop that is not a whole number of SIMD
+ * registers, a GPU launch over the target's limits.  Survivors are compiled in
+ * parallel on every core (CPU targets), then measured one at a time with
+ * rt_evaluate, which validates each of them; the winner is validated again on fresh
+ * inputs and timed afresh before it is reported. */
+#ifndef PERFC_RUNTIME_TUNE_H
+#define PERFC_RUNTIME_TUNE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../lang/ast.h"
+#include "../passes/xform.h"
+#include "runtime.h"
+#include "tunedb.h"
+
+enum { TUNE_MAX_PARAMS = 16, TUNE_MAX_TEMPLATES = 8, TUNE_TOP = 5 };
+
+/* What is tuned: the checked kernel and how to lower it (as the CLI does). */
+typedef struct TuneInput {
+    const Program *prog;
+    const AstKernel *ast;
+    const int64_t *values;  /* per AST parameter (lower_kernel) */
+    const bool *bound;
+    /* The schedules that apply to this kernel and target (the file's, then -s), in
+     * order.  With parameters among them they are the search space; without, the
+     * rules add a template after them. */
+    const AstSchedule *const *scheds;
+    int nscheds;
+} TuneInput;
+
+/* One template: a schedule whose parameters are the search dimensions. */
+typedef struct TuneTemplate {
+    AstSchedule *s;
+    const char *origin;     /* "the kernel's schedule", "rules: contraction", ... */
+    int nparams;
+    const char *names[TUNE_MAX_PARAMS];
+    int ncands[TUNE_MAX_PARAMS];
+} TuneTemplate;
+
+typedef struct TuneSpace {
+    TuneTemplate t[TUNE_MAX_TEMPLATES];
+    int n;
+    const char *kclass;     /* the kernel class the rules saw */
+    double size;            /* candidates in all templates together */
+} TuneSpace;
+
+/* The measurement hook: rt_evaluate's signature.  Tests plant a function whose
+ * cost is a known function of the parameters. */
+typedef int (*TuneMeasureFn)(void *ctx, RtDevice *dev, const Kernel *k, const Kernel *u, const RunOptions *o,
+                             RtResult *r, Diags *d);
+
+typedef struct TuneOptions {
+    const char *target;     /* NULL: "host" */
+    int threads;            /* <= 0: every core (kernel and baseline) */
+    const char *compare;    /* baseline for the final report, or NULL */
+    int budget;             /* candidates to measure; <= 0: 48 */
+    double time_limit;      /* seconds of search; <= 0: 300 */
+    const char *db_path;    /* NULL: tunedb_default_path() */
+    bool no_db;             /* tune without memory */
+    bool retune;            /* measure even when the database has a winner */
+    uint64_t seed;          /* search randomness and the inputs of each check */
+    int jobs;               /* compile threads; <= 0: every core */
+    int progress;           /* 1 on, 0 off, -1: when stderr is a terminal */
+    FILE *out;              /* the final report; NULL: stdout */
+    bool json;              /* the winner's report as JSON (the table goes to stderr) */
+    RtDevice *device;       /* NULL: rt_device_open(target) */
+    const char *device_name;/* overrides the key's device name (tests) */
+    TuneMeasureFn measure;  /* NULL: rt_evaluate */
+    void *measure_ctx;
+    double cand_min_time_s; /* timing per candidate; <= 0: 0.05 */
+    bool quiet;             /* no report at all (tests) */
+} TuneOptions;
+
+void tune_options_init(TuneOptions *o);
+
+typedef struct TuneEntry {
+    char *params;           /* "TI=4 TJ=64" */
+    char *schedule;         /* schedule_print text */
+    double median_ms, min_ms, max_ms, gflops;
+} TuneEntry;
+
+typedef struct TuneResult {
+    int status;             /* exit status (DESIGN.md) */
+    bool from_db;           /* the winner came from the database */
+    TuneKey key;
+    double space_size;
+    int generated, pruned, measured, invalid, failed;
+    double wall_s, search_s;
+    TuneEntry top[TUNE_TOP];
+    int ntop;
+    char *best_block;       /* `schedule K for T { ... }`, pasteable */
+    char *best_ir;          /* ir_print_kernel of the winner as measured */
+    RtResult final;         /* the winner on fresh inputs (valid when status 0) */
+    bool has_final;
+} TuneResult;
+
+/* ---- runtime/tune.c ---- */
+/* Tunes one kernel.  Fills res and returns its status: 0 a validated winner, 2 no
+ * candidate passed validation, 1 usage or compile error, 3 runtime error. */
+int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diags *d);
+void tune_result_free(TuneResult *r);
+/* The database key of a kernel (lowered k, checked ast) on a device. */
+void tune_make_key(const AstKernel *ast, const Kernel *k, const char *target, const char *device, int threads,
+                   TuneKey *key);
+/* The pasteable block for a concrete schedule text. */
+void tune_block(const char *kernel, const char *target, const char *schedule, StrBuf *out);
+/* Lowers, schedules with the chosen parameters, and verifies.  NULL with
+ * diagnostics when refused.  Used by the reproducibility test too. */
+Kernel *tune_instantiate(const TuneInput *in, const AstSchedule *tmpl, const ParamChoice *ch, int nch, Diags *d);
+
+/* ---- runtime/tune_rules.c ---- */
+/* Builds the search space: the input's schedules when they have parameters, else
+ * templates from the rules for the kernel's class on target (u: the lowered,
+ * unscheduled kernel).  Templates live in arena a. */
+bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena *a, TuneSpace *sp, Diags *d);
+/* Lanes of one SIMD register for dtype t on a CPU target (8 for f32 on AVX2). */
+int tune_vector_lanes(const char *target, DType t);
+
+#endif

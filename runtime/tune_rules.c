@@ -1,0 +1,687 @@
+/* Search spaces: templates built from rules per kernel class, or the kernel's own.
+ *
+ * The rules read the unscheduled loop nest (one nest per statement, as lowering
+ * makes them) and write a schedule template in PDL text, then parse it, so what the
+ * tuner searches is exactly what a person could write: a schedule whose `param`
+ * items are the dimensions of the space.  Classes:
+ *
+ *  - contraction (GEMM, batched GEMM, GEMM with epilogue, convolution as implicit
+ *    GEMM over its two innermost output loops): a register-blocked micro-kernel
+ *    built from distribute, reorder, split, cache (the C tile, and in one template
+ *    the packed B panel), unroll and vectorize, with MR, NR, KC and the parallel
+ *    loop as parameters (see contraction_text); a fallback template of
+ *    dot-product tiles when the micro-kernel cannot be built;
+ *  - row-wise (softmax, layernorm: several nests over the same rows): fuse the row
+ *    loops, run rows in parallel, vectorize every inner loop (reductions through
+ *    rfactor);
+ *  - elementwise: vectorize the innermost loop, parallel outermost.
+ *
+ * Candidate sets are chosen to make static pruning cheap: tile sizes that divide
+ * the bound extents (guarded tails only when nothing divides), vector lengths that
+ * are whole numbers of SIMD registers.  A statement refused on the default choice
+ * is dropped from the template (and said in the origin), so a template always
+ * applies at its defaults; other choices may still be refused and are pruned. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../passes/passes.h"
+#include "../passes/xform.h"
+#include "tune.h"
+
+int tune_vector_lanes(const char *target, DType t)
+{
+    int bytes = 32; /* AVX2 and the default */
+    if (target && strstr(target, "avx512"))
+        bytes = 64;
+    else if (!target || !strcmp(target, "host") || !strcmp(target, "x86_64"))
+        bytes = rt_cpu_has("avx512f") ? 64 : rt_cpu_has("avx") ? 32 : 16;
+    else if (!strncmp(target, "aarch64", 7) || !strncmp(target, "riscv64", 7))
+        bytes = 16;
+    int e = dtype_bytes(t);
+    return e > 0 ? bytes / e : 8;
+}
+
+/* ---- reading the nest ---- */
+
+typedef struct Nest {
+    Node *top;
+    Node *loops[16];   /* the chain of loops from the top, outermost first */
+    int64_t ext[16];
+    int nloops;
+    Node *red;         /* the reduction statement (op != =), or NULL */
+    int nspatial;      /* loops before the first reduction loop */
+} Nest;
+
+static bool expr_uses(const Expr *e, const Var *v)
+{
+    if (!e)
+        return false;
+    if (e->kind == IE_VAR)
+        return e->u.var == v;
+    if (e->kind == IE_LOAD) {
+        for (int i = 0; i < e->u.load.buf->rank; i++)
+            if (expr_uses(e->u.load.idx[i], v))
+                return true;
+        return false;
+    }
+    for (int i = 0; i < ir_expr_arity(e->kind); i++)
+        if (expr_uses(e->args[i], v))
+            return true;
+    return false;
+}
+
+static Node *find_reduction(Node *n)
+{
+    if (n->kind == N_STMT)
+        return n->u.stmt.op != SOP_ASSIGN ? n : NULL;
+    NodeList *b = ir_body(n);
+    for (int i = 0; b && i < b->n; i++) {
+        Node *r = find_reduction(b->v[i]);
+        if (r)
+            return r;
+    }
+    return NULL;
+}
+
+static bool read_nest(const Kernel *k, Node *top, Nest *n)
+{
+    memset(n, 0, sizeof *n);
+    n->top = top;
+    n->red = find_reduction(top);
+    /* Follow loops down: through a loop's last loop child (the reduction loop sits
+     * after the initialisation), stopping at statements and guards. */
+    Node *l = top;
+    while (l && l->kind == N_LOOP && n->nloops < 16) {
+        int64_t lo = 0, hi = 0;
+        if (!ir_eval_size(k, l->u.loop.hi, &hi) || !ir_eval_size(k, l->u.loop.lo, &lo))
+            return false;
+        n->loops[n->nloops] = l;
+        n->ext[n->nloops++] = hi - lo;
+        Node *next = NULL;
+        for (int i = l->u.loop.body.n - 1; i >= 0; i--)
+            if (l->u.loop.body.v[i]->kind == N_LOOP) {
+                next = l->u.loop.body.v[i];
+                break;
+            }
+        l = next;
+    }
+    n->nspatial = n->nloops;
+    if (n->red)
+        for (int i = 0; i < n->nloops; i++) {
+            bool in_idx = false;
+            for (int d = 0; d < n->red->u.stmt.buf->rank; d++)
+                in_idx |= expr_uses(n->red->u.stmt.idx[d], n->loops[i]->u.loop.var);
+            if (!in_idx) {
+                n->nspatial = i;
+                break;
+            }
+        }
+    return n->nloops > 0;
+}
+
+static const char *lname(const Nest *n, int i)
+{
+    return n->loops[i]->u.loop.var->name;
+}
+
+/* A parameter name from a loop name: `acc.i` -> `tile_acc_i`. */
+static void pname(StrBuf *b, const char *prefix, const char *loop)
+{
+    sb_puts(b, prefix);
+    for (const char *p = loop; *p; p++)
+        sb_putc(b, *p == '.' ? '_' : *p);
+}
+
+/* Tile sizes for an extent: powers of two from lo to hi that divide it (plus the
+ * extent itself when it is small); when none divides, the plain powers of two
+ * (their tails are guarded). */
+static int tile_cands(int64_t ext, int lo, int hi, int64_t *out)
+{
+    int n = 0;
+    for (int t = lo; t <= hi; t *= 2)
+        if (t < ext && ext % t == 0)
+            out[n++] = t;
+    if (ext <= hi && n < 8)
+        out[n++] = ext;
+    if (n == 0)
+        for (int t = lo; t <= hi && t < ext; t *= 2)
+            out[n++] = t;
+    return n;
+}
+
+static void put_param(StrBuf *b, const char *name, const int64_t *v, int n)
+{
+    sb_printf(b, "param %s in [", name);
+    for (int i = 0; i < n; i++)
+        sb_printf(b, "%s%lld", i ? ", " : "", (long long)v[i]);
+    sb_puts(b, "]\n");
+}
+
+/* Vector lengths for an extent: 1, 2 and 4 SIMD registers that divide it. */
+static int vec_cands(int64_t ext, int lanes, int64_t *out)
+{
+    int n = 0;
+    for (int m = 1; m <= 4; m *= 2)
+        if (ext % (lanes * m) == 0)
+            out[n++] = lanes * m;
+    return n;
+}
+
+/* ---- templates ---- */
+
+/* The load in the reduction's value that depends on the column loop b but not on
+ * the row loop a: the operand whose panel is reused across rows (GEMM's B). */
+static const Buffer *panel_operand(const Expr *e, const Var *a, const Var *b)
+{
+    if (!e)
+        return NULL;
+    if (e->kind == IE_LOAD) {
+        bool ua = false, ub = false;
+        for (int d = 0; d < e->u.load.buf->rank; d++) {
+            ua |= expr_uses(e->u.load.idx[d], a);
+            ub |= expr_uses(e->u.load.idx[d], b);
+        }
+        return ub && !ua && e->u.load.buf->kind == BUF_IN ? e->u.load.buf : NULL;
+    }
+    for (int i = 0; i < ir_expr_arity(e->kind); i++) {
+        const Buffer *r = panel_operand(e->args[i], a, b);
+        if (r)
+            return r;
+    }
+    return NULL;
+}
+
+static void sb_reset(StrBuf *b)
+{
+    b->len = 0;
+    if (b->s)
+        b->s[0] = 0;
+}
+
+/* Contraction nest, register-blocked micro-kernel (variants 0: with the panel
+ * operand packed, 1: without):
+ *   distribute(b) reorder(R.., b1)   the initialisation leaves; b1 moves inside the
+ *   distribute(a)                    reduction loops, then a1 leaves the init's a
+ *   split a1 by MR, b1 by NR, the last reduction loop by KC (long ones only)
+ *   reorder(ko, b1o, a1o, R.., ki, a1i, b1i)
+ *   cache(PANEL, b1o)                a KC x NR panel of B, packed once per b1o
+ *   cache(OUT, a1o)                  the MR x NR tile of C: registers after unrolling
+ *   unroll(a1i) vectorize(b1i) parallel(one of the outer loops)
+ * Variant 2 is the fallback without distribute: tiles of dot products, the
+ * reduction vectorized through rfactor. */
+static bool contraction_text(const Nest *n, int variant, int lanes, int threads, StrBuf *b)
+{
+    if (n->nspatial < 2 || !n->red || n->nspatial == n->nloops)
+        return false;
+    int ia = n->nspatial - 2, ib = n->nspatial - 1, ir = n->nloops - 1;
+    const char *a = lname(n, ia), *bn = lname(n, ib), *r = lname(n, ir);
+    const Var *va = n->loops[ia]->u.loop.var, *vb = n->loops[ib]->u.loop.var;
+    int64_t cm[8], cn[8], ck[8];
+    int nm = 0, nn = 0, nk = 0;
+    StrBuf pm = {0}, pn = {0}, pk = {0}, pp = {0}, pc = {0};
+    pname(&pm, "mr_", a);
+    pname(&pn, "nr_", bn);
+    pname(&pk, "kc_", r);
+    pname(&pp, "par_", bn);
+    if (variant == 2) {
+        /* dot-product tiles */
+        nm = tile_cands(n->ext[ia], 2, 64, cm);
+        nn = tile_cands(n->ext[ib], 4, 256, cn);
+        nk = n->ext[ir] >= lanes ? vec_cands(n->ext[ir], lanes, ck) : 0;
+        put_param(b, pm.s, cm, nm);
+        put_param(b, pn.s, cn, nn);
+        sb_printf(b, "tile(%s, %s, %s, %s)\n", a, bn, pm.s, pn.s);
+        if (nk) {
+            put_param(b, pk.s, ck, nk);
+            sb_printf(b, "split(%s, %s)\nrfactor(%si)\nvectorize(%si)\n", r, pk.s, r, r);
+        }
+        for (int i = 0; i < ia; i++)
+            if (n->ext[i] >= threads) {
+                sb_printf(&pc, "%s, ", lname(n, i));
+                break;
+            }
+        sb_printf(&pc, "%so", a);
+        sb_printf(b, "param %s in [%s]\nparallel(%s)\n", pp.s, pc.s, pp.s);
+        goto out;
+    }
+    const Buffer *panel = panel_operand(n->red->u.stmt.value, va, vb);
+    if (variant == 0 && !panel)
+        goto none;
+    /* MR: rows of the register tile; NR: whole SIMD registers of columns */
+    for (int m = 2; m <= 8; m++)
+        if (m != 5 && m != 7 && n->ext[ia] % m == 0 && m < n->ext[ia])
+            cm[nm++] = m;
+    if (nm == 0) {
+        nm = 0;
+        for (int m = 2; m <= 8; m *= 2)
+            cm[nm++] = m;
+    }
+    for (int m = 1; m <= 4; m++)
+        if (n->ext[ib] % (lanes * m) == 0 && m != 3)
+            cn[nn++] = lanes * m;
+    if (!nn)
+        cn[nn++] = lanes;
+    /* KC: the reduction panel; only long reductions are split */
+    bool split_k = n->ext[ir] >= 128;
+    if (split_k) {
+        for (int k = 64; k <= 512; k *= 2)
+            if (n->ext[ir] % k == 0 && k < n->ext[ir])
+                ck[nk++] = k;
+        if (n->ext[ir] <= 512)
+            ck[nk++] = n->ext[ir];
+        split_k = nk > 0;
+    }
+    const char *out = n->red->u.stmt.buf->name;
+    const char *outer = NULL; /* an output loop outside the tile with work for every thread */
+    for (int i = 0; i < ia && !outer; i++)
+        if (n->ext[i] >= threads)
+            outer = lname(n, i);
+    if (variant == 3) {
+        /* Short reductions: the initialisation stays with each block of MR rows,
+         * so C is written once from cache, not zeroed in a pass of its own. */
+        if (n->ext[ir] > 256)
+            goto none;
+        sb_printf(b, "distribute(%s)\nreorder(", bn);
+        for (int i = n->nspatial; i < n->nloops; i++)
+            sb_printf(b, "%s, ", lname(n, i));
+        sb_printf(b, "%s1)\n", bn);
+        put_param(b, pm.s, cm, nm);
+        put_param(b, pn.s, cn, nn);
+        sb_printf(b, "split(%s, %s)\ndistribute(%si)\nsplit(%s1, %s)\nreorder(%s1o, ", a, pm.s, a, bn, pn.s, bn);
+        for (int i = n->nspatial; i < n->nloops; i++)
+            sb_printf(b, "%s, ", lname(n, i));
+        sb_printf(b, "%si1, %s1i)\n", a, bn);
+        sb_printf(b, "cache(%s, %s1o)\nunroll(%si1)\nvectorize(%s1i)\n", out, bn, a, bn);
+        for (int i = n->nspatial; i < n->nloops - 1; i++)
+            if (n->ext[i] <= 8)
+                sb_printf(b, "unroll(%s)\n", lname(n, i));
+        if (outer)
+            sb_printf(&pc, "%s, ", outer);
+        sb_printf(&pc, "%so", a);
+        sb_printf(b, "param %s in [%s]\nparallel(%s)\n", pp.s, pc.s, pp.s);
+        goto out;
+    }
+    sb_printf(b, "distribute(%s)\nreorder(", bn);
+    for (int i = n->nspatial; i < n->nloops; i++)
+        sb_printf(b, "%s, ", lname(n, i));
+    sb_printf(b, "%s1)\ndistribute(%s)\n", bn, a);
+    put_param(b, pm.s, cm, nm);
+    put_param(b, pn.s, cn, nn);
+    /* Rows that no MR divides (M = 127): the tail either guarded inside the
+     * micro-kernel or peeled into a loop of its own; the tuner picks. */
+    bool tail = false;
+    for (int i = 0; i < nm; i++)
+        tail |= n->ext[ia] % cm[i] != 0;
+    if (tail) {
+        StrBuf pt = {0};
+        pname(&pt, "tail_", a);
+        sb_printf(b, "param %s in [guard, peel]\nsplit(%s1, %s, tail=%s)\n", pt.s, a, pm.s, pt.s);
+        sb_free(&pt);
+    } else {
+        sb_printf(b, "split(%s1, %s)\n", a, pm.s);
+    }
+    sb_printf(b, "split(%s1, %s)\n", bn, pn.s);
+    if (split_k) {
+        put_param(b, pk.s, ck, nk);
+        sb_printf(b, "split(%s, %s)\n", r, pk.s);
+    }
+    /* MC: blocks of micro-tiles whose A rows stay in L2 while the B panel is
+     * reused across them (many rows only). */
+    bool mc = n->ext[ia] >= 256;
+    StrBuf rows = {0};
+    if (mc) {
+        StrBuf pb = {0};
+        pname(&pb, "mb_", a);
+        int64_t cb[4] = {8, 16, 32, 64};
+        put_param(b, pb.s, cb, 4);
+        sb_printf(b, "split(%s1o, %s)\n", a, pb.s);
+        sb_free(&pb);
+        sb_printf(&rows, "%s1oi", a);
+    } else {
+        sb_printf(&rows, "%s1o", a);
+    }
+    sb_puts(b, "reorder(");
+    if (split_k)
+        sb_printf(b, "%so, ", r);
+    if (mc)
+        sb_printf(b, "%s1oo, ", a);
+    sb_printf(b, "%s1o, %s, ", bn, rows.s);
+    for (int i = n->nspatial; i < n->nloops - 1; i++)
+        sb_printf(b, "%s, ", lname(n, i));
+    sb_printf(b, "%s%s, %s1i, %s1i)\n", r, split_k ? "i" : "", a, bn);
+    if (variant == 0)
+        sb_printf(b, "cache(%s, %s1o)\n", panel->name, bn);
+    sb_printf(b, "cache(%s, %s)\nunroll(%s1i)\nvectorize(%s1i)\n", out, rows.s, a, bn);
+    /* small window loops of a convolution: unrolled */
+    for (int i = n->nspatial; i < n->nloops - 1; i++)
+        if (n->ext[i] <= 8)
+            sb_printf(b, "unroll(%s)\n", lname(n, i));
+    /* The parallel loop: an outer output loop (batch, image, filter) that has work
+     * for every thread, the column blocks, or the row blocks. */
+    if (outer)
+        sb_printf(&pc, "%s, ", outer);
+    sb_printf(&pc, "%s1o, %s", bn, rows.s);
+    sb_printf(b, "param %s in [%s]\nparallel(%s)\n", pp.s, pc.s, pp.s);
+    sb_free(&rows);
+out:
+    sb_free(&pm), sb_free(&pn), sb_free(&pk), sb_free(&pp), sb_free(&pc);
+    return true;
+none:
+    sb_free(&pm), sb_free(&pn), sb_free(&pk), sb_free(&pp), sb_free(&pc);
+    return false;
+}
+
+/* Contraction on a GPU: a register-tiled SIMT kernel.  The initialisation is
+ * distributed away as on the CPU; a block computes TI x TJ outputs, each thread an
+ * RI x RJ tile held in registers (cache(C, j1io) with unrolled loops), the
+ * reduction runs serially in the thread.  The grid and block shapes are the
+ * parameters; the CUDA launch table prunes what the target cannot launch.  An outer
+ * output loop (batch) goes to block.z. */
+static bool gpu_contraction_text(const Nest *n, StrBuf *b)
+{
+    if (n->nspatial < 2 || !n->red || n->nspatial == n->nloops)
+        return false;
+    int ia = n->nspatial - 2, ib = n->nspatial - 1;
+    const char *a = lname(n, ia), *bn = lname(n, ib);
+    sb_printf(b, "distribute(%s)\nreorder(", bn);
+    for (int i = n->nspatial; i < n->nloops; i++)
+        sb_printf(b, "%s, ", lname(n, i));
+    sb_printf(b, "%s1)\ndistribute(%s)\n", bn, a);
+    int64_t ct[4], cr[4], cj[4];
+    int nt = 0, nr = 0, nj = 0;
+    for (int t = 32; t <= 128; t *= 2)
+        if (n->ext[ia] % t == 0 || n->ext[ib] % t == 0)
+            ct[nt++] = t;
+    if (!nt)
+        ct[nt++] = 32;
+    for (int r = 2; r <= 8; r *= 2)
+        cr[nr++] = r;
+    for (int r = 1; r <= 4; r *= 2)
+        cj[nj++] = r;
+    put_param(b, "ti", ct, nt);
+    put_param(b, "tj", ct, nt);
+    put_param(b, "ri", cr, nr);
+    put_param(b, "rj", cj, nj);
+    sb_printf(b, "split(%s1, ti)\nsplit(%s1, tj)\nsplit(%s1i, ri)\nsplit(%s1i, rj)\n", a, bn, a, bn);
+    sb_printf(b, "reorder(%s1o, %s1o, %s1io, %s1io, ", a, bn, a, bn);
+    for (int i = n->nspatial; i < n->nloops; i++)
+        sb_printf(b, "%s, ", lname(n, i));
+    sb_printf(b, "%s1ii, %s1ii)\n", a, bn);
+    sb_printf(b, "cache(%s, %s1io)\nunroll(%s1ii)\nunroll(%s1ii)\n", n->red->u.stmt.buf->name, bn, a, bn);
+    if (ia == 1)
+        sb_printf(b, "bind(%s, block.z)\n", lname(n, 0));
+    sb_printf(b, "bind(%s1o, block.y)\nbind(%s1o, block.x)\nbind(%s1io, thread.y)\nbind(%s1io, thread.x)\n", a, bn,
+              a, bn);
+    return true;
+}
+
+/* Elementwise nest: vectorize the innermost loop, parallel outermost. */
+static void elementwise_text(const Nest *n, int lanes, StrBuf *b)
+{
+    int in = n->nloops - 1;
+    const char *l = lname(n, in);
+    int64_t cv[4];
+    int nv = vec_cands(n->ext[in], lanes, cv);
+    StrBuf tv = {0};
+    pname(&tv, "vec_", l);
+    if (nv) {
+        put_param(b, tv.s, cv, nv);
+        sb_printf(b, "split(%s, %s)\nvectorize(%si)\n", l, tv.s, l);
+    }
+    if (n->nloops > 1)
+        sb_printf(b, "parallel(%s)\n", lname(n, 0));
+    else if (nv)
+        sb_printf(b, "parallel(%so)\n", l);
+    sb_free(&tv);
+}
+
+/* Row-wise kernels: every nest's outer loop runs over the same rows. */
+static bool rows_text(const Kernel *k, Nest *ns, int nn, int lanes, StrBuf *b)
+{
+    if (nn < 2)
+        return false;
+    for (int i = 0; i < nn; i++)
+        if (ns[i].ext[0] != ns[0].ext[0] || ns[i].nloops != 2)
+            return false;
+    const char *row = lname(&ns[0], 0);
+    for (int i = 1; i < nn; i++)
+        sb_printf(b, "fuse(%s, %s)\n", row, lname(&ns[i], 0));
+    sb_printf(b, "parallel(%s)\n", row);
+    int64_t cv[4];
+    int nv = vec_cands(ns[0].ext[1], lanes, cv);
+    if (!nv)
+        return true;
+    put_param(b, "vec_row", cv, nv);
+    for (int i = 0; i < nn; i++) {
+        const char *c = lname(&ns[i], 1);
+        sb_printf(b, "split(%s, vec_row)\n", c);
+        if (ns[i].red)
+            sb_printf(b, "rfactor(%si)\n", c);
+        sb_printf(b, "vectorize(%si)\n", c);
+    }
+    (void)k;
+    return true;
+}
+
+/* ---- parsing and checking templates ---- */
+
+static bool apply_fresh(const TuneInput *in, const AstSchedule *s, Diags *d)
+{
+    Kernel *k = lower_kernel(in->prog, in->ast, in->values, in->bound, d);
+    if (!k)
+        return false;
+    const AstSchedule *list[1] = {s};
+    PipelineOpts po = {0};
+    po.schedules = list;
+    po.nschedules = 1;
+    bool ok = pipeline_run(k, &po, d);
+    ir_free(k);
+    return ok;
+}
+
+/* Parses text into a schedule and keeps only the statements that apply at the
+ * default choices (each checked after the ones kept before it). */
+static AstSchedule *parse_checked(const TuneInput *in, const char *text, Arena *a, int *dropped, Diags *d)
+{
+    Source *src = arena_alloc(a, sizeof *src);
+    src->path = "<autotune template>";
+    src->text = arena_strdup(a, text);
+    src->len = strlen(text);
+    Diags pd;
+    diag_init(&pd);
+    AstSchedule *s = parse_schedule_text(a, src, &pd);
+    if (!s || pd.nerrors) {
+        diag_plain(d, DIAG_ERROR, "internal: the autotuner wrote a template it cannot parse:\n%s%s", text,
+                   pd.text.s ? pd.text.s : "");
+        diag_free(&pd);
+        return NULL;
+    }
+    diag_free(&pd);
+    s->kernel = in->ast->name;
+    AstSchedule *out = arena_alloc(a, sizeof *out);
+    *out = *s;
+    out->items = arena_alloc(a, sizeof *out->items * (size_t)(s->nitems + 1));
+    out->nitems = 0;
+    *dropped = 0;
+    for (int i = 0; i < s->nitems; i++) {
+        out->items[out->nitems++] = s->items[i];
+        if (s->items[i].kind == SCHED_PARAM)
+            continue;
+        Diags q;
+        diag_init(&q);
+        if (!apply_fresh(in, out, &q)) {
+            out->nitems--;
+            (*dropped)++;
+        }
+        diag_free(&q);
+    }
+    /* Parameters no statement uses any more would only multiply the space. */
+    int w = 0;
+    for (int i = 0; i < out->nitems; i++) {
+        const SchedItem *it = &out->items[i];
+        bool used = it->kind != SCHED_PARAM;
+        for (int j = i + 1; j < out->nitems && !used; j++)
+            for (int x = 0; x < out->items[j].nargs; x++)
+                if (out->items[j].args[x].kind == SARG_NAME && !strcmp(out->items[j].args[x].name, it->name))
+                    used = true;
+        if (used)
+            out->items[w++] = *it;
+    }
+    out->nitems = w;
+    return out;
+}
+
+static void add_template(TuneSpace *sp, AstSchedule *s, const char *origin)
+{
+    if (sp->n == TUNE_MAX_TEMPLATES)
+        return;
+    TuneTemplate *t = &sp->t[sp->n++];
+    t->s = s;
+    t->origin = origin;
+    t->nparams = schedule_params(s, t->names, t->ncands, TUNE_MAX_PARAMS);
+    if (t->nparams > TUNE_MAX_PARAMS)
+        t->nparams = TUNE_MAX_PARAMS;
+    double size = 1;
+    for (int i = 0; i < t->nparams; i++)
+        size *= t->ncands[i];
+    sp->size += size;
+}
+
+/* The input's schedules merged into one (they apply in order and share parameter
+ * names), so the tuned result is a single block. */
+static AstSchedule *merged_user(const TuneInput *in, Arena *a, int *nparams)
+{
+    int n = 0;
+    *nparams = 0;
+    for (int i = 0; i < in->nscheds; i++)
+        n += in->scheds[i]->nitems;
+    AstSchedule *s = arena_alloc(a, sizeof *s);
+    s->kernel = in->ast->name;
+    s->span = in->nscheds ? in->scheds[0]->span : in->ast->span;
+    s->items = arena_alloc(a, sizeof *s->items * (size_t)(n + 1));
+    for (int i = 0; i < in->nscheds; i++)
+        for (int j = 0; j < in->scheds[i]->nitems; j++) {
+            s->items[s->nitems++] = in->scheds[i]->items[j];
+            *nparams += in->scheds[i]->items[j].kind == SCHED_PARAM;
+        }
+    return s;
+}
+
+bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena *a, TuneSpace *sp, Diags *d)
+{
+    memset(sp, 0, sizeof *sp);
+    if (in->nscheds) {
+        int np;
+        AstSchedule *s = merged_user(in, a, &np);
+        add_template(sp, s, "the kernel's schedule");
+        sp->kclass = "as written";
+        if (np)
+            return true; /* a template: tuned as written, nothing added */
+    }
+    /* Rules. */
+    DType t = DT_F32;
+    for (int i = 0; i < u->nbufs; i++)
+        if (u->bufs[i]->kind == BUF_OUT) {
+            t = u->bufs[i]->dtype;
+            break;
+        }
+    int lanes = tune_vector_lanes(target, t);
+    int threads = rt_cpu_count();
+    bool gpu = target && !strncmp(target, "sm_", 3);
+    Nest ns[16];
+    int nn = 0;
+    for (int i = 0; i < u->body.n && nn < 16; i++)
+        if (u->body.v[i]->kind == N_LOOP && read_nest(u, u->body.v[i], &ns[nn]))
+            nn++;
+    if (!nn) {
+        if (!sp->n)
+            add_template(sp, merged_user(in, a, &(int){0}), "no schedule (nothing to tune)");
+        sp->kclass = "scalar";
+        return true;
+    }
+    int ncontr = 0, nred = 0;
+    for (int i = 0; i < nn; i++) {
+        ncontr += ns[i].red && ns[i].nspatial >= 1 && ns[i].nloops - ns[i].nspatial >= 1 &&
+                  ns[i].red->u.stmt.value->kind == IE_MUL;
+        nred += ns[i].red != NULL;
+    }
+    StrBuf b = {0};
+    int dropped = 0;
+    if (gpu) {
+        /* CUDA: contractions get the SIMT template; everything else keeps the code
+         * generator's default mapping (one thread per output element), which the
+         * empty schedule stands for. */
+        sp->kclass = ncontr ? "contraction (GPU)" : "default GPU mapping";
+        for (int i = 0; i < nn; i++)
+            if (ns[i].red && ns[i].red->u.stmt.value->kind == IE_MUL)
+                gpu_contraction_text(&ns[i], &b);
+        AstSchedule *s = parse_checked(in, b.s ? b.s : "", a, &dropped, d);
+        sb_free(&b);
+        if (!s)
+            return false;
+        add_template(sp, s, dropped ? arena_printf(a, "rules: GPU (%d statements dropped)", dropped)
+                                    : ncontr ? "rules: GPU register tiles" : "rules: default mapping");
+        return true;
+    }
+    if (ncontr) {
+        sp->kclass = "contraction";
+        static const char *const origins[4] = {"rules: contraction, micro-kernel, panel packed",
+                                               "rules: contraction, micro-kernel",
+                                               "rules: contraction, dot-product tiles",
+                                               "rules: contraction, micro-kernel, initialised per row block"};
+        static const int order[4] = {0, 1, 3, 2};
+        for (int vi = 0; vi < 4; vi++) {
+            int variant = order[vi];
+            /* the dot-product fallback only when no micro-kernel template held */
+            if (variant == 2 && sp->n > (in->nscheds ? 1 : 0))
+                break;
+            sb_reset(&b);
+            bool any = false;
+            for (int i = 0; i < nn; i++) {
+                bool contr = ns[i].red && ns[i].red->u.stmt.value->kind == IE_MUL;
+                if (contr)
+                    any |= contraction_text(&ns[i], variant, lanes, threads, &b);
+                else if (!ns[i].red)
+                    elementwise_text(&ns[i], lanes, &b);
+            }
+            if (!any)
+                continue;
+            AstSchedule *s = parse_checked(in, b.s, a, &dropped, d);
+            if (!s) {
+                sb_free(&b);
+                return false;
+            }
+            /* a micro-kernel template that lost its distribute is no micro-kernel */
+            if (variant != 2 && dropped)
+                continue;
+            const char *origin = origins[variant];
+            if (dropped)
+                origin = arena_printf(a, "%s (%d statement%s refused at the defaults and dropped)", origin, dropped,
+                                      dropped == 1 ? "" : "s");
+            add_template(sp, s, origin);
+        }
+    } else if (nred && rows_text(u, ns, nn, lanes, &b)) {
+        sp->kclass = "row-wise";
+        AstSchedule *s = parse_checked(in, b.s, a, &dropped, d);
+        if (!s) {
+            sb_free(&b);
+            return false;
+        }
+        add_template(sp, s, dropped ? arena_printf(a, "rules: row-wise (%d statements dropped)", dropped) : "rules: row-wise");
+    } else {
+        sp->kclass = nred ? "reduction" : "elementwise";
+        for (int i = 0; i < nn; i++)
+            if (!ns[i].red)
+                elementwise_text(&ns[i], lanes, &b);
+            else
+                sb_printf(&b, "parallel(%s)\n", lname(&ns[i], 0));
+        AstSchedule *s = parse_checked(in, b.s ? b.s : "", a, &dropped, d);
+        if (!s) {
+            sb_free(&b);
+            return false;
+        }
+        add_template(sp, s, nred ? "rules: parallel rows" : "rules: elementwise");
+    }
+    sb_free(&b);
+    return sp->n > 0;
+}

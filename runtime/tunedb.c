@@ -1,0 +1,371 @@
+/* The tuning database on SQLite (see tunedb.h for what is kept and why).
+ *
+ * Durability choices: journal_mode=WAL so readers never block the tuner and a
+ * killed writer leaves at most an uncommitted frame that the next open discards;
+ * synchronous=NORMAL, which in WAL mode loses nothing when a process dies (only a
+ * power cut can cost the last commits); one INSERT per transaction, so every
+ * finished measurement is on disk before the next candidate runs; a busy timeout so
+ * two tuners sharing one file wait for each other instead of failing. */
+#include "tunedb.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "../lang/util.h"
+
+uint64_t tunedb_hash(const void *p, size_t n, uint64_t h)
+{
+    const unsigned char *s = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= s[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static uint64_t hash_str(const char *s, uint64_t h)
+{
+    /* the NUL separates fields, so "ab"+"c" and "a"+"bc" differ */
+    return tunedb_hash(s, strlen(s) + 1, h);
+}
+
+void tunekey_finish(TuneKey *k)
+{
+    uint64_t h = TUNEDB_HASH0;
+    h = hash_str(k->kernel, h);
+    h = hash_str(k->fingerprint, h);
+    h = hash_str(k->shape, h);
+    h = hash_str(k->dtypes, h);
+    h = hash_str(k->target, h);
+    h = hash_str(k->device, h);
+    h = hash_str(k->version, h);
+    h = tunedb_hash(&k->threads, sizeof k->threads, h);
+    snprintf(k->id, sizeof k->id, "%016llx", (unsigned long long)h);
+}
+
+char *tunedb_default_path(void)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    StrBuf b = {0};
+    if (xdg && *xdg)
+        sb_printf(&b, "%s/perfc/tune.db", xdg);
+    else
+        sb_printf(&b, "%s/.cache/perfc/tune.db", getenv("HOME") ? getenv("HOME") : ".");
+    return b.s;
+}
+
+#ifdef PERFC_HAVE_SQLITE
+#include <sqlite3.h>
+
+struct TuneDb {
+    sqlite3 *db;
+    sqlite3_stmt *best;
+    char *path;
+    /* strings of the last row handed out by tunedb_best */
+    char *schedule, *params;
+};
+
+/* mkdir -p of the folder that holds path. */
+static bool make_parent(const char *path)
+{
+    char *p = xstrdup(path);
+    char *slash = strrchr(p, '/');
+    if (!slash) {
+        free(p);
+        return true;
+    }
+    *slash = 0;
+    for (char *q = p + 1; *q; q++)
+        if (*q == '/') {
+            *q = 0;
+            if (mkdir(p, 0755) && errno != EEXIST) {
+                free(p);
+                return false;
+            }
+            *q = '/';
+        }
+    bool ok = !*p || mkdir(p, 0755) == 0 || errno == EEXIST;
+    free(p);
+    return ok;
+}
+
+static const char schema[] =
+    "CREATE TABLE IF NOT EXISTS measurement("
+    " id INTEGER PRIMARY KEY,"
+    " key TEXT NOT NULL, kernel TEXT NOT NULL, fingerprint TEXT NOT NULL, shape TEXT NOT NULL,"
+    " dtypes TEXT NOT NULL, target TEXT NOT NULL, device TEXT NOT NULL, version TEXT NOT NULL,"
+    " threads INTEGER NOT NULL,"
+    " schedule TEXT NOT NULL, params TEXT NOT NULL,"
+    " median_ms REAL, min_ms REAL, max_ms REAL, gflops REAL, compile_ms REAL,"
+    " valid INTEGER NOT NULL, rel_error REAL, status INTEGER NOT NULL, final INTEGER NOT NULL,"
+    " created REAL NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS measurement_key ON measurement(key, valid, median_ms);";
+
+static const char cols[] = "id, key, kernel, fingerprint, shape, dtypes, target, device, version, threads, schedule, "
+                           "params, median_ms, min_ms, max_ms, gflops, compile_ms, valid, rel_error, status, final, "
+                           "created";
+
+static bool fail(TuneDb *t, sqlite3 *db, Diags *d, const char *what)
+{
+    diag_plain(d, DIAG_ERROR, "tuning database %s: %s: %s", t ? t->path : "", what,
+               db ? sqlite3_errmsg(db) : "out of memory");
+    return false;
+}
+
+TuneDb *tunedb_open(const char *path, Diags *d)
+{
+    if (!make_parent(path)) {
+        diag_plain(d, DIAG_ERROR, "tuning database %s: cannot create its folder: %s", path, strerror(errno));
+        return NULL;
+    }
+    TuneDb *t = xcalloc(1, sizeof *t);
+    t->path = xstrdup(path);
+    if (sqlite3_open_v2(path, &t->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL) !=
+        SQLITE_OK) {
+        fail(t, t->db, d, "cannot open");
+        tunedb_close(t);
+        return NULL;
+    }
+    sqlite3_busy_timeout(t->db, 30000);
+    /* journal_mode needs the write lock once; the busy handler covers a racing
+     * creator.  It persists in the file, so later opens find WAL already set. */
+    char *err = NULL;
+    if (sqlite3_exec(t->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, &err) != SQLITE_OK ||
+        sqlite3_exec(t->db, schema, NULL, NULL, &err) != SQLITE_OK) {
+        diag_plain(d, DIAG_ERROR, "tuning database %s: %s", path, err ? err : "cannot set up");
+        sqlite3_free(err);
+        tunedb_close(t);
+        return NULL;
+    }
+    StrBuf q = {0};
+    sb_printf(&q, "SELECT %s FROM measurement WHERE key = ?1 AND valid = 1 AND median_ms > 0 "
+                  "ORDER BY median_ms, final DESC, id LIMIT 1", cols);
+    int rc = sqlite3_prepare_v2(t->db, q.s, -1, &t->best, NULL);
+    sb_free(&q);
+    if (rc != SQLITE_OK) {
+        fail(t, t->db, d, "cannot prepare a query");
+        tunedb_close(t);
+        return NULL;
+    }
+    return t;
+}
+
+void tunedb_close(TuneDb *t)
+{
+    if (!t)
+        return;
+    sqlite3_finalize(t->best);
+    sqlite3_close(t->db);
+    free(t->path);
+    free(t->schedule);
+    free(t->params);
+    free(t);
+}
+
+bool tunedb_add(TuneDb *t, const TuneRecord *r, Diags *d)
+{
+    static const char sql[] =
+        "INSERT INTO measurement(key, kernel, fingerprint, shape, dtypes, target, device, version, threads,"
+        " schedule, params, median_ms, min_ms, max_ms, gflops, compile_ms, valid, rel_error, status, final, created)"
+        " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21)";
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(t->db, sql, -1, &s, NULL) != SQLITE_OK)
+        return fail(t, t->db, d, "cannot prepare an insert");
+    const TuneKey *k = &r->key;
+    sqlite3_bind_text(s, 1, k->id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, k->kernel, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 3, k->fingerprint, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 4, k->shape, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 5, k->dtypes, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 6, k->target, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 7, k->device, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 8, k->version, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(s, 9, k->threads);
+    sqlite3_bind_text(s, 10, r->schedule ? r->schedule : "", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 11, r->params ? r->params : "", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(s, 12, r->median_ms);
+    sqlite3_bind_double(s, 13, r->min_ms);
+    sqlite3_bind_double(s, 14, r->max_ms);
+    sqlite3_bind_double(s, 15, r->gflops);
+    sqlite3_bind_double(s, 16, r->compile_ms);
+    sqlite3_bind_int(s, 17, r->valid);
+    sqlite3_bind_double(s, 18, r->rel_error);
+    sqlite3_bind_int(s, 19, r->status);
+    sqlite3_bind_int(s, 20, r->final);
+    sqlite3_bind_double(s, 21, r->created > 0 ? r->created : (double)time(NULL));
+    /* Autocommit: this INSERT is its own transaction, durable when step returns. */
+    int rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE)
+        return fail(t, t->db, d, "cannot record a measurement");
+    return true;
+}
+
+static const char *col_text(sqlite3_stmt *s, int i)
+{
+    const unsigned char *v = sqlite3_column_text(s, i);
+    return v ? (const char *)v : "";
+}
+
+static void copy_field(char *dst, size_t n, const char *src)
+{
+    snprintf(dst, n, "%s", src);
+}
+
+/* Reads the current row; strings point into the statement (valid until it steps). */
+static void read_row(sqlite3_stmt *s, TuneRecord *r)
+{
+    memset(r, 0, sizeof *r);
+    r->id = sqlite3_column_int64(s, 0);
+    copy_field(r->key.id, sizeof r->key.id, col_text(s, 1));
+    copy_field(r->key.kernel, sizeof r->key.kernel, col_text(s, 2));
+    copy_field(r->key.fingerprint, sizeof r->key.fingerprint, col_text(s, 3));
+    copy_field(r->key.shape, sizeof r->key.shape, col_text(s, 4));
+    copy_field(r->key.dtypes, sizeof r->key.dtypes, col_text(s, 5));
+    copy_field(r->key.target, sizeof r->key.target, col_text(s, 6));
+    copy_field(r->key.device, sizeof r->key.device, col_text(s, 7));
+    copy_field(r->key.version, sizeof r->key.version, col_text(s, 8));
+    r->key.threads = sqlite3_column_int(s, 9);
+    r->schedule = col_text(s, 10);
+    r->params = col_text(s, 11);
+    r->median_ms = sqlite3_column_double(s, 12);
+    r->min_ms = sqlite3_column_double(s, 13);
+    r->max_ms = sqlite3_column_double(s, 14);
+    r->gflops = sqlite3_column_double(s, 15);
+    r->compile_ms = sqlite3_column_double(s, 16);
+    r->valid = sqlite3_column_int(s, 17) != 0;
+    r->rel_error = sqlite3_column_double(s, 18);
+    r->status = sqlite3_column_int(s, 19);
+    r->final = sqlite3_column_int(s, 20) != 0;
+    r->created = sqlite3_column_double(s, 21);
+}
+
+bool tunedb_best(TuneDb *t, const TuneKey *key, TuneRecord *out)
+{
+    sqlite3_reset(t->best);
+    sqlite3_bind_text(t->best, 1, key->id, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(t->best) != SQLITE_ROW) {
+        sqlite3_reset(t->best);
+        return false;
+    }
+    read_row(t->best, out);
+    free(t->schedule);
+    free(t->params);
+    t->schedule = xstrdup(out->schedule);
+    t->params = xstrdup(out->params);
+    out->schedule = t->schedule;
+    out->params = t->params;
+    sqlite3_reset(t->best);
+    return true;
+}
+
+int tunedb_foreach(TuneDb *t, bool all, const char *kernel, void (*fn)(void *ctx, const TuneRecord *r), void *ctx,
+                   Diags *d)
+{
+    StrBuf q = {0};
+    if (all)
+        sb_printf(&q, "SELECT %s FROM measurement WHERE (?1 IS NULL OR kernel = ?1) ORDER BY id", cols);
+    else
+        /* the best valid row of each key: smallest median, a final row first on ties */
+        sb_printf(&q,
+                  "SELECT %s FROM measurement m WHERE (?1 IS NULL OR kernel = ?1) AND valid = 1 AND median_ms > 0"
+                  " AND id = (SELECT id FROM measurement b WHERE b.key = m.key AND b.valid = 1 AND b.median_ms > 0"
+                  " ORDER BY b.median_ms, b.final DESC, b.id LIMIT 1) ORDER BY created, id",
+                  cols);
+    sqlite3_stmt *s;
+    int rc = sqlite3_prepare_v2(t->db, q.s, -1, &s, NULL);
+    sb_free(&q);
+    if (rc != SQLITE_OK) {
+        fail(t, t->db, d, "cannot prepare a query");
+        return -1;
+    }
+    if (kernel)
+        sqlite3_bind_text(s, 1, kernel, -1, SQLITE_TRANSIENT);
+    int n = 0;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        TuneRecord r;
+        read_row(s, &r);
+        fn(ctx, &r);
+        n++;
+    }
+    if (rc != SQLITE_DONE) {
+        fail(t, t->db, d, "cannot read");
+        n = -1;
+    }
+    sqlite3_finalize(s);
+    return n;
+}
+
+int tunedb_count(TuneDb *t, const TuneKey *key)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(t->db, "SELECT count(*) FROM measurement WHERE key = ?1", -1, &s, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_text(s, 1, key->id, -1, SQLITE_TRANSIENT);
+    int n = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int(s, 0) : -1;
+    sqlite3_finalize(s);
+    return n;
+}
+
+char *tunedb_integrity(TuneDb *t)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(t->db, "PRAGMA integrity_check", -1, &s, NULL) != SQLITE_OK)
+        return xstrdup(sqlite3_errmsg(t->db));
+    char *r = xstrdup(sqlite3_step(s) == SQLITE_ROW ? col_text(s, 0) : sqlite3_errmsg(t->db));
+    sqlite3_finalize(s);
+    return r;
+}
+
+#else /* no SQLite */
+
+struct TuneDb {
+    int unused;
+};
+
+static void no_sqlite(Diags *d)
+{
+    diag_plain(d, DIAG_ERROR, "this perfc was built without SQLite: no tuning database "
+                              "(install libsqlite3-dev and rebuild)");
+}
+
+TuneDb *tunedb_open(const char *path, Diags *d)
+{
+    (void)path;
+    no_sqlite(d);
+    return NULL;
+}
+void tunedb_close(TuneDb *t) { (void)t; }
+bool tunedb_add(TuneDb *t, const TuneRecord *r, Diags *d)
+{
+    (void)t, (void)r;
+    no_sqlite(d);
+    return false;
+}
+bool tunedb_best(TuneDb *t, const TuneKey *key, TuneRecord *out)
+{
+    (void)t, (void)key, (void)out;
+    return false;
+}
+int tunedb_foreach(TuneDb *t, bool all, const char *kernel, void (*fn)(void *ctx, const TuneRecord *r), void *ctx,
+                   Diags *d)
+{
+    (void)t, (void)all, (void)kernel, (void)fn, (void)ctx;
+    no_sqlite(d);
+    return -1;
+}
+int tunedb_count(TuneDb *t, const TuneKey *key)
+{
+    (void)t, (void)key;
+    return -1;
+}
+char *tunedb_integrity(TuneDb *t)
+{
+    (void)t;
+    return xstrdup("no SQLite");
+}
+#endif

@@ -1,0 +1,76 @@
+/* The tuning database: every measurement the autotuner makes, kept in SQLite.
+ *
+ * One row per measured candidate, under a key that names exactly what was tuned:
+ * the kernel's fingerprint (a hash of its checked AST as ast_print_kernel prints
+ * it), the bound sizes, the dtypes, the target, the device's one-line name, the
+ * thread count and the perfc version.  A second tuning run with the same key reuses
+ * the best valid row at once.  The file is opened in WAL mode and every row is
+ * committed in its own transaction, so a tuner killed with SIGKILL loses nothing it
+ * finished and leaves a database that opens and passes integrity_check; several
+ * tuners (processes) may write one file at once (busy timeout).
+ *
+ * Built without SQLite (PERFC_HAVE_SQLITE unset) every call fails with a
+ * diagnostic that says so, and tuning still works without memory. */
+#ifndef PERFC_RUNTIME_TUNEDB_H
+#define PERFC_RUNTIME_TUNEDB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../lang/diag.h"
+
+typedef struct TuneKey {
+    char id[24];          /* hex hash of every field below: the lookup key */
+    char kernel[64];
+    char fingerprint[24]; /* hex hash of the checked kernel's canonical text */
+    char shape[256];      /* "M=512 N=512 K=512" */
+    char dtypes[256];     /* "A:f32 B:f32 C:f32" */
+    char target[32];
+    char device[384];
+    char version[16];
+    int threads;
+} TuneKey;
+
+/* FNV-1a, 64 bits, continuing from h (start with TUNEDB_HASH0). */
+#define TUNEDB_HASH0 0xcbf29ce484222325ull
+uint64_t tunedb_hash(const void *p, size_t n, uint64_t h);
+/* Fills k->id from the other fields. */
+void tunekey_finish(TuneKey *k);
+
+typedef struct TuneRecord {
+    int64_t id;
+    TuneKey key;
+    const char *schedule; /* the concrete schedule (schedule_print), pasteable */
+    const char *params;   /* "TI=4 TJ=64" */
+    double median_ms, min_ms, max_ms, gflops, compile_ms;
+    bool valid;
+    double rel_error;
+    int status;           /* rt_evaluate's exit status */
+    bool final;           /* the winner's re-validation on fresh inputs */
+    double created;       /* Unix time */
+} TuneRecord;
+
+typedef struct TuneDb TuneDb;
+
+/* "$XDG_CACHE_HOME/perfc/tune.db", else "$HOME/.cache/perfc/tune.db"; malloc'd. */
+char *tunedb_default_path(void);
+/* Opens (creating the folders, the file and the schema as needed). NULL with a
+ * diagnostic on failure. */
+TuneDb *tunedb_open(const char *path, Diags *d);
+void tunedb_close(TuneDb *db);
+/* Appends one measurement in its own transaction. */
+bool tunedb_add(TuneDb *db, const TuneRecord *r, Diags *d);
+/* The best valid row under key (smallest median; a final row wins a tie).  Strings
+ * in *out stay valid until the next call on db.  False when there is none. */
+bool tunedb_best(TuneDb *db, const TuneKey *key, TuneRecord *out);
+/* Calls fn for every row (all=true) or for the best valid row of each key
+ * (all=false), optionally only for one kernel name; newest keys last. */
+int tunedb_foreach(TuneDb *db, bool all, const char *kernel, void (*fn)(void *ctx, const TuneRecord *r),
+                   void *ctx, Diags *d);
+/* Rows under key (valid or not). */
+int tunedb_count(TuneDb *db, const TuneKey *key);
+/* "ok" from PRAGMA integrity_check, else its first line; malloc'd. */
+char *tunedb_integrity(TuneDb *db);
+
+#endif

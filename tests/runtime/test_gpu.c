@@ -1,0 +1,92 @@
+/* The harness with the GPU device plugged in (runtime/cuda_device.c): a right
+ * kernel passes with a complete report and the cuBLAS baseline beside it, at a
+ * small shape (interpreter reference) and a large one (dgemm reference), in f32 and
+ * with f16 inputs; wrong loop nests compiled by the CUDA back end are rejected, which
+ * shows the poison reaches device memory before every run.  Exits 77 (skipped)
+ * without a GPU. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_test.h"
+#include "runtime/cuda_driver.h"
+
+static char *slurp(FILE *f)
+{
+    fflush(f);
+    long n = ftell(f);
+    rewind(f);
+    char *s = calloc(1, (size_t)n + 1);
+    if (!s || fread(s, 1, (size_t)n, f) != (size_t)n)
+        abort();
+    return s;
+}
+
+static void run(const char *arch, Kernel *k, const Kernel *u, int want, bool baseline)
+{
+    RunOptions o;
+    rt_options_init(&o);
+    o.target = arch;
+    o.min_time_s = 0.02;
+    o.json = true;
+    o.compare = "cublas";
+    o.out = tmpfile();
+    Diags d;
+    diag_init(&d);
+    int rc = rt_run(k, u, &o, &d);
+    char *json = slurp(o.out);
+    fclose(o.out);
+    if (rc != want) {
+        fprintf(stderr, "%s: status %d, wanted %d\n%s", k->name, rc, want, json);
+        diag_flush(&d, stderr);
+        rt_test_failures++;
+    } else if (want == 0 || want == 2) {
+        JVal *rep = json_parse(json, NULL);
+        const char *problem = rt_test_report_problem(rep, want == 0, baseline);
+        if (problem) {
+            fprintf(stderr, "report problem: %s\n%s\n", problem, json);
+            rt_test_failures++;
+        } else {
+            const JVal *facts = json_get(json_get(rep, "machine"), "facts");
+            CHECK(json_get(facts, "gpu") != NULL);
+            fprintf(stderr, "ok: %s on %s: %s\n", k->name, arch, json);
+        }
+        json_free(rep);
+    }
+    free(json);
+    diag_free(&d);
+}
+
+int main(void)
+{
+    Diags d;
+    diag_init(&d);
+    GpuDevice *g = gpu_open(0, &d);
+    if (!g) {
+        fprintf(stderr, "skipped: %s", d.text.s ? d.text.s : "no GPU\n");
+        diag_free(&d);
+        return 77;
+    }
+    char arch[16];
+    snprintf(arch, sizeof arch, "%s", gpu_info(g)->arch);
+    gpu_close(g);
+    diag_free(&d);
+
+    Kernel *right = rt_test_gemm(37, 29, 53, DT_F32, DT_F32, false, false, GEMM_OK);
+    run(arch, right, NULL, 0, true);
+    Kernel *half = rt_test_gemm(64, 48, 80, DT_F16, DT_F32, false, true, GEMM_OK);
+    run(arch, half, NULL, 0, true);
+    Kernel *large = rt_test_gemm(512, 384, 1024, DT_F32, DT_F32, true, false, GEMM_OK);
+    run(arch, large, NULL, 0, true);
+    GemmVariant bad[] = {GEMM_K_FROM_1, GEMM_SKIP_LAST_ROW, GEMM_CONSTANT};
+    for (int i = 0; i < 3; i++) {
+        Kernel *k = rt_test_gemm(37, 29, 53, DT_F32, DT_F32, false, false, bad[i]);
+        run(arch, k, right, 2, false);
+        ir_free(k);
+    }
+    ir_free(right);
+    ir_free(half);
+    ir_free(large);
+    if (rt_test_failures)
+        fprintf(stderr, "%d failures\n", rt_test_failures);
+    return rt_test_failures != 0;
+}

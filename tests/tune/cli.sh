@@ -1,0 +1,30 @@
+#!/bin/sh
+# perfc --autotune end to end on a scratch database: a search, a warm repeat that
+# must come from the database, the listing, and an export that perfc accepts back.
+set -eu
+perfc=$1 root=$2 dir=$3
+rm -rf "$dir" && mkdir -p "$dir"
+db=$dir/tune.db
+cat > "$dir/g.pdl" <<'PDL'
+kernel g(M, N, K) {
+  in  A: f32[M, K]
+  in  B: f32[K, N]
+  out C: f32[M, N]
+  C[i, j] = sum(k) A[i, k] * B[k, j]
+}
+PDL
+"$perfc" "$dir/g.pdl" -D M=48 -D N=64 -D K=64 --autotune --budget 4 --db "$db" --seed 3 > "$dir/first.txt"
+grep -q '^search ' "$dir/first.txt"
+grep -q '^schedule g for cpu {' "$dir/first.txt"
+"$perfc" "$dir/g.pdl" -D M=48 -D N=64 -D K=64 --autotune --budget 4 --db "$db" --seed 4 > "$dir/second.txt"
+grep -q '^database   hit' "$dir/second.txt"
+"$perfc" tune --show --db "$db" > "$dir/show.txt"
+grep -q 'M=48 N=64 K=64' "$dir/show.txt"
+"$perfc" tune --export --db "$db" -k g > "$dir/export.pdl"
+cat "$dir/g.pdl" "$dir/export.pdl" > "$dir/g2.pdl"
+"$perfc" "$dir/g2.pdl" -D M=48 -D N=64 -D K=64 -emit ir > "$dir/g2.ir"
+grep -q 'vector' "$dir/g2.ir"
+# no database, bad usage
+if "$perfc" tune --show --db "$dir/none.db" 2>/dev/null; then exit 1; fi
+if "$perfc" tune 2>/dev/null; then exit 1; fi
+echo ok

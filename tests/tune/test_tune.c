@@ -1,0 +1,537 @@
+/* Autotuner and tuning-database tests, one per command-line name (CTest runs each
+ * as its own test):
+ *
+ *   search      the tuner finds the known best of a synthetic space, exhaustively
+ *               and by evolution, with a planted measure whose cost is a known
+ *               function of the scheduled IR (so the timing is deterministic)
+ *   db          round trip: records written, best and listing read back, reopen
+ *   concurrent  two processes write one database at once; nothing is lost
+ *   crash       a tuning process is killed with SIGKILL mid-run; the database opens,
+ *               passes integrity_check and holds every measurement it finished
+ *   repro       real tuning on the host; the exported schedule, pasted into the
+ *               kernel's source, reproduces the measured candidate's IR exactly
+ *   warm        a second tuning run with the same key answers from the database
+ *               without a search */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lang/ast.h"
+#include "passes/passes.h"
+#include "passes/xform.h"
+#include "runtime/tune.h"
+#include "runtime/tunedb.h"
+
+static int failures;
+#define CHECK(c, ...)                                                        \
+    do {                                                                     \
+        if (!(c)) {                                                          \
+            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #c); \
+            fprintf(stderr, __VA_ARGS__);                                    \
+            fputc('\n', stderr);                                             \
+            failures++;                                                      \
+        }                                                                    \
+    } while (0)
+
+/* ---- a kernel from text ---- */
+
+typedef struct Src {
+    Arena *arena;
+    Source src;
+    Program *prog;
+    AstKernel *ast;
+    int64_t values[16];
+    bool bound[16];
+    TuneInput in;
+    const AstSchedule *scheds[8];
+} Src;
+
+static bool src_open(Src *s, const char *text, int64_t size)
+{
+    memset(s, 0, sizeof *s);
+    s->arena = arena_new();
+    s->src.path = "<test>";
+    s->src.text = arena_strdup(s->arena, text);
+    s->src.len = strlen(text);
+    Diags d;
+    diag_init(&d);
+    s->prog = parse_program(s->arena, &s->src, &d);
+    if (!d.nerrors)
+        sema_program(s->prog, &d);
+    if (d.nerrors) {
+        diag_flush(&d, stderr);
+        diag_free(&d);
+        return false;
+    }
+    diag_free(&d);
+    s->ast = s->prog->kernels[0];
+    for (int i = 0; i < s->ast->nparams; i++) {
+        s->values[i] = size;
+        s->bound[i] = true;
+    }
+    s->in.prog = s->prog;
+    s->in.ast = s->ast;
+    s->in.values = s->values;
+    s->in.bound = s->bound;
+    for (int i = 0; i < s->prog->nschedules && s->in.nscheds < 8; i++)
+        s->scheds[s->in.nscheds++] = s->prog->schedules[i];
+    s->in.scheds = s->scheds;
+    return true;
+}
+
+static void src_close(Src *s)
+{
+    arena_free(s->arena);
+}
+
+static const char gemm_text[] = "kernel g(M, N, K) {\n"
+                                "  in  A: f32[M, K]\n"
+                                "  in  B: f32[K, N]\n"
+                                "  out C: f32[M, N]\n"
+                                "  C[i, j] = sum(k) A[i, k] * B[k, j]\n"
+                                "}\n";
+
+/* ---- the planted measure: cost from the IR ---- */
+
+static int64_t loop_extent(const Kernel *k, const char *name)
+{
+    Node *l = ir_find_loop((Kernel *)k, name);
+    int64_t lo = 0, hi = -1;
+    if (!l || !ir_eval_size(k, l->u.loop.lo, &lo) || !ir_eval_size(k, l->u.loop.hi, &hi))
+        return -1; /* a factor of 1 leaves no inner loop */
+    return hi - lo;
+}
+
+typedef struct Planted {
+    int calls;
+    int notify_fd;   /* crash test: a byte per measurement started */
+    int sleep_us;
+} Planted;
+
+/* The cost is smallest at ii = 8, ji = 4, ki = 16: a bowl in log2 of each extent,
+ * so neighbouring candidates are near in cost, as real tile sizes tend to be. */
+static int planted_measure(void *ctx, RtDevice *dev, const Kernel *k, const Kernel *u, const RunOptions *o,
+                           RtResult *r, Diags *d)
+{
+    (void)dev, (void)u, (void)o, (void)d;
+    Planted *p = ctx;
+    p->calls++;
+    if (p->notify_fd >= 0) {
+        char c = 'm';
+        if (write(p->notify_fd, &c, 1) != 1)
+            return 3;
+    }
+    if (p->sleep_us)
+        usleep((useconds_t)p->sleep_us);
+    int64_t ei = loop_extent(k, "ii"), ej = loop_extent(k, "ji");
+    double a = ei > 0 ? log2((double)ei) : 0, b = ej > 0 ? log2((double)ej) : 0;
+    int64_t kk = loop_extent(k, "ki");
+    double c = kk > 0 ? log2((double)kk) : 0;
+    memset(r, 0, sizeof *r);
+    r->k = k;
+    r->valid = true;
+    r->rel_error = 1e-7;
+    double cost = 1 + fabs(a - 3) + 0.7 * fabs(b - 2) + (kk > 0 ? 0.5 * fabs(c - 4) : 0);
+    r->time.median = r->time.min = r->time.max = cost;
+    r->time.reps = 3;
+    r->gflops = 1 / cost;
+    return 0;
+}
+
+static void planted_options(TuneOptions *o, Planted *p, const char *db)
+{
+    tune_options_init(o);
+    o->measure = planted_measure;
+    o->measure_ctx = p;
+    o->device_name = "planted test device";
+    o->threads = 1;
+    o->progress = 0;
+    o->quiet = true;
+    o->db_path = db;
+    o->no_db = db == NULL;
+    o->seed = 42;
+}
+
+static int test_search(void)
+{
+    /* exhaustive: 6 x 6 = 36 candidates, budget 64 */
+    Src s;
+    const char *t1 = "kernel g(M, N, K) {\n  in A: f32[M, K]\n  in B: f32[K, N]\n  out C: f32[M, N]\n"
+                     "  C[i, j] = sum(k) A[i, k] * B[k, j]\n}\n"
+                     "schedule g {\n  param TI in [1, 2, 4, 8, 16, 32]\n  param TJ in [32, 16, 8, 4, 2, 1]\n"
+                     "  tile(i, j, TI, TJ)\n}\n";
+    if (!src_open(&s, t1, 64))
+        return 1;
+    Planted p = {.notify_fd = -1};
+    TuneOptions o;
+    planted_options(&o, &p, NULL);
+    o.budget = 64;
+    TuneResult r;
+    Diags d;
+    diag_init(&d);
+    int rc = tune_kernel(&s.in, &o, &r, &d);
+    diag_flush(&d, stderr);
+    CHECK(rc == 0, "status %d", rc);
+    CHECK(r.measured == 36, "exhaustive search measured %d of 36", r.measured);
+    CHECK(r.ntop == TUNE_TOP, "top %d", r.ntop);
+    CHECK(r.ntop && !strcmp(r.top[0].params, "TI=8 TJ=4"), "best %s, want TI=8 TJ=4", r.ntop ? r.top[0].params : "");
+    CHECK(r.best_block && strstr(r.best_block, "param TI = 8") && strstr(r.best_block, "tile(i, j, TI, TJ)"),
+          "block:\n%s", r.best_block ? r.best_block : "");
+    tune_result_free(&r);
+    src_close(&s);
+
+    /* evolutionary: 8 x 8 x 6 = 384 candidates, budget 60 */
+    const char *t2 = "kernel g(M, N, K) {\n  in A: f32[M, K]\n  in B: f32[K, N]\n  out C: f32[M, N]\n"
+                     "  C[i, j] = sum(k) A[i, k] * B[k, j]\n}\n"
+                     "schedule g {\n  param TI in [1, 2, 4, 8, 16, 32, 64, 128]\n"
+                     "  param TJ in [128, 64, 32, 16, 8, 4, 2, 1]\n  param TK in [2, 4, 8, 16, 32, 64]\n"
+                     "  tile(i, j, TI, TJ)\n  split(k, TK)\n}\n";
+    if (!src_open(&s, t2, 128))
+        return 1;
+    int found = 0;
+    for (int seed = 1; seed <= 5; seed++) {
+        Planted q = {.notify_fd = -1};
+        planted_options(&o, &q, NULL);
+        o.budget = 60;
+        o.seed = (uint64_t)seed;
+        rc = tune_kernel(&s.in, &o, &r, &d);
+        diag_flush(&d, stderr);
+        CHECK(rc == 0, "status %d", rc);
+        CHECK(r.measured <= 60, "budget exceeded: %d", r.measured);
+        CHECK(q.calls == r.measured + 1, "measure called %d times for %d measured + 1 final", q.calls, r.measured);
+        found += r.ntop && !strcmp(r.top[0].params, "TI=8 TJ=4 TK=16");
+        tune_result_free(&r);
+    }
+    /* 60 of 384 at random would find the best with p = 0.16 per seed */
+    CHECK(found >= 4, "evolution found the best in %d of 5 seeds", found);
+    src_close(&s);
+    diag_free(&d);
+    return 0;
+}
+
+/* ---- database ---- */
+
+static void fill_key(TuneKey *k, const char *kernel, int threads)
+{
+    memset(k, 0, sizeof *k);
+    snprintf(k->kernel, sizeof k->kernel, "%s", kernel);
+    snprintf(k->fingerprint, sizeof k->fingerprint, "00ff00ff00ff00ff");
+    snprintf(k->shape, sizeof k->shape, "M=64 N=64 K=64");
+    snprintf(k->dtypes, sizeof k->dtypes, "A:f32 B:f32 C:f32");
+    snprintf(k->target, sizeof k->target, "host");
+    snprintf(k->device, sizeof k->device, "test device");
+    snprintf(k->version, sizeof k->version, "0.1.0");
+    k->threads = threads;
+    tunekey_finish(k);
+}
+
+static void add_row(TuneDb *db, const TuneKey *k, double ms, bool valid, const char *params, Diags *d)
+{
+    TuneRecord r;
+    memset(&r, 0, sizeof r);
+    r.key = *k;
+    r.schedule = "param T = 4\nsplit(i, T)\n";
+    r.params = params;
+    r.median_ms = r.min_ms = r.max_ms = ms;
+    r.gflops = 1 / ms;
+    r.valid = valid;
+    r.status = valid ? 0 : 2;
+    if (!tunedb_add(db, &r, d)) {
+        diag_flush(d, stderr);
+        failures++;
+    }
+}
+
+static void count_row(void *ctx, const TuneRecord *r)
+{
+    (void)r;
+    ++*(int *)ctx;
+}
+
+static int test_db(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/roundtrip.db", dir);
+    unlink(path);
+    Diags d;
+    diag_init(&d);
+    TuneDb *db = tunedb_open(path, &d);
+    CHECK(db, "open: %s", d.text.s ? d.text.s : "");
+    if (!db)
+        return 1;
+    TuneKey k1, k2;
+    fill_key(&k1, "g", 1);
+    fill_key(&k2, "g", 2);
+    CHECK(strcmp(k1.id, k2.id) != 0, "threads must change the key");
+    add_row(db, &k1, 3.0, true, "T=1", &d);
+    add_row(db, &k1, 1.0, false, "T=2", &d); /* fastest but invalid: never the best */
+    add_row(db, &k1, 2.0, true, "T=3", &d);
+    add_row(db, &k2, 5.0, true, "T=4", &d);
+    TuneRecord b;
+    CHECK(tunedb_best(db, &k1, &b) && !strcmp(b.params, "T=3") && b.median_ms == 2.0, "best of k1");
+    CHECK(!strcmp(b.key.shape, k1.shape) && !strcmp(b.key.id, k1.id), "shape and key read back");
+    CHECK(!strcmp(b.key.device, "test device") && b.key.threads == 1, "key fields read back");
+    CHECK(!strcmp(b.schedule, "param T = 4\nsplit(i, T)\n"), "schedule text read back: %s", b.schedule);
+    CHECK(tunedb_count(db, &k1) == 3, "count k1 %d", tunedb_count(db, &k1));
+    tunedb_close(db);
+
+    db = tunedb_open(path, &d);
+    CHECK(db, "reopen");
+    if (!db)
+        return 1;
+    int n = 0;
+    CHECK(tunedb_foreach(db, true, NULL, count_row, &n, &d) == 4 && n == 4, "all rows: %d", n);
+    n = 0;
+    CHECK(tunedb_foreach(db, false, NULL, count_row, &n, &d) == 2 && n == 2, "best per key: %d", n);
+    n = 0;
+    CHECK(tunedb_foreach(db, true, "nothing", count_row, &n, &d) == 0, "kernel filter");
+    char *ic = tunedb_integrity(db);
+    CHECK(!strcmp(ic, "ok"), "integrity %s", ic);
+    free(ic);
+    tunedb_close(db);
+    diag_free(&d);
+    return 0;
+}
+
+enum { ROWS_PER_WRITER = 150 };
+
+static int test_concurrent(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/concurrent.db", dir);
+    unlink(path);
+    pid_t kids[2];
+    for (int w = 0; w < 2; w++) {
+        kids[w] = fork();
+        if (kids[w] == 0) {
+            Diags d;
+            diag_init(&d);
+            TuneDb *db = tunedb_open(path, &d);
+            if (!db) {
+                diag_flush(&d, stderr);
+                _exit(1);
+            }
+            TuneKey k;
+            fill_key(&k, w ? "writer1" : "writer0", 1);
+            int before = failures;
+            for (int i = 0; i < ROWS_PER_WRITER; i++)
+                add_row(db, &k, 1.0 + i, true, "T=1", &d);
+            tunedb_close(db);
+            _exit(failures != before);
+        }
+    }
+    for (int w = 0; w < 2; w++) {
+        int st = 0;
+        waitpid(kids[w], &st, 0);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "writer %d failed", w);
+    }
+    Diags d;
+    diag_init(&d);
+    TuneDb *db = tunedb_open(path, &d);
+    CHECK(db, "open after writers");
+    if (!db)
+        return 1;
+    int n = 0;
+    tunedb_foreach(db, true, NULL, count_row, &n, &d);
+    CHECK(n == 2 * ROWS_PER_WRITER, "rows %d, want %d", n, 2 * ROWS_PER_WRITER);
+    char *ic = tunedb_integrity(db);
+    CHECK(!strcmp(ic, "ok"), "integrity %s", ic);
+    free(ic);
+    tunedb_close(db);
+    diag_free(&d);
+    return 0;
+}
+
+static int test_crash(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/crash.db", dir);
+    unlink(path);
+    int fds[2];
+    if (pipe(fds))
+        return 1;
+    pid_t kid = fork();
+    if (kid == 0) {
+        close(fds[0]);
+        Src s;
+        const char *t = "kernel g(M, N, K) {\n  in A: f32[M, K]\n  in B: f32[K, N]\n  out C: f32[M, N]\n"
+                        "  C[i, j] = sum(k) A[i, k] * B[k, j]\n}\n"
+                        "schedule g {\n  param TI in [1, 2, 4, 8, 16, 32, 64, 128]\n"
+                        "  param TJ in [128, 64, 32, 16, 8, 4, 2, 1]\n  tile(i, j, TI, TJ)\n}\n";
+        if (!src_open(&s, t, 128))
+            _exit(1);
+        Planted p = {.notify_fd = fds[1], .sleep_us = 20000};
+        TuneOptions o;
+        planted_options(&o, &p, path);
+        o.budget = 64; /* about 1.3 s of measuring: killed long before the end */
+        TuneResult r;
+        Diags d;
+        diag_init(&d);
+        tune_kernel(&s.in, &o, &r, &d);
+        _exit(0);
+    }
+    close(fds[1]);
+    /* wait for 20 measurements to start, then kill without warning */
+    int started = 0;
+    char c;
+    while (started < 20 && read(fds[0], &c, 1) == 1)
+        started++;
+    kill(kid, SIGKILL);
+    int st = 0;
+    waitpid(kid, &st, 0);
+    /* count what the child started before it died */
+    while (read(fds[0], &c, 1) == 1)
+        started++;
+    close(fds[0]);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "the child was not killed (status %d)", st);
+
+    Diags d;
+    diag_init(&d);
+    TuneDb *db = tunedb_open(path, &d);
+    CHECK(db, "reopen after SIGKILL: %s", d.text.s ? d.text.s : "");
+    if (!db)
+        return 1;
+    char *ic = tunedb_integrity(db);
+    CHECK(!strcmp(ic, "ok"), "integrity after SIGKILL: %s", ic);
+    free(ic);
+    int n = 0;
+    tunedb_foreach(db, true, NULL, count_row, &n, &d);
+    /* measurement m is committed before measurement m + 1 starts */
+    CHECK(n >= started - 1 && n <= started, "%d rows after %d measurements started", n, started);
+    tunedb_close(db);
+    diag_free(&d);
+    return 0;
+}
+
+/* ---- reproducibility and the warm database, on the real host ---- */
+
+static int test_repro(const char *dir, bool warm)
+{
+#ifndef PERFC_HAVE_LLVM
+    (void)dir, (void)warm;
+    fprintf(stderr, "skipped: no LLVM\n");
+    return 77;
+#else
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.db", dir, warm ? "warm" : "repro");
+    unlink(path);
+    Src s;
+    if (!src_open(&s, gemm_text, 64))
+        return 1;
+    TuneOptions o;
+    tune_options_init(&o);
+    o.threads = 2;
+    o.budget = 6;
+    o.progress = 0;
+    o.quiet = true;
+    o.db_path = path;
+    o.seed = 7;
+    o.cand_min_time_s = 0.002;
+    TuneResult r;
+    Diags d;
+    diag_init(&d);
+    int rc = tune_kernel(&s.in, &o, &r, &d);
+    diag_flush(&d, stderr);
+    CHECK(rc == 0, "tuning status %d", rc);
+    if (rc) {
+        src_close(&s);
+        return 1;
+    }
+    CHECK(r.measured >= 1 && r.measured <= 6, "measured %d", r.measured);
+    CHECK(r.has_final && r.final.valid, "the winner was re-validated");
+    if (warm) {
+        TuneResult w;
+        double t0 = now_seconds();
+        rc = tune_kernel(&s.in, &o, &w, &d);
+        double el = now_seconds() - t0;
+        diag_flush(&d, stderr);
+        CHECK(rc == 0 && w.from_db, "second run: status %d, from_db %d", rc, w.from_db);
+        CHECK(w.measured == 0, "second run measured %d", w.measured);
+        CHECK(w.best_block && r.best_block && !strcmp(w.best_block, r.best_block), "same winner");
+        CHECK(el < 1.0, "warm answer took %.2f s", el);
+        tune_result_free(&w);
+        tune_result_free(&r);
+        src_close(&s);
+        diag_free(&d);
+        return 0;
+    }
+
+    /* Export from the database, as `perfc tune --export` does, paste the block
+     * after the kernel, and compile the file the ordinary way. */
+    TuneDb *db = tunedb_open(path, &d);
+    CHECK(db, "open");
+    TuneRecord best;
+    bool have = db && tunedb_best(db, &r.key, &best);
+    CHECK(have, "the database has a winner for the key");
+    if (!have) {
+        src_close(&s);
+        return 1;
+    }
+    StrBuf file = {0};
+    sb_puts(&file, gemm_text);
+    tune_block("g", "host", best.schedule, &file);
+    tunedb_close(db);
+    Src p;
+    CHECK(src_open(&p, file.s, 64), "the exported block parses:\n%s", file.s);
+    CHECK(p.in.nscheds == 1, "one schedule");
+    Kernel *k = lower_kernel(p.prog, p.ast, p.values, p.bound, &d);
+    PipelineOpts po = {0};
+    po.schedules = p.scheds;
+    po.nschedules = p.in.nscheds;
+    CHECK(k && pipeline_run(k, &po, &d), "the exported schedule applies");
+    diag_flush(&d, stderr);
+    StrBuf ir = {0};
+    if (k)
+        ir_print_kernel(k, &ir);
+    CHECK(ir.s && r.best_ir && !strcmp(ir.s, r.best_ir), "IR differs:\n--- measured\n%s--- from the export\n%s",
+          r.best_ir ? r.best_ir : "", ir.s ? ir.s : "");
+    if (k)
+        ir_free(k);
+    sb_free(&ir);
+    sb_free(&file);
+    src_close(&p);
+    tune_result_free(&r);
+    src_close(&s);
+    diag_free(&d);
+    return 0;
+#endif
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: test_tune search|db|concurrent|crash|repro|warm TMPDIR\n");
+        return 2;
+    }
+    const char *what = argv[1], *dir = argv[2];
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+    if (system(cmd) != 0)
+        return 1;
+    int rc;
+    if (!strcmp(what, "search"))
+        rc = test_search();
+    else if (!strcmp(what, "db"))
+        rc = test_db(dir);
+    else if (!strcmp(what, "concurrent"))
+        rc = test_concurrent(dir);
+    else if (!strcmp(what, "crash"))
+        rc = test_crash(dir);
+    else if (!strcmp(what, "repro"))
+        rc = test_repro(dir, false);
+    else if (!strcmp(what, "warm"))
+        rc = test_repro(dir, true);
+    else {
+        fprintf(stderr, "unknown test %s\n", what);
+        return 2;
+    }
+    if (rc == 77)
+        return 77;
+    if (failures)
+        fprintf(stderr, "%s: %d failure%s\n", what, failures, failures == 1 ? "" : "s");
+    return rc || failures ? 1 : 0;
+}
