@@ -101,6 +101,66 @@ static Node *copy_nest(Kernel *k, Buffer *glob, Buffer *loc, const Region *r, bo
     return top;
 }
 
+/* A temporary whose box is produced afresh by every iteration of l needs no copies:
+ * every access of it lies inside l, and the first one in l's body is an
+ * unguarded `=` nest whose loops run exactly over the box (one loop per dimension
+ * wider than one element) and which touches it nowhere else.  Then no value flows
+ * into an iteration (copy-in) or out of it (copy-back), and the staged buffer is
+ * the whole of the temporary's life: softmax's row of exponentials, kept in a
+ * local row instead of a buffer of R x C.  `mine` are the accesses inside l in
+ * program order. */
+static bool fresh_each_iteration(Kernel *k, Node *l, Buffer *b, const AccVec *mine, const Region *r)
+{
+    if (b->kind != BUF_TEMP || mine->n == 0)
+        return false;
+    AccVec all = {0};
+    acc_collect(k, NULL, &all);
+    bool inside = true;
+    for (int i = 0; i < all.n && inside; i++)
+        if (all.v[i].buf == b && !xf_contains(l, all.v[i].stmt))
+            inside = false;
+    acc_free(&all);
+    const Access *w = &mine->v[0];
+    Node *s = w->stmt;
+    if (!inside || !w->write || s->u.stmt.op != SOP_ASSIGN)
+        return false;
+    /* The loops between l and the statement, each over one dimension of the box. */
+    bool used[8] = {0};
+    Node *top = s;
+    for (Node *p = s->parent; p != l; p = p->parent) {
+        if (p->kind != N_LOOP)
+            return false; /* a guard: some elements may be left unwritten */
+        int64_t lo, hi;
+        if (!xf_const(k, p->u.loop.lo, &lo) || !xf_const(k, p->u.loop.hi, &hi) || lo != 0)
+            return false;
+        int dim = -1;
+        for (int d = 0; d < r->rank; d++) {
+            Expr *off = xf_simplify_affine(k, ir_bin(k, IE_SUB, ir_clone_expr(k, s->u.stmt.idx[d]),
+                                                     ir_clone_expr(k, r->lo[d])));
+            if (off->kind == IE_VAR && off->u.var == p->u.loop.var)
+                dim = d;
+        }
+        if (dim < 0 || used[dim] || hi != r->width[dim])
+            return false;
+        used[dim] = true;
+        top = p;
+    }
+    for (int d = 0; d < r->rank; d++) {
+        if (used[d])
+            continue;
+        Expr *off = xf_simplify_affine(k, ir_bin(k, IE_SUB, ir_clone_expr(k, s->u.stmt.idx[d]),
+                                                 ir_clone_expr(k, r->lo[d])));
+        if (r->width[d] != 1 || off->kind != IE_INT || off->u.i != 0)
+            return false;
+    }
+    /* Nothing else in the producing nest touches b: every other access comes after
+     * the whole box has been written. */
+    for (int i = 1; i < mine->n; i++)
+        if (xf_contains(top, mine->v[i].stmt))
+            return false;
+    return true;
+}
+
 bool xf_cache(XfCtx *c)
 {
     Buffer *b = xf_arg_buffer(c, 0);
@@ -168,6 +228,7 @@ bool xf_cache(XfCtx *c)
     Region r;
     StrBuf why = {0};
     bool ok = xf_region(c->k, l, &mine, false, &r, &why);
+    bool fresh = ok && fresh_each_iteration(c->k, l, b, &mine, &r);
     acc_free(&mine);
     if (!ok) {
         xf_err(c, "%s", why.s);
@@ -204,6 +265,8 @@ bool xf_cache(XfCtx *c)
         xf_visit_exprs(k, l->u.loop.body.v[i], redirect_cb, &rd);
         redirect_stores(&rd, l->u.loop.body.v[i]);
     }
+    if (fresh)
+        return true;
     ir_list_insert(&l->u.loop.body, 0, copy_nest(k, b, loc, &r, true, l, lo_ok, hi_ok), l);
     if (writes)
         ir_list_push(&l->u.loop.body, copy_nest(k, b, loc, &r, false, l, lo_ok, hi_ok), l);

@@ -47,6 +47,12 @@ void xf_do_split(Kernel *k, Node *l, int64_t f, const char *outer, const char *i
     Var *v = l->u.loop.var;
     Expr *lo = l->u.loop.lo;
     Expr *ext = ir_simplify(k, ir_bin(k, IE_SUB, ir_clone_expr(k, l->u.loop.hi), ir_clone_expr(k, lo)));
+    /* A factor past a constant extent would only add a guard that fails for the
+     * iterations beyond it: take the extent instead, so one schedule (a cache block
+     * of 256) stays guard-free on a small size (K = 64). */
+    int64_t n;
+    if (ir_eval_size(k, ext, &n) && n > 0 && f > n)
+        f = n;
     bool exact = xf_divides(k, ext, f);
     Var *vo = ir_new_var(k, outer ? outer : xf_fresh_name(k, arena_printf(k->arena, "%so", v->name)));
     Var *vi = ir_new_var(k, inner ? inner : xf_fresh_name(k, arena_printf(k->arena, "%si", v->name)));
@@ -581,6 +587,11 @@ bool xf_vectorize(XfCtx *c)
         xf_err(c, "the extent of %s is not a constant", l->u.loop.var->name);
         return false;
     }
+    /* One lane is the scalar loop itself: accepted and left serial, so a schedule
+     * written for 16-wide blocks still applies when a split was clamped to a size
+     * of 1 (a matrix with one column). */
+    if (ext == 1)
+        return true;
     if (ext < 2 || ext > 64) {
         xf_err(c, "the extent of %s is %lld; a vector loop has 2 to 64 lanes", l->u.loop.var->name,
                (long long)ext);

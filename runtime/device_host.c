@@ -115,7 +115,7 @@ static bool host_copy(RtDevice *dev, void *dst, const void *src, size_t bytes, D
 #ifdef PERFC_HAVE_LLVM
 static void call_jit(void *ctx, void **bufs)
 {
-    cg_jit_entry(ctx)(bufs);
+    cg_jit_run(ctx, bufs);
 }
 
 static void drop_jit(void *ctx)

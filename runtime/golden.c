@@ -282,7 +282,7 @@ static bool run_jit(RtGolden *g, double **bufs, Diags *d)
         if (b->kind == BUF_IN)
             rt_to_native(b->dtype, bufs[i], args[i], n);
     }
-    cg_jit_entry(g->jit)(args);
+    cg_jit_run(g->jit, args);
     for (int i = 0; i < p->nbufs; i++) {
         const Buffer *b = p->bufs[i];
         if (b->dtype == DT_F64)

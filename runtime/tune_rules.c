@@ -245,7 +245,12 @@ static bool contraction_text(const Nest *n, int variant, int lanes, int threads,
         goto out;
     }
     const Buffer *panel = panel_operand(n->red->u.stmt.value, va, vb);
-    if (variant == 0 && !panel)
+    /* variant 4: variant 0 with the MC blocks outermost and parallel (one fork per
+     * run, each thread packing its own B panels), as BLIS parallelises its ic loop */
+    bool rows_outer = variant == 4;
+    if ((variant == 0 || rows_outer) && !panel)
+        goto none;
+    if (rows_outer && n->ext[ia] < 256)
         goto none;
     /* MR: rows of the register tile; NR: whole SIMD registers of columns */
     for (int m = 2; m <= 8; m++)
@@ -341,15 +346,17 @@ static bool contraction_text(const Nest *n, int variant, int lanes, int threads,
         sb_printf(&rows, "%s1o", a);
     }
     sb_puts(b, "reorder(");
+    if (rows_outer)
+        sb_printf(b, "%s1oo, ", a);
     if (split_k)
         sb_printf(b, "%so, ", r);
-    if (mc)
+    if (mc && !rows_outer)
         sb_printf(b, "%s1oo, ", a);
     sb_printf(b, "%s1o, %s, ", bn, rows.s);
     for (int i = n->nspatial; i < n->nloops - 1; i++)
         sb_printf(b, "%s, ", lname(n, i));
     sb_printf(b, "%s%s, %s1i, %s1i)\n", r, split_k ? "i" : "", a, bn);
-    if (variant == 0)
+    if (variant == 0 || rows_outer)
         sb_printf(b, "cache(%s, %s1o)\n", panel->name, bn);
     sb_printf(b, "cache(%s, %s)\nunroll(%s1i)\nvectorize(%s1i)\n", out, rows.s, a, bn);
     /* small window loops of a convolution: unrolled */
@@ -360,7 +367,10 @@ static bool contraction_text(const Nest *n, int variant, int lanes, int threads,
      * for every thread, the column blocks, or the row blocks. */
     if (outer)
         sb_printf(&pc, "%s, ", outer);
-    sb_printf(&pc, "%s1o, %s", bn, rows.s);
+    if (rows_outer)
+        sb_printf(&pc, "%s1oo", a);
+    else
+        sb_printf(&pc, "%s1o, %s", bn, rows.s);
     sb_printf(b, "param %s in [%s]\nparallel(%s)\n", pp.s, pc.s, pp.s);
     sb_free(&rows);
 out:
@@ -412,6 +422,47 @@ static bool gpu_contraction_text(const Nest *n, StrBuf *b)
         sb_printf(b, "bind(%s, block.z)\n", lname(n, 0));
     sb_printf(b, "bind(%s1o, block.y)\nbind(%s1o, block.x)\nbind(%s1io, thread.y)\nbind(%s1io, thread.x)\n", a, bn,
               a, bn);
+    return true;
+}
+
+/* Contraction on a GPU, staged through shared memory: the structure of the
+ * hand-written gemm_tiled schedule in stdlib/gemm.pdl made a template.  A block
+ * computes a TB x TB tile of C from K slices of 16 staged in shared memory (A
+ * padded against bank conflicts), each of its threads a TR x TR register tile;
+ * B's shared reads are vectors of VS.  The thread grid is TB/TR square; choices
+ * whose copy loops do not match it run guarded.  Needs the rows and columns to be
+ * multiples of TB and the reduction of 16 (distribute refuses guarded bodies). */
+static bool gpu_shared_text(const Nest *n, StrBuf *b)
+{
+    if (n->nspatial < 2 || !n->red || n->nloops != n->nspatial + 1)
+        return false;
+    int ia = n->nspatial - 2, ib = n->nspatial - 1, ir = n->nloops - 1;
+    const char *a = lname(n, ia), *bn = lname(n, ib), *r = lname(n, ir);
+    const Var *va = n->loops[ia]->u.loop.var, *vb = n->loops[ib]->u.loop.var;
+    const Buffer *pa = panel_operand(n->red->u.stmt.value, vb, va), *pb = panel_operand(n->red->u.stmt.value, va, vb);
+    if (!pa || !pb || n->ext[ir] % 16)
+        return false;
+    const char *out = n->red->u.stmt.buf->name;
+    sb_puts(b, "param tb in [128, 64]\nparam tr in [8, 4]\nparam vs in [4, 2]\n");
+    sb_printf(b, "tile(%s, %s, tb, tb, g_io, g_jo, g_ii, g_ji)\ncache(%s, g_jo, name=g_acc)\n", a, bn, out);
+    sb_puts(b, "distribute(g_ji)\ndistribute(g_ii)\n"
+               "split(g_acc_c0, tr, g_cy, g_cr)\nsplit(g_acc_c1, tr, g_cx, g_cs)\nreorder(g_cy, g_cx, g_cr, g_cs)\n"
+               "split(g_ii, tr, g_iy, g_ir)\nsplit(g_ji, tr, g_ix, g_is)\nreorder(g_iy, g_ix, g_ir, g_is)\n"
+               "split(g_ii1, tr, g_ty, g_r)\nsplit(g_ji1, tr, g_tx, g_s)\n");
+    sb_printf(b, "split(%s, 16, g_ko, g_ki)\nreorder(g_ko, g_ty, g_tx, g_ki, g_r, g_s)\n", r);
+    sb_printf(b, "cache(%s, g_ko, mem=shared, name=g_As)\ncache(%s, g_ko, mem=shared, name=g_Bs)\n", pa->name,
+              pb->name);
+    sb_puts(b, "padding(g_As, 1)\nsplit(g_As_c0, tr, g_ay, g_au)\nreorder(g_ay, g_As_c1, g_au)\n"
+               "split(g_Bs_c1, 16, g_bu, g_bx)\nreorder(g_Bs_c0, g_bx, g_bu)\nsplit(g_s, vs, g_s2, g_s4)\n"
+               "split(g_acc_c01, tr, g_oy, g_or)\nsplit(g_acc_c11, tr, g_ox, g_os)\nreorder(g_oy, g_ox, g_or, g_os)\n");
+    if (ia == 1)
+        sb_printf(b, "bind(%s, block.z)\n", lname(n, 0));
+    sb_puts(b, "bind(g_io, block.y)\nbind(g_jo, block.x)\nbind(g_cy, thread.y)\nbind(g_cx, thread.x)\n"
+               "bind(g_iy, thread.y)\nbind(g_ix, thread.x)\nbind(g_Bs_c0, thread.y)\nbind(g_bx, thread.x)\n"
+               "bind(g_ay, thread.y)\nbind(g_As_c1, thread.x)\nbind(g_ty, thread.y)\nbind(g_tx, thread.x)\n"
+               "bind(g_oy, thread.y)\nbind(g_ox, thread.x)\n"
+               "unroll(g_cr)\nunroll(g_cs)\nunroll(g_ir)\nunroll(g_is)\nunroll(g_bu)\nunroll(g_au)\nunroll(g_ki)\n"
+               "unroll(g_r)\nunroll(g_s2)\nvectorize(g_s4)\nunroll(g_or)\nunroll(g_os)\n");
     return true;
 }
 
@@ -612,6 +663,17 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
          * generator's default mapping (one thread per output element), which the
          * empty schedule stands for. */
         sp->kclass = ncontr ? "contraction (GPU)" : "default GPU mapping";
+        /* the shared-memory template when it applies whole (single-nest GEMMs) */
+        if (nn == 1 && ncontr && gpu_shared_text(&ns[0], &b)) {
+            AstSchedule *s = parse_checked(in, b.s, a, &dropped, d);
+            if (!s) {
+                sb_free(&b);
+                return false;
+            }
+            if (!dropped)
+                add_template(sp, s, "rules: GPU shared-memory tiles");
+            sb_reset(&b);
+        }
         for (int i = 0; i < nn; i++)
             if (ns[i].red && ns[i].red->u.stmt.value->kind == IE_MUL)
                 gpu_contraction_text(&ns[i], &b);
@@ -625,12 +687,13 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
     }
     if (ncontr) {
         sp->kclass = "contraction";
-        static const char *const origins[4] = {"rules: contraction, micro-kernel, panel packed",
+        static const char *const origins[5] = {"rules: contraction, micro-kernel, panel packed",
                                                "rules: contraction, micro-kernel",
                                                "rules: contraction, dot-product tiles",
-                                               "rules: contraction, micro-kernel, initialised per row block"};
-        static const int order[4] = {0, 1, 3, 2};
-        for (int vi = 0; vi < 4; vi++) {
+                                               "rules: contraction, micro-kernel, initialised per row block",
+                                               "rules: contraction, micro-kernel, panel packed, row blocks in parallel"};
+        static const int order[5] = {0, 4, 1, 3, 2};
+        for (int vi = 0; vi < 5; vi++) {
             int variant = order[vi];
             /* the dot-product fallback only when no micro-kernel template held */
             if (variant == 2 && sp->n > (in->nscheds ? 1 : 0))

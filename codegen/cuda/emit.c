@@ -9,6 +9,9 @@
  *     MEM_SHARED buffers carve one dynamic __shared__ area, MEM_LOCAL buffers are
  *     per-thread arrays (registers when indexed by unrolled loops), and
  *     __syncthreads() goes between block-level steps that hand shared memory over;
+ *     mma loop triples run on one warp's tensor cores (mma.sync.m16n8k16, operands
+ *     by ldmatrix from shared memory, the accumulator held per warp in fragment
+ *     layout; the contract with the schedule is at "mma" below and in docs/cuda.md);
  *   - unscheduled nodes: the outer perfectly nested loops that are provably
  *     parallel (each iteration writes its own elements; see par_ok) are flattened
  *     onto a 1-D grid, one thread per iteration, and the rest runs serially inside
@@ -56,6 +59,17 @@ typedef struct Em {
     int vid[32];
     int nvload, nextv;
     const Var *vlane;
+    /* Tensor cores (see "mma" below).  frag[b]: buffer b is the f32 accumulator of
+     * an mma triple, held per warp in the m16n8k16 fragment layout (fext: its rows
+     * and columns per warp).  dvar/dname: the accumulator's row (0) and column (1)
+     * loops now being spread over the lanes, and how a fragment index names them. */
+    uint8_t *frag;
+    bool any_frag;
+    int64_t (*fext)[2];
+    const Var *dvar[2];
+    char dname[2][192];
+    bool fragmode;
+    int nmma;
 } Em;
 
 /* ------------------------------------------------------------------ names */
@@ -717,12 +731,43 @@ static void flt_const(StrBuf *o, double v, DType t)
     sb_printf(o, "%s%s%s", buf, has ? "" : ".0", dbl ? "" : "f");
 }
 
+/* An element of an mma accumulator outside the triple.  In the m16n8k16 fragment
+ * layout element (r, c) of a warp's tile lives in lane (r % 8) * 4 + (c % 8) / 2, in
+ * register ((r / 8) % 2) * 2 + c % 2 of the 16 x 8 tile (r / 16, c / 8).  The
+ * enclosing row and column loops are spread over the lanes (emit_dist_pair) so that
+ * the lane always owns the element; the index is written with the loops' lane-free
+ * parts (fragmode), constants once unrolled, so the array stays in registers. */
+static void frag_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
+{
+    if (!e->dvar[0] || !e->dvar[1]) {
+        if (e->ok)
+            diag_error(e->d, b->span, "the mma accumulator %s is accessed outside a pair of loops over "
+                       "its rows and columns (each from 0, extent a multiple of 8, index base a multiple "
+                       "of 8, one directly holding the other) that the back end can spread over the "
+                       "lanes of a warp", b->name);
+        e->ok = false;
+        return;
+    }
+    StrBuf r = {0}, c = {0};
+    e->fragmode = true;
+    emit_sub(e, drop_thread_terms(e, idx[0]), &r);
+    emit_sub(e, drop_thread_terms(e, idx[1]), &c);
+    e->fragmode = false;
+    sb_printf(o, "[%s >> 4][%s >> 3][((%s >> 3) & 1) * 2 + (%s & 1)]", r.s, c.s, r.s, c.s);
+    sb_free(&r);
+    sb_free(&c);
+}
+
 /* The element b[idx] as an lvalue (no conversion).  Global buffers are flat: the
  * row-major linear index is written in Horner form with the symbolic sizes, e.g.
  * A[i * K + k]; staged buffers are C arrays, As[ty][kk]. */
 static void emit_elem_paren(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
 {
     sb_puts(o, bn(e, b));
+    if (e->frag && e->frag[buf_index(e, b)]) {
+        frag_elem(e, b, idx, o);
+        return;
+    }
     if (b->mem != MEM_GLOBAL) {
         if (b->rank == 0)
             sb_puts(o, "[0]");
@@ -809,7 +854,14 @@ static void emit_expr(Em *e, const Expr *x, StrBuf *o)
         return;
     case IE_FLT: flt_const(o, x->u.f, x->dtype); return;
     case IE_PARAM: sb_puts(o, e->pname[x->u.param]); return;
-    case IE_VAR: sb_puts(o, vn(e, x->u.var)); return;
+    case IE_VAR:
+        for (int q = 0; q < 2 && e->fragmode; q++)
+            if (e->dvar[q] == x->u.var) {
+                sb_puts(o, e->dname[q]);
+                return;
+            }
+        sb_puts(o, vn(e, x->u.var));
+        return;
     case IE_LOAD: {
         const Buffer *b = x->u.load.buf;
         for (int i = 0; i < e->nvload; i++)
@@ -1040,15 +1092,14 @@ static bool mult_of(const Em *e, const Expr *x, int64_t m)
  * load from shared or global memory whose last index moves by 1 with the lane and
  * whose other indices do not move, starting at a multiple of the width in a row
  * whose length is a multiple of the width (so the address is width*4-aligned). */
-static bool vector_load(Em *e, const Expr *x, const Var *lane, int64_t w)
+static bool contig_ok(Em *e, const Buffer *b, Expr *const *idx, bool guarded, const Var *lane, int64_t w)
 {
-    const Buffer *b = x->u.load.buf;
-    if (b->dtype != DT_F32 || b->mem == MEM_LOCAL || x->u.load.guarded || b->rank == 0)
+    if (b->mem == MEM_LOCAL || guarded || b->rank == 0)
         return false;
     for (int d = 0; d + 1 < b->rank; d++)
-        if (xvar_used(x->u.load.idx[d], lane)) return false;
+        if (xvar_used(idx[d], lane)) return false;
     Aff a = {.ok = true};
-    const Expr *last = x->u.load.idx[b->rank - 1];
+    const Expr *last = idx[b->rank - 1];
     aff_of(e, last, 1, &a);
     int64_t cl = 0;
     for (int i = 0; i < a.n; i++)
@@ -1059,6 +1110,11 @@ static bool vector_load(Em *e, const Expr *x, const Var *lane, int64_t w)
     Kernel *k = (Kernel *)e->k;
     Expr *base = ir_simplify(k, ir_subst(k, (Expr *)last, lane, ir_int(k, 0)));
     return mult_of(e, base, w);
+}
+
+static bool vector_load(Em *e, const Expr *x, const Var *lane, int64_t w)
+{
+    return x->u.load.buf->dtype == DT_F32 && contig_ok(e, x->u.load.buf, x->u.load.idx, x->u.load.guarded, lane, w);
 }
 
 static void collect_vloads(Em *e, const Expr *x, const Var *lane, int64_t w)
@@ -1107,6 +1163,456 @@ static void emit_vector_loads(Em *e, const Node *n, int64_t w)
     e->vlane = lane;
 }
 
+/* A vector loop whose one statement copies a 16-bit or 32-bit element unchanged
+ * (D[.., b + v] = S[.., b' + v], possibly through the f32 a load is computed in,
+ * which rounds back exactly): when both sides are contiguous in the lane and
+ * aligned, the whole loop is one 64- or 128-bit load and store (staging copies of
+ * f16 tiles, eight elements per access). */
+static bool vector_copy(Em *e, const Node *n, int64_t w)
+{
+    const NodeList *b = &n->u.loop.body;
+    if (b->n != 1 || b->v[0]->kind != N_STMT) return false;
+    const Node *s = b->v[0];
+    const Buffer *d = s->u.stmt.buf;
+    const Expr *v = s->u.stmt.value;
+    if (v->kind == IE_CAST && v->dtype == DT_F32) v = v->args[0];
+    if (s->u.stmt.op != SOP_ASSIGN || v->kind != IE_LOAD || d->mem == MEM_LOCAL || d->rank == 0) return false;
+    const Buffer *sb = v->u.load.buf;
+    int64_t bytes = w * dtype_bytes(d->dtype);
+    if (sb->dtype != d->dtype || (bytes != 8 && bytes != 16) || !dtype_is_float(d->dtype) ||
+        d->dtype == DT_F64 || !contig_ok(e, sb, v->u.load.idx, v->u.load.guarded, n->u.loop.var, w) ||
+        !contig_ok(e, d, s->u.stmt.idx, false, n->u.loop.var, w))
+        return false;
+    Kernel *k = (Kernel *)e->k;
+    Expr *di[8], *si[8];
+    for (int q = 0; q < d->rank && q < 8; q++)
+        di[q] = ir_simplify(k, ir_subst(k, s->u.stmt.idx[q], n->u.loop.var, ir_int(k, 0)));
+    for (int q = 0; q < sb->rank && q < 8; q++)
+        si[q] = ir_simplify(k, ir_subst(k, v->u.load.idx[q], n->u.loop.var, ir_int(k, 0)));
+    StrBuf dt = {0}, st = {0};
+    emit_elem_paren(e, d, di, &dt);
+    emit_elem_paren(e, sb, si, &st);
+    const char *vt = bytes == 16 ? "uint4" : "uint2";
+    line(e, "/* %s: %" PRId64 " %s elements copied as one %d-bit access */", vn(e, n->u.loop.var), w,
+         dtype_name(d->dtype), (int)(bytes * 8));
+    line(e, "*reinterpret_cast<%s *>(&%s) = *reinterpret_cast<const %s *>(&%s);", vt, dt.s, vt, st.s);
+    sb_free(&dt);
+    sb_free(&st);
+    return true;
+}
+
+/* ------------------------------------------------------------------ mma
+ * Contract with passes/xform_gpu.c (docs/cuda.md "Tensor cores"): a loop triple
+ * marked mma is run by one warp as mma.sync.m16n8k16.  Its launch has thread.x
+ * extent 32, so threadIdx.x is the lane and (threadIdx.y, threadIdx.z) names the
+ * warp; the triple and every access of its accumulator sit outside thread.x loops
+ * (and the triple outside guards), so the 32 lanes reach it together.  The
+ * accumulator, privatised per warp like any local buffer, is held in the fragment
+ * layout; its other accesses (zeroing, copy-out) must sit in a row loop and a column
+ * loop, one directly holding the other, which the back end spreads over the lanes.
+ * A and B must be 2-D shared buffers with rows of a multiple of 8 elements (16
+ * bytes) so ldmatrix can read them: .trans when k is not the contiguous index. */
+
+static bool frag_access(const Em *e, const Expr *x)
+{
+    if (!x) return false;
+    if (x->kind == IE_LOAD) {
+        if (e->frag[buf_index(e, x->u.load.buf)]) return true;
+        for (int i = 0; i < x->u.load.buf->rank; i++)
+            if (frag_access(e, x->u.load.idx[i])) return true;
+        return false;
+    }
+    for (int i = 0; i < ir_expr_arity(x->kind); i++)
+        if (frag_access(e, x->args[i])) return true;
+    return false;
+}
+
+static bool stmt_frag(const Em *e, const Node *s)
+{
+    return e->frag[buf_index(e, s->u.stmt.buf)] || frag_access(e, s->u.stmt.value);
+}
+
+/* Marks the accumulators and checks the contract's placement rules. */
+static void frag_walk(Em *e, const Node *n, bool under_tx, bool under_if)
+{
+    if (n->kind == N_LOOP && n->u.loop.kind == LOOP_MMA) {
+        const Node *s = n;
+        for (int q = 0; q < 3 && s->kind == N_LOOP && s->u.loop.body.n == 1; q++)
+            s = s->u.loop.body.v[0];
+        if (s->kind != N_STMT) {
+            diag_error(e->d, n->span, "mma loop %s does not hold a loop triple with one statement",
+                       n->u.loop.var->name);
+            e->ok = false;
+            return;
+        }
+        if (under_tx || under_if) {
+            diag_error(e->d, n->span, "mma loop %s is inside a %s: the 32 lanes of a warp must reach "
+                       "mma.sync together (threadIdx.x is the lane; bind the warps to thread.y/z)",
+                       n->u.loop.var->name, under_tx ? "thread.x loop" : "guard");
+            e->ok = false;
+        }
+        e->frag[buf_index(e, s->u.stmt.buf)] = 1;
+        e->any_frag = true;
+        return;
+    }
+    if (n->kind == N_LOOP && n->u.loop.kind == LOOP_THREAD_X) under_tx = true;
+    if (n->kind == N_IF) under_if = true;
+    NodeList *body = ir_body((Node *)n);
+    for (int i = 0; body && i < body->n; i++) frag_walk(e, body->v[i], under_tx, under_if);
+}
+
+static bool frag_under_tx(const Em *e, const Node *n, bool under_tx)
+{
+    if (n->kind == N_LOOP && n->u.loop.kind == LOOP_MMA) return false;
+    if (n->kind == N_LOOP && n->u.loop.kind == LOOP_THREAD_X) under_tx = true;
+    if (n->kind == N_STMT) return under_tx && stmt_frag(e, n);
+    NodeList *body = ir_body((Node *)n);
+    for (int i = 0; body && i < body->n; i++)
+        if (frag_under_tx(e, body->v[i], under_tx)) return true;
+    return false;
+}
+
+static bool frag_setup(Em *e, const Node *top, const CgLaunch *L)
+{
+    memset(e->frag, 0, (size_t)e->k->nbufs + 1);
+    e->any_frag = false;
+    e->dvar[0] = e->dvar[1] = NULL;
+    frag_walk(e, top, false, false);
+    if (!e->ok) return false;
+    if (!e->any_frag) return true;
+    if (e->block[0] != 32) {
+        diag_error(e->d, top->span, "launch %s runs mma triples, so threadIdx.x must be the lane of a "
+                   "warp: its thread.x loops must have extent 32 (the block is %d wide); bind the warps "
+                   "to thread.y and thread.z", L->name, L->block[0]);
+        return false;
+    }
+    if (frag_under_tx(e, top, false)) {
+        diag_error(e->d, top->span, "launch %s accesses an mma accumulator inside a thread.x loop; the "
+                   "lanes hold it in fragment layout, so bind only thread.y/z around its accesses", L->name);
+        return false;
+    }
+    for (int b = 0; b < e->k->nbufs; b++) {
+        if (!e->frag[b]) continue;
+        const Buffer *buf = e->k->bufs[b];
+        for (int d = 0; d < 2; d++) {
+            int64_t v = 0;
+            cval(e, buf->shape[d], &v);
+            e->fext[b][d] = e->pext[b][d] ? e->pext[b][d] : v;
+        }
+        if (e->fext[b][0] % 16 || e->fext[b][1] % 8) {
+            diag_error(e->d, buf->span, "the mma accumulator %s is %" PRId64 " x %" PRId64 " per warp; "
+                       "tensor-core tiles need a multiple of 16 x 8", buf->name, e->fext[b][0], e->fext[b][1]);
+            return false;
+        }
+    }
+    return true;
+}
+
+typedef struct FragAcc {
+    Expr *const *idx[64];
+    int n;
+    bool over;
+} FragAcc;
+
+static void fa_expr(const Em *e, const Expr *x, FragAcc *f)
+{
+    if (!x) return;
+    if (x->kind == IE_LOAD) {
+        if (e->frag[buf_index(e, x->u.load.buf)]) {
+            if (f->n < 64) f->idx[f->n++] = x->u.load.idx;
+            else f->over = true;
+        }
+        for (int i = 0; i < x->u.load.buf->rank; i++) fa_expr(e, x->u.load.idx[i], f);
+        return;
+    }
+    for (int i = 0; i < ir_expr_arity(x->kind); i++) fa_expr(e, x->args[i], f);
+}
+
+/* Accumulator accesses below n, outside mma triples. */
+static void fa_node(const Em *e, const Node *n, FragAcc *f)
+{
+    if (n->kind == N_LOOP && n->u.loop.kind == LOOP_MMA) return;
+    if (n->kind == N_STMT) {
+        if (e->frag[buf_index(e, n->u.stmt.buf)]) {
+            if (f->n < 64) f->idx[f->n++] = n->u.stmt.idx;
+            else f->over = true;
+        }
+        fa_expr(e, n->u.stmt.value, f);
+        return;
+    }
+    NodeList *body = ir_body((Node *)n);
+    for (int i = 0; body && i < body->n; i++) fa_node(e, body->v[i], f);
+}
+
+static bool has_var(const Em *e, const Expr *x, const Var *v, int64_t *coef)
+{
+    Aff a = {.ok = true};
+    aff_of(e, x, 1, &a);
+    *coef = 0;
+    for (int i = 0; i < a.n; i++)
+        if (a.v[i] == v) *coef = a.c[i];
+    return a.ok ? *coef != 0 : xvar_used(x, v);
+}
+
+/* Can loop n be spread over the lanes as the accumulator's rows (q = 0) or
+ * columns (q = 1)?  It starts at 0, runs a multiple of 8 times, and every
+ * accumulator access below indexes dimension q as base + var (base a multiple of 8)
+ * and the other dimension without it. */
+static bool dist_ok(Em *e, const Node *n, int q, const FragAcc *f)
+{
+    int64_t lo, ext, c;
+    if (f->n == 0 || f->over || !loop_extent(e, n, &lo, &ext) || lo != 0 || ext % 8 || ext == 0) return false;
+    Kernel *k = (Kernel *)e->k;
+    const Var *v = n->u.loop.var;
+    for (int i = 0; i < f->n; i++) {
+        Expr *dq = drop_thread_terms(e, f->idx[i][q]), *dn = drop_thread_terms(e, f->idx[i][1 - q]);
+        Aff a = {.ok = true};
+        aff_of(e, dq, 1, &a);
+        if (!a.ok || !has_var(e, dq, v, &c) || c != 1 || xvar_used(dn, v)) return false;
+        if (!mult_of(e, ir_simplify(k, ir_subst(k, dq, v, ir_int(k, 0))), 8)) return false;
+    }
+    return true;
+}
+
+static void dist_open(Em *e, const Node *n, int q)
+{
+    const char *v = vn(e, n->u.loop.var);
+    int64_t lo, ext;
+    loop_extent(e, n, &lo, &ext);
+    line(e, "#pragma unroll");
+    if (q == 0) {
+        line(e, "for (idx_t pf_rf_%s = 0; pf_rf_%s < %" PRId64 "; pf_rf_%s += 8) {   /* %s: accumulator rows, "
+             "lane / 4 each (fragment layout) */", v, v, ext, v, n->u.loop.var->name);
+        e->ind++;
+        line(e, "const idx_t %s = pf_rf_%s + (pf_lane >> 2);", v, v);
+        snprintf(e->dname[0], sizeof e->dname[0], "pf_rf_%s", v);
+    } else {
+        line(e, "for (idx_t pf_cf_%s = 0; pf_cf_%s < %" PRId64 "; pf_cf_%s += 8) {   /* %s: accumulator "
+             "columns, 2 * (lane %% 4) + 0..1 each (fragment layout) */", v, v, ext, v, n->u.loop.var->name);
+        e->ind++;
+        line(e, "#pragma unroll");
+        line(e, "for (idx_t pf_ch_%s = 0; pf_ch_%s < 2; ++pf_ch_%s) {", v, v, v);
+        e->ind++;
+        line(e, "const idx_t %s = pf_cf_%s + ((pf_lane & 3) << 1) + pf_ch_%s;", v, v, v);
+        snprintf(e->dname[1], sizeof e->dname[1], "(pf_cf_%s + pf_ch_%s)", v, v);
+    }
+    e->dvar[q] = n->u.loop.var;
+}
+
+static void dist_close(Em *e, int q)
+{
+    for (int i = 0; i < (q == 0 ? 1 : 2); i++) {
+        e->ind--;
+        line(e, "}");
+    }
+    e->dvar[q] = NULL;
+}
+
+/* A loop over accumulator elements outside the triple: if it and its only child
+ * are a row and a column loop, both are spread over the lanes; true when done. */
+static bool emit_dist_pair(Em *e, const Node *n)
+{
+    if (!e->any_frag || e->dvar[0] || e->dvar[1] || n->u.loop.body.n != 1 ||
+        n->u.loop.body.v[0]->kind != N_LOOP)
+        return false;
+    const Node *m = n->u.loop.body.v[0];
+    LoopKind mk = m->u.loop.kind;
+    if (mk != LOOP_SERIAL && mk != LOOP_UNROLL) return false;
+    FragAcc f = {0};
+    fa_node(e, n, &f);
+    int q = dist_ok(e, n, 0, &f) ? 0 : dist_ok(e, n, 1, &f) ? 1 : -1;
+    if (q < 0 || !dist_ok(e, m, 1 - q, &f)) return false;
+    dist_open(e, n, q);
+    dist_open(e, m, 1 - q);
+    emit_nodes(e, &m->u.loop.body);
+    dist_close(e, 1 - q);
+    dist_close(e, q);
+    return true;
+}
+
+/* The load under an optional cast to f32. */
+static const Expr *mma_operand(const Expr *x)
+{
+    if (x->kind == IE_CAST && x->dtype == DT_F32) x = x->args[0];
+    return x->kind == IE_LOAD ? x : NULL;
+}
+
+/* Lane offset (in elements) of the row each lane hands ldmatrix for operand x of
+ * the triple, whose fragment rows run over variable rv (A: i, B: j) and whose
+ * depth over kv.  A (.x4): matrices 0..3 are rows 0-7/8-15 by k 0-7/8-15 in the
+ * order a0a1, a2a3, a4a5, a6a7; B (.x2): k 0-7, 8-15.  Without .trans a lane names
+ * a fragment row (k contiguous), with .trans a k row. */
+static bool mma_lanes(Em *e, const Expr *x, const Var *rv, const Var *kv, bool isA, bool *trans, StrBuf *off)
+{
+    const Buffer *b = x->u.load.buf;
+    int64_t sh1, c, dr = -1, dk = -1;
+    if (b->mem != MEM_SHARED || b->rank != 2 || !cval(e, b->shape[1], &sh1)) {
+        diag_error(e->d, b->span, "mma operand %s must be a 2-D buffer staged in shared memory "
+                   "(cache(%s, loop, mem=shared)) for ldmatrix", b->name, b->name);
+        return false;
+    }
+    for (int d = 0; d < 2; d++) {
+        if (has_var(e, x->u.load.idx[d], rv, &c)) dr = d;
+        if (has_var(e, x->u.load.idx[d], kv, &c)) dk = d;
+    }
+    if (dr < 0 || dk < 0 || dr == dk || sh1 % 8) {
+        diag_error(e->d, b->span, "mma operand %s: rows must hold a multiple of 8 elements (16 bytes) "
+                   "for ldmatrix (pad it: padding(%s, 8)), and the triple's loops must index "
+                   "different dimensions", b->name, b->name);
+        return false;
+    }
+    *trans = dk != 1;
+    int64_t sr = dr == 1 ? 1 : sh1, sk = dk == 1 ? 1 : sh1;
+    const char *m = isA ? "(pf_lane >> 3)" : "((pf_lane >> 3) & 1)";
+    if (isA)
+        sb_printf(off, "(%s8 * (%s & 1)) * %" PRId64 " + (%s8 * (%s >> 1)) * %" PRId64,
+                  *trans ? "" : "(pf_lane & 7) + ", m, sr, *trans ? "(pf_lane & 7) + " : "", m, sk);
+    else
+        sb_printf(off, "(%s) * %" PRId64 " + (%s8 * %s) * %" PRId64, *trans ? "0" : "pf_lane & 7", sr,
+                  *trans ? "(pf_lane & 7) + " : "", m, sk);
+    return true;
+}
+
+#define MMA_MAX 256
+
+/* An mma triple with the perfectly nested unrolled loops directly around it: all
+ * A and B fragments of the group are loaded first (ldmatrix, each once), then the
+ * products run on them, so a warp reads each operand tile from shared memory once
+ * per group.  The sums over k are reassociated, as the mma mark allows. */
+static void emit_mma_group(Em *e, const Node **chain, int nc, const Node *mn)
+{
+    Kernel *k = (Kernel *)e->k;
+    const Node *lj = mn->u.loop.body.v[0], *lk = lj->u.loop.body.v[0], *s = lk->u.loop.body.v[0];
+    const Var *vi = mn->u.loop.var, *vj = lj->u.loop.var, *vk = lk->u.loop.var;
+    const Buffer *acc = s->u.stmt.buf;
+    int ab = buf_index(e, acc);
+    const Expr *A = mma_operand(s->u.stmt.value->args[0]), *B = mma_operand(s->u.stmt.value->args[1]);
+    const char *ty = A->u.load.buf->dtype == DT_BF16 ? "bf16" : "f16";
+    int64_t ext[16], total = 1, lo;
+    for (int i = 0; i < nc; i++) {
+        loop_extent(e, chain[i], &lo, &ext[i]);
+        total *= ext[i];
+    }
+    if (!e->frag[ab] || total > MMA_MAX) {
+        diag_error(e->d, mn->span, total > MMA_MAX ? "the unrolled loops around mma loop %s make more "
+                   "than 256 products in one group" : "mma loop %s: its accumulator is not held in "
+                   "fragment layout", mn->u.loop.var->name);
+        e->ok = false;
+        return;
+    }
+    bool ta, tb;
+    StrBuf oa = {0}, ob = {0};
+    if (!mma_lanes(e, A, vi, vk, true, &ta, &oa) || !mma_lanes(e, B, vj, vk, false, &tb, &ob)) {
+        e->ok = false;
+        sb_free(&oa);
+        sb_free(&ob);
+        return;
+    }
+    StrBuf names = {0};
+    for (int i = 0; i < nc; i++) sb_printf(&names, "%s x ", chain[i]->u.loop.var->name);
+    line(e, "{   /* mma %s%s: %" PRId64 " tensor-core products m16n8k16 (%s in, f32 accumulate) */",
+         names.s ? names.s : "", vi->name, total, ty);
+    sb_free(&names);
+    e->ind++;
+    line(e, "const int pf_oa = %s;   /* this lane's ldmatrix row in %s */", oa.s, A->u.load.buf->name);
+    line(e, "const int pf_ob = %s;   /* ... and in %s */", ob.s, B->u.load.buf->name);
+    sb_free(&oa);
+    sb_free(&ob);
+    char **at = xcalloc((size_t)total * 2, sizeof *at), **bt = at + total;
+    int na = 0, nb = 0, *ai = xcalloc((size_t)total * 5, sizeof *ai), *bi = ai + total;
+    int64_t *r0 = (int64_t *)xcalloc((size_t)total * 2, sizeof *r0), *c0 = r0 + total;
+    for (int64_t t = 0; t < total && e->ok; t++) {
+        Expr *ia[2], *ib[2], *ic[2];
+        int64_t rem = t;
+        for (int d = 0; d < 2; d++) {
+            ia[d] = A->u.load.idx[d];
+            ib[d] = B->u.load.idx[d];
+            ic[d] = drop_thread_terms(e, s->u.stmt.idx[d]);
+        }
+        for (int i = nc - 1; i >= 0; i--) {
+            Expr *cv = ir_int(k, rem % ext[i]);
+            rem /= ext[i];
+            for (int d = 0; d < 2; d++) {
+                ia[d] = ir_subst(k, ia[d], chain[i]->u.loop.var, cv);
+                ib[d] = ir_subst(k, ib[d], chain[i]->u.loop.var, cv);
+                ic[d] = ir_subst(k, ic[d], chain[i]->u.loop.var, cv);
+            }
+        }
+        const Var *zv[3] = {vi, vj, vk};
+        for (int d = 0; d < 2; d++)
+            for (int z = 0; z < 3; z++) {
+                ia[d] = ir_subst(k, ia[d], zv[z], ir_int(k, 0));
+                ib[d] = ir_subst(k, ib[d], zv[z], ir_int(k, 0));
+                ic[d] = ir_subst(k, ic[d], zv[z], ir_int(k, 0));
+            }
+        for (int d = 0; d < 2; d++) {
+            ia[d] = ir_simplify(k, ia[d]);
+            ib[d] = ir_simplify(k, ib[d]);
+            ic[d] = ir_simplify(k, ic[d]);
+        }
+        if (!mult_of(e, ia[1], 8) || !mult_of(e, ib[1], 8)) {
+            diag_error(e->d, mn->span, "mma loop %s: the operand tiles must start at a multiple of 8 "
+                       "elements in their contiguous dimension (16-byte ldmatrix rows)", vi->name);
+            e->ok = false;
+            break;
+        }
+        if (!cval(e, ic[0], &r0[t]) || !cval(e, ic[1], &c0[t]) || r0[t] % 16 || c0[t] % 8 || r0[t] < 0 ||
+            c0[t] < 0 || r0[t] + 16 > e->fext[ab][0] || c0[t] + 8 > e->fext[ab][1]) {
+            diag_error(e->d, mn->span, "mma loop %s: each product's accumulator tile must be a constant "
+                       "16 x 8 tile of the warp's (unroll the loops around the triple)", vi->name);
+            e->ok = false;
+            break;
+        }
+        StrBuf sa = {0}, sbb = {0};
+        emit_elem_paren(e, A->u.load.buf, ia, &sa);
+        emit_elem_paren(e, B->u.load.buf, ib, &sbb);
+        ai[t] = -1;
+        for (int q = 0; q < na && ai[t] < 0; q++)
+            if (strcmp(at[q], sa.s) == 0) ai[t] = q;
+        if (ai[t] < 0) {
+            at[na] = xstrdup(sa.s);
+            ai[t] = na++;
+            line(e, "unsigned pf_a%d[4];  pf_ldsm_x4%s(pf_a%d, &%s + pf_oa);", ai[t], ta ? "_t" : "", ai[t], sa.s);
+        }
+        bi[t] = -1;
+        for (int q = 0; q < nb && bi[t] < 0; q++)
+            if (strcmp(bt[q], sbb.s) == 0) bi[t] = q;
+        if (bi[t] < 0) {
+            bt[nb] = xstrdup(sbb.s);
+            bi[t] = nb++;
+            line(e, "unsigned pf_b%d[2];  pf_ldsm_x2%s(pf_b%d, &%s + pf_ob);", bi[t], tb ? "_t" : "", bi[t], sbb.s);
+        }
+        sb_free(&sa);
+        sb_free(&sbb);
+    }
+    for (int64_t t = 0; t < total && e->ok; t++)
+        line(e, "pf_mma_%s(%s[%" PRId64 "][%" PRId64 "], pf_a%d, pf_b%d);", ty, bn(e, acc), r0[t] / 16,
+             c0[t] / 8, ai[t], bi[t]);
+    e->nmma += (int)total;
+    for (int q = 0; q < na; q++) free(at[q]);
+    for (int q = 0; q < nb; q++) free(bt[q]);
+    free(at);
+    free(ai);
+    free(r0);
+    e->ind--;
+    line(e, "}");
+}
+
+/* The unrolled loops directly around an mma triple, heading at n; false when n
+ * heads none. */
+static bool mma_chain(const Node *n, const Node **chain, int *nc, const Node **mn)
+{
+    *nc = 0;
+    while (n->kind == N_LOOP && n->u.loop.kind == LOOP_UNROLL && *nc < 16) {
+        chain[(*nc)++] = n;
+        if (n->u.loop.body.n != 1) return false;
+        n = n->u.loop.body.v[0];
+    }
+    if (n->kind != N_LOOP || n->u.loop.kind != LOOP_MMA) return false;
+    *mn = n;
+    return true;
+}
+
 static void emit_loop(Em *e, const Node *n)
 {
     LoopKind lk = n->u.loop.kind;
@@ -1114,13 +1620,22 @@ static void emit_loop(Em *e, const Node *n)
     StrBuf lo = {0}, hi = {0};
     emit_expr(e, n->u.loop.lo, &lo);
     emit_expr(e, n->u.loop.hi, &hi);
-    if (lk == LOOP_MMA) {
-        /* passes/xform_gpu.c marks the triple; the warp-wide mma.sync emission
-         * (fragments, ldmatrix) is not written yet: refuse rather than run the
-         * triple per thread. */
+    const Node *chain[16], *mn;
+    int nc;
+    int64_t vlo, vw;
+    if ((lk == LOOP_MMA || lk == LOOP_UNROLL) && e->sched && mma_chain(n, chain, &nc, &mn)) {
+        emit_mma_group(e, chain, nc, mn);
+    } else if (lk == LOOP_MMA) {
+        /* a triple whose warp cannot be known (an unscheduled launch) is refused
+         * rather than run per thread */
         e->ok = false;
-        diag_error(e->d, n->span, "loop %s is marked mma, and this CUDA back end does not emit "
-                   "tensor-core code yet", n->u.loop.var->name);
+        diag_error(e->d, n->span, "loop %s is marked mma but its launch binds no warps (bind the "
+                   "loops around it to block.* and thread.y/z; docs/cuda.md)", n->u.loop.var->name);
+    } else if ((lk == LOOP_SERIAL || lk == LOOP_UNROLL) && e->sched && emit_dist_pair(e, n)) {
+        /* spread over the lanes */
+    } else if (lk == LOOP_VECTOR && e->sched && e->tdepth > 0 && e->nvload == 0 &&
+               loop_extent(e, n, &vlo, &vw) && vlo == 0 && vector_copy(e, n, vw)) {
+        /* one wide copy */
     } else if (is_block(lk)) {
         e->ok = false;
         diag_error(e->d, n->span, "loop %s is bound to %s but is not part of the outermost "
@@ -1270,7 +1785,11 @@ static bool declare_staged(Em *e, const Node *top, CgLaunch *L)
         shape_text(e, b, &shp, false);
         if (!shp.s) sb_puts(&shp, "[1]");
         const char *st = storage_type(b->dtype, e->idx64);
-        if (b->mem == MEM_LOCAL) {
+        if (b->mem == MEM_LOCAL && e->frag[i]) {
+            line(e, "/* %s: f32[%" PRId64 "][%" PRId64 "] per warp, as mma.m16n8k16 accumulator fragments: "
+                 "[row / 16][column / 8][4] per lane */", b->name, e->fext[i][0], e->fext[i][1]);
+            line(e, "float %s[%" PRId64 "][%" PRId64 "][4];", bn(e, b), e->fext[i][0] / 16, e->fext[i][1] / 8);
+        } else if (b->mem == MEM_LOCAL) {
             line(e, "/* %s: %s%s, per-thread (registers when indexed by unrolled loops) */",
                  b->name, dtype_name(b->dtype), shp.s);
             line(e, "%s %s%s;", st, bn(e, b), shp.s);
@@ -1363,11 +1882,13 @@ static bool emit_scheduled(Em *e, const Node *top, CgLaunch *L)
         return false;
     for (int i = 0; i < 3; i++)
         if (L->grid[i] == 0) return true; /* nothing to do */
-    if (!privatize(e, top))
+    if (!privatize(e, top) || !frag_setup(e, top, L))
         return false;
     open_function(e, L, e->block[0] * e->block[1] * e->block[2]);
     if (!declare_staged(e, top, L))
         return false;
+    if (e->any_frag)
+        line(e, "const int pf_lane = (int)threadIdx.x;   /* block.x is one warp: mma triples run on its lanes */");
     for (int i = 0; i < 3; i++) {
         if (!blk[i]) continue;
         StrBuf lo = {0};
@@ -1396,6 +1917,8 @@ static bool emit_default(Em *e, const Node *top, CgLaunch *L)
     int nf = 0;
     const Node *n = top;
     e->sched = false;
+    memset(e->frag, 0, (size_t)e->k->nbufs + 1);
+    e->any_frag = false;
     while (n->kind == N_LOOP && nf < 16) {
         if (!loop_extent(e, n, &lo[nf], &ext[nf]))
             break;
@@ -1475,7 +1998,16 @@ static const char prelude[] =
     "static __device__ __forceinline__ idx_t pf_fmod(idx_t a, idx_t b) { idx_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n"
     "static __device__ __forceinline__ float pf_fmodf(float a, float b) { return a - b * floorf(a / b); }\n"
     "static __device__ __forceinline__ double pf_fmodd(double a, double b) { return a - b * floor(a / b); }\n"
-    "static __device__ __forceinline__ bool pf_in(idx_t i, idx_t n) { return i >= 0 && i < n; }\n\n";
+    "static __device__ __forceinline__ bool pf_in(idx_t i, idx_t n) { return i >= 0 && i < n; }\n"
+    "/* Tensor cores (sm_80+): ldmatrix reads 8 x 8 b16 matrices whose rows the lanes name (16 bytes each),\n"
+    " * mma.sync multiplies one warp's fragments.  The loads clobber memory so no shared store moves past them. */\n"
+    "static __device__ __forceinline__ unsigned pf_saddr(const void *p) { unsigned a; asm(\"{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }\" : \"=r\"(a) : \"l\"(p)); return a; }\n"
+    "static __device__ __forceinline__ void pf_ldsm_x4(unsigned *r, const void *p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(pf_saddr(p)) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_ldsm_x4_t(unsigned *r, const void *p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(pf_saddr(p)) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_ldsm_x2(unsigned *r, const void *p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(pf_saddr(p)) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_ldsm_x2_t(unsigned *r, const void *p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(pf_saddr(p)) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_mma_f16(float *c, const unsigned *a, const unsigned *b) { asm(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3]) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1])); }\n"
+    "static __device__ __forceinline__ void pf_mma_bf16(float *c, const unsigned *a, const unsigned *b) { asm(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3]) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1])); }\n\n";
 
 bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *d)
 {
@@ -1497,6 +2029,8 @@ bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags 
     e.soff = xcalloc((size_t)k->nbufs + 1, sizeof *e.soff);
     e.pext = xcalloc((size_t)k->nbufs + 1, sizeof *e.pext);
     e.tvars = xcalloc((size_t)k->nvars + 1, sizeof *e.tvars);
+    e.frag = xcalloc((size_t)k->nbufs + 1, 1);
+    e.fext = xcalloc((size_t)k->nbufs + 1, sizeof *e.fext);
     e.rd = xcalloc((size_t)k->nbufs * 2 + 2, 1);
     e.wr = e.rd + k->nbufs + 1;
     /* 32-bit index arithmetic when every buffer and size fits: much cheaper on a GPU */
@@ -1554,6 +2088,8 @@ bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags 
     free(e.soff);
     free(e.pext);
     free(e.tvars);
+    free(e.frag);
+    free(e.fext);
     free(e.rd);
     if (!ok) cg_cuda_module_free(m);
     return ok;

@@ -43,6 +43,11 @@ bool cg_llvm_target_known(const char *target);
  * an x86_64 variant the host CPU can run.  NULL with diagnostics on failure. */
 JitKernel *cg_llvm_jit(const Kernel *k, const char *target, Diags *d);
 KernelEntry cg_jit_entry(JitKernel *j);
+/* Calls the kernel: cg_jit_entry(j)(bufs), but safe under clang's
+ * -fsanitize=function (the Asan build), whose check before an indirect call reads
+ * the 8 bytes in front of the callee: JIT code may start on a page whose predecessor
+ * is unmapped.  Prefer it to calling the entry pointer directly. */
+void cg_jit_run(JitKernel *j, void **bufs);
 /* Wall time of the compilation: IR build, O3 pipeline, machine code, JIT link. */
 double cg_jit_compile_ms(const JitKernel *j);
 void cg_jit_free(JitKernel *j);

@@ -30,6 +30,7 @@
 
 #define MAX_VECTOR_WIDTH 256
 #define MAX_UNROLL 4096
+#define MAX_HOISTED 64
 
 typedef struct Val {
     LLVMValueRef v;
@@ -72,6 +73,10 @@ typedef struct Fn {
     int vw;
     LLVMValueRef vlo;        /* the loop variable's first lane (scalar i64) */
     LLVMValueRef mask;       /* lanes enabled by enclosing guards; NULL = all */
+    /* Guards proven to hold where they are being emitted (the fast version of a
+     * loop body, see emit_versioned): emitted as their bodies. */
+    const Node *assume[MAX_HOISTED];
+    int nassume;
 } Fn;
 
 static void emit_list(Fn *f, const NodeList *l);
@@ -994,8 +999,6 @@ static Val emit_expr(Fn *f, const Expr *e)
         case IE_TANH: r = libm(g, dbl ? "tanh" : "tanhf", x); break;
         default: r = libm(g, dbl ? "erf" : "erff", x); break;
         }
-        if (t == DT_F16 || t == DT_BF16)
-            r = round_half(g, r, t);
         return (Val){r, a[0].vec};
     }
     case IE_ADD:
@@ -1027,12 +1030,9 @@ static Val emit_expr(Fn *f, const Expr *e)
         a[0] = emit_as(f, e->args[0], t);
         a[1] = emit_as(f, e->args[1], t);
         same_shape(f, a, 2);
-        {
-            LLVMValueRef r = arith(g, e->kind, t, a[0].v, a[1].v);
-            /* f16 arithmetic is carried out in f32 and rounded where it is stored or
-             * cast, as dtype_compute says. */
-            return (Val){r, a[0].vec};
-        }
+        /* f16 and bf16 arithmetic (and math) is carried out in f32 and rounded
+         * where it is stored or cast, as dtype_compute says. */
+        return (Val){arith(g, e->kind, t, a[0].v, a[1].v), a[0].vec};
     case IE_LT:
     case IE_LE:
     case IE_GT:
@@ -1305,6 +1305,214 @@ static void loop_close(Fn *f, LoopSt *s)
     LLVMPositionBuilderAtEnd(g->B, s->exit);
 }
 
+/* ---- guard versioning ----
+ *
+ * A split whose factor may not divide the extent leaves a guard such as
+ * `if ir*6 + iu < M` inside the unrolled and vector loops of a register tile and
+ * inside the reduction loop around them: evaluated for every row and every k, and
+ * as lane masks (masked loads and stores) in vector loops, although it fails only
+ * in the last tile.  So the body of a serial loop L is emitted twice, behind one
+ * test per iteration of L: a fast version in which every hoistable guard is known
+ * to hold, and the original.  A guard is hoistable out of L when its condition is a
+ * conjunction of affine comparisons, L is the innermost serial loop whose variable
+ * it uses, the other inner variables it uses belong to unroll or vector loops with
+ * constant bounds (the test takes their worst values), and at least one loop lies
+ * between L and the guard (else the test would be the guard itself).  Each guard
+ * is thus versioned at one loop only, so the code grows by at most a factor of two
+ * per guarded tile level.  The test implies every hoisted guard, so the fast
+ * version computes exactly what the original would. */
+
+typedef struct Inner {
+    int var;
+    LoopKind kind;
+    bool cst;
+    int64_t lo, hi;          /* constant bounds when cst (hi exclusive) */
+} Inner;
+
+/* The comparisons of a conjunction, each as d <= lim with d affine. */
+typedef struct Cmp {
+    Aff d;
+    int64_t lim;
+} Cmp;
+
+static bool conjuncts(const Cg *g, const Expr *e, Cmp *out, int *n, int cap)
+{
+    if (e->kind == IE_AND)
+        return conjuncts(g, e->args[0], out, n, cap) && conjuncts(g, e->args[1], out, n, cap);
+    if (*n == cap || (e->kind != IE_LT && e->kind != IE_LE && e->kind != IE_GT && e->kind != IE_GE))
+        return false;
+    Aff a, b;
+    if (!affine(g, e->args[0], &a) || !affine(g, e->args[1], &b))
+        return false;
+    Cmp *c = &out[(*n)++];
+    memset(&c->d, 0, sizeof c->d);
+    /* a < b: a - b <= -1;  a <= b: a - b <= 0;  a > b: b - a <= -1;  a >= b: b - a <= 0 */
+    bool less = e->kind == IE_LT || e->kind == IE_LE;
+    if (!aff_add(&c->d, &a, less ? 1 : -1) || !aff_add(&c->d, &b, less ? -1 : 1))
+        return false;
+    c->lim = (e->kind == IE_LT || e->kind == IE_GT) ? -1 : 0;
+    return true;
+}
+
+static const Inner *inner_of(const Inner *in, int nin, int var)
+{
+    for (int i = nin - 1; i >= 0; i--)
+        if (in[i].var == var)
+            return &in[i];
+    return NULL;
+}
+
+static bool assumed(const Fn *f, const Node *n)
+{
+    for (int i = 0; i < f->nassume; i++)
+        if (f->assume[i] == n)
+            return true;
+    return false;
+}
+
+/* Adds to *test the condition under which guard n holds for every value of the
+ * inner loop variables, and ORs into *any a condition without which it holds for
+ * none of them; false when n is not hoistable out of L. */
+static bool hoist_test(Fn *f, const Node *L, const Node *n, const Inner *in, int nin, LLVMValueRef *test,
+                       LLVMValueRef *any)
+{
+    Cg *g = f->g;
+    Cmp cmp[8];
+    int nc = 0;
+    if (!conjuncts(g, n->u.guard.cond, cmp, &nc, 8))
+        return false;
+    bool uses_l = false;
+    for (int c = 0; c < nc; c++)
+        for (int t = 0; t < cmp[c].d.n; t++) {
+            if (cmp[c].d.k[t] == 0)
+                continue;
+            int v = cmp[c].d.var[t];
+            const Inner *x = inner_of(in, nin, v);
+            if (x) {
+                if (!x->cst || (x->kind != LOOP_UNROLL && x->kind != LOOP_VECTOR))
+                    return false;
+            } else if (v == L->u.loop.var->id) {
+                uses_l = true;
+            } else if (!f->vars[v].v || f->vars[v].vec) {
+                return false;
+            }
+        }
+    if (!uses_l)
+        return false;
+    LLVMBuilderRef B = g->B;
+    LLVMValueRef some = NULL;
+    for (int c = 0; c < nc; c++) {
+        int64_t worst = cmp[c].d.c, best = cmp[c].d.c;
+        LLVMValueRef sum = NULL;
+        for (int t = 0; t < cmp[c].d.n; t++) {
+            int64_t k = cmp[c].d.k[t];
+            if (k == 0)
+                continue;
+            const Inner *x = inner_of(in, nin, cmp[c].d.var[t]);
+            if (x) {
+                worst += k * (k > 0 ? x->hi - 1 : x->lo);
+                best += k * (k > 0 ? x->lo : x->hi - 1);
+                continue;
+            }
+            LLVMValueRef term = LLVMBuildNSWMul(B, f->vars[cmp[c].d.var[t]].v, ci64(g, k), "");
+            sum = sum ? LLVMBuildNSWAdd(B, sum, term, "") : term;
+        }
+        if (!sum)
+            sum = ci64(g, 0);
+        LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntSLE, sum, ci64(g, cmp[c].lim - worst), "");
+        *test = *test ? LLVMBuildAnd(B, *test, ok, "") : ok;
+        LLVMValueRef may = LLVMBuildICmp(B, LLVMIntSLE, sum, ci64(g, cmp[c].lim - best), "");
+        some = some ? LLVMBuildAnd(B, some, may, "") : may;
+    }
+    *any = *any ? LLVMBuildOr(B, *any, some, "") : some;
+    return true;
+}
+
+/* True when every statement of list l lies inside one of the guards h[]. */
+static bool all_covered(const NodeList *l, const Node *const *h, int nh)
+{
+    for (int i = 0; i < l->n; i++) {
+        const Node *n = l->v[i];
+        bool in = false;
+        for (int j = 0; j < nh && !in; j++)
+            in = h[j] == n;
+        if (in)
+            continue;
+        if (n->kind == N_STMT || !all_covered(ir_body((Node *)n), h, nh))
+            return false;
+    }
+    return true;
+}
+
+/* Collects the guards of list l (inside loop L, under the loops in[]) that can be
+ * hoisted out of L, and builds the test that implies them all. */
+static void hoist_collect(Fn *f, const Node *L, const NodeList *l, Inner *in, int nin, const Node **out,
+                          int *nout, LLVMValueRef *test, LLVMValueRef *any)
+{
+    for (int i = 0; i < l->n; i++) {
+        const Node *n = l->v[i];
+        if (n->kind == N_LOOP) {
+            /* A nested parallel loop is emitted in a function of its own. */
+            if (n->u.loop.kind == LOOP_PARALLEL || nin == 16)
+                continue;
+            Aff lo, hi;
+            Inner x = {.var = n->u.loop.var->id, .kind = n->u.loop.kind};
+            x.cst = affine(f->g, n->u.loop.lo, &lo) && affine(f->g, n->u.loop.hi, &hi) && lo.n == 0 &&
+                    hi.n == 0 && lo.c < hi.c;
+            x.lo = x.cst ? lo.c : 0;
+            x.hi = x.cst ? hi.c : 0;
+            in[nin] = x;
+            hoist_collect(f, L, &n->u.loop.body, in, nin + 1, out, nout, test, any);
+        } else if (n->kind == N_IF) {
+            if (nin > 0 && *nout < MAX_HOISTED - f->nassume && !assumed(f, n) &&
+                hoist_test(f, L, n, in, nin, test, any))
+                out[(*nout)++] = n;
+            hoist_collect(f, L, &n->u.guard.body, in, nin, out, nout, test, any);
+        }
+    }
+}
+
+/* Emits the body of serial loop L (its variable bound): versioned when it holds
+ * hoistable guards.  When every statement of the body is under one of them, an
+ * iteration in which none can hold (a tile wholly past the edge, as when a block
+ * of 96 rows is split into tiles of 6 and only 31 rows are left) is skipped. */
+static void emit_versioned(Fn *f, const Node *L)
+{
+    Cg *g = f->g;
+    const Node *hoisted[MAX_HOISTED];
+    int nh = 0;
+    Inner in[16];
+    LLVMValueRef test = NULL, any = NULL;
+    if (!f->vw)
+        hoist_collect(f, L, &L->u.loop.body, in, 0, hoisted, &nh, &test, &any);
+    if (nh == 0) {
+        emit_list(f, &L->u.loop.body);
+        return;
+    }
+    LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(g->C, f->fn, "fast");
+    LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(g->C, f->fn, "guarded");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(g->C, f->fn, "");
+    if (all_covered(&L->u.loop.body, hoisted, nh)) {
+        LLVMBasicBlockRef some = LLVMAppendBasicBlockInContext(g->C, f->fn, "some");
+        LLVMBuildCondBr(g->B, any, some, join);
+        LLVMPositionBuilderAtEnd(g->B, some);
+    }
+    LLVMBuildCondBr(g->B, test, fast, slow);
+    LLVMPositionBuilderAtEnd(g->B, fast);
+    int saved = f->nassume;
+    for (int i = 0; i < nh; i++)
+        f->assume[f->nassume++] = hoisted[i];
+    emit_list(f, &L->u.loop.body);
+    f->nassume = saved;
+    LLVMBuildBr(g->B, join);
+    LLVMMoveBasicBlockAfter(slow, LLVMGetInsertBlock(g->B));
+    LLVMPositionBuilderAtEnd(g->B, slow);
+    emit_list(f, &L->u.loop.body);
+    LLVMBuildBr(g->B, join);
+    LLVMMoveBasicBlockAfter(join, LLVMGetInsertBlock(g->B));
+    LLVMPositionBuilderAtEnd(g->B, join);
+}
+
 static void emit_serial(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi)
 {
     LoopSt s;
@@ -1312,7 +1520,7 @@ static void emit_serial(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi)
     LLVMValueRef iv = loop_open(f, lo, hi, v->name, &s);
     Val saved = f->vars[v->id];
     f->vars[v->id] = S(iv);
-    emit_list(f, &n->u.loop.body);
+    emit_versioned(f, n);
     f->vars[v->id] = saved;
     loop_close(f, &s);
 }
@@ -1321,6 +1529,11 @@ static void emit_guard(Fn *f, const Node *n)
 {
     Cg *g = f->g;
     LLVMBuilderRef B = g->B;
+    for (int i = 0; i < f->nassume; i++)
+        if (f->assume[i] == n) {
+            emit_list(f, &n->u.guard.body);
+            return;
+        }
     Val c = emit_as(f, n->u.guard.cond, DT_BOOL);
     LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(g->C, f->fn, "if");
     LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(g->C, f->fn, "");

@@ -221,6 +221,14 @@ KernelEntry cg_jit_entry(JitKernel *j)
     return j->entry;
 }
 
+#if defined(__clang__)
+__attribute__((no_sanitize("function")))
+#endif
+void cg_jit_run(JitKernel *j, void **bufs)
+{
+    j->entry(bufs);
+}
+
 double cg_jit_compile_ms(const JitKernel *j)
 {
     return j->compile_ms;

@@ -209,7 +209,7 @@ bool cgt_jit_check(const Kernel *k, const char *target, uint64_t seed, const cha
         fprintf(stderr, "%s: cannot allocate buffers\n", what);
         return false;
     }
-    cg_jit_entry(j)(x.typed);
+    cg_jit_run(j, x.typed);
     bool ok = cgt_compare(&x, what);
     cgt_data_free(&x);
     cg_jit_free(j);

@@ -86,7 +86,7 @@ int main(int argc, char **argv)
             size_t at = 0;
             for (int i = 0; i < ak->nparams && i < 32; i++) {
                 vals[i] = ak->params[i].has_default ? ak->params[i].def : ak->nparams >= 4 ? 256 : 1024;
-                if (ak->params[i].has_default && vals[i] > 4)
+                if (ak->params[i].has_default && vals[i] > 4 && vals[i] <= 32)
                     vals[i] = vals[i] * 16; /* convolutions: a realistic image, same filter */
                 bound[i] = true;
                 at += (size_t)snprintf(shape + at, sizeof shape - at, "%s%s=%lld", i ? " " : "", ak->params[i].name,

@@ -76,7 +76,7 @@ static void test_conversions(const char *target)
             al[b] = cgt_alloc((int64_t)sz[b]);
             memcpy(al[b], bufs[b], sz[b]);
         }
-        cg_jit_entry(j)(al);
+        cg_jit_run(j, al);
         memcpy(y16, al[3], sizeof y16);
         memcpy(yb, al[4], sizeof yb);
         memcpy(z, al[5], sizeof z);
@@ -134,7 +134,7 @@ static void test_exp(const char *target)
         x[N - 2] = -87.5f;
         x[N - 1] = -103.5f;
         void *bufs[2] = {x, y};
-        cg_jit_entry(j)(bufs);
+        cg_jit_run(j, bufs);
         int bad = 0;
         for (int t = 0; t < N; t++) {
             double e = exp((double)x[t]);

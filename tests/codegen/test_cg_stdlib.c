@@ -3,8 +3,8 @@
  * Each kernel is also run with the file's CPU schedules applied when it has any; a
  * schedule the transformations refuse at a shape is reported, not failed (that is
  * the schedule's business), but a scheduled kernel that computes wrong is a failure.
- * Sizes with defaults are perturbed around them; the others are drawn from small odd
- * numbers.  A shape the front end rejects (a convolution window larger than the
+ * Small default sizes (convolution windows, strides) are perturbed around them; the
+ * others are drawn from small odd numbers, so the f64 interpreter stays quick.  A shape the front end rejects (a convolution window larger than the
  * padded image) is redrawn. */
 #include <dirent.h>
 #include <stdio.h>
@@ -35,7 +35,7 @@ static Kernel *draw(Program *p, AstKernel *ak, Rng *r, bool sched, char *shape, 
     shape[0] = 0;
     for (int i = 0; i < ak->nparams; i++) {
         int64_t v;
-        if (ak->params[i].has_default) {
+        if (ak->params[i].has_default && ak->params[i].def <= 32) {
             v = ak->params[i].def + (int64_t)(rng_next(r) % 3) - 1;
             if (v < 1)
                 v = 1;

@@ -216,7 +216,7 @@ double xt_jit_diff(const Kernel *ref, const Kernel *k, uint64_t seed, StrBuf *wh
     if (!ir_interp(ref, rb, &d)) {
         sb_printf(why, "the reference run failed");
     } else {
-        cg_jit_entry(j)(mem);
+        cg_jit_run(j, mem);
         for (int i = 0; i < ref->nbufs; i++)
             if (ref->bufs[i]->kind == BUF_OUT)
                 from_storage(k->bufs[i]->dtype, mem[i], kb[i], ir_buffer_elems(k, k->bufs[i]));
