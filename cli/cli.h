@@ -41,6 +41,5 @@ int cli_run(Compilation *c);
 int cli_emit_code(Compilation *c);
 int cli_actions(Compilation *c);
 int cli_autotune(Compilation *c);
-int cli_demo(int argc, char **argv);
 
 #endif

@@ -99,10 +99,3 @@ int cli_autotune(Compilation *c)
     return cli_tune_autotune(c);
 }
 
-int cli_demo(int argc, char **argv)
-{
-    (void)argc;
-    (void)argv;
-    fputs("perfc demo: run `make demo` (scripts/demo.sh)\n", stderr);
-    return 1;
-}

@@ -11,24 +11,29 @@
 
 #include "cli.h"
 
+/* Every exit from main after the compilation starts goes through here, so the
+ * diagnostics are printed once and everything is released (LeakSanitizer runs the
+ * whole test suite). */
 static int finish(Compilation *c, int status)
 {
     diag_flush(&c->diags, stderr);
+    compilation_free(c);
+    options_free(c->o);
     return status;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc >= 2 && !strcmp(argv[1], "demo"))
-        return cli_demo(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "tune")) {
         int cli_tune_main(int argc, char **argv); /* cli/tune.c */
         return cli_tune_main(argc - 1, argv + 1);
     }
     Options o;
     int r = options_parse(&o, argc, argv);
-    if (r)
+    if (r) {
+        options_free(&o);
         return r < 0 ? 0 : 1;
+    }
 
     Compilation c;
     compilation_init(&c, &o);
@@ -69,7 +74,5 @@ int main(int argc, char **argv)
         status = cli_emit_code(&c);
         break;
     }
-    status = finish(&c, status);
-    compilation_free(&c);
-    return status;
+    return finish(&c, status);
 }

@@ -186,3 +186,10 @@ int options_parse(Options *o, int argc, char **argv)
         return usage_error("no input file%s", "");
     return 0;
 }
+
+void options_free(Options *o)
+{
+    for (int i = 0; i < o->ndefines; i++)
+        free((char *)o->defines[i].name);
+    o->ndefines = 0;
+}

@@ -44,5 +44,6 @@ typedef struct Options {
  * --version was answered. */
 int options_parse(Options *o, int argc, char **argv);
 void options_usage(FILE *f);
+void options_free(Options *o);
 
 #endif
