@@ -58,6 +58,10 @@ int ir_expr_arity(ExprKind k);
      * warp runs the triple at once.  Placed among the GPU kinds so that a check \
      * for BLOCK_X..THREAD_Z (the CPU back end's refusal) covers it. */          \
     X(MMA, "mma")                                                                \
+    /* pipeline: a serial loop whose leading copies into shared memory rotate    \
+     * over stages (passes/xform_gpu.c); the CUDA back end overlaps the copies   \
+     * of later iterations with this one's work.  Serial everywhere else. */     \
+    X(PIPELINE, "pipeline")                                                      \
     X(THREAD_X, "thread.x") X(THREAD_Y, "thread.y") X(THREAD_Z, "thread.z")
 
 typedef enum LoopKind {

@@ -477,6 +477,20 @@ static void open_guard(Lower *L, const AstStmt *s, NodeList **list, Node **paren
     *parent = g;
 }
 
+/* The f32 temporary a reduction into a half-precision tensor accumulates in:
+ * same shape, named after it (T_acc, made unique if the kernel already has one). */
+static Buffer *accumulator(Lower *L, const Buffer *dst)
+{
+    Kernel *k = L->k;
+    const char *name = arena_printf(k->arena, "%s_acc", dst->name);
+    for (int n = 2; ir_find_buffer(k, name); n++)
+        name = arena_printf(k->arena, "%s_acc%d", dst->name, n);
+    Buffer *acc = ir_add_buffer(k, name, L->ct, BUF_TEMP, dst->rank, dst->span);
+    for (int r = 0; r < dst->rank; r++)
+        acc->shape[r] = ir_clone_expr(k, dst->shape[r]);
+    return acc;
+}
+
 static void lower_stmt(Lower *L, const AstStmt *s, const char *const *names)
 {
     Kernel *k = L->k;
@@ -509,6 +523,14 @@ static void lower_stmt(Lower *L, const AstStmt *s, const char *const *names)
         static const StmtOp op_of[] = {[RED_SUM] = SOP_ADD, [RED_MAX] = SOP_MAX, [RED_MIN] = SOP_MIN,
                                        [RED_PROD] = SOP_MUL};
         ReduceOp rop = s->rhs->reduce.op;
+        /* A reduction into f16/bf16 accumulates in its compute type (f32) and is
+         * rounded once at the end: rounding every partial sum to 8 bits of mantissa
+         * would lose most of the result's precision. */
+        Buffer *dst = b;
+        NodeList *lhs_list = list;
+        Node *lhs_parent = parent;
+        if (b->dtype != L->ct)
+            b = accumulator(L, b);
         Expr *init = spanned(identity(L, rop), s->rhs->span);
         ir_list_push(list, ir_stmt(k, b, lhs_index(L, s), SOP_ASSIGN, init, s->span), parent);
         int gpos = -1;
@@ -527,6 +549,10 @@ static void lower_stmt(Lower *L, const AstStmt *s, const char *const *names)
         const AstExpr *body = s->rhs->reduce.body;
         Expr *v = spanned(ir_cast(k, lower_expr(L, body), L->ct), body->span);
         ir_list_push(list, ir_stmt(k, b, lhs_index(L, s), op_of[rop], v, s->span), parent);
+        if (b != dst) {
+            Expr *acc = spanned(ir_load(k, b, lhs_index(L, s)), s->span);
+            ir_list_push(lhs_list, ir_stmt(k, dst, lhs_index(L, s), SOP_ASSIGN, acc, s->span), lhs_parent);
+        }
     }
     free(L->var_of);
     L->var_of = NULL;

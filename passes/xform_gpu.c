@@ -14,7 +14,17 @@
  * Legality: the shape, the dtypes, the accumulation pattern (reassociating a sum,
  * as reductions may), and affine indices in which i, j and k appear only where the
  * fragment layout puts them.  The loops keep their serial meaning, so the
- * interpreter still runs the kernel. */
+ * interpreter still runs the kernel.
+ *
+ * pipeline(loop, stages) turns the shared-memory staging at the head of a serial
+ * loop into a ring of `stages` buffers: every buffer the leading copy nests write
+ * gets a first dimension of that many stages, indexed by `loop % stages`, so the
+ * copies of iteration t + stages - 1 land where nobody reads until then.  Run
+ * serially (interpreter, CPU) the meaning is unchanged; the CUDA back end issues
+ * those copies asynchronously (cp.async) while iteration t computes.  Legal when
+ * the copies write only shared buffers staged at this loop (read by nothing
+ * outside it and written by nothing else in it) and read nothing the loop writes,
+ * so moving a copy earlier cannot change what it reads. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -324,5 +334,174 @@ bool xf_mma(XfCtx *c)
     }
     if (!c->dry)
         L[0]->u.loop.kind = LOOP_MMA;
+    return true;
+}
+
+/* ---------------- pipeline ---------------- */
+
+typedef struct PipeCtx {
+    Buffer **st;   /* the staged buffers */
+    int nst;
+} PipeCtx;
+
+static bool pipe_staged(const PipeCtx *p, const Buffer *b)
+{
+    for (int i = 0; i < p->nst; i++)
+        if (p->st[i] == b)
+            return true;
+    return false;
+}
+
+/* The statements of a leading copy nest: shared buffers written, with `=`. */
+static bool pipe_copy_nest(XfCtx *c, const Node *n, PipeCtx *p, Buffer **room, int cap)
+{
+    if (n->kind == N_STMT) {
+        Buffer *b = n->u.stmt.buf;
+        if (b->mem != MEM_SHARED || n->u.stmt.op != SOP_ASSIGN)
+            return false;
+        if (!pipe_staged(p, b)) {
+            if (p->nst == cap)
+                return false;
+            room[p->nst] = b;
+            p->st = room;
+            p->nst++;
+        }
+        return true;
+    }
+    NodeList *b = ir_body((Node *)n);
+    if (!b || b->n == 0)
+        return false;
+    for (int i = 0; i < b->n; i++)
+        if (!pipe_copy_nest(c, b->v[i], p, room, cap))
+            return false;
+    return true;
+}
+
+bool xf_pipeline(XfCtx *c)
+{
+    Node *l = xf_arg_loop(c, 0);
+    int64_t S;
+    if (!l || !xf_arg_int(c, 1, &S))
+        return false;
+    if (xf_npos(c) != 2) {
+        xf_err(c, "usage: %s", xf_synopsis(XF_PIPELINE));
+        return false;
+    }
+    const char *v = l->u.loop.var->name;
+    if (S < 2 || S > 8) {
+        xf_err(c, "a pipeline takes 2 to 8 stages, not %lld", (long long)S);
+        return false;
+    }
+    if (l->u.loop.kind != LOOP_SERIAL) {
+        xf_err(c, "loop %s is already marked %s", v, loop_kind_name(l->u.loop.kind));
+        return false;
+    }
+    /* The stages rotate at block level: every thread of the block walks the loop. */
+    for (const Node *q = l->parent; q; q = q->parent)
+        if (q->kind == N_LOOP && q->u.loop.kind != LOOP_SERIAL && !is_block_kind(q->u.loop.kind)) {
+            xf_err(c, "%s is inside %s loop %s; a pipeline runs at block level, outside thread, "
+                      "vector, unrolled and mma loops",
+                   v, loop_kind_name(q->u.loop.kind), q->u.loop.var->name);
+            return false;
+        }
+    NodeList *body = &l->u.loop.body;
+    Buffer *room[16];
+    PipeCtx p = {room, 0};
+    int ncopy = 0;
+    while (ncopy < body->n) {
+        int before = p.nst;
+        if (!pipe_copy_nest(c, body->v[ncopy], &p, room, 16)) {
+            p.nst = before;
+            break;
+        }
+        ncopy++;
+    }
+    if (ncopy == 0 || ncopy == body->n) {
+        xf_err(c, "the body of %s must start with copies into shared memory (cache(X, %s, mem=shared)) "
+                  "and go on with the work that reads them",
+               v, v);
+        return false;
+    }
+    for (int i = 0; i < p.nst; i++) {
+        Buffer *b = p.st[i];
+        bool listed = false;
+        for (int q = 0; q < b->nprivate_in; q++)
+            listed |= b->private_in[q] == l->u.loop.var;
+        if (!listed) {
+            xf_err(c, "%s is not staged at %s: stage it with cache(.., %s, mem=shared) so each "
+                      "iteration reads only what its own copy wrote",
+                   b->name, v, v);
+            return false;
+        }
+        if (b->rank + 1 > 8) {
+            xf_err(c, "%s has %d dimensions; a stage dimension would make more than 8", b->name, b->rank);
+            return false;
+        }
+    }
+    AccVec all = {0};
+    acc_collect(c->k, NULL, &all);
+    bool ok = true;
+    for (int i = 0; i < all.n && ok; i++) {
+        Access *a = &all.v[i];
+        bool in_copy = false;
+        for (int q = 0; q < ncopy; q++)
+            in_copy |= xf_contains(body->v[q], a->stmt);
+        if (pipe_staged(&p, a->buf)) {
+            if (!xf_contains(l, a->stmt)) {
+                xf_err(c, "%s is used outside %s", a->buf->name, v);
+                ok = false;
+            } else if (a->write && !in_copy) {
+                xf_err(c, "%s is written after the copies of %s too", a->buf->name, v);
+                ok = false;
+            }
+            if (!ok)
+                xf_note(c, a->stmt->span, "this statement");
+            continue;
+        }
+        /* A copy moved to an earlier iteration must read the same values: nothing
+         * it reads may be written anywhere in the loop. */
+        if (!in_copy || a->write)
+            continue;
+        for (int j = 0; j < all.n && ok; j++)
+            if (all.v[j].write && all.v[j].buf == a->buf && xf_contains(l, all.v[j].stmt)) {
+                xf_err(c, "the copies of %s read %s, which %s writes: a copy issued early would "
+                          "read it before that write",
+                       v, a->buf->name, v);
+                xf_note(c, all.v[j].stmt->span, "the write");
+                ok = false;
+            }
+    }
+    if (!ok || c->dry) {
+        acc_free(&all);
+        return ok;
+    }
+    /* The rewrite: stage index `l % S` in front of every index of a staged buffer. */
+    Kernel *k = c->k;
+    for (int i = 0; i < all.n; i++) {
+        Access *a = &all.v[i];
+        if (!pipe_staged(&p, a->buf))
+            continue;
+        int r = a->buf->rank;
+        Expr **ni = arena_alloc(k->arena, sizeof(Expr *) * (size_t)(r + 1));
+        ni[0] = ir_bin(k, IE_MOD, ir_var(k, l->u.loop.var), ir_int(k, S));
+        for (int d = 0; d < r; d++)
+            ni[d + 1] = a->idx[d];
+        /* a load in a guard condition is listed once per statement below it */
+        if (a->write)
+            a->stmt->u.stmt.idx = ni;
+        else if (a->load->u.load.idx == a->idx)
+            a->load->u.load.idx = ni;
+    }
+    acc_free(&all);
+    for (int i = 0; i < p.nst; i++) {
+        Buffer *b = p.st[i];
+        Expr **sh = arena_alloc(k->arena, sizeof(Expr *) * (size_t)(b->rank + 1));
+        sh[0] = ir_int(k, S);
+        for (int d = 0; d < b->rank; d++)
+            sh[d + 1] = b->shape[d];
+        b->shape = sh;
+        b->rank++;
+    }
+    l->u.loop.kind = LOOP_PIPELINE;
     return true;
 }

@@ -217,6 +217,7 @@ bool xf_layout(XfCtx *c);
 /* xform_gpu.c */
 bool xf_bind(XfCtx *c);
 bool xf_mma(XfCtx *c);
+bool xf_pipeline(XfCtx *c);
 
 /* Shared by split and tile: the rewrite alone (legality is trivial for split). */
 void xf_do_split(Kernel *k, Node *l, int64_t f, const char *outer, const char *inner, bool peel,

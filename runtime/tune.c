@@ -75,6 +75,11 @@ typedef struct Tuner {
     Cand *best;
     double t0;
     Kernel *fk, *fu;             /* the winner's final run, kept for the report */
+    struct {
+        char why[96];
+        int n;
+    } reasons[8];                /* why candidates were pruned, for the report */
+    int nreasons;
 } Tuner;
 
 static char *params_text(const struct Tuner *T, const Cand *c);
@@ -223,11 +228,13 @@ static DType first_store_dtype(const Node *n)
     return DT_COUNT;
 }
 
-/* Static pruning of a CPU candidate: returns the reason, or NULL to keep it. */
-static const char *prune_walk(const Tuner *T, const Kernel *k, const Node *n)
+/* Static pruning of a CPU candidate: returns the reason, or NULL to keep it.  The
+ * vector and thread rules are about waste, so they hold the rules' templates only:
+ * a kernel's own schedule is tuned as written, and it may know better. */
+static const char *prune_walk(const Tuner *T, const Kernel *k, const Node *n, bool rules)
 {
     if (n->kind == N_LOOP) {
-        if (n->u.loop.kind == LOOP_VECTOR) {
+        if (rules && n->u.loop.kind == LOOP_VECTOR) {
             int64_t e = trips(k, n);
             DType t = first_store_dtype(n);
             int lanes = tune_vector_lanes(T->target, t == DT_COUNT ? DT_F32 : t);
@@ -236,7 +243,9 @@ static const char *prune_walk(const Tuner *T, const Kernel *k, const Node *n)
             if (e > 8 * lanes)
                 return "a vector loop longer than eight SIMD registers";
         }
-        if (n->u.loop.kind == LOOP_PARALLEL && T->threads > 1) {
+        /* a waste, not an error: only the rules' own candidates are held to it
+         * (a kernel's schedule is tuned as written) */
+        if (rules && n->u.loop.kind == LOOP_PARALLEL && T->threads > 1) {
             int64_t e = trips(k, n);
             if (e >= 0 && e < T->threads)
                 return "a parallel loop with fewer iterations than threads";
@@ -244,14 +253,14 @@ static const char *prune_walk(const Tuner *T, const Kernel *k, const Node *n)
     }
     const NodeList *b = ir_body((Node *)n);
     for (int i = 0; b && i < b->n; i++) {
-        const char *why = prune_walk(T, k, b->v[i]);
+        const char *why = prune_walk(T, k, b->v[i], rules);
         if (why)
             return why;
     }
     return NULL;
 }
 
-static const char *prune(const Tuner *T, const Kernel *k, Diags *d)
+static const char *prune(const Tuner *T, const Kernel *k, bool rules, Diags *d)
 {
     bool gpu = !strncmp(T->target, "sm_", 3);
     if (gpu) {
@@ -280,7 +289,7 @@ static const char *prune(const Tuner *T, const Kernel *k, Diags *d)
     if (local > (int64_t)1 << 20)
         return "local buffers over 1 MiB (thread stacks)";
     for (int i = 0; i < k->body.n; i++) {
-        const char *why = prune_walk(T, k, k->body.v[i]);
+        const char *why = prune_walk(T, k, k->body.v[i], rules);
         if (why)
             return why;
     }
@@ -321,7 +330,7 @@ static void prepare(Tuner *T, Cand *c)
         diag_free(&d);
         return;
     }
-    const char *why = prune(T, k, &d);
+    const char *why = prune(T, k, !strncmp(T->sp.t[c->t].origin, "rules", 5), &d);
     if (why) {
         c->why = xstrdup(why);
         ir_free(k);
@@ -516,6 +525,24 @@ static void progress(Tuner *T, int done, int total)
     fflush(stderr);
 }
 
+static void note_reason(Tuner *T, const char *why)
+{
+    char r[96];
+    snprintf(r, sizeof r, "%s", why);
+    char *nl = strchr(r, '\n');
+    if (nl)
+        *nl = 0;
+    for (int i = 0; i < T->nreasons; i++)
+        if (!strcmp(T->reasons[i].why, r)) {
+            T->reasons[i].n++;
+            return;
+        }
+    if (T->nreasons < 8) {
+        snprintf(T->reasons[T->nreasons].why, sizeof T->reasons[0].why, "%s", r);
+        T->reasons[T->nreasons++].n = 1;
+    }
+}
+
 /* Measures the prepared candidates of a batch, one at a time. */
 static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags *d)
 {
@@ -525,6 +552,7 @@ static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags
         Cand *x = c[i];
         if (!x->k && x->why) {
             T->res->pruned++;
+            note_reason(T, x->why);
             continue;
         }
         if (!x->k)
@@ -813,6 +841,12 @@ static void report(const Tuner *T, const TuneResult *res, const char *db_path, F
                     "(compiled on %d thread%s)\n",
                 T->sp.size <= (o->budget > 0 ? o->budget : 48) ? "exhaustive" : "evolutionary", res->measured,
                 res->pruned, res->invalid, res->failed, res->search_s, T->jobs, T->jobs == 1 ? "" : "s");
+        int top = -1;
+        for (int i = 0; i < T->nreasons; i++)
+            if (top < 0 || T->reasons[i].n > T->reasons[top].n)
+                top = i;
+        if (top >= 0)
+            fprintf(tf, "pruned     most often (%d): %s\n", T->reasons[top].n, T->reasons[top].why);
         if (res->ntop) {
             fprintf(tf, "top %d      %-4s %10s %10s %10s %9s  %s\n", res->ntop, "rank", "median ms", "min", "max",
                     "GFLOP/s", "parameters");
@@ -1034,6 +1068,31 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
         res->search_s = now_seconds() - T->t0;
         if (o->progress && !o->quiet)
             fputs("\r\033[K", stderr);
+    }
+
+    /* Every candidate pruned (a space that does not fit these sizes): the
+     * unscheduled kernel is still a valid answer, so measure it rather than fail. */
+    if (!T->best && res->measured == 0 && T->sp.n < TUNE_MAX_TEMPLATES) {
+        AstSchedule *e = arena_alloc(T->arena, sizeof *e);
+        e->kernel = in->ast->name;
+        e->span = in->ast->span;
+        TuneTemplate *t = &T->sp.t[T->sp.n++];
+        memset(t, 0, sizeof *t);
+        t->s = e;
+        t->origin = "fallback: no schedule (every candidate of the space was pruned)";
+        T->sp.size += 1;
+        Cand proto;
+        memset(&proto, 0, sizeof proto);
+        proto.t = T->sp.n - 1;
+        Cand *c = cand_push(T, &proto);
+        if (c) {
+            prepare_batch(T, &c, 1);
+            measure_batch(T, &c, 1, res->measured + 1, 1, d);
+            if (c->x) {
+                T->dev->release(T->dev, c->x);
+                c->x = NULL;
+            }
+        }
     }
 
     /* Top five, every one of them validated. */

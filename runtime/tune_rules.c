@@ -466,6 +466,17 @@ static bool gpu_shared_text(const Nest *n, StrBuf *b)
     return true;
 }
 
+/* The loop to run on threads: the outermost with an iteration for every thread
+ * (a batch of one is no parallelism), among the first `below` loops of the chain. */
+static int par_loop(const Nest *n, int below)
+{
+    int threads = rt_cpu_count();
+    for (int i = 0; i < below && i < n->nloops; i++)
+        if (n->ext[i] >= threads)
+            return i;
+    return 0;
+}
+
 /* Elementwise nest: vectorize the innermost loop, parallel outermost. */
 static void elementwise_text(const Nest *n, int lanes, StrBuf *b)
 {
@@ -480,7 +491,7 @@ static void elementwise_text(const Nest *n, int lanes, StrBuf *b)
         sb_printf(b, "split(%s, %s)\nvectorize(%si)\n", l, tv.s, l);
     }
     if (n->nloops > 1)
-        sb_printf(b, "parallel(%s)\n", lname(n, 0));
+        sb_printf(b, "parallel(%s)\n", lname(n, par_loop(n, n->nloops - 1)));
     else if (nv)
         sb_printf(b, "parallel(%so)\n", l);
     sb_free(&tv);
@@ -737,7 +748,7 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
             if (!ns[i].red)
                 elementwise_text(&ns[i], lanes, &b);
             else
-                sb_printf(&b, "parallel(%s)\n", lname(&ns[i], 0));
+                sb_printf(&b, "parallel(%s)\n", lname(&ns[i], par_loop(&ns[i], ns[i].nspatial)));
         AstSchedule *s = parse_checked(in, b.s ? b.s : "", a, &dropped, d);
         if (!s) {
             sb_free(&b);

@@ -61,3 +61,50 @@ if [[ $what == gemm || $what == all ]]; then
         rm -f /tmp/perfc_bench_tab.$$
     done
 fi
+
+if [[ $what == conv || $what == all ]]; then
+    # The baseline is im2col + OpenBLAS sgemm (bench/cpu/conv_baseline.c), built here,
+    # timed like the harness times kernels and checked against a direct convolution.
+    base=$(mktemp /tmp/perfc_conv_baseline.XXXXXX)
+    cc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -o "$base" bench/cpu/conv_baseline.c -lopenblas -lm
+    for t in $THREADS; do
+        echo "## conv2d (ResNet-50 3x3 layers, batch 1), $t thread(s): GFLOP/s perfc, im2col+sgemm, ratio"
+        printf '%-28s %9s %9s %7s\n' "layer C,HxW,K" perfc im2col ratio
+        {
+            for s in "64 56 56 64" "128 28 28 128" "256 14 14 256"; do
+                set -- $s
+                ps=() bs=()
+                for ((r = 0; r < REPS; r++)); do
+                    ps+=("$("$PERFC" stdlib/conv2d.pdl -D N=1 -D C=$1 -D H=$2 -D W=$3 -D K=$4 -D R=3 -D S=3 -D U=1 -D P=1 \
+                        --threads "$t" --run --json "${extra[@]}" | jq -r '.gflops // empty')")
+                    bs+=("$("$base" "$1" "$2" "$3" "$4" 3 3 1 1 "$t" | sed 's/.*gflops=\([0-9.]*\).*/\1/')")
+                done
+                p=$(printf '%s\n' "${ps[@]}" | grep -v '^$' | median)
+                b=$(printf '%s\n' "${bs[@]}" | grep -v '^$' | median)
+                awk -v l="$1,${2}x$3,$4" -v p="$p" -v b="$b" 'BEGIN {printf "%-28s %9.2f %9.2f %7.3f\n", l, p, b, (b > 0 ? p / b : 0)}'
+            done
+        } | tee /tmp/perfc_bench_tab.$$
+        geomean_of_table </tmp/perfc_bench_tab.$$
+        rm -f /tmp/perfc_bench_tab.$$
+    done
+    rm -f "$base"
+fi
+
+if [[ $what == norm || $what == all ]]; then
+    # Copy bandwidth is measured by bench/cpu/copy.pdl through the same harness (same
+    # byte count: input read once, output written once; same cache flushing).
+    for t in $THREADS; do
+        echo "## softmax, layernorm 4096x4096 f32, $t thread(s): GB/s perfc, copy, ratio (median of $REPS runs)"
+        printf '%-28s %9s %9s %7s\n' kernel perfc copy ratio
+        for k in softmax layernorm; do
+            ps=() bs=()
+            for ((r = 0; r < REPS; r++)); do
+                bs+=("$("$PERFC" bench/cpu/copy.pdl -D R=4096 -D C=4096 --threads "$t" --run --json | jq -r '.gbps // empty')")
+                ps+=("$("$PERFC" stdlib/$k.pdl -D R=4096 -D C=4096 --threads "$t" --run --json "${extra[@]}" | jq -r '.gbps // empty')")
+            done
+            p=$(printf '%s\n' "${ps[@]}" | grep -v '^$' | median)
+            b=$(printf '%s\n' "${bs[@]}" | grep -v '^$' | median)
+            awk -v l="$k" -v p="$p" -v b="$b" 'BEGIN {printf "%-28s %9.2f %9.2f %7.3f\n", l, p, b, (b > 0 ? p / b : 0)}'
+        done
+    done
+fi

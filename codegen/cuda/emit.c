@@ -70,6 +70,13 @@ typedef struct Em {
     char dname[2][192];
     bool fragmode;
     int nmma;
+    /* Software pipelines (see "pipeline" below): the variable of the pipelined loop
+     * being emitted (its `v % S` stage indices print as unsigned remainders: v never
+     * goes below 0 there), and whether the copies being emitted are its
+     * asynchronous ones (cp.async instead of load and store). */
+    const Var *pvar;
+    bool pcopy;
+    int npipe;
 } Em;
 
 /* ------------------------------------------------------------------ names */
@@ -955,6 +962,12 @@ static void emit_expr(Em *e, const Expr *x, StrBuf *o)
         }
         return;
     case IE_DIV: case IE_MOD:
+        if (!fl && x->kind == IE_MOD && e->pvar && x->args[0]->kind == IE_VAR &&
+            x->args[0]->u.var == e->pvar && x->args[1]->kind == IE_INT && x->args[1]->u.i > 0) {
+            /* a stage index: the pipelined loop's variable starts at 0 or above */
+            sb_printf(o, "(idx_t)((unsigned)%s %% %" PRId64 "u)", vn(e, e->pvar), x->args[1]->u.i);
+            return;
+        }
         if (!fl) {
             /* IR integer division and modulo are floor operations; C's truncate */
             sb_puts(o, x->kind == IE_DIV ? "pf_fdiv(" : "pf_fmod(");
@@ -1193,9 +1206,17 @@ static bool vector_copy(Em *e, const Node *n, int64_t w)
     emit_elem_paren(e, d, di, &dt);
     emit_elem_paren(e, sb, si, &st);
     const char *vt = bytes == 16 ? "uint4" : "uint2";
-    line(e, "/* %s: %" PRId64 " %s elements copied as one %d-bit access */", vn(e, n->u.loop.var), w,
-         dtype_name(d->dtype), (int)(bytes * 8));
-    line(e, "*reinterpret_cast<%s *>(&%s) = *reinterpret_cast<const %s *>(&%s);", vt, dt.s, vt, st.s);
+    if (e->pcopy && sb->mem == MEM_GLOBAL && d->mem == MEM_SHARED) {
+        /* a pipeline's copy: global -> shared without registers, completed by the
+         * cp.async group waits of the loop (16 bytes bypass L1: .cg) */
+        line(e, "/* %s: %" PRId64 " %s elements, one %d-bit asynchronous copy */", vn(e, n->u.loop.var), w,
+             dtype_name(d->dtype), (int)(bytes * 8));
+        line(e, "pf_cp_async%d(&%s, &%s);", (int)bytes, dt.s, st.s);
+    } else {
+        line(e, "/* %s: %" PRId64 " %s elements copied as one %d-bit access */", vn(e, n->u.loop.var), w,
+             dtype_name(d->dtype), (int)(bytes * 8));
+        line(e, "*reinterpret_cast<%s *>(&%s) = *reinterpret_cast<const %s *>(&%s);", vt, dt.s, vt, st.s);
+    }
     sb_free(&dt);
     sb_free(&st);
     return true;
@@ -1446,16 +1467,22 @@ static bool mma_lanes(Em *e, const Expr *x, const Var *rv, const Var *kv, bool i
 {
     const Buffer *b = x->u.load.buf;
     int64_t sh1, c, dr = -1, dk = -1;
-    if (b->mem != MEM_SHARED || b->rank != 2 || !cval(e, b->shape[1], &sh1)) {
+    /* the matrix is in the last two dimensions; a leading one is a pipeline stage */
+    int r0 = b->rank - 2;
+    if (b->mem != MEM_SHARED || b->rank < 2 || b->rank > 8 || !cval(e, b->shape[b->rank - 1], &sh1)) {
         diag_error(e->d, b->span, "mma operand %s must be a 2-D buffer staged in shared memory "
                    "(cache(%s, loop, mem=shared)) for ldmatrix", b->name, b->name);
         return false;
     }
-    for (int d = 0; d < 2; d++) {
-        if (has_var(e, x->u.load.idx[d], rv, &c)) dr = d;
-        if (has_var(e, x->u.load.idx[d], kv, &c)) dk = d;
+    bool stage_moves = false;   /* a leading index that moves with the triple */
+    for (int d = 0; d < b->rank; d++) {
+        bool hr = has_var(e, x->u.load.idx[d], rv, &c), hk = has_var(e, x->u.load.idx[d], kv, &c);
+        if (d < r0)
+            stage_moves |= hr || hk;
+        if (d >= r0 && hr) dr = d - r0;
+        if (d >= r0 && hk) dk = d - r0;
     }
-    if (dr < 0 || dk < 0 || dr == dk || sh1 % 8) {
+    if (stage_moves || dr < 0 || dk < 0 || dr == dk || sh1 % 8) {
         diag_error(e->d, b->span, "mma operand %s: rows must hold a multiple of 8 elements (16 bytes) "
                    "for ldmatrix (pad it: padding(%s, 8)), and the triple's loops must index "
                    "different dimensions", b->name, b->name);
@@ -1521,36 +1548,38 @@ static void emit_mma_group(Em *e, const Node **chain, int nc, const Node *mn)
     char **at = xcalloc((size_t)total * 2, sizeof *at), **bt = at + total;
     int na = 0, nb = 0, *ai = xcalloc((size_t)total * 5, sizeof *ai), *bi = ai + total;
     int64_t *r0 = (int64_t *)xcalloc((size_t)total * 2, sizeof *r0), *c0 = r0 + total;
+    /* operands may carry a leading stage dimension (rank 3; mma_lanes checked) */
+    int rA = A->u.load.buf->rank, rB = B->u.load.buf->rank;
     for (int64_t t = 0; t < total && e->ok; t++) {
-        Expr *ia[2], *ib[2], *ic[2];
+        Expr *ia[8], *ib[8], *ic[2];
         int64_t rem = t;
-        for (int d = 0; d < 2; d++) {
-            ia[d] = A->u.load.idx[d];
-            ib[d] = B->u.load.idx[d];
-            ic[d] = drop_thread_terms(e, s->u.stmt.idx[d]);
+        for (int d = 0; d < 8; d++) {
+            if (d < rA) ia[d] = A->u.load.idx[d];
+            if (d < rB) ib[d] = B->u.load.idx[d];
+            if (d < 2) ic[d] = drop_thread_terms(e, s->u.stmt.idx[d]);
         }
         for (int i = nc - 1; i >= 0; i--) {
             Expr *cv = ir_int(k, rem % ext[i]);
             rem /= ext[i];
-            for (int d = 0; d < 2; d++) {
-                ia[d] = ir_subst(k, ia[d], chain[i]->u.loop.var, cv);
-                ib[d] = ir_subst(k, ib[d], chain[i]->u.loop.var, cv);
-                ic[d] = ir_subst(k, ic[d], chain[i]->u.loop.var, cv);
+            for (int d = 0; d < 8; d++) {
+                if (d < rA) ia[d] = ir_subst(k, ia[d], chain[i]->u.loop.var, cv);
+                if (d < rB) ib[d] = ir_subst(k, ib[d], chain[i]->u.loop.var, cv);
+                if (d < 2) ic[d] = ir_subst(k, ic[d], chain[i]->u.loop.var, cv);
             }
         }
         const Var *zv[3] = {vi, vj, vk};
-        for (int d = 0; d < 2; d++)
+        for (int d = 0; d < 8; d++)
             for (int z = 0; z < 3; z++) {
-                ia[d] = ir_subst(k, ia[d], zv[z], ir_int(k, 0));
-                ib[d] = ir_subst(k, ib[d], zv[z], ir_int(k, 0));
-                ic[d] = ir_subst(k, ic[d], zv[z], ir_int(k, 0));
+                if (d < rA) ia[d] = ir_subst(k, ia[d], zv[z], ir_int(k, 0));
+                if (d < rB) ib[d] = ir_subst(k, ib[d], zv[z], ir_int(k, 0));
+                if (d < 2) ic[d] = ir_subst(k, ic[d], zv[z], ir_int(k, 0));
             }
-        for (int d = 0; d < 2; d++) {
-            ia[d] = ir_simplify(k, ia[d]);
-            ib[d] = ir_simplify(k, ib[d]);
-            ic[d] = ir_simplify(k, ic[d]);
+        for (int d = 0; d < 8; d++) {
+            if (d < rA) ia[d] = ir_simplify(k, ia[d]);
+            if (d < rB) ib[d] = ir_simplify(k, ib[d]);
+            if (d < 2) ic[d] = ir_simplify(k, ic[d]);
         }
-        if (!mult_of(e, ia[1], 8) || !mult_of(e, ib[1], 8)) {
+        if (!mult_of(e, ia[rA - 1], 8) || !mult_of(e, ib[rB - 1], 8)) {
             diag_error(e->d, mn->span, "mma loop %s: the operand tiles must start at a multiple of 8 "
                        "elements in their contiguous dimension (16-byte ldmatrix rows)", vi->name);
             e->ok = false;
@@ -1613,6 +1642,122 @@ static bool mma_chain(const Node *n, const Node **chain, int *nc, const Node **m
     return true;
 }
 
+/* ------------------------------------------------------------------ pipeline
+ * A loop marked pipeline (passes/xform_gpu.c) starts with copy nests into shared
+ * buffers whose first index is the stage `v % S`.  At block level it becomes the
+ * multi-stage software pipeline of sm_80+:
+ *
+ *     copies of iterations 0 .. S-2 (cp.async), one commit group each
+ *     for v: wait until at most S-2 groups are pending (iteration v has landed in
+ *            this thread's copies), __syncthreads (everyone's have, and everyone
+ *            has finished iteration v-1, whose stage the next copies overwrite),
+ *            copies of iteration v+S-1, commit, then the rest of the body
+ *
+ * so S-1 tiles are in flight while one is used.  Copies that are 8- or 16-byte
+ * vector copies from global memory are cp.async; others are ordinary stores, which
+ * the same barrier publishes.  A commit is issued every iteration, empty past the
+ * end, so the group count that wait_group relies on stays uniform. */
+
+/* The stage count of copy node n of pipelined loop v: every statement below writes
+ * a shared buffer with `=` at first index `v % S`; 0 when n is not such a node. */
+static int64_t stage_copy(const Node *n, const Var *v)
+{
+    if (n->kind == N_STMT) {
+        const Buffer *b = n->u.stmt.buf;
+        const Expr *i0 = b->rank ? n->u.stmt.idx[0] : NULL;
+        if (b->mem != MEM_SHARED || n->u.stmt.op != SOP_ASSIGN || !i0 || i0->kind != IE_MOD ||
+            i0->args[0]->kind != IE_VAR || i0->args[0]->u.var != v || i0->args[1]->kind != IE_INT)
+            return 0;
+        return i0->args[1]->u.i >= 2 ? i0->args[1]->u.i : 0;
+    }
+    const NodeList *b = ir_body((Node *)n);
+    int64_t S = 0;
+    for (int i = 0; b && i < b->n; i++) {
+        int64_t t = stage_copy(b->v[i], v);
+        if (!t || (S && t != S)) return 0;
+        S = t;
+    }
+    return S;
+}
+
+/* Emits pipelined loop n; false (nothing written) when its shape does not allow
+ * it, and the caller runs it as a plain serial loop, which means the same. */
+static bool emit_pipeline(Em *e, const Node *n)
+{
+    const NodeList *body = &n->u.loop.body;
+    const Var *v = n->u.loop.var;
+    int64_t S = 0, lo;
+    int nc = 0;
+    while (nc < body->n) {
+        int64_t t = stage_copy(body->v[nc], v);
+        if (!t || (S && t != S)) break;
+        S = t;
+        nc++;
+    }
+    if (nc == 0 || nc == body->n || e->pvar || !cval(e, n->u.loop.lo, &lo) || lo < 0) return false;
+    /* The copies move to earlier iterations: they must read nothing the loop writes,
+     * and nothing after them may write what they fill. */
+    int nb = e->k->nbufs;
+    uint8_t *rc = xcalloc((size_t)nb * 4 + 1, 1), *wc = rc + nb, *rr = wc + nb, *wr = rr + nb;
+    for (int i = 0; i < body->n; i++) node_access(e, body->v[i], i < nc ? rc : rr, i < nc ? wc : wr);
+    bool ok = true;
+    for (int i = 0; i < nb && ok; i++) ok = !(rc[i] && (wc[i] || wr[i])) && !(wc[i] && wr[i]);
+    free(rc);
+    if (!ok) return false;
+    const char *vs = vn(e, v);
+    StrBuf los = {0}, his = {0};
+    emit_expr(e, n->u.loop.lo, &los);
+    emit_expr(e, n->u.loop.hi, &his);
+    NodeList copies = {body->v, nc, nc}, rest = {body->v + nc, body->n - nc, body->n - nc};
+    line(e, "{   /* %s: %" PRId64 "-stage pipeline; the copies of iteration %s + %" PRId64 " are in flight "
+         "while %s computes */", n->u.loop.var->name, S, vs, S - 1, vs);
+    e->ind++;
+    e->pvar = v;
+    line(e, "#pragma unroll");
+    line(e, "for (idx_t pf_pre = 0; pf_pre < %" PRId64 "; ++pf_pre) {", S - 1);
+    e->ind++;
+    line(e, "const idx_t %s = %s + pf_pre;", vs, los.s);
+    line(e, "if (%s < %s) {", vs, his.s);
+    e->ind++;
+    e->pcopy = true;
+    emit_nodes(e, &copies);
+    e->pcopy = false;
+    e->ind--;
+    line(e, "}");
+    line(e, "pf_cp_commit();");
+    e->ind--;
+    line(e, "}");
+    line(e, "for (idx_t %s = %s; %s < %s; ++%s) {", vs, los.s, vs, his.s, vs);
+    e->ind++;
+    line(e, "pf_cp_wait<%" PRId64 ">();   /* this thread's copies of %s have landed */", S - 2, vs);
+    line(e, "__syncthreads();   /* everyone's have, and stage (%s - 1) %% %" PRId64 " is free */", vs, S);
+    line(e, "{");
+    e->ind++;
+    line(e, "const idx_t pf_next = %s + %" PRId64 ";", vs, S - 1);
+    line(e, "if (pf_next < %s) {", his.s);
+    e->ind++;
+    line(e, "const idx_t %s = pf_next;", vs);
+    e->pcopy = true;
+    emit_nodes(e, &copies);
+    e->pcopy = false;
+    e->ind--;
+    line(e, "}");
+    line(e, "pf_cp_commit();");
+    e->ind--;
+    line(e, "}");
+    emit_nodes(e, &rest);
+    e->ind--;
+    line(e, "}");
+    line(e, "pf_cp_wait<0>();");
+    e->pvar = NULL;
+    e->ind--;
+    line(e, "}");
+    e->npipe++;
+    sb_free(&los);
+    sb_free(&his);
+    return true;
+}
+
 static void emit_loop(Em *e, const Node *n)
 {
     LoopKind lk = n->u.loop.kind;
@@ -1625,6 +1770,8 @@ static void emit_loop(Em *e, const Node *n)
     int64_t vlo, vw;
     if ((lk == LOOP_MMA || lk == LOOP_UNROLL) && e->sched && mma_chain(n, chain, &nc, &mn)) {
         emit_mma_group(e, chain, nc, mn);
+    } else if (lk == LOOP_PIPELINE && e->sched && e->tdepth == 0 && emit_pipeline(e, n)) {
+        /* copies overlapped with work */
     } else if (lk == LOOP_MMA) {
         /* a triple whose warp cannot be known (an unscheduled launch) is refused
          * rather than run per thread */
@@ -2006,6 +2153,12 @@ static const char prelude[] =
     "static __device__ __forceinline__ void pf_ldsm_x4_t(unsigned *r, const void *p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(pf_saddr(p)) : \"memory\"); }\n"
     "static __device__ __forceinline__ void pf_ldsm_x2(unsigned *r, const void *p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(pf_saddr(p)) : \"memory\"); }\n"
     "static __device__ __forceinline__ void pf_ldsm_x2_t(unsigned *r, const void *p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(pf_saddr(p)) : \"memory\"); }\n"
+    "/* Asynchronous copies (sm_80+) for software pipelines: global -> shared without registers, in commit\n"
+    " * groups; wait_group N returns when at most N of this thread's groups are pending. */\n"
+    "static __device__ __forceinline__ void pf_cp_async16(void *s, const void *g) { asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\" :: \"r\"(pf_saddr(s)), \"l\"(g) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_cp_async8(void *s, const void *g) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8;\" :: \"r\"(pf_saddr(s)), \"l\"(g) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_cp_commit() { asm volatile(\"cp.async.commit_group;\" ::: \"memory\"); }\n"
+    "template <int N> static __device__ __forceinline__ void pf_cp_wait() { asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(N) : \"memory\"); }\n"
     "static __device__ __forceinline__ void pf_mma_f16(float *c, const unsigned *a, const unsigned *b) { asm(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3]) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1])); }\n"
     "static __device__ __forceinline__ void pf_mma_bf16(float *c, const unsigned *a, const unsigned *b) { asm(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3]) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1])); }\n\n";
 

@@ -23,7 +23,7 @@ for k in gemm_tc_f16 gemm_tc_bf16; do
   grep -q 'float acc\[4\]\[4\]\[4\];' "$tmp/$k.cu" || bad "$k: accumulator not in fragment layout"
   grep -q "pf_mma_$t(acc\[3\]\[3\]" "$tmp/$k.cu" || bad "$k: no mma call"
   grep -q 'pf_ldsm_x2_t(' "$tmp/$k.cu" || bad "$k: B not read with ldmatrix.trans"
-  grep -q 'uint4' "$tmp/$k.cu" || bad "$k: no 128-bit staging copies"
+  grep -q 'pf_cp_async16(' "$tmp/$k.cu" || bad "$k: no 128-bit asynchronous staging copies"
 done
 # The contract: threadIdx.x is the lane, so a launch whose thread.x loops are not 32
 # wide is refused.

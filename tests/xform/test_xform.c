@@ -32,6 +32,10 @@ static const Case cases[] = {
     {GEMM, 0, "M=7,N=9,K=11", "split(q, 4)", "no loop `q`", 0, 0},
     {GEMM, 0, "M=7,N=9,K=11", "split(i, 4, j, x)", "already in use", 0, 0},
     {GEMM, 0, "M=7,N=9,K=11", "split(i, 4, tail=sideways)", "tail= takes", 0, 0},
+    /* a factor past a constant extent is clamped to it: no guard, one outer trip */
+    {GEMM, 0, "M=7,N=9,K=3", "split(k, 256)", 0, "for ki in 0..3", "if "},
+    /* a one-lane vector loop (a 16-wide split clamped to N = 1) is accepted, left serial */
+    {GEMM, 0, "M=7,N=1,K=3", "distribute(j) split(j, 16) vectorize(ji)", 0, 0, "vector"},
     {GEMM, 0, "M=7,N=9,K=11", "parallel(i) split(i, 2)", "already marked parallel", 0, 0},
     /* tile and reorder */
     {GEMM, 0, "M=7,N=9,K=11", "tile(i, j, 4, 2)", 0, "| | for ii in 0..4", 0},
@@ -40,6 +44,11 @@ static const Case cases[] = {
     {GEMM, 0, "M=7,N=9,K=11", "reorder(k, j)", "not perfectly nested", 0, 0},
     {GEMM, 0, "M=7,N=9,K=11", "tile(i, k, 4, 4)", "must be the only content", 0, 0},
     {GEMM, 0, "M=7,N=9,K=11", "split(i, 4) reorder(j, ii, io)", 0, "for j in", 0},
+    /* staging a temporary produced afresh by each iteration needs no copies ... */
+    {SOFTMAX, 0, "R=5,C=7", "fuse(m.r, e.r) fuse(m.r, s.r) fuse(m.r, Y.r) cache(e, m.r, name=er)", 0,
+     "er[0, e.c] = exp(", "er_c"},
+    /* ... but one whose values are read outside the loop is copied back */
+    {SOFTMAX, 0, "R=5,C=7", "cache(e, e.r, name=er)", 0, "] = er[er_c01, er_c11]", 0},
     /* fuse */
     {SOFTMAX, 0, "R=5,C=7", "fuse(m.r, e.r)", 0, 0, "for e.r"},
     {SOFTMAX, 0, "R=5,C=7", "fuse(m.r, s.r)", "must directly follow", 0, 0},
