@@ -14,6 +14,11 @@ int cli_run_interp(Compilation *c)
         return 1;
     uint64_t seed = c->o->seed_given ? c->o->seed : 1;
     double **bufs = ir_alloc_buffers(k, seed);
+    if (!bufs) {
+        diag_plain(&c->diags, DIAG_ERROR, "kernel %s is too large for the interpreter at these sizes "
+                   "(its buffers do not fit in memory); bind smaller sizes with -D", k->name);
+        return 1;
+    }
     double t0 = now_seconds();
     bool ok = ir_interp(k, bufs, &c->diags);
     double dt = now_seconds() - t0;

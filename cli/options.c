@@ -114,8 +114,8 @@ int options_parse(Options *o, int argc, char **argv)
             const char *eq = strchr(def, '=');
             if (!eq || eq == def)
                 return usage_error("-D takes NAME=VALUE, not '%s'", def);
-            if (!parse_int(eq + 1, &v) || v <= 0)
-                return usage_error("-D %s: the value must be a positive integer", def);
+            if (!parse_int(eq + 1, &v) || v < 0)
+                return usage_error("-D %s: the value must be a non-negative integer", def);
             if (o->ndefines == MAX_DEFINES)
                 return usage_error("too many -D options (the limit is %s)", "64");
             char *name = xmalloc((size_t)(eq - def) + 1);

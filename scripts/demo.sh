@@ -17,13 +17,17 @@ sizes=(-D M=33 -D N=17 -D K=7 -D B=2 -D H=2 -D S=9 -D D=8 -D R=7 -D C=33)
 fail=0
 for f in stdlib/*.pdl; do
   for k in $(sed -n 's/^kernel \([A-Za-z_][A-Za-z0-9_]*\).*/\1/p' "$f"); do
-    # Bind only the parameters this kernel has.
+    # Bind the parameters this kernel has (overriding large defaults such as the
+    # 4096 of the GPU GEMMs); convolution geometry keeps its own defaults.
     params=$(sed -n "s/^kernel $k(\(.*\)).*/\1/p" "$f" | tr -d ' ')
     args=()
     for ((i = 0; i < ${#sizes[@]}; i += 2)); do
       name=${sizes[i+1]%%=*}
-      if echo ",$params," | grep -qE ",$name(=[0-9]+)?,"; then
-        echo ",$params," | grep -qE ",$name=[0-9]+," || args+=(-D "${sizes[i+1]}")
+      if echo ",$params," | grep -qE ",$name,"; then
+        args+=(-D "${sizes[i+1]}")
+      else
+        def=$(echo ",$params," | sed -n "s/.*,$name=\([0-9]*\),.*/\1/p")
+        [ -n "$def" ] && [ "$def" -gt 256 ] && args+=(-D "${sizes[i+1]}")
       fi
     done
     loops=$("$perfc" "$f" -k "$k" "${args[@]}" --no-schedule -emit ir 2>/dev/null | grep -c 'for ')
@@ -36,19 +40,37 @@ for f in stdlib/*.pdl; do
 done
 
 printf '\n== 2. CPU: sgemm through perfc beside OpenBLAS (validated, then timed) ==\n\n'
+# One row per run: every number is from a kernel that passed validation in the same
+# process (perfc exits 2 and prints no speed otherwise).
+row() {  # row LABEL perfc-args...
+  local label=$1; shift
+  local j
+  if j=$("$perfc" "$@" --json 2>/tmp/perfc_demo_err.$$); then
+    echo "$j" | jq -r --arg l "$label" '[$l, (.time_ms.median|tostring), (.gflops*100|round/100|tostring),
+        (.baseline.gflops // 0 |.*100|round/100|tostring), (.vs_baseline // 0 |.*1000|round/1000|tostring),
+        (.rel_error|tostring)] | @tsv' | awk -F'\t' '{printf "%-34s %10.3f %9s %9s %7s  %s\n", $1, $2, $3, $4, $5, $6}'
+  else
+    echo "$label: FAILED (exit $?): $(tail -3 /tmp/perfc_demo_err.$$ | tr '\n' ' ')"; fail=1
+  fi
+  rm -f /tmp/perfc_demo_err.$$
+}
 if "$perfc" stdlib/gemm.pdl -D M=64 -D N=64 -D K=64 -emit llvm >/dev/null 2>&1; then
+  printf '%-34s %10s %9s %9s %7s  %s\n' "sgemm 1024^3" "ms" "GFLOP/s" "OpenBLAS" "ratio" "rel.error"
   for t in 1 $(nproc); do
-    "$perfc" stdlib/gemm.pdl -k gemm -target host -D M=1024 -D N=1024 -D K=1024 --threads "$t" --run --compare openblas || fail=1
-    echo
+    row "schedule from stdlib, $t thread(s)" stdlib/gemm.pdl -k gemm -target host -D M=1024 -D N=1024 -D K=1024 \
+        --threads "$t" --run --compare openblas
   done
+  printf '\n-- autotuning the same GEMM (database: %s) --\n\n' "${XDG_CACHE_HOME:-$HOME/.cache}/perfc/tune.db"
+  "$perfc" stdlib/gemm.pdl -k gemm -target host -D M=1024 -D N=1024 -D K=1024 --threads 1 \
+      --autotune --budget 24 --time 120 --compare openblas || fail=1
 else
   echo "this perfc has no CPU code generator (LLVM 19 missing at build time): CPU rows skipped"
 fi
-
 printf '\n== 3. GPU ==\n\n'
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-  for dt in gemm gemm_f16; do
-    "$perfc" stdlib/gemm.pdl -k $dt -target sm_90 -D M=4096 -D N=4096 -D K=4096 --run --compare cublas || fail=1
+  for k in gemm_tiled gemm_tc_f16 gemm_tc_bf16; do
+    "$perfc" stdlib/gemm.pdl -k $k -target sm_90 -D M=4096 -D N=4096 -D K=4096 --run --compare cublas || fail=1
+    echo
   done
 else
   echo "no NVIDIA GPU on this machine: GPU rows skipped (perfc still emits CUDA: -target sm_90 -emit cuda)"
