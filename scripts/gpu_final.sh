@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# One device call that checks the whole GPU side of a release: the GPU-labelled
+# tests, every stdlib kernel validated on the GPU at odd shapes through `perfc --run`
+# (default mapping, no schedule), and `make demo`'s script with its GPU rows (perfc
+# vs cuBLAS, validated in the same run).  It runs from the repository root on the
+# device machine with the carried folder carry/final (perfc.xz: the static perfc;
+# the two GPU test binaries).  Logs go to $OUT.
+set -u
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+O=${OUT:-/tmp/gpu_final}
+mkdir -p "$O" /tmp/pf
+xz -dc carry/final/perfc.xz > /tmp/pf/perfc && chmod +x /tmp/pf/perfc
+P=/tmp/pf/perfc
+rc=0
+step() { echo "== $*"; }
+step GPU; date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv 2>&1
+
+step "GPU tests"
+for t in test_cuda_gpu test_rt_gpu; do
+  timeout 240 carry/final/$t >"$O/$t.log" 2>&1; s=$?
+  echo "$t: exit $s"; tail -3 "$O/$t.log"; [ $s = 0 ] || rc=1
+done
+
+step "every stdlib kernel on sm_90 at odd shapes, validated (default mapping)"
+sizes="-D M=33 -D N=17 -D K=7 -D B=2 -D H=2 -D S=9 -D D=8 -D R=7 -D C=33"
+for f in stdlib/*.pdl; do
+  for k in $(sed -n 's/^kernel \([A-Za-z_][A-Za-z0-9_]*\).*/\1/p' "$f"); do
+    params=$(sed -n "s/^kernel $k(\(.*\)).*/\1/p" "$f" | tr -d ' ')
+    args=()
+    for kv in $sizes; do
+      [ "$kv" = -D ] && continue
+      name=${kv%%=*}
+      echo ",$params," | grep -qE ",$name(=[0-9]+)?," && args+=(-D "$kv")
+    done
+    # conv kernels keep their small default geometry
+    case $k in conv2d|depthwise_conv2d) args=();; esac
+    out=$(timeout 60 "$P" "$f" -k "$k" "${args[@]}" --no-schedule -target sm_90 --run --json 2>&1); s=$?
+    echo "$k: exit $s $(echo "$out" | grep -o '"rel_error": [^,]*' | head -1)"
+    [ $s = 0 ] || { rc=1; echo "$out" | tail -5; }
+  done
+done
+
+step "make demo's script (GPU rows present)"
+timeout 400 bash scripts/demo.sh "$P" 2>&1 | tee "$O/demo.log" | tail -60
+exit $rc
