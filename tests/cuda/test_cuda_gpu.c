@@ -242,11 +242,13 @@ int main(int argc, char **argv)
     gpu = gpu_open(0, &d);
     if (!gpu) {
         printf("skipped: %s", d.text.s ? d.text.s : "no GPU\n");
+        diag_free(&d);
         return 77;
     }
     char why[256];
     if (!cg_nvrtc_available(why, sizeof why)) {
         printf("skipped: %s\n", why);
+        diag_free(&d);
         return 77;
     }
     StrBuf s = {0};
