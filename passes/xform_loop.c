@@ -409,6 +409,41 @@ bool xf_tile(XfCtx *c)
 
 /* ---------------- fuse ---------------- */
 
+/* Whether the nodes lst[from..to) may move before loop a: no element is accessed
+ * by both a and them with a write on either side (in the same iteration of the
+ * loops around a). */
+static bool fuse_hoist_ok(XfCtx *c, Node *a, Node *b, NodeList *lst, int from, int to)
+{
+    AccVec aa = {0};
+    acc_collect(c->k, a, &aa);
+    Node *outer[64];
+    int no = xf_enclosing_loops(a, outer, 63);
+    DepRel rel[64];
+    for (int i = 0; i < no; i++)
+        rel[i] = (DepRel){outer[i]->u.loop.var, outer[i]->u.loop.var, 0};
+    bool ok = true;
+    for (int m = from; m < to && ok; m++) {
+        AccVec mm = {0};
+        acc_collect(c->k, lst->v[m], &mm);
+        for (int i = 0; i < aa.n && ok; i++)
+            for (int j = 0; j < mm.n && ok; j++) {
+                Access *x = &aa.v[i], *y = &mm.v[j];
+                if (x->buf != y->buf || (!x->write && !y->write))
+                    continue;
+                if (dep_may_conflict(c->k, x, y, rel, no)) {
+                    xf_err(c, "%s must directly follow %s in the same body, and what lies between "
+                              "cannot move before %s: it shares `%s` with it",
+                           b->u.loop.var->name, a->u.loop.var->name, a->u.loop.var->name, x->buf->name);
+                    xf_note_dep(c, x, y);
+                    ok = false;
+                }
+            }
+        acc_free(&mm);
+    }
+    acc_free(&aa);
+    return ok;
+}
+
 bool xf_fuse(XfCtx *c)
 {
     Node *a = xf_arg_loop(c, 0), *b = a ? xf_arg_loop(c, 1) : NULL;
@@ -419,11 +454,18 @@ bool xf_fuse(XfCtx *c)
         return false;
     }
     if (a->parent != b->parent || xf_list_of(c->k, a) != xf_list_of(c->k, b) ||
-        xf_index_in(c->k, b) != xf_index_in(c->k, a) + 1) {
+        xf_index_in(c->k, b) <= xf_index_in(c->k, a)) {
         xf_err(c, "%s must directly follow %s in the same body", b->u.loop.var->name,
                a->u.loop.var->name);
         return false;
     }
+    /* Statements between a and b (a reduction's initialisation, say) are moved
+     * before a when they share no element with a that either writes: then the two
+     * orders compute the same thing. */
+    NodeList *lst = xf_list_of(c->k, a);
+    int ia = xf_index_in(c->k, a), ib = xf_index_in(c->k, b);
+    if (ib > ia + 1 && !fuse_hoist_ok(c, a, b, lst, ia + 1, ib))
+        return false;
     if (!need_serial(c, a) || !need_serial(c, b))
         return false;
     if (!xf_expr_equal(c->k, a->u.loop.lo, b->u.loop.lo) ||
@@ -468,6 +510,11 @@ bool xf_fuse(XfCtx *c)
     acc_free(&bb);
     if (!ok || c->dry)
         return ok;
+    for (int i = ia + 1; i < ib; i++) { /* each between-node goes just before a */
+        Node *m = lst->v[i];
+        ir_list_remove(lst, i);
+        ir_list_insert(lst, ia++, m, a->parent);
+    }
     Expr *av = ir_var(c->k, a->u.loop.var);
     for (int i = 0; i < b->u.loop.body.n; i++) {
         Node *x = b->u.loop.body.v[i];

@@ -164,6 +164,71 @@ static void test_exp(const char *target)
     ir_free(k);
 }
 
+/* exp in f32 densely: every 61st f32 bit pattern with the sign both ways (every
+ * float when PERFC_EXP_EXHAUSTIVE is set; about a minute per target), against libm
+ * in double.  Within 2 ulp of the exact value (a subnormal's ulp is 2^-149), exactly
+ * inf / 0 where the rounded result is, NaN for NaN.  Prints the worst error seen. */
+static void test_exp_dense(const char *target)
+{
+    enum { N = 1 << 16 };
+    Kernel *k = ir_kernel_new("expd", (Span){0});
+    Buffer *X = cgt_buf(k, "X", DT_F32, BUF_IN, N, -1), *Y = cgt_buf(k, "Y", DT_F32, BUF_OUT, N, -1);
+    Var *i = ir_new_var(k, "i"), *ii = ir_new_var(k, "ii");
+    Node *l = cgt_loop(k, NULL, i, cgt_i(k, 0), cgt_i(k, N / 8), LOOP_SERIAL);
+    Node *lv = cgt_loop(k, l, ii, cgt_i(k, 0), cgt_i(k, 8), LOOP_VECTOR);
+    Expr *ie = cgt_add(k, cgt_mul(k, cgt_v(k, i), cgt_i(k, 8)), cgt_v(k, ii));
+    cgt_push(k, lv, cgt_st(k, Y, ie, NULL, SOP_ASSIGN, ir_un(k, IE_EXP, cgt_ld(k, X, ie, NULL))));
+    Diags d;
+    diag_init(&d);
+    JitKernel *j = cg_llvm_jit(k, target, &d);
+    diag_flush(&d, stderr);
+    diag_free(&d);
+    CHECK(j, "exp dense: JIT for %s", target);
+    if (j) {
+        float *x = cgt_alloc(N * 4), *y = cgt_alloc(N * 4);
+        uint64_t stride = getenv("PERFC_EXP_EXHAUSTIVE") ? 1 : 61;
+        uint64_t bad = 0, count = 0;
+        double worst = 0, worst_x = 0;
+        for (uint64_t b = 0; b < (1ull << 32);) {
+            int n = 0;
+            for (; n < N && b < (1ull << 32); n++, b += stride) {
+                uint32_t u = (uint32_t)b;
+                memcpy(&x[n], &u, 4);
+            }
+            for (int t = n; t < N; t++)
+                x[t] = 0;
+            void *bufs[2] = {x, y};
+            cg_jit_run(j, bufs);
+            for (int t = 0; t < n; t++) {
+                count++;
+                if (isnan(x[t])) {
+                    bad += !isnan(y[t]);
+                    continue;
+                }
+                double e = exp((double)x[t]);
+                float ef = (float)e;
+                if (isinf(ef) || ef == 0) {
+                    bad += y[t] != ef;
+                    continue;
+                }
+                double ulp = ef < 1.1754944e-38f ? 0x1p-149 : fabs((double)nextafterf(ef, INFINITY) - ef);
+                double err = fabs(y[t] - e) / ulp;
+                if (err > worst)
+                    worst = err, worst_x = x[t];
+                bad += err > 2;
+            }
+        }
+        printf("exp on %s: %llu points, worst error %.3f ulp at x = %a\n", target, (unsigned long long)count, worst,
+               worst_x);
+        CHECK(bad == 0, "%s: exp wrong at %llu of %llu points", target, (unsigned long long)bad,
+              (unsigned long long)count);
+        free(x);
+        free(y);
+        cg_jit_free(j);
+    }
+    ir_free(k);
+}
+
 /* ---- diagnostics ---- */
 
 static void test_diagnostics(void)
@@ -238,6 +303,7 @@ int main(void)
     for (int t = 0; t < nt; t++) {
         test_conversions(targets[t]);
         test_exp(targets[t]);
+        test_exp_dense(targets[t]);
     }
     test_diagnostics();
     if (cgt_failures)

@@ -52,6 +52,13 @@ static const Case cases[] = {
     /* fuse */
     {SOFTMAX, 0, "R=5,C=7", "fuse(m.r, e.r)", 0, 0, "for e.r"},
     {SOFTMAX, 0, "R=5,C=7", "fuse(m.r, s.r)", "must directly follow", 0, 0},
+    /* what lies between may move before the first loop when it shares nothing with it:
+     * the sum's initialisation (s = 0 and the rfactor's s_rf = 0) goes before the exp
+     * loop; the exp loop (it reads m) cannot go before the max loop */
+    {SOFTMAX, 0, "R=5,C=7",
+     "fuse(m.r, e.r) fuse(m.r, s.r) fuse(m.r, Y.r) split(e.c, 4) split(s.c, 4) rfactor(s.ci) fuse(e.co, s.co)", 0,
+     "| s[m.r] = 0\n| for s.ci_init in 0..4\n| | s_rf[s.ci_init] = 0\n| for e.co in", "for s.co"},
+    {SOFTMAX, 0, "R=5,C=7", "fuse(m.r, s.r)", "cannot move before m.r: it shares `m`", 0, 0},
     {CASES, "mirror", "N=9", "fuse(t.i, Y.i)", "later iteration", 0, 0},
     {CASES, "axpy2", "N=5,M=6", "fuse(a.i, b.i) fuse(a.i, Y.i) fuse(a.j, b.j) fuse(a.j, Y.j)", 0, 0, 0},
     /* distribute */
