@@ -698,3 +698,21 @@ Node *ir_find_loop(Kernel *k, const char *name)
 {
     return find_loop(&k->body, name);
 }
+
+bool ir_expr_uses_var(const Expr *e, const Var *v)
+{
+    if (!e)
+        return false;
+    if (e->kind == IE_VAR)
+        return e->u.var == v;
+    if (e->kind == IE_LOAD) {
+        for (int i = 0; i < e->u.load.buf->rank; i++)
+            if (ir_expr_uses_var(e->u.load.idx[i], v))
+                return true;
+        return false;
+    }
+    for (int i = 0; i < ir_expr_arity(e->kind); i++)
+        if (ir_expr_uses_var(e->args[i], v))
+            return true;
+    return false;
+}

@@ -207,6 +207,8 @@ Expr *ir_un(Kernel *k, ExprKind op, Expr *a);
 Expr *ir_bin(Kernel *k, ExprKind op, Expr *a, Expr *b); /* result dtype by kind */
 Expr *ir_select(Kernel *k, Expr *c, Expr *a, Expr *b);
 Expr *ir_clone_expr(Kernel *k, const Expr *e);
+/* True when v occurs anywhere in e, load indices included. */
+bool ir_expr_uses_var(const Expr *e, const Var *v);
 /* Replaces every use of v by a copy of with; returns the new tree (a fresh copy:
  * e itself is left intact). */
 Expr *ir_subst(Kernel *k, Expr *e, const Var *v, const Expr *with);

@@ -392,40 +392,23 @@ Node *xf_clone_fresh(Kernel *k, const Node *n)
     return c;
 }
 
-bool xf_expr_uses_var(const Expr *e, const Var *v)
-{
-    if (!e)
-        return false;
-    if (e->kind == IE_VAR)
-        return e->u.var == v;
-    if (e->kind == IE_LOAD) {
-        for (int i = 0; i < e->u.load.buf->rank; i++)
-            if (xf_expr_uses_var(e->u.load.idx[i], v))
-                return true;
-        return false;
-    }
-    for (int i = 0; i < ir_expr_arity(e->kind); i++)
-        if (xf_expr_uses_var(e->args[i], v))
-            return true;
-    return false;
-}
 
 bool xf_tree_uses_var(const Node *n, const Var *v)
 {
     switch (n->kind) {
     case N_LOOP:
-        if (xf_expr_uses_var(n->u.loop.lo, v) || xf_expr_uses_var(n->u.loop.hi, v))
+        if (ir_expr_uses_var(n->u.loop.lo, v) || ir_expr_uses_var(n->u.loop.hi, v))
             return true;
         break;
     case N_IF:
-        if (xf_expr_uses_var(n->u.guard.cond, v))
+        if (ir_expr_uses_var(n->u.guard.cond, v))
             return true;
         break;
     case N_STMT:
         for (int i = 0; i < n->u.stmt.buf->rank; i++)
-            if (xf_expr_uses_var(n->u.stmt.idx[i], v))
+            if (ir_expr_uses_var(n->u.stmt.idx[i], v))
                 return true;
-        return xf_expr_uses_var(n->u.stmt.value, v);
+        return ir_expr_uses_var(n->u.stmt.value, v);
     }
     const NodeList *b = ir_body((Node *)n);
     for (int i = 0; i < b->n; i++)

@@ -154,7 +154,6 @@ void xf_subst_tree(Kernel *k, Node *n, const Var *v, const Expr *with);
 Expr *xf_subst_expr(Kernel *k, const Expr *e, const Var *const *vars, Expr *const *withs, int n);
 /* Deep copy whose loops get fresh variables (the copy can be named on its own). */
 Node *xf_clone_fresh(Kernel *k, const Node *n);
-bool xf_expr_uses_var(const Expr *e, const Var *v);
 bool xf_tree_uses_var(const Node *n, const Var *v);
 /* Calls f on every expression node of the subtree (whole kernel when root is
  * NULL), children before parents.  f may overwrite *e in place. */

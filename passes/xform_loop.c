@@ -317,7 +317,7 @@ static bool bounds_ok(XfCtx *c, Node **band, int n, const int *order)
         Node *l = band[order[i]];
         for (int j = i + 1; j < n; j++) {
             const Var *v = band[order[j]]->u.loop.var;
-            if (xf_expr_uses_var(l->u.loop.lo, v) || xf_expr_uses_var(l->u.loop.hi, v)) {
+            if (ir_expr_uses_var(l->u.loop.lo, v) || ir_expr_uses_var(l->u.loop.hi, v)) {
                 xf_err(c, "the bounds of %s depend on %s, which would be inside it",
                        l->u.loop.var->name, v->name);
                 return false;

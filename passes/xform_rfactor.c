@@ -24,7 +24,7 @@ static Expr *identity(Kernel *k, StmtOp op, DType t)
 static bool idx_uses(const Node *s, const Var *v)
 {
     for (int d = 0; d < s->u.stmt.buf->rank; d++)
-        if (xf_expr_uses_var(s->u.stmt.idx[d], v))
+        if (ir_expr_uses_var(s->u.stmt.idx[d], v))
             return true;
     return false;
 }

@@ -105,7 +105,7 @@ bool xf_inline(XfCtx *c)
         bool idx = false;
         for (int d = 0; d < t->rank; d++)
             idx |= ic.vars[d] == p->u.loop.var;
-        if (!idx && xf_expr_uses_var(prod->u.stmt.value, p->u.loop.var)) {
+        if (!idx && ir_expr_uses_var(prod->u.stmt.value, p->u.loop.var)) {
             xf_err(c, "the value of %s depends on loop %s, which does not index it", t->name,
                    p->u.loop.var->name);
             ok = false;

@@ -52,23 +52,6 @@ typedef struct Nest {
     int nspatial;      /* loops before the first reduction loop */
 } Nest;
 
-static bool expr_uses(const Expr *e, const Var *v)
-{
-    if (!e)
-        return false;
-    if (e->kind == IE_VAR)
-        return e->u.var == v;
-    if (e->kind == IE_LOAD) {
-        for (int i = 0; i < e->u.load.buf->rank; i++)
-            if (expr_uses(e->u.load.idx[i], v))
-                return true;
-        return false;
-    }
-    for (int i = 0; i < ir_expr_arity(e->kind); i++)
-        if (expr_uses(e->args[i], v))
-            return true;
-    return false;
-}
 
 static Node *find_reduction(Node *n)
 {
@@ -110,7 +93,7 @@ static bool read_nest(const Kernel *k, Node *top, Nest *n)
         for (int i = 0; i < n->nloops; i++) {
             bool in_idx = false;
             for (int d = 0; d < n->red->u.stmt.buf->rank; d++)
-                in_idx |= expr_uses(n->red->u.stmt.idx[d], n->loops[i]->u.loop.var);
+                in_idx |= ir_expr_uses_var(n->red->u.stmt.idx[d], n->loops[i]->u.loop.var);
             if (!in_idx) {
                 n->nspatial = i;
                 break;
@@ -178,8 +161,8 @@ static const Buffer *panel_operand(const Expr *e, const Var *a, const Var *b)
     if (e->kind == IE_LOAD) {
         bool ua = false, ub = false;
         for (int d = 0; d < e->u.load.buf->rank; d++) {
-            ua |= expr_uses(e->u.load.idx[d], a);
-            ub |= expr_uses(e->u.load.idx[d], b);
+            ua |= ir_expr_uses_var(e->u.load.idx[d], a);
+            ub |= ir_expr_uses_var(e->u.load.idx[d], b);
         }
         return ub && !ua && e->u.load.buf->kind == BUF_IN ? e->u.load.buf : NULL;
     }

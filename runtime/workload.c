@@ -105,23 +105,6 @@ static bool ev(const Kernel *k, const Expr *e, const Env *env, int64_t *out)
     }
 }
 
-static bool mentions(const Expr *e, const Var *v)
-{
-    if (!e)
-        return false;
-    if (e->kind == IE_VAR)
-        return e->u.var == v;
-    if (e->kind == IE_LOAD) {
-        for (int i = 0; i < e->u.load.buf->rank; i++)
-            if (mentions(e->u.load.idx[i], v))
-                return true;
-        return false;
-    }
-    for (int i = 0; i < 3; i++)
-        if (mentions(e->args[i], v))
-            return true;
-    return false;
-}
 
 /* Does anything under l that shapes the iteration space (a loop bound, a guard)
  * depend on v?  Statements do not: their cost is the same at every point. */
@@ -130,11 +113,11 @@ static bool shapes_depend(const NodeList *l, const Var *v)
     for (int i = 0; i < l->n; i++) {
         const Node *n = l->v[i];
         if (n->kind == N_LOOP) {
-            if (mentions(n->u.loop.lo, v) || mentions(n->u.loop.hi, v) ||
+            if (ir_expr_uses_var(n->u.loop.lo, v) || ir_expr_uses_var(n->u.loop.hi, v) ||
                 shapes_depend(&n->u.loop.body, v))
                 return true;
         } else if (n->kind == N_IF) {
-            if (mentions(n->u.guard.cond, v) || shapes_depend(&n->u.guard.body, v))
+            if (ir_expr_uses_var(n->u.guard.cond, v) || shapes_depend(&n->u.guard.body, v))
                 return true;
         }
     }
@@ -203,7 +186,7 @@ static void note_reduction(Counter *c, const Node *s)
         const Var *v = c->stack[i]->u.loop.var;
         bool used = false;
         for (int j = 0; j < s->u.stmt.buf->rank && !used; j++)
-            used = mentions(s->u.stmt.idx[j], v);
+            used = ir_expr_uses_var(s->u.stmt.idx[j], v);
         if (!used && c->trip[i] > 0 && len <= INT64_MAX / c->trip[i])
             len *= c->trip[i];
     }
@@ -456,7 +439,7 @@ static bool match_gemm(const Kernel *k, const Node *s, const Node *const *anc, i
     const Expr *mul = strip_fcast(s->u.stmt.value);
     const Expr *x = strip_fcast(mul->args[0]), *y = strip_fcast(mul->args[1]);
     Var *mv = tv[r - 2], *nv = tv[r - 1];
-    if (!mentions(x, mv)) {
+    if (!ir_expr_uses_var(x, mv)) {
         const Expr *t = x;
         x = y;
         y = t;
