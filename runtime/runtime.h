@@ -221,6 +221,11 @@ typedef struct RunOptions {
     int max_reps;         /* <= 0: 10000 */
     int checks;           /* validation input sets; clamped to >= 2 */
     bool verbose;         /* a line per check and per repetition on stderr */
+    /* Validate only (checks may then be 1, on inputs no earlier run saw): no timing,
+     * no baseline.  For re-proving a kernel whose times are already known, e.g. the
+     * tuning database's winner; a freshly compiled kernel holds no earlier output,
+     * so one fresh input set proves it as the first of the usual checks does. */
+    bool validate_only;
     FILE *out;            /* where the report goes; NULL: stdout */
 } RunOptions;
 
@@ -259,6 +264,9 @@ typedef struct RtResult {
     RtStats base_time;
     double base_gflops, base_rel_error;
     double vs_baseline;   /* perfc GFLOP/s / baseline GFLOP/s */
+    /* 0: timed in this run.  Otherwise the Unix time at which the times above were
+     * measured (a tuning database answer; the kernel was re-validated now). */
+    double measured_at;
 } RtResult;
 
 /* Validates and times k on dev.  u is the same kernel before scheduling (NULL: k

@@ -25,6 +25,9 @@
 #include "passes/xform.h"
 #include "runtime/tune.h"
 #include "runtime/tunedb.h"
+#ifdef PERFC_HAVE_SQLITE
+#include <sqlite3.h>
+#endif
 
 static int failures;
 #define CHECK(c, ...)                                                        \
@@ -252,6 +255,56 @@ static void count_row(void *ctx, const TuneRecord *r)
     ++*(int *)ctx;
 }
 
+/* A database written before the baseline columns existed (the first file format)
+ * opens, keeps its rows and takes new ones. */
+static int test_db_upgrade(const char *dir)
+{
+#ifndef PERFC_HAVE_SQLITE
+    (void)dir;
+    return 0;
+#else
+    char path[512];
+    snprintf(path, sizeof path, "%s/old-format.db", dir);
+    unlink(path);
+    sqlite3 *raw;
+    CHECK(sqlite3_open(path, &raw) == SQLITE_OK, "create the old file");
+    const char *old =
+        "CREATE TABLE measurement(id INTEGER PRIMARY KEY, key TEXT NOT NULL, kernel TEXT NOT NULL,"
+        " fingerprint TEXT NOT NULL, shape TEXT NOT NULL, dtypes TEXT NOT NULL, target TEXT NOT NULL,"
+        " device TEXT NOT NULL, version TEXT NOT NULL, threads INTEGER NOT NULL, schedule TEXT NOT NULL,"
+        " params TEXT NOT NULL, median_ms REAL, min_ms REAL, max_ms REAL, gflops REAL, compile_ms REAL,"
+        " valid INTEGER NOT NULL, rel_error REAL, status INTEGER NOT NULL, final INTEGER NOT NULL,"
+        " created REAL NOT NULL);"
+        "INSERT INTO measurement VALUES(1, 'oldkey', 'g', 'f', 'M=1', 'A:f32', 'host', 'dev', '0.1.0', 1,"
+        " 'split(i, 4)\n', 'T=4', 1.5, 1.4, 1.6, 2.0, 3.0, 1, 1e-7, 0, 1, 1700000000);";
+    CHECK(sqlite3_exec(raw, old, NULL, NULL, NULL) == SQLITE_OK, "old schema and row");
+    sqlite3_close(raw);
+    Diags d;
+    diag_init(&d);
+    TuneDb *db = tunedb_open(path, &d);
+    CHECK(db, "open the old file: %s", d.text.s ? d.text.s : "");
+    if (!db)
+        return 1;
+    TuneKey k;
+    memset(&k, 0, sizeof k);
+    snprintf(k.id, sizeof k.id, "oldkey");
+    TuneRecord r;
+    CHECK(tunedb_best(db, &k, &r) && r.median_ms == 1.5 && r.reps == 0 && !r.base_call[0], "old row read");
+    CHECK(tunedb_final_of(db, &k, "split(i, 4)\n", &r) && r.reps == 0, "old final row, no stored reps");
+    tunedb_close(db);
+    db = tunedb_open(path, &d); /* a second open finds the columns there */
+    CHECK(db, "reopen the upgraded file");
+    if (db) {
+        char *ic = tunedb_integrity(db);
+        CHECK(!strcmp(ic, "ok"), "integrity after upgrade %s", ic);
+        free(ic);
+        tunedb_close(db);
+    }
+    diag_free(&d);
+    return 0;
+#endif
+}
+
 static int test_db(const char *dir)
 {
     char path[512];
@@ -292,9 +345,30 @@ static int test_db(const char *dir)
     char *ic = tunedb_integrity(db);
     CHECK(!strcmp(ic, "ok"), "integrity %s", ic);
     free(ic);
+
+    /* A final row keeps the baseline timed beside it; tunedb_final_of finds the
+     * latest final row of a schedule, and a search row (no baseline) is not one. */
+    TuneRecord f;
+    memset(&f, 0, sizeof f);
+    f.key = k1;
+    f.schedule = "param T = 4\nsplit(i, T)\n";
+    f.params = "T=3";
+    f.median_ms = 2.5, f.min_ms = 2.4, f.max_ms = 2.7, f.gflops = 0.4, f.reps = 9;
+    f.valid = true, f.final = true;
+    f.base_call = "cblas_sgemm";
+    f.base_median_ms = 2.0, f.base_min_ms = 1.9, f.base_max_ms = 2.2, f.base_gflops = 0.5, f.base_reps = 11;
+    CHECK(tunedb_add(db, &f, &d), "final row");
+    TuneRecord g;
+    CHECK(tunedb_final_of(db, &k1, f.schedule, &g), "final row found");
+    CHECK(g.final && g.reps == 9 && g.median_ms == 2.5 && !strcmp(g.base_call, "cblas_sgemm") &&
+              g.base_median_ms == 2.0 && g.base_min_ms == 1.9 && g.base_max_ms == 2.2 && g.base_gflops == 0.5 &&
+              g.base_reps == 11,
+          "final row read back (reps %d, base %s %g)", g.reps, g.base_call, g.base_median_ms);
+    CHECK(!tunedb_final_of(db, &k2, f.schedule, &g), "no final row under k2");
+    CHECK(!tunedb_final_of(db, &k1, "split(i, 8)\n", &g), "no final row for another schedule");
     tunedb_close(db);
     diag_free(&d);
-    return 0;
+    return test_db_upgrade(dir);
 }
 
 enum { ROWS_PER_WRITER = 150 };
@@ -453,6 +527,13 @@ static int test_repro(const char *dir, bool warm)
         CHECK(w.measured == 0, "second run measured %d", w.measured);
         CHECK(w.best_block && r.best_block && !strcmp(w.best_block, r.best_block), "same winner");
         CHECK(el < 1.0, "warm answer took %.2f s", el);
+        /* re-validated now on one fresh input set; the times are the winner's
+         * final measurement, not a new one */
+        CHECK(w.final.valid && w.final.checks == 1, "warm answer validated (%d checks)", w.final.checks);
+        CHECK(w.final.measured_at > 0 && w.final.time.median == r.final.time.median &&
+                  w.final.time.reps == r.final.time.reps,
+              "warm answer reports the stored times (%g ms, %d reps; final run %g ms, %d reps)",
+              w.final.time.median, w.final.time.reps, r.final.time.median, r.final.time.reps);
         tune_result_free(&w);
         tune_result_free(&r);
         src_close(&s);
