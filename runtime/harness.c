@@ -570,7 +570,7 @@ int rt_evaluate(RtDevice *dev, const Kernel *k, const Kernel *u, const RunOption
         rc = EXIT_USAGE;
         goto out;
     }
-    if (!(h->golden = rt_golden_new(h->u, &r->work, d))) {
+    if (!(h->golden = rt_golden_new(h->u, &r->work, dev, d))) {
         rc = EXIT_RUNTIME;
         goto release;
     }
