@@ -91,7 +91,8 @@ static void src_close(Src *s)
     arena_free(s->arena);
 }
 
-static const char gemm_text[] = "kernel g(M, N, K) {\n"
+/* used by the tests that run on the host JIT (PERFC_HAVE_LLVM) */
+__attribute__((unused)) static const char gemm_text[] = "kernel g(M, N, K) {\n"
                                 "  in  A: f32[M, K]\n"
                                 "  in  B: f32[K, N]\n"
                                 "  out C: f32[M, N]\n"
@@ -483,6 +484,75 @@ static int test_crash(const char *dir)
 
 /* ---- reproducibility and the warm database, on the real host ---- */
 
+/* ---- a device's own f64 GEMM as the golden, seen through the tuner's proxy ---- */
+
+#ifdef PERFC_HAVE_LLVM
+static RtDevice *hook_dev;
+static int hook_calls, hook_wrong_dev;
+
+/* A plain f64 product standing in for cuBLAS DGEMM: the tuner must hand it the real
+ * device (its impl is the device's own state), never the proxy it wraps it in. */
+static bool fake_gemm_f64(RtDevice *dev, const RtGemm *g, const double *a, const double *b, double *c, Diags *d)
+{
+    (void)d;
+    if (!g)
+        return true;
+    hook_calls++;
+    if (dev != hook_dev)
+        hook_wrong_dev++;
+    for (int64_t i = 0; i < g->m; i++)
+        for (int64_t j = 0; j < g->n; j++) {
+            double acc = 0;
+            for (int64_t k = 0; k < g->k; k++)
+                acc += a[i * g->k + k] * b[k * g->n + j];
+            c[i * g->n + j] = acc;
+        }
+    return true;
+}
+#endif
+
+static int test_golden_hook(void)
+{
+#ifndef PERFC_HAVE_LLVM
+    fprintf(stderr, "skipped: no LLVM\n");
+    return 77;
+#else
+    Src s;
+    if (!src_open(&s, gemm_text, 320)) /* 2*320^3 flops: above the interpreter's share */
+        return 1;
+    Diags d;
+    diag_init(&d);
+    hook_dev = rt_host_open(&d);
+    CHECK(hook_dev, "host device");
+    if (!hook_dev)
+        return 1;
+    hook_dev->gemm_f64 = fake_gemm_f64;
+    hook_dev->gemm_f64_name = "test-dgemm";
+    TuneOptions o;
+    tune_options_init(&o);
+    o.threads = 1;
+    o.budget = 2;
+    o.progress = 0;
+    o.quiet = true;
+    o.no_db = true;
+    o.seed = 5;
+    o.cand_min_time_s = 0.002;
+    o.device = hook_dev;
+    TuneResult r;
+    int rc = tune_kernel(&s.in, &o, &r, &d);
+    diag_flush(&d, stderr);
+    CHECK(rc == 0 && r.has_final && r.final.valid, "tuning with the device's golden: status %d", rc);
+    CHECK(!strcmp(r.final.golden, "test-dgemm"), "golden %s", r.final.golden);
+    CHECK(hook_calls >= 2 && hook_wrong_dev == 0, "hook called %d times, %d with the proxy", hook_calls,
+          hook_wrong_dev);
+    tune_result_free(&r);
+    hook_dev->close(hook_dev);
+    src_close(&s);
+    diag_free(&d);
+    return 0;
+#endif
+}
+
 static int test_repro(const char *dir, bool warm)
 {
 #ifndef PERFC_HAVE_LLVM
@@ -606,6 +676,8 @@ int main(int argc, char **argv)
         rc = test_repro(dir, false);
     else if (!strcmp(what, "warm"))
         rc = test_repro(dir, true);
+    else if (!strcmp(what, "golden_hook"))
+        rc = test_golden_hook();
     else {
         fprintf(stderr, "unknown test %s\n", what);
         return 2;
