@@ -116,6 +116,10 @@ static int enumerate(Kernel *k, Arena *a, SchedItem **out, bool unchecked)
         if (ch) {
             SchedArg r[2] = {nm(ch->u.loop.var->name), nm(v)};
             try_item(&g, "reorder", r, 2);
+            if (l->u.loop.body.n == 1 && l->u.loop.body.v[0] == ch) {
+                SchedArg cl[2] = {nm(v), nm(ch->u.loop.var->name)};
+                try_item(&g, "collapse", cl, 2);
+            }
             for (size_t f = 0; f < sizeof tile_factors / sizeof tile_factors[0]; f++) {
                 SchedArg t[4] = {nm(v), nm(ch->u.loop.var->name), in(tile_factors[f]), in(tile_factors[f])};
                 try_item(&g, "tile", t, 4);

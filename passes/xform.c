@@ -24,6 +24,7 @@ static bool (*const xf_fns[])(XfCtx *) = {
     xf_split, xf_tile, xf_reorder, xf_fuse, xf_distribute, xf_unroll, xf_vectorize, xf_parallel,
     xf_inline, xf_compute_at, xf_cache, xf_rfactor, xf_padding, xf_layout,
     xf_bind, xf_mma, xf_pipeline, /* xform_gpu.c */
+    xf_collapse,                  /* xform_collapse.c */
 };
 _Static_assert(sizeof xf_fns / sizeof xf_fns[0] == XF_COUNT, "one function per transformation");
 

@@ -26,12 +26,27 @@ typedef struct Space {
     int param[XF_MAXC];
     bool overflow;           /* more columns were needed than XF_MAXC */
     bool symbolic;           /* bound parameters stay columns too (for rewriting) */
+    /* Floor division by a positive constant (`v / 4`, `v % 4`, left by collapse and
+     * by a pipeline's stage index): with divs set, aff_of gives `n / d` a column q of
+     * its own (param -2) and records n and d; the dependence tests (pair systems,
+     * xf_prove_le) then add 0 <= n - d*q <= d-1 and q's bounds.  Off by default;
+     * a system missing those rows only has more solutions (still sound), and
+     * vectorize uses the columns for coefficients alone. */
+    bool divs;
+    int ndiv, ndiv_added;
+    struct { Aff num; int64_t d; int col; } div[8];
 } Space;
 
 /* Constraints: every eq row == 0, every ineq row >= 0. */
 typedef struct Sys {
     Aff *eq, *in;
     int neq, nin, ceq, cin;
+    /* Set for systems with floor-division columns (Space.divs): when Fourier-Motzkin
+     * finds no contradiction, sys_feasible also tries each value of the variables with
+     * at most 8 values (unrolled loops, remainders), which decides the mixed-radix
+     * subscripts a collapsed loop leaves (`8*au + af/4`) that the rational relaxation
+     * cannot. */
+    bool split;
 } Sys;
 
 void space_init(Space *sp, const Kernel *k);
@@ -118,6 +133,9 @@ int dep_directions(const Kernel *k, const Access *a, const Access *b, const DepR
                    int nfixed, const Var *const *va, const Var *const *vb, int n, int8_t *out,
                    int cap);
 
+/* Case analysis over small variables in every dependence test while on (see
+ * Sys.split); bind turns it on around its own queries. */
+void dep_set_cases(bool on);
 /* Loops enclosing node n (not n), outermost first; returns their number. */
 int xf_enclosing_loops(const Node *n, Node **out, int cap);
 /* The loop-carried dependence that forbids running loop l's iterations in any
@@ -217,6 +235,8 @@ bool xf_layout(XfCtx *c);
 bool xf_bind(XfCtx *c);
 bool xf_mma(XfCtx *c);
 bool xf_pipeline(XfCtx *c);
+/* xform_collapse.c */
+bool xf_collapse(XfCtx *c);
 
 /* Shared by split and tile: the rewrite alone (legality is trivial for split). */
 void xf_do_split(Kernel *k, Node *l, int64_t f, const char *outer, const char *inner, bool peel,

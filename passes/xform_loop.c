@@ -651,6 +651,7 @@ bool xf_vectorize(XfCtx *c)
     /* Stores must be unit-stride in the lane variable (one contiguous vector). */
     Space sp;
     space_init(&sp, c->k);
+    sp.divs = true; /* `(f % 4) * 8 + v` (a collapsed loop) is unit-stride in v */
     int col = space_col(&sp, l->u.loop.var, 0);
     for (int i = 0; i < ns; i++) {
         Node *s = stmts[i];
@@ -663,6 +664,8 @@ bool xf_vectorize(XfCtx *c)
             else
                 ok = a.c[col] == (d == r - 1 ? 1 : 0);
         }
+        for (int q = 0; q < sp.ndiv && ok; q++)
+            ok = sp.div[q].num.c[col] == 0; /* the lane hidden in a quotient */
         if (!ok) {
             xf_err(c, "the store to %s is not unit-stride in %s", s->u.stmt.buf->name,
                    l->u.loop.var->name);
