@@ -70,7 +70,7 @@ if "$perfc" "$g" -k gemm_tc_f16 -target sm_90 -emit ptx -o "$tmp/f16.ptx" 2>"$tm
     "$ptxas" -arch=sm_90 "$tmp/f16.ptx" -o /dev/null || bad "ptxas f16"
     "$perfc" "$k" -k cp -target sm_90 -emit ptx -s "$co; bind(af, thread.x)" -o "$tmp/c.ptx" && "$ptxas" -arch=sm_90 "$tmp/c.ptx" -o /dev/null || bad "ptxas collapsed copy"
   fi
-elif grep -q NVRTC "$tmp/ep"; then
+elif grep -qE 'cannot compile CUDA for [^:]*: NVRTC' "$tmp/ep"; then
   [ $fail = 0 ] && { echo "no NVRTC: CUDA C, IR and interpreter checks passed"; exit 77; }
 else
   bad "emit ptx: $(cat "$tmp/ep")"

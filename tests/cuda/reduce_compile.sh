@@ -63,7 +63,7 @@ if "$perfc" "$s" -target sm_90 -emit ptx -D R=8192 -D C=8192 -o "$tmp/s.ptx" 2>"
     "$ptxas" -arch=sm_90 "$tmp/s.ptx" -o /dev/null || bad "ptxas softmax"
     "$perfc" "$k" -target sm_80 -emit ptx -s "$ok" -o "$tmp/a.ptx" && "$ptxas" -arch=sm_80 "$tmp/a.ptx" -o /dev/null || bad "ptxas rs"
   fi
-elif grep -q NVRTC "$tmp/ep"; then
+elif grep -qE 'cannot compile CUDA for [^:]*: NVRTC' "$tmp/ep"; then
   [ $fail = 0 ] && { echo "no NVRTC: CUDA C and interpreter checks passed"; exit 77; }
 else
   bad "emit ptx: $(cat "$tmp/ep")"

@@ -343,6 +343,7 @@ static const Case cases[] = {
     {"gemm_nt.pdl", "gemm_nt", "M,N,K", ref_gemm_nt, gemm_shapes, gemm_random},
     {"gemm_bias_relu.pdl", "gemm_bias_relu", "M,N,K", ref_gemm_bias_relu, gemm_shapes, gemm_random},
     {"conv2d.pdl", "conv2d", "N,C,H,W,K,R,S,U,P", ref_conv2d, conv_shapes, conv_random},
+    {"conv2d.pdl", "conv2d_tiled", "N,C,H,W,K,R,S,U,P", ref_conv2d, conv_shapes, conv_random},
     {"depthwise_conv2d.pdl", "depthwise_conv2d", "N,C,H,W,R,S,U,P", ref_depthwise_conv2d, dw_shapes, dw_random},
     {"softmax.pdl", "softmax", "R,C", ref_softmax, rc_shapes, rc_random},
     {"layernorm.pdl", "layernorm", "R,C", ref_layernorm, rc_shapes, rc_random},
