@@ -6,8 +6,8 @@
 # partial, pf_block_reduce and one thread's update, rounds a block up to whole
 # warps, and refuses the shapes it cannot emit with a reason; the stdlib softmax GPU
 # schedule keeps its meaning on the interpreter and has two block-wide reductions,
-# 128-bit row loads and no global temporaries in its CUDA C; its PTX has shuffles and
-# assembles.  Exit 77 without NVRTC for the PTX part.
+# 128-bit row loads and no global temporaries in its CUDA C, also at widths no block
+# divides; its PTX has shuffles and assembles; the layernorm GPU schedule likewise.  Exit 77 without NVRTC for the PTX part.
 # Usage: reduce_compile.sh PERFC STDLIB_DIR [PTXAS]
 set -u
 perfc=$1; dir=$2; ptxas=${3:-}
@@ -57,6 +57,20 @@ sched=$(sed -n '/^schedule softmax for gpu {/,/^}/p' "$s" | sed '1d;$d' | grep -
 grep -q 'uint4' "$tmp/s.cu" || bad "softmax: row not read with 128-bit loads"
 grep -q '(8192, 1, 1)  (1024, 1, 1)' "$tmp/s.cu" || bad "softmax: not one row per block of 1024"
 grep -qE '\b[mes]\[' "$tmp/s.cu" && bad "softmax: a global temporary is still used"
+# Widths no block size divides: the split's tail guard sits inside the thread loop
+# and only skips contributions to the thread's partial.
+"$perfc" "$s" -target sm_90 -emit cuda -D R=5 -D C=4100 -o "$tmp/s41.cu" 2>"$tmp/e6" || bad "softmax at C=4100: $(cat "$tmp/e6")"
+[ "$(grep -c 'pf_red = pf_block_reduce<' "$tmp/s41.cu" 2>/dev/null)" = 2 ] || bad "softmax at C=4100: not two block reductions"
+# The stdlib layernorm schedule: the same structure, mean and variance.
+l="$dir/layernorm.pdl"
+lsched=$(sed -n '/^schedule layernorm for gpu {/,/^}/p' "$l" | sed '1d;$d' | grep -v '^ *param' | sed 's/\bT\b/256/g')
+for sz in "-D R=5 -D C=3000" "-D R=3 -D C=33"; do
+  "$perfc" "$l" --no-schedule -target interp --run $sz --seed 9 >"$tmp/l0" 2>&1 || bad "layernorm interp"
+  "$perfc" "$l" --no-schedule -target interp --run $sz --seed 9 -s "$lsched" >"$tmp/l1" 2>&1 || bad "layernorm interp scheduled: $(cat "$tmp/l1")"
+  [ -n "$(grep sum "$tmp/l0")" ] && [ "$(grep sum "$tmp/l0")" = "$(grep sum "$tmp/l1")" ] || bad "layernorm $sz: scheduled result differs"
+done
+"$perfc" "$l" -target sm_90 -emit cuda -D R=5 -D C=4100 -o "$tmp/l.cu" 2>"$tmp/e7" || bad "layernorm GPU schedule: $(cat "$tmp/e7")"
+[ "$(grep -c 'pf_red = pf_block_reduce<' "$tmp/l.cu" 2>/dev/null)" = 2 ] || bad "layernorm: not two block reductions"
 if "$perfc" "$s" -target sm_90 -emit ptx -D R=8192 -D C=8192 -o "$tmp/s.ptx" 2>"$tmp/ep"; then
   grep -q 'shfl.sync.bfly' "$tmp/s.ptx" || bad "softmax PTX without warp shuffles"
   if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
