@@ -994,11 +994,10 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
         goto done;
     if (!ir_all_bound(u, d))
         goto done;
-    if (!tune_space(in, u, T->target, T->arena, &T->sp, d))
-        goto done;
-    res->space_size = T->sp.size;
     /* PERFC_TUNE_SPACE=1: print the templates and stop (to read or copy a space) */
     if (getenv("PERFC_TUNE_SPACE") && *getenv("PERFC_TUNE_SPACE") == '1') {
+        if (!tune_space(in, u, T->target, T->arena, &T->sp, d))
+            goto done;
         for (int i = 0; i < T->sp.n; i++) {
             StrBuf b = {0};
             ast_print_schedule(T->sp.t[i].s, &b);
@@ -1091,6 +1090,13 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
         res->has_final = false;
         diag_free(&q);
     }
+
+    /* The space is built only now: checking its templates runs the dependence tests
+     * of every statement (about 1 s for the six tensor-core templates), which a warm
+     * answer does not need. */
+    if (!tune_space(in, u, T->target, T->arena, &T->sp, d))
+        goto done;
+    res->space_size = T->sp.size;
 
     /* The search. */
     {
