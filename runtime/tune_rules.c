@@ -415,7 +415,7 @@ static bool gpu_contraction_text(const Nest *n, StrBuf *b)
  * B's shared reads are vectors of VS.  The thread grid is TB/TR square; choices
  * whose copy loops do not match it run guarded.  Needs the rows and columns to be
  * multiples of TB and the reduction of 16 (distribute refuses guarded bodies). */
-static bool gpu_shared_text(const Nest *n, StrBuf *b)
+static bool gpu_shared_text(const Nest *n, bool pipelined, StrBuf *b)
 {
     if (n->nspatial < 2 || !n->red || n->nloops != n->nspatial + 1)
         return false;
@@ -425,27 +425,51 @@ static bool gpu_shared_text(const Nest *n, StrBuf *b)
     const Buffer *pa = panel_operand(n->red->u.stmt.value, vb, va), *pb = panel_operand(n->red->u.stmt.value, va, vb);
     if (!pa || !pb || n->ext[ir] % 16)
         return false;
+    /* The pipelined variant: 16-byte cp.async copies (a warp's lanes on consecutive
+     * chunks of a row: A's 64-byte rows 4 rows x 4 chunks at a time through collapse,
+     * B's rows 16 chunks at a time), A padded by 4 floats (rows stay 16-byte aligned),
+     * a ring of `st` stages.  Its copy mapping fits the 16 x 16 thread grid of a 128 x
+     * 128 tile with 8 x 8 per thread, so those two are fixed; stdlib's gemm_tiled is
+     * this schedule at vs = 4, st = 2. */
+    if (pipelined && (pa->dtype != DT_F32 || pb->dtype != DT_F32))
+        return false;
     const char *out = n->red->u.stmt.buf->name;
-    sb_puts(b, "param tb in [128, 64]\nparam tr in [8, 4]\nparam vs in [4, 2]\n");
-    sb_printf(b, "tile(%s, %s, tb, tb, g_io, g_jo, g_ii, g_ji)\ncache(%s, g_jo, name=g_acc)\n", a, bn, out);
-    sb_puts(b, "distribute(g_ji)\ndistribute(g_ii)\n"
-               "split(g_acc_c0, tr, g_cy, g_cr)\nsplit(g_acc_c1, tr, g_cx, g_cs)\nreorder(g_cy, g_cx, g_cr, g_cs)\n"
-               "split(g_ii, tr, g_iy, g_ir)\nsplit(g_ji, tr, g_ix, g_is)\nreorder(g_iy, g_ix, g_ir, g_is)\n"
-               "split(g_ii1, tr, g_ty, g_r)\nsplit(g_ji1, tr, g_tx, g_s)\n");
+    const char *tb = pipelined ? "128" : "tb", *tr = pipelined ? "8" : "tr";
+    if (pipelined)
+        sb_puts(b, "param vs in [4, 2]\nparam st in [2, 3, 4]\n");
+    else
+        sb_puts(b, "param tb in [128, 64]\nparam tr in [8, 4]\nparam vs in [4, 2]\n");
+    sb_printf(b, "tile(%s, %s, %s, %s, g_io, g_jo, g_ii, g_ji)\ncache(%s, g_jo, name=g_acc)\n", a, bn, tb, tb, out);
+    sb_printf(b, "distribute(g_ji)\ndistribute(g_ii)\n"
+                 "split(g_acc_c0, %s, g_cy, g_cr)\nsplit(g_acc_c1, %s, g_cx, g_cs)\nreorder(g_cy, g_cx, g_cr, g_cs)\n"
+                 "split(g_ii, %s, g_iy, g_ir)\nsplit(g_ji, %s, g_ix, g_is)\nreorder(g_iy, g_ix, g_ir, g_is)\n"
+                 "split(g_ii1, %s, g_ty, g_r)\nsplit(g_ji1, %s, g_tx, g_s)\n",
+              tr, tr, tr, tr, tr, tr);
     sb_printf(b, "split(%s, 16, g_ko, g_ki)\nreorder(g_ko, g_ty, g_tx, g_ki, g_r, g_s)\n", r);
     sb_printf(b, "cache(%s, g_ko, mem=shared, name=g_As)\ncache(%s, g_ko, mem=shared, name=g_Bs)\n", pa->name,
               pb->name);
-    sb_puts(b, "padding(g_As, 1)\nsplit(g_As_c0, tr, g_ay, g_au)\nreorder(g_ay, g_As_c1, g_au)\n"
-               "split(g_Bs_c1, 16, g_bu, g_bx)\nreorder(g_Bs_c0, g_bx, g_bu)\nsplit(g_s, vs, g_s2, g_s4)\n"
-               "split(g_acc_c01, tr, g_oy, g_or)\nsplit(g_acc_c11, tr, g_ox, g_os)\nreorder(g_oy, g_ox, g_or, g_os)\n");
+    if (pipelined)
+        sb_puts(b, "padding(g_As, 4)\nsplit(g_As_c1, 4, g_ac, g_av)\nsplit(g_As_c0, 4, g_ar, g_ax)\n"
+                   "collapse(g_ax, g_ac, g_af)\nsplit(g_ar, 2, g_ay, g_au)\nreorder(g_ay, g_af, g_au)\n"
+                   "split(g_Bs_c1, 4, g_bc, g_bv)\nsplit(g_bc, 16, g_bu, g_bx)\nreorder(g_Bs_c0, g_bx, g_bu)\n");
+    else
+        sb_printf(b, "padding(g_As, 1)\nsplit(g_As_c0, %s, g_ay, g_au)\nreorder(g_ay, g_As_c1, g_au)\n"
+                     "split(g_Bs_c1, 16, g_bu, g_bx)\nreorder(g_Bs_c0, g_bx, g_bu)\n",
+                  tr);
+    sb_printf(b, "split(g_s, vs, g_s2, g_s4)\n"
+                 "split(g_acc_c01, %s, g_oy, g_or)\nsplit(g_acc_c11, %s, g_ox, g_os)\nreorder(g_oy, g_ox, g_or, g_os)\n",
+              tr, tr);
     if (ia == 1)
         sb_printf(b, "bind(%s, block.z)\n", lname(n, 0));
-    sb_puts(b, "bind(g_io, block.y)\nbind(g_jo, block.x)\nbind(g_cy, thread.y)\nbind(g_cx, thread.x)\n"
-               "bind(g_iy, thread.y)\nbind(g_ix, thread.x)\nbind(g_Bs_c0, thread.y)\nbind(g_bx, thread.x)\n"
-               "bind(g_ay, thread.y)\nbind(g_As_c1, thread.x)\nbind(g_ty, thread.y)\nbind(g_tx, thread.x)\n"
-               "bind(g_oy, thread.y)\nbind(g_ox, thread.x)\n"
-               "unroll(g_cr)\nunroll(g_cs)\nunroll(g_ir)\nunroll(g_is)\nunroll(g_bu)\nunroll(g_au)\nunroll(g_ki)\n"
-               "unroll(g_r)\nunroll(g_s2)\nvectorize(g_s4)\nunroll(g_or)\nunroll(g_os)\n");
+    sb_printf(b, "bind(g_io, block.y)\nbind(g_jo, block.x)\nbind(g_cy, thread.y)\nbind(g_cx, thread.x)\n"
+                 "bind(g_iy, thread.y)\nbind(g_ix, thread.x)\nbind(g_Bs_c0, thread.y)\nbind(g_bx, thread.x)\n"
+                 "bind(g_ay, thread.y)\nbind(%s, thread.x)\nbind(g_ty, thread.y)\nbind(g_tx, thread.x)\n"
+                 "bind(g_oy, thread.y)\nbind(g_ox, thread.x)\n"
+                 "unroll(g_cr)\nunroll(g_cs)\nunroll(g_ir)\nunroll(g_is)\nunroll(g_bu)\nunroll(g_au)\nunroll(g_ki)\n"
+                 "unroll(g_r)\nunroll(g_s2)\nvectorize(g_s4)\nunroll(g_or)\nunroll(g_os)\n",
+              pipelined ? "g_af" : "g_As_c1");
+    if (pipelined)
+        sb_puts(b, "vectorize(g_av)\nvectorize(g_bv)\npipeline(g_ko, st)\n");
     return true;
 }
 
@@ -765,15 +789,23 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
             dropped = 0;
             sb_reset(&b);
         }
-        /* the shared-memory template when it applies whole (single-nest GEMMs) */
-        if (nn == 1 && ncontr && gpu_shared_text(&ns[0], &b)) {
+        /* the shared-memory templates when they apply whole (single-nest GEMMs):
+         * f32 first with 16-byte cp.async copies in a pipeline, then the synchronous
+         * one with the tile sizes as parameters */
+        for (int pl = 1; pl >= 0; pl--) {
+            if (!(nn == 1 && ncontr && gpu_shared_text(&ns[0], pl, &b))) {
+                sb_reset(&b);
+                continue;
+            }
             AstSchedule *s = parse_checked(in, b.s, a, &dropped, d);
             if (!s) {
                 sb_free(&b);
                 return false;
             }
             if (!dropped)
-                add_template(sp, s, "rules: GPU shared-memory tiles");
+                add_template(sp, s, pl ? "rules: GPU shared-memory tiles, cp.async pipeline" :
+                                         "rules: GPU shared-memory tiles");
+            dropped = 0;
             sb_reset(&b);
         }
         for (int i = 0; i < nn; i++)
