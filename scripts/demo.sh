@@ -54,7 +54,9 @@ row() {  # row LABEL perfc-args...
   fi
   rm -f /tmp/perfc_demo_err.$$
 }
-if "$perfc" stdlib/gemm.pdl -D M=64 -D N=64 -D K=64 -emit llvm >/dev/null 2>&1; then
+if [ "${DEMO_SKIP_CPU:-0}" = 1 ]; then
+  echo "DEMO_SKIP_CPU=1: CPU rows skipped"
+elif "$perfc" stdlib/gemm.pdl -D M=64 -D N=64 -D K=64 -emit llvm >/dev/null 2>&1; then
   printf '%-34s %10s %9s %9s %7s  %s\n' "sgemm 1024^3" "ms" "GFLOP/s" "OpenBLAS" "ratio" "rel.error"
   for t in 1 $(nproc); do
     row "schedule from stdlib, $t thread(s)" stdlib/gemm.pdl -k gemm -target host -D M=1024 -D N=1024 -D K=1024 \

@@ -41,5 +41,7 @@ for f in stdlib/*.pdl; do
 done
 
 step "make demo's script (GPU rows present)"
-timeout 400 bash scripts/demo.sh "$P" 2>&1 | tee "$O/demo.log" | tail -60
+# The CPU rows are skipped here: the static OpenBLAS is slow on the GPU hosts, so
+# CPU ratios come from the development machine (docs/benchmarks.md).
+DEMO_SKIP_CPU=1 timeout 400 bash scripts/demo.sh "$P" 2>&1 | tee "$O/demo.log" | tail -60
 exit $rc
