@@ -586,6 +586,8 @@ static void collect(Node *n, CollectCtx *c)
             collect(n->u.guard.body.v[i], c);
         c->nconds--;
         break;
+    case N_PREFETCH:
+        break; /* a hint: it reads nothing the kernel's meaning depends on */
     }
 }
 

@@ -160,6 +160,10 @@ bool xf_tree_uses_var(const Node *n, const Var *v);
 void xf_visit_exprs(Kernel *k, Node *root, void (*f)(Expr *e, void *ctx), void *ctx);
 /* Removes loops and guards whose bodies became empty, from n upward. */
 void xf_prune_empty(Kernel *k, Node *n);
+/* Removes the prefetches of b inside root (the whole kernel when NULL): used when
+ * b stops being read there (inline, copy-free staging).  A loop left empty stays
+ * for the simplify pass. */
+void xf_drop_prefetches(Kernel *k, Node *root, const Buffer *b);
 /* True when some loop enclosing n (or n itself) has kind `kind`; *which gets it. */
 bool xf_inside_kind(const Node *n, LoopKind kind, bool self, const Node **which);
 /* Calls f on every node of the kernel in pre-order; f returns false to stop. */
@@ -217,6 +221,8 @@ bool xf_layout(XfCtx *c);
 bool xf_bind(XfCtx *c);
 bool xf_mma(XfCtx *c);
 bool xf_pipeline(XfCtx *c);
+/* xform_prefetch.c */
+bool xf_prefetch(XfCtx *c);
 
 /* Shared by split and tile: the rewrite alone (legality is trivial for split). */
 void xf_do_split(Kernel *k, Node *l, int64_t f, const char *outer, const char *inner, bool peel,

@@ -728,6 +728,8 @@ static bool vector_check(const Cg *g, const NodeList *l, const Var *v, char *why
             if (!vector_check(g, &n->u.guard.body, v, why, nwhy, where))
                 return false;
             break;
+        case N_PREFETCH: /* fetched once for all lanes (emit_prefetch) */
+            break;
         case N_STMT: {
             const Buffer *b = n->u.stmt.buf;
             AccKind ak = access_kind(g, n->u.stmt.idx, b->rank, v);
@@ -1644,6 +1646,123 @@ static void emit_loop(Fn *f, const Node *n)
     emit_serial(f, n, lo, hi);
 }
 
+/* ---- prefetch ----
+ *
+ * A prefetch node (schedule `prefetch`, passes/xform_prefetch.c) becomes
+ * llvm.prefetch (read, locality 3, data cache) of each 64-byte line of its box.
+ * The box is first clamped into the buffer, per dimension
+ * lo = min(max(lo, 0), dim - ext), so every address formed lies inside it (the
+ * last row's `r + 1` fetches the last row again).  Inside a vector loop the box
+ * grows by the index's step per lane times the lanes, and is fetched once: one
+ * prefetch per line, not per lane.  A contiguous run of the box (along its last
+ * dimension) gets one prefetch every 64 bytes, plus one at its last element when
+ * its start is not provably a line boundary; up to 64 prefetches are unrolled,
+ * more loop over the runs. */
+
+/* Whether e * mult (bytes) is a multiple of a line for every value of e. */
+static bool pf_line_multiple(const Cg *g, const Expr *e, int64_t shift, int64_t mult)
+{
+    Aff a;
+    if (!affine(g, e, &a))
+        return false;
+    for (int i = 0; i < a.n; i++)
+        if ((a.k[i] * mult) % 64 != 0)
+            return false;
+    return ((a.c + shift) * mult) % 64 == 0;
+}
+
+static void pf_line(Fn *f, const Buffer *b, LLVMValueRef off, bool write)
+{
+    Cg *g = f->g;
+    LLVMTypeRef ov[1] = {g->tptr};
+    LLVMValueRef args[4] = {gep(f, b, off, true), ci32(g, write), ci32(g, 3), ci32(g, 1)};
+    intr(g, "llvm.prefetch", ov, 1, args, 4);
+}
+
+static void emit_prefetch(Fn *f, const Node *n)
+{
+    Cg *g = f->g;
+    LLVMBuilderRef B = g->B;
+    const Buffer *b = n->u.pf.buf;
+    int rank = b->rank;
+    if (rank < 1 || rank > 8 || !f->bufp[b->id] || g->elems[b->id] <= 0)
+        return; /* a hint: nothing to fetch, or no pointer to fetch through here */
+    int64_t esz = dtype_bytes(b->dtype), w[8], pitch[8];
+    LLVMValueRef lo[8];
+    /* global buffers start on a line (CG_BUF_ALIGN); private ones need not */
+    bool aligned = !g->priv[b->id] && CG_BUF_ALIGN % 64 == 0;
+    pitch[rank - 1] = 1;
+    for (int d = rank - 2; d >= 0; d--)
+        pitch[d] = pitch[d + 1] * g->dims[b->id][d + 1];
+    for (int d = 0; d < rank; d++) {
+        const Expr *e = n->u.pf.idx[d];
+        int64_t dim = g->dims[b->id][d], step = 0, shift = 0;
+        w[d] = n->u.pf.ext[d];
+        if (f->vw) {
+            if (stride(g, e, f->vvar, &step) && step != 0) {
+                int64_t span = step * (f->vw - 1);
+                shift = span < 0 ? span : 0;
+                w[d] += span < 0 ? -span : span;
+            }
+            lo[d] = lane0_i64(f, e);
+            if (shift)
+                lo[d] = LLVMBuildNSWAdd(B, lo[d], ci64(g, shift), "");
+        } else {
+            bool vec;
+            lo[d] = emit_i64(f, e, &vec);
+        }
+        if (w[d] > dim)
+            w[d] = dim;
+        lo[d] = intr2(g, "llvm.smax", lo[d], ci64(g, 0));
+        lo[d] = intr2(g, "llvm.smin", lo[d], ci64(g, dim - w[d]));
+        int64_t mult = pitch[d] * esz;
+        aligned = aligned && pf_line_multiple(g, e, shift, mult) && ((dim - w[d]) * mult) % 64 == 0 &&
+                  (d == rank - 1 || w[d] == 1 || mult % 64 == 0);
+    }
+    int64_t runs = 1, run_bytes = w[rank - 1] * esz;
+    for (int d = 0; d + 1 < rank; d++)
+        runs *= w[d];
+    int64_t per_run = (run_bytes + 63) / 64 + (aligned ? 0 : 1);
+    if (!aligned && run_bytes <= esz)
+        per_run = 1; /* one element lies in one line */
+    LLVMValueRef start = linearize(f, b, lo);
+    /* run t's first element: start + sum over outer dims of (t's digit) * stride */
+    LoopSt ls;
+    bool loop = runs * per_run > 64;
+    for (int64_t t = 0; t < (loop ? 1 : runs); t++) {
+        LLVMValueRef off = start;
+        if (loop) {
+            LLVMValueRef iv = loop_open(f, ci64(g, 0), ci64(g, runs), "pf", &ls);
+            LLVMValueRef rest = iv, add = NULL;
+            for (int d = rank - 2; d >= 0; d--) {
+                LLVMValueRef digit = w[d] > 1 ? LLVMBuildSRem(B, rest, ci64(g, w[d]), "") : NULL;
+                if (w[d] > 1)
+                    rest = LLVMBuildSDiv(B, rest, ci64(g, w[d]), "");
+                if (digit) {
+                    LLVMValueRef x = LLVMBuildNSWMul(B, digit, ci64(g, pitch[d]), "");
+                    add = add ? LLVMBuildNSWAdd(B, add, x, "") : x;
+                }
+            }
+            if (add)
+                off = LLVMBuildNSWAdd(B, off, add, "");
+        } else {
+            int64_t rest = t, add = 0;
+            for (int d = rank - 2; d >= 0; d--) {
+                add += (rest % w[d]) * pitch[d];
+                rest /= w[d];
+            }
+            if (add)
+                off = LLVMBuildNSWAdd(B, off, ci64(g, add), "");
+        }
+        for (int64_t j = 0; j * 64 < run_bytes; j++)
+            pf_line(f, b, j ? LLVMBuildNSWAdd(B, off, ci64(g, j * 64 / esz), "") : off, n->u.pf.write);
+        if (!aligned && run_bytes > esz)
+            pf_line(f, b, LLVMBuildNSWAdd(B, off, ci64(g, w[rank - 1] - 1), ""), n->u.pf.write);
+        if (loop)
+            loop_close(f, &ls);
+    }
+}
+
 static void emit_node(Fn *f, const Node *n)
 {
     switch (n->kind) {
@@ -1655,6 +1774,7 @@ static void emit_node(Fn *f, const Node *n)
         else
             emit_stmt_scalar(f, n);
         break;
+    case N_PREFETCH: emit_prefetch(f, n); break;
     }
 }
 
@@ -1903,6 +2023,8 @@ static void uses_list(Cg *g, Home *h, const NodeList *l, PtrVec *stack)
         case N_IF:
             uses_expr(g, h, n->u.guard.cond, stack);
             uses_list(g, h, &n->u.guard.body, stack);
+            break;
+        case N_PREFETCH: /* a hint: where a buffer is not at hand, it is skipped */
             break;
         case N_STMT:
             note_use(g, h, n->u.stmt.buf, stack);
