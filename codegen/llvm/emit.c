@@ -1656,19 +1656,36 @@ static void emit_loop(Fn *f, const Node *n)
  * grows by the index's step per lane times the lanes, and is fetched once: one
  * prefetch per line, not per lane.  A contiguous run of the box (along its last
  * dimension) gets one prefetch every 64 bytes, plus one at its last element when
- * its start is not provably a line boundary; up to 64 prefetches are unrolled,
- * more loop over the runs. */
+ * what is known of its start's alignment leaves room to straddle one more line;
+ * up to 64 prefetches are unrolled, more loop over the runs. */
 
-/* Whether e * mult (bytes) is a multiple of a line for every value of e. */
-static bool pf_line_multiple(const Cg *g, const Expr *e, int64_t shift, int64_t mult)
+/* The largest power of two, at most a line (64), that divides x (64 for 0). */
+static int64_t pf_pow2(int64_t x)
+{
+    int64_t a = 64;
+    while (a > 1 && x % a != 0)
+        a /= 2;
+    return a;
+}
+
+/* How far e * mult (bytes) is certainly aligned, up to a line: the power of two
+ * dividing it for every value of e (the vector variable pinned to lane 0). */
+static int64_t pf_align(Fn *f, const Expr *e, int64_t shift, int64_t mult)
 {
     Aff a;
-    if (!affine(g, e, &a))
-        return false;
-    for (int i = 0; i < a.n; i++)
-        if ((a.k[i] * mult) % 64 != 0)
-            return false;
-    return ((a.c + shift) * mult) % 64 == 0;
+    if (!affine(f->g, e, &a))
+        return 1;
+    int64_t c = a.c + shift, al = 64;
+    for (int i = 0; i < a.n; i++) {
+        if (f->vw && a.var[i] == f->vvar->id && LLVMIsAConstantInt(f->vlo)) {
+            c += a.k[i] * LLVMConstIntGetSExtValue(f->vlo);
+            continue;
+        }
+        int64_t t = pf_pow2(a.k[i] * mult);
+        al = t < al ? t : al;
+    }
+    int64_t t = pf_pow2(c * mult);
+    return t < al ? t : al;
 }
 
 static void pf_line(Fn *f, const Buffer *b, LLVMValueRef off, bool write)
@@ -1689,8 +1706,9 @@ static void emit_prefetch(Fn *f, const Node *n)
         return; /* a hint: nothing to fetch, or no pointer to fetch through here */
     int64_t esz = dtype_bytes(b->dtype), w[8], pitch[8];
     LLVMValueRef lo[8];
-    /* global buffers start on a line (CG_BUF_ALIGN); private ones need not */
-    bool aligned = !g->priv[b->id] && CG_BUF_ALIGN % 64 == 0;
+    /* Alignment of the box's runs, up to a line: global buffers start on one
+     * (CG_BUF_ALIGN), private ones on an element. */
+    int64_t al = g->priv[b->id] ? esz : CG_BUF_ALIGN < 64 ? CG_BUF_ALIGN : 64;
     pitch[rank - 1] = 1;
     for (int d = rank - 2; d >= 0; d--)
         pitch[d] = pitch[d + 1] * g->dims[b->id][d + 1];
@@ -1715,16 +1733,21 @@ static void emit_prefetch(Fn *f, const Node *n)
             w[d] = dim;
         lo[d] = intr2(g, "llvm.smax", lo[d], ci64(g, 0));
         lo[d] = intr2(g, "llvm.smin", lo[d], ci64(g, dim - w[d]));
-        int64_t mult = pitch[d] * esz;
-        aligned = aligned && pf_line_multiple(g, e, shift, mult) && ((dim - w[d]) * mult) % 64 == 0 &&
-                  (d == rank - 1 || w[d] == 1 || mult % 64 == 0);
+        /* the start, both clamp bounds and, for an outer dimension, each run's step */
+        int64_t mult = pitch[d] * esz, a = pf_align(f, e, shift, mult), c = pf_pow2((dim - w[d]) * mult);
+        al = a < al ? a : al;
+        al = c < al ? c : al;
+        if (d < rank - 1 && w[d] > 1)
+            al = pf_pow2(mult) < al ? pf_pow2(mult) : al;
     }
     int64_t runs = 1, run_bytes = w[rank - 1] * esz;
     for (int d = 0; d + 1 < rank; d++)
         runs *= w[d];
-    int64_t per_run = (run_bytes + 63) / 64 + (aligned ? 0 : 1);
-    if (!aligned && run_bytes <= esz)
-        per_run = 1; /* one element lies in one line */
+    /* a run starting at worst 64 - al bytes into a line may touch one line more
+     * than its length needs: then its last element is fetched as well */
+    int64_t lines = (run_bytes + 63) / 64;
+    bool tail = (64 - al + run_bytes + 63) / 64 > lines;
+    int64_t per_run = lines + tail;
     LLVMValueRef start = linearize(f, b, lo);
     /* run t's first element: start + sum over outer dims of (t's digit) * stride */
     LoopSt ls;
@@ -1756,7 +1779,7 @@ static void emit_prefetch(Fn *f, const Node *n)
         }
         for (int64_t j = 0; j * 64 < run_bytes; j++)
             pf_line(f, b, j ? LLVMBuildNSWAdd(B, off, ci64(g, j * 64 / esz), "") : off, n->u.pf.write);
-        if (!aligned && run_bytes > esz)
+        if (tail)
             pf_line(f, b, LLVMBuildNSWAdd(B, off, ci64(g, w[rank - 1] - 1), ""), n->u.pf.write);
         if (loop)
             loop_close(f, &ls);
