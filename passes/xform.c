@@ -60,6 +60,18 @@ void xf_note(XfCtx *c, Span sp, const char *fmt, ...)
     va_end(ap);
 }
 
+void xf_note_prefetch(XfCtx *c, Node *n)
+{
+    NodeList *b = ir_body(n);
+    for (int i = 0; b && i < b->n; i++)
+        if (b->v[i]->kind == N_PREFETCH) {
+            xf_note(c, b->v[i]->span,
+                    "%s holds a prefetch of %s; apply prefetch after the loops are in place",
+                    n->kind == N_LOOP ? n->u.loop.var->name : "a guard", b->v[i]->u.pf.buf->name);
+            return;
+        }
+}
+
 void xf_note_dep(XfCtx *c, const Access *a, const Access *b)
 {
     StrBuf x = {0}, y = {0};

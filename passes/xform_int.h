@@ -199,6 +199,9 @@ const char *xf_arg_name(XfCtx *c, int i);
 /* Resolves a loop name as the printer shows it, or T.v. */
 Node *xf_find_loop(Kernel *k, const char *name, StrBuf *why);
 void xf_arg_print(const SchedArg *a, StrBuf *out);
+/* A note when the body of n holds a prefetch, which keeps loops from being
+ * perfectly nested (reorder, tile, rfactor): the cure is to prefetch later. */
+void xf_note_prefetch(XfCtx *c, Node *n);
 /* Reports a dependence as notes. */
 void xf_note_dep(XfCtx *c, const Access *a, const Access *b);
 

@@ -165,20 +165,6 @@ static Node *next_in_band(Node *l, Node **blocker)
     }
 }
 
-/* A prefetch in the body of l keeps it from being perfectly nested: say so, since
- * the cure (prefetch after the loops are in place) is not obvious. */
-static void note_prefetch(XfCtx *c, Node *l)
-{
-    NodeList *b = ir_body(l);
-    for (int i = 0; b && i < b->n; i++)
-        if (b->v[i]->kind == N_PREFETCH) {
-            xf_note(c, b->v[i]->span,
-                    "%s holds a prefetch of %s; apply prefetch after the loops are in place",
-                    l->kind == N_LOOP ? l->u.loop.var->name : "a guard", b->v[i]->u.pf.buf->name);
-            return;
-        }
-}
-
 /* Orders the named loops into their band from the outermost; false with a reason. */
 static bool find_band(XfCtx *c, Node **named, int n, Node **band)
 {
@@ -201,7 +187,7 @@ static bool find_band(XfCtx *c, Node **named, int n, Node **band)
         if (!nx) {
             xf_err(c, "loops are not perfectly nested: %s contains more than the next loop",
                    band[i - 1]->u.loop.var->name);
-            note_prefetch(c, blk);
+            xf_note_prefetch(c, blk);
             return false;
         }
         bool isnamed = false;
@@ -406,7 +392,7 @@ bool xf_tile(XfCtx *c)
     if (next_in_band(li, &blk) != lj) {
         xf_err(c, "%s must be the only content of %s", lj->u.loop.var->name, li->u.loop.var->name);
         if (blk)
-            note_prefetch(c, blk);
+            xf_note_prefetch(c, blk);
         return false;
     }
     Node *band[2] = {li, lj};

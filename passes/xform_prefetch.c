@@ -136,6 +136,11 @@ bool xf_prefetch(XfCtx *c)
         xf_note(c, from->span, "%s is here", from->u.loop.var->name);
         return false;
     }
+    if (lk && like == at) {
+        xf_err(c, "like= names %s itself; it takes the box from another loop beside it",
+               at->u.loop.var->name);
+        return false;
+    }
     if (like != at) {
         if (!xf_contains(from, like) || xf_contains(like, at) || xf_contains(at, like)) {
             xf_err(c, "like=%s must be a loop inside %s beside %s (neither inside the other)",

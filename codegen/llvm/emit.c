@@ -1657,7 +1657,7 @@ static void emit_loop(Fn *f, const Node *n)
  * prefetch per line, not per lane.  A contiguous run of the box (along its last
  * dimension) gets one prefetch every 64 bytes, plus one at its last element when
  * what is known of its start's alignment leaves room to straddle one more line;
- * up to 64 prefetches are unrolled, more loop over the runs. */
+ * up to 64 prefetches are unrolled, more become loops over the runs and lines. */
 
 /* The largest power of two, at most a line (64), that divides x (64 for 0). */
 static int64_t pf_pow2(int64_t x)
@@ -1749,26 +1749,24 @@ static void emit_prefetch(Fn *f, const Node *n)
     bool tail = (64 - al + run_bytes + 63) / 64 > lines;
     int64_t per_run = lines + tail;
     LLVMValueRef start = linearize(f, b, lo);
-    /* run t's first element: start + sum over outer dims of (t's digit) * stride */
-    LoopSt ls;
-    bool loop = runs * per_run > 64;
-    for (int64_t t = 0; t < (loop ? 1 : runs); t++) {
+    /* Up to 64 prefetches in all are unrolled; past that the runs (over the outer
+     * dimensions' digits) and the lines of a long run are loops. */
+    bool unrolled = runs * per_run <= 64, loop_lines = !unrolled && lines > 8;
+    LoopSt lr, ll;
+    for (int64_t t = 0; t < (unrolled ? runs : 1); t++) {
         LLVMValueRef off = start;
-        if (loop) {
-            LLVMValueRef iv = loop_open(f, ci64(g, 0), ci64(g, runs), "pf", &ls);
-            LLVMValueRef rest = iv, add = NULL;
+        if (!unrolled && runs > 1) {
+            LLVMValueRef rest = loop_open(f, ci64(g, 0), ci64(g, runs), "pf.run", &lr), add = NULL;
             for (int d = rank - 2; d >= 0; d--) {
-                LLVMValueRef digit = w[d] > 1 ? LLVMBuildSRem(B, rest, ci64(g, w[d]), "") : NULL;
-                if (w[d] > 1)
-                    rest = LLVMBuildSDiv(B, rest, ci64(g, w[d]), "");
-                if (digit) {
-                    LLVMValueRef x = LLVMBuildNSWMul(B, digit, ci64(g, pitch[d]), "");
-                    add = add ? LLVMBuildNSWAdd(B, add, x, "") : x;
-                }
+                if (w[d] == 1)
+                    continue;
+                LLVMValueRef x = LLVMBuildNSWMul(B, LLVMBuildSRem(B, rest, ci64(g, w[d]), ""), ci64(g, pitch[d]), "");
+                rest = LLVMBuildSDiv(B, rest, ci64(g, w[d]), "");
+                add = add ? LLVMBuildNSWAdd(B, add, x, "") : x;
             }
             if (add)
                 off = LLVMBuildNSWAdd(B, off, add, "");
-        } else {
+        } else if (unrolled) {
             int64_t rest = t, add = 0;
             for (int d = rank - 2; d >= 0; d--) {
                 add += (rest % w[d]) * pitch[d];
@@ -1777,12 +1775,18 @@ static void emit_prefetch(Fn *f, const Node *n)
             if (add)
                 off = LLVMBuildNSWAdd(B, off, ci64(g, add), "");
         }
-        for (int64_t j = 0; j * 64 < run_bytes; j++)
-            pf_line(f, b, j ? LLVMBuildNSWAdd(B, off, ci64(g, j * 64 / esz), "") : off, n->u.pf.write);
+        if (loop_lines) {
+            LLVMValueRef j = loop_open(f, ci64(g, 0), ci64(g, lines), "pf.line", &ll);
+            pf_line(f, b, LLVMBuildNSWAdd(B, off, LLVMBuildNSWMul(B, j, ci64(g, 64 / esz), ""), ""), n->u.pf.write);
+            loop_close(f, &ll);
+        } else {
+            for (int64_t j = 0; j < lines; j++)
+                pf_line(f, b, j ? LLVMBuildNSWAdd(B, off, ci64(g, j * 64 / esz), "") : off, n->u.pf.write);
+        }
         if (tail)
             pf_line(f, b, LLVMBuildNSWAdd(B, off, ci64(g, w[rank - 1] - 1), ""), n->u.pf.write);
-        if (loop)
-            loop_close(f, &ls);
+        if (!unrolled && runs > 1)
+            loop_close(f, &lr);
     }
 }
 

@@ -118,6 +118,9 @@ static const Case cases[] = {
      "fuse(m.r, e.r) fuse(m.r, s.r) fuse(m.r, Y.r) cache(e, m.r, name=er) split(e.c, 8) split(Y.c, 8) "
      "vectorize(e.ci) vectorize(Y.ci) prefetch(X, e.co, m.r) prefetch(Y, e.co, m.r, 0, like=Y.co) parallel(m.r)",
      0, "| | prefetch X[m.r + 1, e.co * 8 .. +8]\n| | prefetch Y[m.r, e.co * 8 .. +8] for write\n", 0},
+    /* boxes of many lines (the code generator loops over lines, and over rows) */
+    {GEMM, 0, "M=7,N=9,K=1100", "prefetch(A, i, i)", 0, "prefetch A[i + 1, 0 .. +1100]\n", 0},
+    {GEMM, 0, "M=9,N=9,K=400", "tile(i, j, 4, 4) prefetch(A, io, io)", 0, "prefetch A[io * 4 + 4 .. +4, 0 .. +400]", 0},
     /* later transformations carry it */
     {SOFTMAX, 0, "R=5,C=7", "prefetch(X, e.c, e.r) split(e.c, 4)", 0,
      "| | | | prefetch X[e.r + 1, e.co * 4 + e.ci]\n", 0},
@@ -142,6 +145,9 @@ static const Case cases[] = {
     {SOFTMAX, 0, "R=5,C=7", "prefetch(X, e.r, e.r) reorder(e.c, e.r)", "not perfectly nested", 0, 0},
     {SOFTMAX, 0, "R=5,C=7", "prefetch(X, e.r, e.r) reorder(e.c, e.r)", "holds a prefetch of X", 0, 0},
     {SOFTMAX, 0, "R=5,C=7", "prefetch(X, e.c, e.r, 0)", "the offset is 0", 0, 0},
+    {SOFTMAX, 0, "R=5,C=7", "prefetch(X, e.c, e.r, 0, like=e.c)", "like= names e.c itself", 0, 0},
+    {GEMM, 0, "M=7,N=9,K=8", "split(k, 4) prefetch(A, ki, ki) rfactor(ki)", "single reduction statement", 0, 0},
+    {GEMM, 0, "M=7,N=9,K=8", "split(k, 4) prefetch(A, ki, ki) rfactor(ki)", "ki holds a prefetch of A", 0, 0},
     {SOFTMAX, 0, "R=5,C=7", "prefetch(X, e.r, e.c)", "loop e.c does not enclose loop e.r", 0, 0},
     {SOFTMAX, 0, "R=5,C=7", "prefetch(Y, e.c, e.r)", "nothing in loop e.c reads or writes Y", 0, 0},
     {SOFTMAX, 0, "R=5,C=7", "prefetch(m, e.c, e.c)", "does not move with e.c", 0, 0},
