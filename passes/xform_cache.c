@@ -225,6 +225,20 @@ bool xf_cache(XfCtx *c)
         acc_free(&mine);
         return false;
     }
+    /* One copy per iteration of l: written by the threads of a parallel loop inside
+     * l, it would be shared by them (a race the interpreter cannot see). */
+    for (int i = 0; i < mine.n; i++) {
+        if (!mine.v[i].write)
+            continue;
+        for (Node *p = mine.v[i].stmt->parent; p && p != l; p = p->parent)
+            if (p->kind == N_LOOP && p->u.loop.kind == LOOP_PARALLEL) {
+                xf_err(c, "%s is written inside parallel loop %s, within %s: one staged copy would be "
+                          "shared by its threads; stage it inside %s",
+                       b->name, p->u.loop.var->name, l->u.loop.var->name, p->u.loop.var->name);
+                acc_free(&mine);
+                return false;
+            }
+    }
     Region r;
     StrBuf why = {0};
     bool ok = xf_region(c->k, l, &mine, false, &r, &why);

@@ -102,6 +102,10 @@ static const Case cases[] = {
     {GEMM, 0, "M=7,N=9,K=11", "tile(i, j, 4, 4) parallel(io) cache(C, jo)", "stage it before marking", 0, 0},
     {GEMM, 0, "M=8,N=8,K=8", "tile(i, j, 4, 4) cache(A, io) parallel(io)", 0, "parallel", 0},
     {GEMM, 0, "M=8,N=8,K=8", "cache(A, k)", 0, 0, 0},
+    /* a copy staged outside a parallel loop that writes it would be shared by its
+     * threads (found by the property test: the JIT raced, the interpreter agreed) */
+    {"stdlib/depthwise_conv2d.pdl", 0, 0, "cache(Y, y) parallel(c) cache(Y_y, n)", "shared by its threads", 0, 0},
+    {GEMM, 0, "M=8,N=8,K=8", "parallel(j) cache(C, i)", "written inside parallel loop j", 0, 0},
     {"stdlib/conv2d.pdl", 0, 0, "split(Y.x, 2) cache(X, Y.xo)", 0, 0, 0},
     /* prefetch: the box the body of `at` reads, `from` advanced by the offset */
     {SOFTMAX, 0, "R=5,C=7", "prefetch(X, e.c, e.r)", 0, "| for e.c in 0..C\n| | prefetch X[e.r + 1, e.c]\n", 0},
