@@ -72,7 +72,7 @@ bool xf_expr_equal(const Kernel *k, const Expr *a, const Expr *b);
  * `(ko*8 + ki) - ko*8` becomes `ki`); other expressions are only simplified. */
 Expr *xf_simplify_affine(Kernel *k, Expr *e);
 /* Proves a <= b for every iteration of the loops enclosing `at` (and at itself
- * when it is a loop); false when it cannot. */
+ * when it is a loop; at NULL: the top level, sizes only); false when it cannot. */
 bool xf_prove_le(Kernel *k, const Node *at, const Expr *a, const Expr *b);
 
 /* ---- deps.c: accesses and dependences ---- */

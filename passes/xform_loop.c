@@ -47,6 +47,11 @@ void xf_do_split(Kernel *k, Node *l, int64_t f, const char *outer, const char *i
     Var *v = l->u.loop.var;
     Expr *lo = l->u.loop.lo;
     Expr *ext = ir_simplify(k, ir_bin(k, IE_SUB, ir_clone_expr(k, l->u.loop.hi), ir_clone_expr(k, lo)));
+    /* An empty loop (hi < lo, as compute_at can leave past a guard) has a negative
+     * difference, whose floor quotient and modulo would run the outer loop or a
+     * peeled tail: count max(hi - lo, 0) iterations unless hi >= lo is provable. */
+    if (!xf_prove_le(k, l->parent, lo, l->u.loop.hi))
+        ext = ir_bin(k, IE_MAX, ext, ir_int(k, 0));
     /* A factor past a constant extent would only add a guard that fails for the
      * iterations beyond it: take the extent instead, so one schedule (a cache block
      * of 256) stays guard-free on a small size (K = 64). */
