@@ -752,6 +752,8 @@ static void collect(Node *n, CollectCtx *c)
             collect(n->u.guard.body.v[i], c);
         c->nconds--;
         break;
+    case N_PREFETCH:
+        break; /* a hint: it reads nothing the kernel's meaning depends on */
     }
 }
 
@@ -1169,7 +1171,19 @@ bool xf_prove_le(Kernel *k, const Node *at, const Expr *a, const Expr *b)
     if (__builtin_sub_overflow(r.k, 1, &r.k)) /* a - b - 1 >= 0: a counterexample */
         return false;
     sys_add_ge(&s, &r);
-    sys_add_domain(&s, &sp, at, 0, true);
+    if (at) {
+        sys_add_domain(&s, &sp, at, 0, true);
+    } else {
+        /* the kernel's top level: only the sizes, each at least 1 */
+        for (int i = 0; i < sp.ncol; i++)
+            if (!sp.var[i]) {
+                Aff p;
+                memset(&p, 0, sizeof p);
+                p.c[i] = 1;
+                p.k = -1;
+                sys_add_ge(&s, &p);
+            }
+    }
     add_div_rows(&s, &sp);
     s.split = sp.ndiv > 0;
     bool proved = !sp.overflow && !sys_feasible(&s);

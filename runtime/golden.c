@@ -126,6 +126,18 @@ static Node *cl_node(Clone *c, const Node *n)
         free(idx);
         return r;
     }
+    case N_PREFETCH: {
+        /* a hint; kept so the copy has the same shape (the promoted types only
+         * change how many bytes the box is) */
+        const Buffer *b = n->u.pf.buf;
+        Expr **idx = xcalloc((size_t)(b->rank ? b->rank : 1), sizeof *idx);
+        for (int i = 0; i < b->rank; i++)
+            idx[i] = cl_expr(c, n->u.pf.idx[i]);
+        r = ir_prefetch(k, c->bufs[b->id], idx, n->u.pf.ext, n->span);
+        r->u.pf.write = n->u.pf.write;
+        free(idx);
+        return r;
+    }
     }
     NodeList *to = ir_body(r);
     for (int i = 0; i < from->n; i++)

@@ -292,6 +292,7 @@ static void node_access(const Em *e, const Node *n, uint8_t *rd, uint8_t *wr)
     case N_IF:
         expr_access(e, n->u.guard.cond, rd);
         break;
+    case N_PREFETCH: return;
     }
     NodeList *body = ir_body((Node *)n);
     for (int i = 0; i < body->n; i++)
@@ -488,6 +489,7 @@ static void par_loads(ParCtx *p, const Node *n, const uint8_t *wr)
     case N_IF:
         par_loads_expr(p, n->u.guard.cond, wr);
         break;
+    case N_PREFETCH: return;
     }
     NodeList *body = ir_body((Node *)n);
     for (int i = 0; i < body->n; i++)
@@ -650,6 +652,7 @@ static void priv_node(PrivCtx *p, const Node *n)
         return;
     case N_LOOP: priv_expr(p, n->u.loop.lo); priv_expr(p, n->u.loop.hi); break;
     case N_IF: priv_expr(p, n->u.guard.cond); break;
+    case N_PREFETCH: return;
     }
     NodeList *body = ir_body((Node *)n);
     for (int i = 0; i < body->n; i++) priv_node(p, body->v[i]);
@@ -2078,6 +2081,8 @@ static void emit_node(Em *e, const Node *n)
         sb_free(&c);
         break;
     }
+    /* a CPU cache hint (schedule `prefetch`): no GPU code */
+    case N_PREFETCH: line(e, "/* prefetch %s: a CPU hint, no code here */", bn(e, n->u.pf.buf)); break;
     }
 }
 
