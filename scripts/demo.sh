@@ -74,7 +74,7 @@ jf() { python3 -c 'import json,sys
 d=json.load(sys.stdin)
 for k in sys.argv[1].split("."):
     d = d.get(k) if isinstance(d, dict) else None
-print("-" if d is None else (round(d, 4) if isinstance(d, float) else d))' "$1"; }
+print("-" if d is None else ("%.4g" % d if isinstance(d, float) else d))' "$1"; }
 gpu_row() {  # gpu_row LABEL perfc-args...: validated, then timed beside the library or copy
   local label=$1; shift
   local j

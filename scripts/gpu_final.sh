@@ -33,7 +33,7 @@ for f in stdlib/*.pdl; do
       echo ",$params," | grep -qE ",$name(=[0-9]+)?," && args+=(-D "$kv")
     done
     # conv kernels keep their small default geometry
-    case $k in conv2d|depthwise_conv2d) args=();; esac
+    case $k in conv2d*|depthwise_conv2d) args=();; esac
     out=$(timeout 60 "$P" "$f" -k "$k" "${args[@]}" --no-schedule -target sm_90 --run --json 2>&1); s=$?
     echo "$k: exit $s $(echo "$out" | grep -o '"rel_error": [^,]*' | head -1)"
     [ $s = 0 ] || { rc=1; echo "$out" | tail -5; }
