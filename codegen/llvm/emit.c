@@ -61,12 +61,54 @@ typedef struct Cg {
     LLVMValueRef pfor;       /* perfc_parallel_for, declared on first use */
 } Cg;
 
+/* Element offsets are emitted as r + c: c a constant, r a sum of loop variables times
+ * their strides built once per loop and cached (Sum); the accesses of one basic
+ * block share addresses, loaded values and splats, and stores to one element are
+ * kept back until the block ends (Region).  See "---- addresses ----". */
+#define AFF_TERMS 12
+
+typedef struct Term {
+    LLVMValueRef v;          /* a variable's value (i64) */
+    int64_t k;               /* its coefficient */
+    LLVMBasicBlockRef bb;    /* where the variable was bound */
+    int seq;                 /* binding order: a later binding is nested in earlier ones */
+} Term;
+
+typedef struct Sum {
+    int n;
+    Term t[AFF_TERMS];
+    LLVMValueRef sum;        /* t[0].k*t[0].v + ..., at the end of t[n-1].bb */
+} Sum;
+
+typedef struct Slot {
+    const Buffer *b;
+    LLVMValueRef r;          /* runtime part of the element offset (NULL: none) */
+    int64_t c;               /* constant part */
+    int w;                   /* vector lanes, 0 for a scalar */
+    LLVMValueRef v;          /* loads: value in compute type; stores: in storage type */
+    LLVMValueRef p;          /* address (pending stores) */
+} Slot;
+
+typedef struct Region {
+    LLVMBasicBlockRef bb;    /* the block the entries below belong to */
+    Slot *loads, *stores, *ptrs;  /* known values, pending stores (in order), addresses */
+    int nloads, nstores, nptrs, caploads, capstores, capptrs;
+    LLVMValueRef *splat_of, *splat; /* scalar -> its splat */
+    int nsplats, capsplats;
+} Region;
+
 typedef struct Fn {
     Cg *g;
     LLVMValueRef fn;
     LLVMBasicBlockRef entry; /* allocas only; ends with a branch to the code */
     LLVMValueRef *bufp;      /* base pointer per buffer (NULL: not available here) */
     Val *vars;               /* binding per Var id (v == NULL: unbound) */
+    LLVMBasicBlockRef *vbb;  /* per Var id: the block where it was bound */
+    int *vseq;               /* per Var id: binding order */
+    int seq;
+    Sum *sums;               /* hoisted offset sums */
+    int nsums, capsums;
+    Region rg;
     const Node *owner;       /* the parallel loop this function runs, NULL = kernel */
     /* Inside a vector loop: */
     const Var *vvar;
@@ -244,15 +286,30 @@ static LLVMValueRef libm(Cg *g, const char *name, LLVMValueRef x)
 
 /* ---- vectors ---- */
 
+static Region *region(Fn *f);
+
+/* s in every lane; one splat per value and block. */
 static LLVMValueRef splat(Fn *f, LLVMValueRef s)
 {
     Cg *g = f->g;
     if (LLVMIsConstant(s))
         return splat_const(s, (unsigned)f->vw);
+    Region *r = region(f);
+    for (int i = 0; i < r->nsplats; i++)
+        if (r->splat_of[i] == s && LLVMGetVectorSize(LLVMTypeOf(r->splat[i])) == (unsigned)f->vw)
+            return r->splat[i];
     LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(s), (unsigned)f->vw);
     LLVMValueRef ins = LLVMBuildInsertElement(g->B, LLVMGetPoison(vt), s, ci32(g, 0), "");
     LLVMValueRef zero = LLVMConstNull(LLVMVectorType(g->ti32, (unsigned)f->vw));
-    return LLVMBuildShuffleVector(g->B, ins, LLVMGetPoison(vt), zero, "");
+    LLVMValueRef v = LLVMBuildShuffleVector(g->B, ins, LLVMGetPoison(vt), zero, "");
+    if (r->nsplats == r->capsplats) {
+        r->capsplats = r->capsplats ? 2 * r->capsplats : 16;
+        r->splat_of = xrealloc(r->splat_of, sizeof *r->splat_of * (size_t)r->capsplats);
+        r->splat = xrealloc(r->splat, sizeof *r->splat * (size_t)r->capsplats);
+    }
+    r->splat_of[r->nsplats] = s;
+    r->splat[r->nsplats++] = v;
+    return v;
 }
 
 static LLVMValueRef wide(Fn *f, Val v)
@@ -531,7 +588,6 @@ static LLVMValueRef arith(Cg *g, ExprKind op, DType t, LLVMValueRef a, LLVMValue
 /* ---- index analysis ---- */
 
 /* Affine form of an integer expression over loop variables, for constant extents. */
-#define AFF_TERMS 8
 typedef struct Aff {
     int64_t c;
     int n;
@@ -803,6 +859,250 @@ static void masked_store(Fn *f, LLVMValueRef val, LLVMValueRef ptr, unsigned ali
     intr(g, "llvm.masked.store", ov, 2, args, 4);
 }
 
+/* ---- addresses ----
+ *
+ * Index arithmetic used to be most of a scheduled kernel's LLVM IR: every access of
+ * an unrolled register tile linearised its indices again (a multiply and an add per
+ * dimension), so the 126 unrolled FMAs of conv2d came with some 3000 instructions
+ * that InstCombine, GVN and IndVarSimplify then spent most of the compile time
+ * folding back.  Now the element offset of an access whose indices are affine in the
+ * loop variables is split into a constant c (unrolled variables are constants) and
+ * r, the sum of the other variables times their strides.  r is built one term at a
+ * time, each partial sum at the end of the block where its last variable was bound
+ * (so it is computed once per iteration of that variable's loop, as LICM would)
+ * and shared by every access with the same terms.
+ *
+ * Within one basic block (a Region) addresses, loaded values and splats are reused,
+ * and a store is kept back until the block ends or an access that may overlap it
+ * comes: an accumulator updated by nine unrolled taps is loaded once and stored
+ * once.  Buffers never overlap (the noalias contract), so only accesses to the same
+ * buffer interact.  region_end() is called before every terminator and every call
+ * that may touch buffers; region() dies if a cache outlives its block. */
+
+typedef struct Addr {
+    LLVMValueRef r;          /* NULL: no runtime part */
+    int64_t c;
+} Addr;
+
+#define GROW(p, n, cap)                                                                                                \
+    do {                                                                                                               \
+        if ((n) == (cap)) {                                                                                            \
+            (cap) = (cap) ? 2 * (cap) : 16;                                                                            \
+            (p) = xrealloc((p), sizeof *(p) * (size_t)(cap));                                                          \
+        }                                                                                                              \
+    } while (0)
+
+static Region *region(Fn *f)
+{
+    Region *r = &f->rg;
+    LLVMBasicBlockRef bb = LLVMGetInsertBlock(f->g->B);
+    if (r->bb != bb) {
+        if (r->nloads || r->nstores || r->nptrs || r->nsplats)
+            die("codegen: block caches outlived their block (missing region_end)");
+        r->bb = bb;
+    }
+    return r;
+}
+
+static void store_raw(Fn *f, const Buffer *b, LLVMValueRef p, LLVMValueRef raw)
+{
+    LLVMValueRef st = LLVMBuildStore(f->g->B, raw, p);
+    LLVMSetAlignment(st, elem_align(f->g, b->dtype));
+}
+
+/* Emits the pending stores of b (every buffer when b is NULL) that may overlap
+ * elements [c, c + max(w, 1)) at runtime offset r (all of them when all), in order. */
+static void flush_stores(Fn *f, const Buffer *b, bool all, LLVMValueRef r, int64_t c, int w)
+{
+    Region *rg = region(f);
+    int m = 0;
+    for (int i = 0; i < rg->nstores; i++) {
+        Slot *s = &rg->stores[i];
+        bool hit = (!b || s->b == b) &&
+                   (all || s->r != r || (s->c < c + (w ? w : 1) && c < s->c + (s->w ? s->w : 1)));
+        if (hit)
+            store_raw(f, s->b, s->p, s->v);
+        else
+            rg->stores[m++] = *s;
+    }
+    rg->nstores = m;
+}
+
+/* Ends the block's caches: pending stores are emitted here. */
+static void region_end(Fn *f)
+{
+    Region *r = region(f);
+    flush_stores(f, NULL, true, NULL, 0, 0);
+    r->nloads = r->nptrs = r->nsplats = 0;
+}
+
+/* Before an access to b the caches cannot follow (a gather, a masked or guarded
+ * load, a non-affine index): pending stores of b are emitted and, for a write,
+ * what is known of b is forgotten. */
+static void touch_unknown(Fn *f, const Buffer *b, bool write)
+{
+    Region *rg = region(f);
+    flush_stores(f, b, true, NULL, 0, 0);
+    if (!write)
+        return;
+    int m = 0;
+    for (int i = 0; i < rg->nloads; i++)
+        if (rg->loads[i].b != b)
+            rg->loads[m++] = rg->loads[i];
+    rg->nloads = m;
+}
+
+/* r + c for the current insertion point's loop variables (bindings in f->vars). */
+static LLVMValueRef prefix_sum(Fn *f, const Term *t, int n)
+{
+    Cg *g = f->g;
+    for (int i = 0; i < f->nsums; i++) {
+        const Sum *s = &f->sums[i];
+        if (s->n != n)
+            continue;
+        int j;
+        for (j = 0; j < n && s->t[j].v == t[j].v && s->t[j].k == t[j].k && s->t[j].bb == t[j].bb; j++)
+            ;
+        if (j == n)
+            return s->sum;
+    }
+    LLVMValueRef prev = n > 1 ? prefix_sum(f, t, n - 1) : NULL;
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(g->B), bb = t[n - 1].bb;
+    if (bb != cur) {
+        LLVMValueRef term = LLVMGetBasicBlockTerminator(bb);
+        if (!term)
+            die("codegen: loop variable bound in an open block that is not the current one");
+        LLVMPositionBuilderBefore(g->B, term);
+    }
+    LLVMValueRef x = t[n - 1].k == 1 ? t[n - 1].v : LLVMBuildNSWMul(g->B, t[n - 1].v, ci64(g, t[n - 1].k), "");
+    if (prev)
+        x = LLVMBuildNSWAdd(g->B, prev, x, "");
+    if (bb != cur)
+        LLVMPositionBuilderAtEnd(g->B, cur);
+    GROW(f->sums, f->nsums, f->capsums);
+    Sum *s = &f->sums[f->nsums++];
+    s->n = n;
+    memcpy(s->t, t, sizeof *t * (size_t)n);
+    s->sum = x;
+    return x;
+}
+
+/* The element offset of b[idx] as r + c, with the vector variable at its first lane
+ * when lane0; false when an index is not affine, or depends on the vector variable
+ * and !lane0 (then the caller uses linearize). */
+static bool affine_addr(Fn *f, const Buffer *b, Expr *const *idx, bool lane0, Addr *out)
+{
+    Cg *g = f->g;
+    Aff tot = {0}, a;
+    int64_t stride = 1;
+    for (int i = b->rank - 1; i >= 0; i--) {
+        if (!affine(g, idx[i], &a) || !aff_add(&tot, &a, stride))
+            return false;
+        stride *= g->dims[b->id][i];
+    }
+    Term t[AFF_TERMS];
+    int nt = 0;
+    int64_t c = tot.c;
+    for (int i = 0; i < tot.n; i++) {
+        if (tot.k[i] == 0)
+            continue;
+        int id = tot.var[i];
+        Val x = f->vars[id];
+        if (f->vw && f->vvar->id == id) {
+            if (!lane0)
+                return false;
+            x = S(f->vlo);
+        }
+        if (!x.v || x.vec)
+            return false;
+        if (LLVMIsAConstantInt(x.v)) {
+            c += tot.k[i] * LLVMConstIntGetSExtValue(x.v);
+            continue;
+        }
+        Term n = {x.v, tot.k[i], f->vbb[id], f->vseq[id]};
+        int j = nt++;
+        for (; j > 0 && t[j - 1].seq > n.seq; j--)
+            t[j] = t[j - 1];
+        t[j] = n;
+    }
+    out->r = nt ? prefix_sum(f, t, nt) : NULL;
+    out->c = c;
+    return true;
+}
+
+/* The address of element r + c of b (inbounds: the access is known in range). */
+static LLVMValueRef ptr_at(Fn *f, const Buffer *b, Addr a, bool inbounds)
+{
+    Cg *g = f->g;
+    Region *rg = region(f);
+    if (inbounds)
+        for (int i = 0; i < rg->nptrs; i++)
+            if (rg->ptrs[i].b == b && rg->ptrs[i].r == a.r && rg->ptrs[i].c == a.c)
+                return rg->ptrs[i].p;
+    LLVMValueRef off = !a.r ? ci64(g, a.c) : a.c ? LLVMBuildNSWAdd(g->B, a.r, ci64(g, a.c), "") : a.r;
+    LLVMValueRef p = gep(f, b, off, inbounds);
+    if (inbounds) {
+        GROW(rg->ptrs, rg->nptrs, rg->capptrs);
+        rg->ptrs[rg->nptrs++] = (Slot){.b = b, .r = a.r, .c = a.c, .p = p};
+    }
+    return p;
+}
+
+/* The value of b at a (w lanes from there, or a scalar when w == 0), in compute type. */
+static LLVMValueRef load_at(Fn *f, const Buffer *b, Addr a, int w)
+{
+    Cg *g = f->g;
+    Region *rg = region(f);
+    for (int i = 0; i < rg->nloads; i++) {
+        const Slot *s = &rg->loads[i];
+        if (s->b == b && s->r == a.r && s->c == a.c && s->w == w)
+            return s->v;
+    }
+    flush_stores(f, b, false, a.r, a.c, w);
+    LLVMValueRef p = ptr_at(f, b, a, true);
+    LLVMTypeRef ty = w ? LLVMVectorType(sty(g, b->dtype), (unsigned)w) : sty(g, b->dtype);
+    LLVMValueRef raw = LLVMBuildLoad2(g->B, ty, p, "");
+    LLVMSetAlignment(raw, elem_align(g, b->dtype));
+    LLVMValueRef v = from_storage(g, raw, b->dtype);
+    GROW(rg->loads, rg->nloads, rg->caploads);
+    rg->loads[rg->nloads++] = (Slot){.b = b, .r = a.r, .c = a.c, .w = w, .v = v};
+    return v;
+}
+
+/* Stores v (compute type; w lanes or a scalar) to b at a: kept back until the block
+ * ends or an access that may overlap it, and dropped if the same element is stored
+ * again before anything reads it. */
+static void store_at(Fn *f, const Buffer *b, Addr a, int w, LLVMValueRef v)
+{
+    Cg *g = f->g;
+    Region *rg = region(f);
+    int m = 0;
+    for (int i = 0; i < rg->nstores; i++) {
+        Slot *s = &rg->stores[i];
+        if (s->b == b && s->r == a.r && s->c == a.c && s->w == w)
+            continue; /* overwritten unread */
+        rg->stores[m++] = *s;
+    }
+    rg->nstores = m;
+    flush_stores(f, b, false, a.r, a.c, w);
+    m = 0;
+    for (int i = 0; i < rg->nloads; i++) {
+        const Slot *s = &rg->loads[i];
+        bool overlap = s->b == b && (s->r != a.r || (s->c < a.c + (w ? w : 1) && a.c < s->c + (s->w ? s->w : 1)));
+        if (!overlap)
+            rg->loads[m++] = *s;
+    }
+    rg->nloads = m;
+    if (sty(g, b->dtype) == cty(g, b->dtype)) {
+        GROW(rg->loads, rg->nloads, rg->caploads);
+        rg->loads[rg->nloads++] = (Slot){.b = b, .r = a.r, .c = a.c, .w = w, .v = v};
+    }
+    LLVMValueRef p = ptr_at(f, b, a, true);
+    LLVMValueRef raw = to_storage(g, v, b->dtype);
+    GROW(rg->stores, rg->nstores, rg->capstores);
+    rg->stores[rg->nstores++] = (Slot){.b = b, .r = a.r, .c = a.c, .w = w, .v = raw, .p = p};
+}
+
 static Val emit_expr(Fn *f, const Expr *e);
 
 /* The value of e as a scalar i64 with the vector variable pinned to its first lane
@@ -865,6 +1165,11 @@ static Val emit_load(Fn *f, const Expr *e)
     if (b->rank > 16)
         die("buffer %s has rank %d", b->name, b->rank);
     AccKind ak = f->vw ? access_kind(g, e->u.load.idx, b->rank, f->vvar) : ACC_UNIFORM;
+    Addr a;
+    if (!guarded && (ak == ACC_UNIFORM || (ak == ACC_CONTIG && !f->mask)) &&
+        affine_addr(f, b, e->u.load.idx, ak == ACC_CONTIG, &a))
+        return (Val){load_at(f, b, a, ak == ACC_CONTIG ? f->vw : 0), ak == ACC_CONTIG};
+    touch_unknown(f, b, false);
     for (int i = 0; i < b->rank; i++) {
         idx[i] = emit_i64(f, e->u.load.idx[i], &vec[i]);
         anyvec |= vec[i];
@@ -1129,6 +1434,17 @@ static void emit_stmt_scalar(Fn *f, const Node *n)
     Val x, y, v;
     bool fused;
     v = stmt_value(f, n, &x, &y, &fused);
+    Addr a;
+    if (affine_addr(f, b, n->u.stmt.idx, false, &a)) {
+        LLVMValueRef nv = v.v;
+        if (n->u.stmt.op != SOP_ASSIGN) {
+            LLVMValueRef old = load_at(f, b, a, 0);
+            nv = fused ? fmadd(g, x.v, y.v, old) : update(f, n->u.stmt.op, b->dtype, old, &v);
+        }
+        store_at(f, b, a, 0, nv);
+        return;
+    }
+    touch_unknown(f, b, true);
     for (int i = 0; i < b->rank; i++)
         idx[i] = emit_i64(f, n->u.stmt.idx[i], &vec);
     LLVMValueRef p = gep(f, b, linearize(f, b, idx), true);
@@ -1207,7 +1523,25 @@ static void emit_stmt_vector(Fn *f, const Node *n)
             fused = false;
         }
     }
+    Addr a;
+    if (ak == ACC_CONTIG && !f->mask && affine_addr(f, b, n->u.stmt.idx, true, &a)) {
+        LLVMValueRef nv;
+        if (n->u.stmt.op == SOP_ASSIGN) {
+            nv = wide(f, v);
+        } else {
+            LLVMValueRef old = load_at(f, b, a, f->vw);
+            if (fused) {
+                nv = fmadd(g, wide(f, x), wide(f, y), old);
+            } else {
+                Val w = {wide(f, v), true};
+                nv = update(f, n->u.stmt.op, t, old, &w);
+            }
+        }
+        store_at(f, b, a, f->vw, nv);
+        return;
+    }
     if (ak == ACC_CONTIG) {
+        touch_unknown(f, b, true);
         LLVMValueRef idx0[16];
         for (int i = 0; i < b->rank; i++)
             idx0[i] = lane0_i64(f, n->u.stmt.idx[i]);
@@ -1242,11 +1576,16 @@ static void emit_stmt_vector(Fn *f, const Node *n)
         return;
     }
     /* One element for every lane: a reduction (or, for `=`, the last lane wins). */
-    LLVMValueRef idx[16];
-    bool vec;
-    for (int i = 0; i < b->rank; i++)
-        idx[i] = emit_i64(f, n->u.stmt.idx[i], &vec);
-    LLVMValueRef p = gep(f, b, linearize(f, b, idx), true);
+    bool aff = affine_addr(f, b, n->u.stmt.idx, false, &a);
+    LLVMValueRef p = NULL;
+    if (!aff) {
+        touch_unknown(f, b, true);
+        LLVMValueRef idx[16];
+        bool vec;
+        for (int i = 0; i < b->rank; i++)
+            idx[i] = emit_i64(f, n->u.stmt.idx[i], &vec);
+        p = gep(f, b, linearize(f, b, idx), true);
+    }
     LLVMValueRef val;
     if (n->u.stmt.op == SOP_ASSIGN) {
         if (!v.vec) {
@@ -1269,16 +1608,48 @@ static void emit_stmt_vector(Fn *f, const Node *n)
         if (f->mask)
             lanes = LLVMBuildSelect(B, f->mask, lanes, splat(f, red_identity(g, n->u.stmt.op, t)), "");
         Val r = S(reduce_lanes(g, n->u.stmt.op, t, lanes));
-        LLVMValueRef old = LLVMBuildLoad2(B, sty(g, t), p, "");
-        LLVMSetAlignment(old, align);
-        old = from_storage(g, old, t);
+        LLVMValueRef old;
+        if (aff) {
+            old = load_at(f, b, a, 0);
+        } else {
+            old = LLVMBuildLoad2(B, sty(g, t), p, "");
+            LLVMSetAlignment(old, align);
+            old = from_storage(g, old, t);
+        }
         val = update(f, n->u.stmt.op, t, old, &r);
+    }
+    if (aff) {
+        store_at(f, b, a, 0, val);
+        return;
     }
     LLVMValueRef st = LLVMBuildStore(B, to_storage(g, val, t), p);
     LLVMSetAlignment(st, align);
 }
 
 /* ---- control flow ---- */
+
+typedef struct Binding {
+    Val v;
+    LLVMBasicBlockRef bb;
+    int seq;
+} Binding;
+
+/* Binds loop variable v to x from here on; returns the binding to restore. */
+static Binding bind(Fn *f, const Var *v, Val x)
+{
+    Binding old = {f->vars[v->id], f->vbb[v->id], f->vseq[v->id]};
+    f->vars[v->id] = x;
+    f->vbb[v->id] = LLVMGetInsertBlock(f->g->B);
+    f->vseq[v->id] = ++f->seq;
+    return old;
+}
+
+static void unbind(Fn *f, const Var *v, Binding old)
+{
+    f->vars[v->id] = old.v;
+    f->vbb[v->id] = old.bb;
+    f->vseq[v->id] = old.seq;
+}
 
 typedef struct LoopSt {
     LLVMBasicBlockRef body, exit;
@@ -1294,6 +1665,7 @@ static LLVMValueRef loop_open(Fn *f, LLVMValueRef lo, LLVMValueRef hi, const cha
     s->body = LLVMAppendBasicBlockInContext(g->C, f->fn, name);
     s->exit = LLVMAppendBasicBlockInContext(g->C, f->fn, "");
     s->hi = hi;
+    region_end(f);
     LLVMBuildCondBr(g->B, LLVMBuildICmp(g->B, LLVMIntSLT, lo, hi, ""), s->body, s->exit);
     LLVMPositionBuilderAtEnd(g->B, s->body);
     s->iv = LLVMBuildPhi(g->B, g->ti64, name);
@@ -1304,6 +1676,7 @@ static LLVMValueRef loop_open(Fn *f, LLVMValueRef lo, LLVMValueRef hi, const cha
 static void loop_close(Fn *f, LoopSt *s)
 {
     Cg *g = f->g;
+    region_end(f);
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->B);
     LLVMValueRef next = LLVMBuildNSWAdd(g->B, s->iv, ci64(g, 1), "");
     LLVMBuildCondBr(g->B, LLVMBuildICmp(g->B, LLVMIntSLT, next, s->hi, ""), s->body, s->exit);
@@ -1496,6 +1869,7 @@ static void emit_versioned(Fn *f, const Node *L)
         emit_list(f, &L->u.loop.body);
         return;
     }
+    region_end(f);
     LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(g->C, f->fn, "fast");
     LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(g->C, f->fn, "guarded");
     LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(g->C, f->fn, "");
@@ -1511,10 +1885,12 @@ static void emit_versioned(Fn *f, const Node *L)
         f->assume[f->nassume++] = hoisted[i];
     emit_list(f, &L->u.loop.body);
     f->nassume = saved;
+    region_end(f);
     LLVMBuildBr(g->B, join);
     LLVMMoveBasicBlockAfter(slow, LLVMGetInsertBlock(g->B));
     LLVMPositionBuilderAtEnd(g->B, slow);
     emit_list(f, &L->u.loop.body);
+    region_end(f);
     LLVMBuildBr(g->B, join);
     LLVMMoveBasicBlockAfter(join, LLVMGetInsertBlock(g->B));
     LLVMPositionBuilderAtEnd(g->B, join);
@@ -1525,10 +1901,9 @@ static void emit_serial(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi)
     LoopSt s;
     Var *v = n->u.loop.var;
     LLVMValueRef iv = loop_open(f, lo, hi, v->name, &s);
-    Val saved = f->vars[v->id];
-    f->vars[v->id] = S(iv);
+    Binding saved = bind(f, v, S(iv));
     emit_versioned(f, n);
-    f->vars[v->id] = saved;
+    unbind(f, v, saved);
     loop_close(f, &s);
 }
 
@@ -1551,12 +1926,15 @@ static void emit_guard(Fn *f, const Node *n)
          * loop would have run them. */
         f->mask = saved ? LLVMBuildAnd(B, saved, c.v, "") : c.v;
         LLVMValueRef any = intr1(g, "llvm.vector.reduce.or", f->mask);
+        region_end(f);
         LLVMBuildCondBr(B, any, then, join);
     } else {
+        region_end(f);
         LLVMBuildCondBr(B, c.v, then, join);
     }
     LLVMPositionBuilderAtEnd(B, then);
     emit_list(f, &n->u.guard.body);
+    region_end(f);
     LLVMBuildBr(B, join);
     LLVMMoveBasicBlockAfter(join, LLVMGetInsertBlock(B));
     LLVMPositionBuilderAtEnd(B, join);
@@ -1575,10 +1953,9 @@ static void emit_vector(Fn *f, const Node *n, LLVMValueRef lo, int w)
     f->vlo = lo;
     f->mask = NULL;
     LLVMValueRef iv = LLVMBuildNSWAdd(g->B, splat(f, lo), LLVMConstVector(steps, (unsigned)w), v->name);
-    Val saved = f->vars[v->id];
-    f->vars[v->id] = (Val){iv, true};
+    Binding saved = bind(f, v, (Val){iv, true});
     emit_list(f, &n->u.loop.body);
-    f->vars[v->id] = saved;
+    unbind(f, v, saved);
     f->vvar = NULL;
     f->vw = 0;
     f->vlo = NULL;
@@ -1605,13 +1982,12 @@ static void emit_loop(Fn *f, const Node *n)
     bool cext = const_extent(g, n->u.loop.lo, n->u.loop.hi, &ext);
     if (kind == LOOP_UNROLL) {
         if (cext && ext <= MAX_UNROLL) {
-            Val saved = f->vars[v->id];
             for (int64_t i = 0; i < ext; i++) {
                 LLVMValueRef iv = i == 0 ? lo : LLVMBuildNSWAdd(g->B, lo, ci64(g, i), "");
-                f->vars[v->id] = S(iv);
+                Binding saved = bind(f, v, S(iv));
                 emit_list(f, &n->u.loop.body);
+                unbind(f, v, saved);
             }
-            f->vars[v->id] = saved;
             return;
         }
         diag_warning(g->d, n->span, "unroll loop '%s' %s; emitted as a loop", v->name,
@@ -1722,6 +2098,8 @@ static void fn_begin(Cg *g, Fn *f, LLVMValueRef fn, const Node *owner)
     f->owner = owner;
     f->bufp = xcalloc((size_t)(g->k->nbufs ? g->k->nbufs : 1), sizeof *f->bufp);
     f->vars = xcalloc((size_t)(g->k->nvars ? g->k->nvars : 1), sizeof *f->vars);
+    f->vbb = xcalloc((size_t)(g->k->nvars ? g->k->nvars : 1), sizeof *f->vbb);
+    f->vseq = xcalloc((size_t)(g->k->nvars ? g->k->nvars : 1), sizeof *f->vseq);
     f->entry = LLVMAppendBasicBlockInContext(g->C, fn, "entry");
     LLVMBasicBlockRef code = LLVMAppendBasicBlockInContext(g->C, fn, "code");
     LLVMPositionBuilderAtEnd(g->B, f->entry);
@@ -1731,9 +2109,18 @@ static void fn_begin(Cg *g, Fn *f, LLVMValueRef fn, const Node *owner)
 
 static void fn_end(Fn *f)
 {
+    region_end(f);
     LLVMBuildRetVoid(f->g->B);
     free(f->bufp);
     free(f->vars);
+    free(f->vbb);
+    free(f->vseq);
+    free(f->sums);
+    free(f->rg.loads);
+    free(f->rg.stores);
+    free(f->rg.ptrs);
+    free(f->rg.splat_of);
+    free(f->rg.splat);
 }
 
 /* An alloca in the entry block (so LLVM's SROA can promote small tiles to registers). */
@@ -1772,6 +2159,7 @@ static void emit_parallel(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi
     for (int i = 0; i < k->nvars; i++)
         nv += f->vars[i].v != NULL;
     int nslots = nb + nv + 1;
+    region_end(f);
 
     char name[256];
     int id = g->npar++;
@@ -1838,7 +2226,7 @@ static void emit_parallel(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi
         }
     for (int i = 0; i < k->nvars; i++)
         if (f->vars[i].v) {
-            nf.vars[i] = S(LLVMGetParam(body, (unsigned)s++));
+            bind(&nf, k->vars[i], S(LLVMGetParam(body, (unsigned)s++)));
             LLVMSetValueName2(nf.vars[i].v, k->vars[i]->name, strlen(k->vars[i]->name));
         }
     alloc_private(&nf);
