@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "passes/passes.h"
@@ -172,6 +173,21 @@ int write_output(Compilation *c, const char *data, size_t len)
 {
     if (!c->o->out || !strcmp(c->o->out, "-")) {
         fwrite(data, 1, len, stdout);
+        return 0;
+    }
+    /* A target that exists and is not a regular file (/dev/null, a FIFO, a symbolic
+     * link) is written in place: renaming over it would replace the device node or
+     * the link with a plain file (as root, `-o /dev/null` once did exactly that). */
+    struct stat st;
+    if (lstat(c->o->out, &st) == 0 && !S_ISREG(st.st_mode)) {
+        FILE *f = fopen(c->o->out, "wb");
+        bool ok = f && fwrite(data, 1, len, f) == len;
+        if (f && fclose(f) != 0)
+            ok = false;
+        if (!ok) {
+            diag_plain(&c->diags, DIAG_ERROR, "cannot write '%s': %s", c->o->out, strerror(errno));
+            return 1;
+        }
         return 0;
     }
     /* Write beside the target and rename, so a failure never leaves half a file. */
