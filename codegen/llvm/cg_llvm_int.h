@@ -39,5 +39,8 @@ bool cg_target_runs_on_host(const CgTarget *t);
  * emitted as a scalar loop) are reported and the module is still made. */
 LLVMModuleRef cg_build_module(const Kernel *k, const CgTarget *t, LLVMContextRef ctx,
                               LLVMTargetMachineRef tm, Diags *d);
+/* Whether the schedule made some loop vector or unroll (register tiles): such a
+ * kernel is emitted for, and optimised by, the short pipeline of jit.c. */
+bool cg_kernel_tiled(const Kernel *k);
 
 #endif

@@ -21,6 +21,7 @@
 #include "cg_llvm_int.h"
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/DebugInfo.h>
 
 #include <math.h>
 #include <stdarg.h>
@@ -48,6 +49,7 @@ typedef struct Cg {
     const CgTarget *t;
     Diags *d;
     bool failed;
+    bool lean;               /* the schedule made loops vector or unroll: see emit_loop */
     LLVMContextRef C;
     LLVMModuleRef M;
     LLVMBuilderRef B;
@@ -56,10 +58,49 @@ typedef struct Cg {
     int64_t **dims;          /* extent per buffer and dimension */
     bool *priv;              /* allocated by the generated code (MEM_LOCAL temporaries) */
     const Node **home;       /* for priv buffers: owning parallel loop, NULL = kernel */
+    const Node **fresh;      /* for small priv buffers: loop whose iterations start it afresh */
+    LLVMValueRef *scope, *others; /* per buffer: !alias.scope and !noalias lists */
+    unsigned md_scope, md_noalias;
     int npar;                /* parallel loops outlined so far */
     LLVMTypeRef pfor_ty;
     LLVMValueRef pfor;       /* perfc_parallel_for, declared on first use */
 } Cg;
+
+/* Element offsets are emitted as r + c: c a constant, r a sum of loop variables times
+ * their strides built once per loop and cached (Sum); the accesses of one basic
+ * block share addresses, loaded values and splats, and stores to one element are
+ * kept back until the block ends (Region).  See "---- addresses ----". */
+#define AFF_TERMS 12
+
+typedef struct Term {
+    LLVMValueRef v;          /* a variable's value (i64) */
+    int64_t k;               /* its coefficient */
+    LLVMBasicBlockRef bb;    /* where the variable was bound */
+    int seq;                 /* binding order: a later binding is nested in earlier ones */
+} Term;
+
+typedef struct Sum {
+    int n;
+    Term t[AFF_TERMS];
+    LLVMValueRef sum;        /* t[0].k*t[0].v + ..., at the end of t[n-1].bb */
+} Sum;
+
+typedef struct Slot {
+    const Buffer *b;
+    LLVMValueRef r;          /* runtime part of the element offset (NULL: none) */
+    int64_t c;               /* constant part */
+    int w;                   /* vector lanes, 0 for a scalar */
+    LLVMValueRef v;          /* loads: value in compute type; stores: in storage type */
+    LLVMValueRef p;          /* address (pending stores) */
+} Slot;
+
+typedef struct Region {
+    LLVMBasicBlockRef bb;    /* the block the entries below belong to */
+    Slot *loads, *stores, *ptrs;  /* known values, pending stores (in order), addresses */
+    int nloads, nstores, nptrs, caploads, capstores, capptrs;
+    LLVMValueRef *splat_of, *splat; /* scalar -> its splat */
+    int nsplats, capsplats;
+} Region;
 
 typedef struct Fn {
     Cg *g;
@@ -67,12 +108,19 @@ typedef struct Fn {
     LLVMBasicBlockRef entry; /* allocas only; ends with a branch to the code */
     LLVMValueRef *bufp;      /* base pointer per buffer (NULL: not available here) */
     Val *vars;               /* binding per Var id (v == NULL: unbound) */
+    LLVMBasicBlockRef *vbb;  /* per Var id: the block where it was bound */
+    int *vseq;               /* per Var id: binding order */
+    int seq;
+    Sum *sums;               /* hoisted offset sums */
+    int nsums, capsums;
+    Region rg;
     const Node *owner;       /* the parallel loop this function runs, NULL = kernel */
     /* Inside a vector loop: */
     const Var *vvar;
     int vw;
     LLVMValueRef vlo;        /* the loop variable's first lane (scalar i64) */
     LLVMValueRef mask;       /* lanes enabled by enclosing guards; NULL = all */
+    bool ordered;            /* a serial loop vectorised here: float sums keep their order */
     /* Guards proven to hold where they are being emitted (the fast version of a
      * loop body, see emit_versioned): emitted as their bodies. */
     const Node *assume[MAX_HOISTED];
@@ -244,15 +292,30 @@ static LLVMValueRef libm(Cg *g, const char *name, LLVMValueRef x)
 
 /* ---- vectors ---- */
 
+static Region *region(Fn *f);
+
+/* s in every lane; one splat per value and block. */
 static LLVMValueRef splat(Fn *f, LLVMValueRef s)
 {
     Cg *g = f->g;
     if (LLVMIsConstant(s))
         return splat_const(s, (unsigned)f->vw);
+    Region *r = region(f);
+    for (int i = 0; i < r->nsplats; i++)
+        if (r->splat_of[i] == s && LLVMGetVectorSize(LLVMTypeOf(r->splat[i])) == (unsigned)f->vw)
+            return r->splat[i];
     LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(s), (unsigned)f->vw);
     LLVMValueRef ins = LLVMBuildInsertElement(g->B, LLVMGetPoison(vt), s, ci32(g, 0), "");
     LLVMValueRef zero = LLVMConstNull(LLVMVectorType(g->ti32, (unsigned)f->vw));
-    return LLVMBuildShuffleVector(g->B, ins, LLVMGetPoison(vt), zero, "");
+    LLVMValueRef v = LLVMBuildShuffleVector(g->B, ins, LLVMGetPoison(vt), zero, "");
+    if (r->nsplats == r->capsplats) {
+        r->capsplats = r->capsplats ? 2 * r->capsplats : 16;
+        r->splat_of = xrealloc(r->splat_of, sizeof *r->splat_of * (size_t)r->capsplats);
+        r->splat = xrealloc(r->splat, sizeof *r->splat * (size_t)r->capsplats);
+    }
+    r->splat_of[r->nsplats] = s;
+    r->splat[r->nsplats++] = v;
+    return v;
 }
 
 static LLVMValueRef wide(Fn *f, Val v)
@@ -531,7 +594,6 @@ static LLVMValueRef arith(Cg *g, ExprKind op, DType t, LLVMValueRef a, LLVMValue
 /* ---- index analysis ---- */
 
 /* Affine form of an integer expression over loop variables, for constant extents. */
-#define AFF_TERMS 8
 typedef struct Aff {
     int64_t c;
     int n;
@@ -789,6 +851,17 @@ static unsigned elem_align(Cg *g, DType t)
     return (unsigned)dtype_bytes(t);
 }
 
+/* Every access to buffer b carries b's alias scope and, as noalias, the scopes of all
+ * other buffers: the buffers never overlap (the calling convention), and this says so
+ * to LLVM without a function whose pointer arguments are noalias. */
+static LLVMValueRef tag(Cg *g, const Buffer *b, LLVMValueRef inst)
+{
+    LLVMSetMetadata(inst, g->md_scope, g->scope[b->id]);
+    if (g->others[b->id])
+        LLVMSetMetadata(inst, g->md_noalias, g->others[b->id]);
+    return inst;
+}
+
 static LLVMValueRef masked_load(Fn *f, LLVMTypeRef vt, LLVMValueRef ptr, unsigned align, LLVMValueRef mask)
 {
     Cg *g = f->g;
@@ -797,12 +870,256 @@ static LLVMValueRef masked_load(Fn *f, LLVMTypeRef vt, LLVMValueRef ptr, unsigne
     return intr(g, "llvm.masked.load", ov, 2, args, 4);
 }
 
-static void masked_store(Fn *f, LLVMValueRef val, LLVMValueRef ptr, unsigned align, LLVMValueRef mask)
+static LLVMValueRef masked_store(Fn *f, LLVMValueRef val, LLVMValueRef ptr, unsigned align, LLVMValueRef mask)
 {
     Cg *g = f->g;
     LLVMTypeRef ov[2] = {LLVMTypeOf(val), g->tptr};
     LLVMValueRef args[4] = {val, ptr, ci32(g, (int32_t)align), mask};
-    intr(g, "llvm.masked.store", ov, 2, args, 4);
+    return intr(g, "llvm.masked.store", ov, 2, args, 4);
+}
+
+/* ---- addresses ----
+ *
+ * Index arithmetic used to be most of a scheduled kernel's LLVM IR: every access of
+ * an unrolled register tile linearised its indices again (a multiply and an add per
+ * dimension), so the 126 unrolled FMAs of conv2d came with some 3000 instructions
+ * that InstCombine, GVN and IndVarSimplify then spent most of the compile time
+ * folding back.  Now the element offset of an access whose indices are affine in the
+ * loop variables is split into a constant c (unrolled variables are constants) and
+ * r, the sum of the other variables times their strides.  r is built one term at a
+ * time, each partial sum at the end of the block where its last variable was bound
+ * (so it is computed once per iteration of that variable's loop, as LICM would)
+ * and shared by every access with the same terms.
+ *
+ * Within one basic block (a Region) addresses, loaded values and splats are reused,
+ * and a store is kept back until the block ends or an access that may overlap it
+ * comes: an accumulator updated by nine unrolled taps is loaded once and stored
+ * once.  Buffers never overlap (the noalias contract), so only accesses to the same
+ * buffer interact.  region_end() is called before every terminator and every call
+ * that may touch buffers; region() dies if a cache outlives its block. */
+
+typedef struct Addr {
+    LLVMValueRef r;          /* NULL: no runtime part */
+    int64_t c;
+} Addr;
+
+#define GROW(p, n, cap)                                                                                                \
+    do {                                                                                                               \
+        if ((n) == (cap)) {                                                                                            \
+            (cap) = (cap) ? 2 * (cap) : 16;                                                                            \
+            (p) = xrealloc((p), sizeof *(p) * (size_t)(cap));                                                          \
+        }                                                                                                              \
+    } while (0)
+
+static Region *region(Fn *f)
+{
+    Region *r = &f->rg;
+    LLVMBasicBlockRef bb = LLVMGetInsertBlock(f->g->B);
+    if (r->bb != bb) {
+        if (r->nloads || r->nstores || r->nptrs || r->nsplats)
+            die("codegen: block caches outlived their block (missing region_end)");
+        r->bb = bb;
+    }
+    return r;
+}
+
+static void store_raw(Fn *f, const Buffer *b, LLVMValueRef p, LLVMValueRef raw)
+{
+    LLVMValueRef st = tag(f->g, b, LLVMBuildStore(f->g->B, raw, p));
+    LLVMSetAlignment(st, elem_align(f->g, b->dtype));
+}
+
+/* Emits the pending stores of b (every buffer when b is NULL) that may overlap
+ * elements [c, c + max(w, 1)) at runtime offset r (all of them when all), in order. */
+static void flush_stores(Fn *f, const Buffer *b, bool all, LLVMValueRef r, int64_t c, int w)
+{
+    Region *rg = region(f);
+    int m = 0;
+    for (int i = 0; i < rg->nstores; i++) {
+        Slot *s = &rg->stores[i];
+        bool hit = (!b || s->b == b) &&
+                   (all || s->r != r || (s->c < c + (w ? w : 1) && c < s->c + (s->w ? s->w : 1)));
+        if (hit)
+            store_raw(f, s->b, s->p, s->v);
+        else
+            rg->stores[m++] = *s;
+    }
+    rg->nstores = m;
+}
+
+/* Ends the block's caches: pending stores are emitted here. */
+static void region_end(Fn *f)
+{
+    Region *r = region(f);
+    flush_stores(f, NULL, true, NULL, 0, 0);
+    r->nloads = r->nptrs = r->nsplats = 0;
+}
+
+/* Before an access to b the caches cannot follow (a gather, a masked or guarded
+ * load, a non-affine index): pending stores of b are emitted and, for a write,
+ * what is known of b is forgotten. */
+static void touch_unknown(Fn *f, const Buffer *b, bool write)
+{
+    Region *rg = region(f);
+    flush_stores(f, b, true, NULL, 0, 0);
+    if (!write)
+        return;
+    int m = 0;
+    for (int i = 0; i < rg->nloads; i++)
+        if (rg->loads[i].b != b)
+            rg->loads[m++] = rg->loads[i];
+    rg->nloads = m;
+}
+
+/* r + c for the current insertion point's loop variables (bindings in f->vars). */
+static LLVMValueRef prefix_sum(Fn *f, const Term *t, int n)
+{
+    Cg *g = f->g;
+    for (int i = 0; i < f->nsums; i++) {
+        const Sum *s = &f->sums[i];
+        if (s->n != n)
+            continue;
+        int j;
+        for (j = 0; j < n && s->t[j].v == t[j].v && s->t[j].k == t[j].k && s->t[j].bb == t[j].bb; j++)
+            ;
+        if (j == n)
+            return s->sum;
+    }
+    LLVMValueRef prev = n > 1 ? prefix_sum(f, t, n - 1) : NULL;
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(g->B), bb = t[n - 1].bb;
+    if (bb != cur) {
+        LLVMValueRef term = LLVMGetBasicBlockTerminator(bb);
+        if (!term)
+            die("codegen: loop variable bound in an open block that is not the current one");
+        LLVMPositionBuilderBefore(g->B, term);
+    }
+    LLVMValueRef x = t[n - 1].k == 1 ? t[n - 1].v : LLVMBuildNSWMul(g->B, t[n - 1].v, ci64(g, t[n - 1].k), "");
+    if (prev)
+        x = LLVMBuildNSWAdd(g->B, prev, x, "");
+    if (bb != cur)
+        LLVMPositionBuilderAtEnd(g->B, cur);
+    GROW(f->sums, f->nsums, f->capsums);
+    Sum *s = &f->sums[f->nsums++];
+    s->n = n;
+    memcpy(s->t, t, sizeof *t * (size_t)n);
+    s->sum = x;
+    return x;
+}
+
+/* The element offset of b[idx] as r + c, with the vector variable at its first lane
+ * when lane0; false when an index is not affine, or depends on the vector variable
+ * and !lane0 (then the caller uses linearize). */
+static bool affine_addr(Fn *f, const Buffer *b, Expr *const *idx, bool lane0, Addr *out)
+{
+    Cg *g = f->g;
+    Aff tot = {0}, a;
+    int64_t stride = 1;
+    for (int i = b->rank - 1; i >= 0; i--) {
+        if (!affine(g, idx[i], &a) || !aff_add(&tot, &a, stride))
+            return false;
+        stride *= g->dims[b->id][i];
+    }
+    Term t[AFF_TERMS];
+    int nt = 0;
+    int64_t c = tot.c;
+    for (int i = 0; i < tot.n; i++) {
+        if (tot.k[i] == 0)
+            continue;
+        int id = tot.var[i];
+        Val x = f->vars[id];
+        if (f->vw && f->vvar->id == id) {
+            if (!lane0)
+                return false;
+            x = S(f->vlo);
+        }
+        if (!x.v || x.vec)
+            return false;
+        if (LLVMIsAConstantInt(x.v)) {
+            c += tot.k[i] * LLVMConstIntGetSExtValue(x.v);
+            continue;
+        }
+        Term n = {x.v, tot.k[i], f->vbb[id], f->vseq[id]};
+        int j = nt++;
+        for (; j > 0 && t[j - 1].seq > n.seq; j--)
+            t[j] = t[j - 1];
+        t[j] = n;
+    }
+    out->r = nt ? prefix_sum(f, t, nt) : NULL;
+    out->c = c;
+    return true;
+}
+
+/* The address of element r + c of b (inbounds: the access is known in range). */
+static LLVMValueRef ptr_at(Fn *f, const Buffer *b, Addr a, bool inbounds)
+{
+    Cg *g = f->g;
+    Region *rg = region(f);
+    if (inbounds)
+        for (int i = 0; i < rg->nptrs; i++)
+            if (rg->ptrs[i].b == b && rg->ptrs[i].r == a.r && rg->ptrs[i].c == a.c)
+                return rg->ptrs[i].p;
+    LLVMValueRef off = !a.r ? ci64(g, a.c) : a.c ? LLVMBuildNSWAdd(g->B, a.r, ci64(g, a.c), "") : a.r;
+    LLVMValueRef p = gep(f, b, off, inbounds);
+    if (inbounds) {
+        GROW(rg->ptrs, rg->nptrs, rg->capptrs);
+        rg->ptrs[rg->nptrs++] = (Slot){.b = b, .r = a.r, .c = a.c, .p = p};
+    }
+    return p;
+}
+
+/* The value of b at a (w lanes from there, or a scalar when w == 0), in compute type. */
+static LLVMValueRef load_at(Fn *f, const Buffer *b, Addr a, int w)
+{
+    Cg *g = f->g;
+    Region *rg = region(f);
+    for (int i = 0; i < rg->nloads; i++) {
+        const Slot *s = &rg->loads[i];
+        if (s->b == b && s->r == a.r && s->c == a.c && s->w == w)
+            return s->v;
+    }
+    flush_stores(f, b, false, a.r, a.c, w);
+    LLVMValueRef p = ptr_at(f, b, a, true);
+    LLVMTypeRef ty = w ? LLVMVectorType(sty(g, b->dtype), (unsigned)w) : sty(g, b->dtype);
+    LLVMValueRef raw = tag(g, b, LLVMBuildLoad2(g->B, ty, p, ""));
+    LLVMSetAlignment(raw, elem_align(g, b->dtype));
+    LLVMValueRef v = from_storage(g, raw, b->dtype);
+    GROW(rg->loads, rg->nloads, rg->caploads);
+    rg->loads[rg->nloads++] = (Slot){.b = b, .r = a.r, .c = a.c, .w = w, .v = v};
+    return v;
+}
+
+/* Stores v (compute type; w lanes or a scalar) to b at a: kept back until the block
+ * ends or an access that may overlap it, and dropped if the same element is stored
+ * again before anything reads it. */
+static void store_at(Fn *f, const Buffer *b, Addr a, int w, LLVMValueRef v)
+{
+    Cg *g = f->g;
+    Region *rg = region(f);
+    int m = 0;
+    for (int i = 0; i < rg->nstores; i++) {
+        Slot *s = &rg->stores[i];
+        if (s->b == b && s->r == a.r && s->c == a.c && s->w == w)
+            continue; /* overwritten unread */
+        rg->stores[m++] = *s;
+    }
+    rg->nstores = m;
+    flush_stores(f, b, false, a.r, a.c, w);
+    m = 0;
+    for (int i = 0; i < rg->nloads; i++) {
+        const Slot *s = &rg->loads[i];
+        bool overlap = s->b == b && (s->r != a.r || (s->c < a.c + (w ? w : 1) && a.c < s->c + (s->w ? s->w : 1)));
+        if (!overlap)
+            rg->loads[m++] = *s;
+    }
+    rg->nloads = m;
+    if (sty(g, b->dtype) == cty(g, b->dtype)) {
+        GROW(rg->loads, rg->nloads, rg->caploads);
+        rg->loads[rg->nloads++] = (Slot){.b = b, .r = a.r, .c = a.c, .w = w, .v = v};
+    }
+    LLVMValueRef p = ptr_at(f, b, a, true);
+    LLVMValueRef raw = to_storage(g, v, b->dtype);
+    GROW(rg->stores, rg->nstores, rg->capstores);
+    rg->stores[rg->nstores++] = (Slot){.b = b, .r = a.r, .c = a.c, .w = w, .v = raw, .p = p};
 }
 
 static Val emit_expr(Fn *f, const Expr *e);
@@ -848,7 +1165,7 @@ static LLVMValueRef load_scalar(Fn *f, const Buffer *b, LLVMValueRef *idx, bool 
         }
     }
     LLVMValueRef p = gep(f, b, linearize(f, b, idx), true);
-    LLVMValueRef raw = LLVMBuildLoad2(B, sty(g, b->dtype), p, "");
+    LLVMValueRef raw = tag(g, b, LLVMBuildLoad2(B, sty(g, b->dtype), p, ""));
     LLVMSetAlignment(raw, elem_align(g, b->dtype));
     LLVMValueRef v = from_storage(g, raw, b->dtype);
     if (ok)
@@ -867,6 +1184,11 @@ static Val emit_load(Fn *f, const Expr *e)
     if (b->rank > 16)
         die("buffer %s has rank %d", b->name, b->rank);
     AccKind ak = f->vw ? access_kind(g, e->u.load.idx, b->rank, f->vvar) : ACC_UNIFORM;
+    Addr a;
+    if (!guarded && (ak == ACC_UNIFORM || (ak == ACC_CONTIG && !f->mask)) &&
+        affine_addr(f, b, e->u.load.idx, ak == ACC_CONTIG, &a))
+        return (Val){load_at(f, b, a, ak == ACC_CONTIG ? f->vw : 0), ak == ACC_CONTIG};
+    touch_unknown(f, b, false);
     for (int i = 0; i < b->rank; i++) {
         idx[i] = emit_i64(f, e->u.load.idx[i], &vec[i]);
         anyvec |= vec[i];
@@ -900,9 +1222,9 @@ static Val emit_load(Fn *f, const Expr *e)
         LLVMValueRef off0 = linearize(f, b, idx0);
         LLVMValueRef p = gep(f, b, off0, mask == NULL);
         if (mask) {
-            raw = masked_load(f, vst, p, align, mask);
+            raw = tag(g, b, masked_load(f, vst, p, align, mask));
         } else {
-            raw = LLVMBuildLoad2(B, vst, p, "");
+            raw = tag(g, b, LLVMBuildLoad2(B, vst, p, ""));
             LLVMSetAlignment(raw, align);
         }
     } else {
@@ -912,7 +1234,7 @@ static Val emit_load(Fn *f, const Expr *e)
         LLVMTypeRef ov[2] = {vst, LLVMTypeOf(ptrs)};
         LLVMValueRef m = mask ? mask : kint(LLVMVectorType(g->ti1, W), -1);
         LLVMValueRef args[4] = {ptrs, ci32(g, (int32_t)align), m, LLVMConstNull(vst)};
-        raw = intr(g, "llvm.masked.gather", ov, 2, args, 4);
+        raw = tag(g, b, intr(g, "llvm.masked.gather", ov, 2, args, 4));
     }
     LLVMValueRef v = from_storage(g, raw, b->dtype);
     if (inr)
@@ -1131,6 +1453,17 @@ static void emit_stmt_scalar(Fn *f, const Node *n)
     Val x, y, v;
     bool fused;
     v = stmt_value(f, n, &x, &y, &fused);
+    Addr a;
+    if (affine_addr(f, b, n->u.stmt.idx, false, &a)) {
+        LLVMValueRef nv = v.v;
+        if (n->u.stmt.op != SOP_ASSIGN) {
+            LLVMValueRef old = load_at(f, b, a, 0);
+            nv = fused ? fmadd(g, x.v, y.v, old) : update(f, n->u.stmt.op, b->dtype, old, &v);
+        }
+        store_at(f, b, a, 0, nv);
+        return;
+    }
+    touch_unknown(f, b, true);
     for (int i = 0; i < b->rank; i++)
         idx[i] = emit_i64(f, n->u.stmt.idx[i], &vec);
     LLVMValueRef p = gep(f, b, linearize(f, b, idx), true);
@@ -1139,12 +1472,12 @@ static void emit_stmt_scalar(Fn *f, const Node *n)
     if (n->u.stmt.op == SOP_ASSIGN) {
         nv = v.v;
     } else {
-        LLVMValueRef old = LLVMBuildLoad2(g->B, sty(g, b->dtype), p, "");
+        LLVMValueRef old = tag(g, b, LLVMBuildLoad2(g->B, sty(g, b->dtype), p, ""));
         LLVMSetAlignment(old, align);
         old = from_storage(g, old, b->dtype);
         nv = fused ? fmadd(g, x.v, y.v, old) : update(f, n->u.stmt.op, b->dtype, old, &v);
     }
-    LLVMValueRef st = LLVMBuildStore(g->B, to_storage(g, nv, b->dtype), p);
+    LLVMValueRef st = tag(g, b, LLVMBuildStore(g->B, to_storage(g, nv, b->dtype), p));
     LLVMSetAlignment(st, align);
 }
 
@@ -1209,7 +1542,25 @@ static void emit_stmt_vector(Fn *f, const Node *n)
             fused = false;
         }
     }
+    Addr a;
+    if (ak == ACC_CONTIG && !f->mask && affine_addr(f, b, n->u.stmt.idx, true, &a)) {
+        LLVMValueRef nv;
+        if (n->u.stmt.op == SOP_ASSIGN) {
+            nv = wide(f, v);
+        } else {
+            LLVMValueRef old = load_at(f, b, a, f->vw);
+            if (fused) {
+                nv = fmadd(g, wide(f, x), wide(f, y), old);
+            } else {
+                Val w = {wide(f, v), true};
+                nv = update(f, n->u.stmt.op, t, old, &w);
+            }
+        }
+        store_at(f, b, a, f->vw, nv);
+        return;
+    }
     if (ak == ACC_CONTIG) {
+        touch_unknown(f, b, true);
         LLVMValueRef idx0[16];
         for (int i = 0; i < b->rank; i++)
             idx0[i] = lane0_i64(f, n->u.stmt.idx[i]);
@@ -1221,9 +1572,9 @@ static void emit_stmt_vector(Fn *f, const Node *n)
         } else {
             LLVMValueRef old;
             if (f->mask) {
-                old = masked_load(f, vst, p, align, f->mask);
+                old = tag(g, b, masked_load(f, vst, p, align, f->mask));
             } else {
-                old = LLVMBuildLoad2(B, vst, p, "");
+                old = tag(g, b, LLVMBuildLoad2(B, vst, p, ""));
                 LLVMSetAlignment(old, align);
             }
             old = from_storage(g, old, t);
@@ -1236,19 +1587,24 @@ static void emit_stmt_vector(Fn *f, const Node *n)
         }
         nv = to_storage(g, nv, t);
         if (f->mask) {
-            masked_store(f, nv, p, align, f->mask);
+            tag(g, b, masked_store(f, nv, p, align, f->mask));
         } else {
-            LLVMValueRef st = LLVMBuildStore(B, nv, p);
+            LLVMValueRef st = tag(g, b, LLVMBuildStore(B, nv, p));
             LLVMSetAlignment(st, align);
         }
         return;
     }
     /* One element for every lane: a reduction (or, for `=`, the last lane wins). */
-    LLVMValueRef idx[16];
-    bool vec;
-    for (int i = 0; i < b->rank; i++)
-        idx[i] = emit_i64(f, n->u.stmt.idx[i], &vec);
-    LLVMValueRef p = gep(f, b, linearize(f, b, idx), true);
+    bool aff = affine_addr(f, b, n->u.stmt.idx, false, &a);
+    LLVMValueRef p = NULL;
+    if (!aff) {
+        touch_unknown(f, b, true);
+        LLVMValueRef idx[16];
+        bool vec;
+        for (int i = 0; i < b->rank; i++)
+            idx[i] = emit_i64(f, n->u.stmt.idx[i], &vec);
+        p = gep(f, b, linearize(f, b, idx), true);
+    }
     LLVMValueRef val;
     if (n->u.stmt.op == SOP_ASSIGN) {
         if (!v.vec) {
@@ -1270,25 +1626,76 @@ static void emit_stmt_vector(Fn *f, const Node *n)
         LLVMValueRef lanes = wide(f, v);
         if (f->mask)
             lanes = LLVMBuildSelect(B, f->mask, lanes, splat(f, red_identity(g, n->u.stmt.op, t)), "");
-        Val r = S(reduce_lanes(g, n->u.stmt.op, t, lanes));
-        LLVMValueRef old = LLVMBuildLoad2(B, sty(g, t), p, "");
-        LLVMSetAlignment(old, align);
-        old = from_storage(g, old, t);
-        val = update(f, n->u.stmt.op, t, old, &r);
+        LLVMValueRef old;
+        if (aff) {
+            old = load_at(f, b, a, 0);
+        } else {
+            old = tag(g, b, LLVMBuildLoad2(B, sty(g, t), p, ""));
+            LLVMSetAlignment(old, align);
+            old = from_storage(g, old, t);
+        }
+        if (f->ordered && dtype_is_float(t) && (n->u.stmt.op == SOP_ADD || n->u.stmt.op == SOP_MUL)) {
+            /* The scalar loop's order: ((old + v0) + v1) + ... (no reassociation). */
+            LLVMValueRef args[2] = {old, lanes};
+            LLVMTypeRef ty = LLVMTypeOf(lanes);
+            val = intr(g, n->u.stmt.op == SOP_ADD ? "llvm.vector.reduce.fadd" : "llvm.vector.reduce.fmul", &ty, 1, args, 2);
+        } else {
+            Val r = S(reduce_lanes(g, n->u.stmt.op, t, lanes));
+            val = update(f, n->u.stmt.op, t, old, &r);
+        }
     }
-    LLVMValueRef st = LLVMBuildStore(B, to_storage(g, val, t), p);
+    if (aff) {
+        store_at(f, b, a, 0, val);
+        return;
+    }
+    LLVMValueRef st = tag(g, b, LLVMBuildStore(B, to_storage(g, val, t), p));
     LLVMSetAlignment(st, align);
 }
 
 /* ---- control flow ---- */
 
+typedef struct Binding {
+    Val v;
+    LLVMBasicBlockRef bb;
+    int seq;
+} Binding;
+
+/* Binds loop variable v to x from here on; returns the binding to restore. */
+static Binding bind(Fn *f, const Var *v, Val x)
+{
+    Binding old = {f->vars[v->id], f->vbb[v->id], f->vseq[v->id]};
+    f->vars[v->id] = x;
+    f->vbb[v->id] = LLVMGetInsertBlock(f->g->B);
+    f->vseq[v->id] = ++f->seq;
+    return old;
+}
+
+static void unbind(Fn *f, const Var *v, Binding old)
+{
+    f->vars[v->id] = old.v;
+    f->vbb[v->id] = old.bb;
+    f->vseq[v->id] = old.seq;
+}
+
 typedef struct LoopSt {
     LLVMBasicBlockRef body, exit;
     LLVMValueRef iv, hi;
+    int64_t step;
 } LoopSt;
 
-/* Opens `for iv in lo..hi` (scalar i64): a guarded, rotated loop, the form LLVM's
- * loop passes expect. */
+/* Whether list l holds an unroll or vector loop. */
+static bool holds_scheduled(const NodeList *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        const Node *n = l->v[i];
+        if (n->kind == N_LOOP && (n->u.loop.kind == LOOP_UNROLL || n->u.loop.kind == LOOP_VECTOR))
+            return true;
+        if ((n->kind == N_LOOP || n->kind == N_IF) && holds_scheduled(ir_body((Node *)n)))
+            return true;
+    }
+    return false;
+}
+
 static LLVMValueRef loop_open(Fn *f, LLVMValueRef lo, LLVMValueRef hi, const char *name, LoopSt *s)
 {
     Cg *g = f->g;
@@ -1296,6 +1703,8 @@ static LLVMValueRef loop_open(Fn *f, LLVMValueRef lo, LLVMValueRef hi, const cha
     s->body = LLVMAppendBasicBlockInContext(g->C, f->fn, name);
     s->exit = LLVMAppendBasicBlockInContext(g->C, f->fn, "");
     s->hi = hi;
+    s->step = 1;
+    region_end(f);
     LLVMBuildCondBr(g->B, LLVMBuildICmp(g->B, LLVMIntSLT, lo, hi, ""), s->body, s->exit);
     LLVMPositionBuilderAtEnd(g->B, s->body);
     s->iv = LLVMBuildPhi(g->B, g->ti64, name);
@@ -1306,8 +1715,9 @@ static LLVMValueRef loop_open(Fn *f, LLVMValueRef lo, LLVMValueRef hi, const cha
 static void loop_close(Fn *f, LoopSt *s)
 {
     Cg *g = f->g;
+    region_end(f);
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->B);
-    LLVMValueRef next = LLVMBuildNSWAdd(g->B, s->iv, ci64(g, 1), "");
+    LLVMValueRef next = LLVMBuildNSWAdd(g->B, s->iv, ci64(g, s->step), "");
     LLVMBuildCondBr(g->B, LLVMBuildICmp(g->B, LLVMIntSLT, next, s->hi, ""), s->body, s->exit);
     LLVMAddIncoming(s->iv, &next, &latch, 1);
     LLVMMoveBasicBlockAfter(s->exit, latch);
@@ -1498,6 +1908,7 @@ static void emit_versioned(Fn *f, const Node *L)
         emit_list(f, &L->u.loop.body);
         return;
     }
+    region_end(f);
     LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(g->C, f->fn, "fast");
     LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(g->C, f->fn, "guarded");
     LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(g->C, f->fn, "");
@@ -1513,24 +1924,51 @@ static void emit_versioned(Fn *f, const Node *L)
         f->assume[f->nassume++] = hoisted[i];
     emit_list(f, &L->u.loop.body);
     f->nassume = saved;
+    region_end(f);
     LLVMBuildBr(g->B, join);
     LLVMMoveBasicBlockAfter(slow, LLVMGetInsertBlock(g->B));
     LLVMPositionBuilderAtEnd(g->B, slow);
     emit_list(f, &L->u.loop.body);
+    region_end(f);
     LLVMBuildBr(g->B, join);
     LLVMMoveBasicBlockAfter(join, LLVMGetInsertBlock(g->B));
     LLVMPositionBuilderAtEnd(g->B, join);
 }
+
+/* A register tile's contents are dead at the top of each iteration of its fresh
+ * loop (Buffer.private_in: every read sees a write of the same iteration).  Saying
+ * so with a store of poison keeps SSA construction from carrying the tile's old
+ * value around every enclosing loop in phis (six 2-register phis per loop level in
+ * gemm's 6x16 tile), which cost registers and register-allocation time. */
+static void start_fresh(Fn *f, const Node *loop)
+{
+    Cg *g = f->g;
+    for (int i = 0; i < g->k->nbufs; i++)
+        if (g->fresh[i] == loop && f->bufp[i]) {
+            const Buffer *b = g->k->bufs[i];
+            touch_unknown(f, b, true);
+            /* A memset of undef: SROA turns it into an undef definition of every
+             * slice (a store of an undef aggregate would become element inserts into
+             * the old value), and codegen drops it where the tile stays in memory. */
+            LLVMValueRef bytes = ci64(g, g->elems[i] * dtype_bytes(b->dtype));
+            tag(g, b, LLVMBuildMemSet(g->B, f->bufp[i], LLVMGetUndef(g->ti8), bytes, CG_BUF_ALIGN));
+        }
+}
+
+static bool unroll_twice(const Fn *f, const Node *n);
 
 static void emit_serial(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi)
 {
     LoopSt s;
     Var *v = n->u.loop.var;
     LLVMValueRef iv = loop_open(f, lo, hi, v->name, &s);
-    Val saved = f->vars[v->id];
-    f->vars[v->id] = S(iv);
-    emit_versioned(f, n);
-    f->vars[v->id] = saved;
+    s.step = unroll_twice(f, n) ? 2 : 1;
+    for (int64_t i = 0; i < s.step; i++) {
+        Binding saved = bind(f, v, S(i ? LLVMBuildNSWAdd(f->g->B, iv, ci64(f->g, i), "") : iv));
+        start_fresh(f, n);
+        emit_versioned(f, n);
+        unbind(f, v, saved);
+    }
     loop_close(f, &s);
 }
 
@@ -1553,21 +1991,25 @@ static void emit_guard(Fn *f, const Node *n)
          * loop would have run them. */
         f->mask = saved ? LLVMBuildAnd(B, saved, c.v, "") : c.v;
         LLVMValueRef any = intr1(g, "llvm.vector.reduce.or", f->mask);
+        region_end(f);
         LLVMBuildCondBr(B, any, then, join);
     } else {
+        region_end(f);
         LLVMBuildCondBr(B, c.v, then, join);
     }
     LLVMPositionBuilderAtEnd(B, then);
     emit_list(f, &n->u.guard.body);
+    region_end(f);
     LLVMBuildBr(B, join);
     LLVMMoveBasicBlockAfter(join, LLVMGetInsertBlock(B));
     LLVMPositionBuilderAtEnd(B, join);
     f->mask = saved;
 }
 
-static void emit_vector(Fn *f, const Node *n, LLVMValueRef lo, int w)
+static void emit_vector(Fn *f, const Node *n, LLVMValueRef lo, int w, bool ordered)
 {
     Cg *g = f->g;
+    f->ordered = ordered;
     Var *v = n->u.loop.var;
     LLVMValueRef steps[MAX_VECTOR_WIDTH];
     for (int i = 0; i < w; i++)
@@ -1577,16 +2019,408 @@ static void emit_vector(Fn *f, const Node *n, LLVMValueRef lo, int w)
     f->vlo = lo;
     f->mask = NULL;
     LLVMValueRef iv = LLVMBuildNSWAdd(g->B, splat(f, lo), LLVMConstVector(steps, (unsigned)w), v->name);
-    Val saved = f->vars[v->id];
-    f->vars[v->id] = (Val){iv, true};
+    Binding saved = bind(f, v, (Val){iv, true});
     emit_list(f, &n->u.loop.body);
-    f->vars[v->id] = saved;
+    unbind(f, v, saved);
     f->vvar = NULL;
     f->vw = 0;
     f->vlo = NULL;
+    f->ordered = false;
 }
 
 static void emit_parallel(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi);
+
+/* ---- small serial loops ----
+ *
+ * A kernel whose schedule made loops vector or unroll is optimised without LLVM's
+ * loop unrollers and vectorisers (jit.c, optimize()), which cost far more than they
+ * bring on big unrolled tiles.  The small loops around such tiles that the schedule
+ * left serial are treated here, where it costs nothing to decide:
+ *  - a loop of at most UNROLL_STMTS statements in all once unrolled (the 3x3 taps of
+ *    conv2d's filter packing) is unrolled;
+ *  - a loop over a register tile with the tile's layout is vectorised (below), and
+ *    one that changes the layout becomes a transpose (emit_transpose);
+ *  - the loop around a small register-tile update is unrolled twice (unroll_twice). */
+#define UNROLL_STMTS 16
+#define TILE_ELEMS 256
+#define BIG INT64_MAX
+
+static bool unroll_serial(const Cg *g, const Node *n);
+
+/* A private buffer small enough to live in registers. */
+static bool is_tile(const Cg *g, const Buffer *b)
+{
+    return g->priv[b->id] && g->elems[b->id] <= TILE_ELEMS;
+}
+
+/* Statements of l once its serial loops are unrolled by these rules; BIG when a
+ * loop in it stays a loop or is not serial. */
+static int64_t unrolled_size(const Cg *g, const NodeList *l)
+{
+    int64_t size = 0;
+    for (int i = 0; i < l->n; i++) {
+        const Node *n = l->v[i];
+        int64_t s, ext;
+        switch (n->kind) {
+        case N_STMT: s = 1; break;
+        case N_IF:
+            s = unrolled_size(g, &n->u.guard.body);
+            s = s == BIG ? BIG : s + 1;
+            break;
+        case N_LOOP:
+            s = unrolled_size(g, &n->u.loop.body);
+            /* Only serial loops unrolled by these rules: what the schedule made vector
+             * or unroll is its own business (and a vector loop may fall back). */
+            if (s == BIG || !const_extent(g, n->u.loop.lo, n->u.loop.hi, &ext) || ext > MAX_UNROLL ||
+                !unroll_serial(g, n))
+                return BIG;
+            s *= ext;
+            break;
+        default: s = 0;
+        }
+        if (s == BIG || size > BIG - s)
+            return BIG;
+        size += s;
+    }
+    return size;
+}
+
+/* Whether e reads a register tile at an index that uses v. */
+static bool expr_tile_at(const Cg *g, const Expr *e, const Var *v)
+{
+    if (!e)
+        return false;
+    if (e->kind == IE_LOAD) {
+        const Buffer *b = e->u.load.buf;
+        for (int i = 0; i < b->rank; i++)
+            if ((is_tile(g, b) && ir_expr_uses_var(e->u.load.idx[i], v)) || expr_tile_at(g, e->u.load.idx[i], v))
+                return true;
+        return false;
+    }
+    for (int i = 0; i < ir_expr_arity(e->kind); i++)
+        if (expr_tile_at(g, e->args[i], v))
+            return true;
+    return false;
+}
+
+static bool list_tile_at(const Cg *g, const NodeList *l, const Var *v)
+{
+    for (int i = 0; i < l->n; i++) {
+        const Node *n = l->v[i];
+        if (n->kind == N_STMT) {
+            const Buffer *b = n->u.stmt.buf;
+            for (int j = 0; j < b->rank; j++)
+                if (is_tile(g, b) && ir_expr_uses_var(n->u.stmt.idx[j], v))
+                    return true;
+            if (expr_tile_at(g, n->u.stmt.value, v))
+                return true;
+        } else if (list_tile_at(g, ir_body((Node *)n), v)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool unroll_serial(const Cg *g, const Node *n)
+{
+    int64_t ext, s;
+    if (!g->lean || n->u.loop.kind != LOOP_SERIAL || !const_extent(g, n->u.loop.lo, n->u.loop.hi, &ext) || ext < 1 ||
+        ext > MAX_UNROLL || (s = unrolled_size(g, &n->u.loop.body)) == BIG)
+        return false;
+    return s * ext <= UNROLL_STMTS;
+}
+
+/* Whether every load in e is uniform or contiguous in v (no gather). */
+static bool loads_plain(const Cg *g, const Expr *e, const Var *v)
+{
+    if (!e)
+        return true;
+    if (e->kind == IE_LOAD) {
+        if (access_kind(g, e->u.load.idx, e->u.load.buf->rank, v) == ACC_OTHER || (e->u.load.guarded && e->u.load.buf->has_pad))
+            return false;
+        for (int i = 0; i < e->u.load.buf->rank; i++)
+            if (!loads_plain(g, e->u.load.idx[i], v))
+                return false;
+        return true;
+    }
+    for (int i = 0; i < ir_expr_arity(e->kind); i++)
+        if (!loads_plain(g, e->args[i], v))
+            return false;
+    return true;
+}
+
+/* A small serial loop whose statements touch a register tile (the initialisation
+ * and the combination loops around an rfactor's partial results, a tile copied
+ * with its layout unchanged) is emitted as a vector loop, so that every access to
+ * the tile is at a constant offset and the tile becomes registers.  Only loops of
+ * statements whose loads are uniform or contiguous (no gathers, no padded reads);
+ * float sums and products into one element become ordered reductions, which add in
+ * the scalar loop's order, so the result is the same to the bit. */
+static bool vectorise_serial(const Cg *g, const Node *n, int64_t ext)
+{
+    const NodeList *l = &n->u.loop.body;
+    const Var *v = n->u.loop.var;
+    if (!g->lean || n->u.loop.kind != LOOP_SERIAL || ext < 2 || ext > 64 || !list_tile_at(g, l, v))
+        return false;
+    for (int i = 0; i < l->n; i++) {
+        const Node *s = l->v[i];
+        if (s->kind != N_STMT || !loads_plain(g, s->u.stmt.value, v))
+            return false;
+        for (int j = 0; j < s->u.stmt.buf->rank; j++)
+            if (!loads_plain(g, s->u.stmt.idx[j], v))
+                return false;
+    }
+    char why[8];
+    Span where;
+    return vector_check(g, l, v, why, sizeof why, &where);
+}
+
+/* ---- register tiles copied across a layout change ----
+ *
+ * cache() with layout() gives a register tile whose contiguous dimension is not
+ * the buffer's: conv2d keeps a 14 x 8 tile of Y with the 8 output channels
+ * contiguous, so it is copied in and out by two loops with a strided side each.  As
+ * loops the tile stays in memory; unrolled, the 2 x 112 element copies are slow to
+ * compile and to run.  Such a nest is emitted as a transpose instead: the rows of
+ * the buffer are loaded as vectors, transposed with shuffles in blocks of the tile's
+ * row length (log2(n) stages of n shuffles, the classic in-register transpose), and
+ * stored as tile rows (and the other way round), every tile access at a constant
+ * offset, so that the tile becomes registers. */
+
+/* The linearised element offset of b[idx] as an affine form over loop variables. */
+static bool offset_aff(const Cg *g, const Buffer *b, Expr *const *idx, Aff *tot)
+{
+    Aff a;
+    int64_t stride = 1;
+    memset(tot, 0, sizeof *tot);
+    for (int i = b->rank - 1; i >= 0; i--) {
+        if (!affine(g, idx[i], &a) || !aff_add(tot, &a, stride))
+            return false;
+        stride *= g->dims[b->id][i];
+    }
+    return true;
+}
+
+static int64_t coef(const Aff *a, const Var *v)
+{
+    int64_t k = 0;
+    for (int i = 0; i < a->n; i++)
+        if (a->var[i] == v->id)
+            k += a->k[i];
+    return k;
+}
+
+/* Transposes the w vectors r[0..w) of w lanes (w a power of two) in place. */
+static void transpose(Cg *g, LLVMValueRef *r, int w)
+{
+    if (w == 8) {
+        /* The masks of unpcklps/unpckhps, shufps and vperm2f128: one AVX instruction
+         * each (the generic network below needs two for its last stage). */
+        static const int ul[8] = {0, 8, 1, 9, 4, 12, 5, 13}, uh[8] = {2, 10, 3, 11, 6, 14, 7, 15};
+        static const int sl[8] = {0, 1, 8, 9, 4, 5, 12, 13}, sh[8] = {2, 3, 10, 11, 6, 7, 14, 15};
+        static const int pl[8] = {0, 1, 2, 3, 8, 9, 10, 11}, ph[8] = {4, 5, 6, 7, 12, 13, 14, 15};
+        LLVMValueRef m[6][8];
+        for (int k = 0; k < 8; k++) {
+            m[0][k] = ci32(g, ul[k]); m[1][k] = ci32(g, uh[k]); m[2][k] = ci32(g, sl[k]);
+            m[3][k] = ci32(g, sh[k]); m[4][k] = ci32(g, pl[k]); m[5][k] = ci32(g, ph[k]);
+        }
+        LLVMValueRef M[6];
+        for (int i = 0; i < 6; i++) M[i] = LLVMConstVector(m[i], 8);
+        LLVMValueRef t[8], u[8];
+        for (int i = 0; i < 8; i += 2) {
+            t[i] = LLVMBuildShuffleVector(g->B, r[i], r[i + 1], M[0], "");
+            t[i + 1] = LLVMBuildShuffleVector(g->B, r[i], r[i + 1], M[1], "");
+        }
+        /* t0=lo(0,1) t1=hi(0,1) t2=lo(2,3) t3=hi(2,3) ... */
+        for (int h = 0; h < 8; h += 4) {
+            u[h + 0] = LLVMBuildShuffleVector(g->B, t[h + 0], t[h + 2], M[2], "");
+            u[h + 1] = LLVMBuildShuffleVector(g->B, t[h + 0], t[h + 2], M[3], "");
+            u[h + 2] = LLVMBuildShuffleVector(g->B, t[h + 1], t[h + 3], M[2], "");
+            u[h + 3] = LLVMBuildShuffleVector(g->B, t[h + 1], t[h + 3], M[3], "");
+        }
+        for (int i = 0; i < 4; i++) {
+            r[i] = LLVMBuildShuffleVector(g->B, u[i], u[i + 4], M[4], "");
+            r[i + 4] = LLVMBuildShuffleVector(g->B, u[i], u[i + 4], M[5], "");
+        }
+        return;
+    }
+    LLVMValueRef lo[MAX_VECTOR_WIDTH], hi[MAX_VECTOR_WIDTH];
+    for (int b = w / 2; b >= 1; b /= 2) {
+        for (int k = 0; k < w; k++) {
+            int c = k / (2 * b) * (2 * b), t = k % (2 * b);
+            lo[k] = ci32(g, t < b ? c + t : w + c + t - b);
+            hi[k] = ci32(g, t < b ? c + b + t : w + c + t);
+        }
+        LLVMValueRef ml = LLVMConstVector(lo, (unsigned)w), mh = LLVMConstVector(hi, (unsigned)w);
+        for (int i = 0; i < w; i++)
+            if (!(i & b)) {
+                LLVMValueRef x = r[i], y = r[i + b];
+                r[i] = LLVMBuildShuffleVector(g->B, x, y, ml, "");
+                r[i + b] = LLVMBuildShuffleVector(g->B, x, y, mh, "");
+            }
+    }
+}
+
+/* The first n of w lanes. */
+static LLVMValueRef tail_mask(Cg *g, int n, int w)
+{
+    LLVMValueRef m[MAX_VECTOR_WIDTH];
+    for (int k = 0; k < w; k++)
+        m[k] = LLVMConstInt(g->ti1, k < n, 0);
+    return LLVMConstVector(m, (unsigned)w);
+}
+
+/* Emits loop nest L (`for a { for b { X[..] = Y[..] } }`) as a transpose when it
+ * copies between a register tile and another buffer with their contiguous
+ * dimensions on different loops; false (nothing emitted) otherwise. */
+static bool emit_transpose(Fn *f, const Node *L)
+{
+    Cg *g = f->g;
+    if (!g->lean || f->vw || L->u.loop.kind != LOOP_SERIAL || L->u.loop.body.n != 1)
+        return false;
+    const Node *L2 = L->u.loop.body.v[0];
+    if (L2->kind != N_LOOP || L2->u.loop.kind != LOOP_SERIAL || L2->u.loop.body.n != 1)
+        return false;
+    const Node *st = L2->u.loop.body.v[0];
+    if (st->kind != N_STMT || st->u.stmt.op != SOP_ASSIGN || st->u.stmt.value->kind != IE_LOAD)
+        return false;
+    const Expr *ld = st->u.stmt.value;
+    const Buffer *sb = st->u.stmt.buf, *lb = ld->u.load.buf;
+    if (sb->dtype != lb->dtype || sty(g, sb->dtype) != cty(g, sb->dtype) || (ld->u.load.guarded && lb->has_pad) ||
+        is_tile(g, sb) == is_tile(g, lb))
+        return false;
+    bool in = is_tile(g, sb); /* copy into the tile */
+    const Buffer *T = in ? sb : lb, *G = in ? lb : sb;
+    Expr *const *ti = in ? st->u.stmt.idx : ld->u.load.idx, *const *gi = in ? ld->u.load.idx : st->u.stmt.idx;
+    Aff ta, ga;
+    Aff lo1, lo2;
+    int64_t n1, n2;
+    if (!offset_aff(g, T, ti, &ta) || !offset_aff(g, G, gi, &ga) || !const_extent(g, L->u.loop.lo, L->u.loop.hi, &n1) ||
+        !const_extent(g, L2->u.loop.lo, L2->u.loop.hi, &n2) || !affine(g, L->u.loop.lo, &lo1) ||
+        !affine(g, L2->u.loop.lo, &lo2) || lo1.n || lo2.n)
+        return false;
+    const Var *va = L->u.loop.var, *vb = L2->u.loop.var;
+    /* tv: the tile's contiguous variable, gv: the buffer's. */
+    const Var *tv, *gv;
+    int64_t nt, ng, lot, log;
+    if (coef(&ta, va) == 1 && coef(&ga, vb) == 1) {
+        tv = va, gv = vb, nt = n1, ng = n2, lot = lo1.c, log = lo2.c;
+    } else if (coef(&ta, vb) == 1 && coef(&ga, va) == 1) {
+        tv = vb, gv = va, nt = n2, ng = n1, lot = lo2.c, log = lo1.c;
+    } else {
+        return false;
+    }
+    if (nt < 2 || nt > 16 || (nt & (nt - 1)) || ng < 1 || ng * nt > TILE_ELEMS || coef(&ta, gv) < nt)
+        return false;
+    for (int i = 0; i < ta.n; i++) /* the tile is indexed by a and b alone */
+        if (ta.k[i] && ta.var[i] != va->id && ta.var[i] != vb->id)
+            return false;
+
+    LLVMValueRef r[16];
+    Binding sa = bind(f, tv, S(ci64(g, lot))), sbb = bind(f, gv, S(ci64(g, log)));
+    int w = (int)nt;
+    for (int64_t q = 0; q < ng; q += w) {
+        int len = (int)(ng - q < w ? ng - q : w);
+        Addr a;
+        if (in) {
+            for (int i = 0; i < w; i++) {
+                f->vars[tv->id] = S(ci64(g, lot + i));
+                f->vars[gv->id] = S(ci64(g, log + q));
+                if (!affine_addr(f, G, gi, false, &a))
+                    die("transpose: buffer address");
+                if (len < w) { /* a masked load: no odd-sized vector for codegen to widen */
+                    touch_unknown(f, G, false);
+                    r[i] = tag(g, G, masked_load(f, LLVMVectorType(sty(g, G->dtype), (unsigned)w), ptr_at(f, G, a, false),
+                                                 elem_align(g, G->dtype), tail_mask(g, len, w)));
+                } else {
+                    r[i] = load_at(f, G, a, w);
+                }
+            }
+            transpose(g, r, w);
+            for (int k = 0; k < len; k++) {
+                f->vars[tv->id] = S(ci64(g, lot));
+                f->vars[gv->id] = S(ci64(g, log + q + k));
+                if (!affine_addr(f, T, ti, false, &a))
+                    die("transpose: tile address");
+                store_at(f, T, a, w, r[k]);
+            }
+        } else {
+            for (int k = 0; k < w; k++) {
+                if (k >= len) {
+                    r[k] = LLVMGetPoison(LLVMVectorType(cty(g, T->dtype), (unsigned)w));
+                    continue;
+                }
+                f->vars[tv->id] = S(ci64(g, lot));
+                f->vars[gv->id] = S(ci64(g, log + q + k));
+                if (!affine_addr(f, T, ti, false, &a))
+                    die("transpose: tile address");
+                r[k] = load_at(f, T, a, w);
+            }
+            transpose(g, r, w);
+            for (int i = 0; i < w; i++) {
+                f->vars[tv->id] = S(ci64(g, lot + i));
+                f->vars[gv->id] = S(ci64(g, log + q));
+                if (!affine_addr(f, G, gi, false, &a))
+                    die("transpose: buffer address");
+                if (len < w) {
+                    touch_unknown(f, G, true);
+                    tag(g, G, masked_store(f, r[i], ptr_at(f, G, a, false), elem_align(g, G->dtype), tail_mask(g, len, w)));
+                } else {
+                    store_at(f, G, a, w, r[i]);
+                }
+            }
+        }
+    }
+    unbind(f, gv, sbb);
+    unbind(f, tv, sa);
+    return true;
+}
+
+/* Statements of a register-tile update once unrolled and vectorised; BIG when a
+ * loop in it stays a loop or a guard in it is not known to hold. */
+static int64_t tile_size(const Fn *f, const NodeList *l)
+{
+    const Cg *g = f->g;
+    int64_t size = 0;
+    for (int i = 0; i < l->n; i++) {
+        const Node *n = l->v[i];
+        int64_t s = 1, ext;
+        if (n->kind == N_IF) {
+            if (!assumed(f, n))
+                return BIG;
+            s = tile_size(f, &n->u.guard.body);
+        } else if (n->kind == N_LOOP) {
+            s = tile_size(f, &n->u.loop.body);
+            if (s == BIG || !const_extent(g, n->u.loop.lo, n->u.loop.hi, &ext) || ext > MAX_UNROLL)
+                return BIG;
+            if (n->u.loop.kind == LOOP_UNROLL || (n->u.loop.kind == LOOP_SERIAL && unroll_serial(g, n)))
+                s *= ext;
+            else if (n->u.loop.kind != LOOP_VECTOR)
+                return BIG;
+        }
+        if (s == BIG || size > BIG - s)
+            return BIG;
+        size += s;
+    }
+    return size;
+}
+
+/* The serial loop around a small register-tile update (gemm's k loop around its
+ * 6 x 16 tile: six vector FMAs) runs two iterations per trip, as LLVM's unroller
+ * used to make it: the loop's increment, compare and branch are then paid once per
+ * twelve FMAs rather than six (1-2% on gemm).  Not in the guarded version of a
+ * versioned loop (edge tiles, rarely run), nor for a bigger update (conv2d's 126
+ * FMAs), which has no loop overhead worth the code. */
+static bool unroll_twice(const Fn *f, const Node *n)
+{
+    const Cg *g = f->g;
+    int64_t ext, s;
+    if (!g->lean || n->u.loop.kind != LOOP_SERIAL || !const_extent(g, n->u.loop.lo, n->u.loop.hi, &ext) || ext < 4 ||
+        ext % 2 || !holds_scheduled(&n->u.loop.body))
+        return false;
+    s = tile_size(f, &n->u.loop.body);
+    return s >= 4 && s <= UNROLL_STMTS;
+}
 
 static LLVMValueRef emit_bound(Fn *f, const Expr *e)
 {
@@ -1605,15 +2439,29 @@ static void emit_loop(Fn *f, const Node *n)
     Var *v = n->u.loop.var;
     int64_t ext = 0;
     bool cext = const_extent(g, n->u.loop.lo, n->u.loop.hi, &ext);
+    if (kind == LOOP_SERIAL && cext && emit_transpose(f, n))
+        return;
+    if (kind == LOOP_SERIAL && cext && !f->vw && vectorise_serial(g, n, ext)) {
+        emit_vector(f, n, lo, (int)ext, true);
+        return;
+    }
+    if (kind == LOOP_SERIAL && cext && unroll_serial(g, n)) {
+        for (int64_t i = 0; i < ext; i++) {
+            LLVMValueRef iv = i == 0 ? lo : LLVMBuildNSWAdd(g->B, lo, ci64(g, i), "");
+            Binding saved = bind(f, v, S(iv));
+            emit_list(f, &n->u.loop.body);
+            unbind(f, v, saved);
+        }
+        return;
+    }
     if (kind == LOOP_UNROLL) {
         if (cext && ext <= MAX_UNROLL) {
-            Val saved = f->vars[v->id];
             for (int64_t i = 0; i < ext; i++) {
                 LLVMValueRef iv = i == 0 ? lo : LLVMBuildNSWAdd(g->B, lo, ci64(g, i), "");
-                f->vars[v->id] = S(iv);
+                Binding saved = bind(f, v, S(iv));
                 emit_list(f, &n->u.loop.body);
+                unbind(f, v, saved);
             }
-            f->vars[v->id] = saved;
             return;
         }
         diag_warning(g->d, n->span, "unroll loop '%s' %s; emitted as a loop", v->name,
@@ -1631,7 +2479,7 @@ static void emit_loop(Fn *f, const Node *n)
             vector_check(g, &n->u.loop.body, v, why, sizeof why, &where);
         if (!why[0]) {
             if (ext > 0)
-                emit_vector(f, n, lo, (int)ext);
+                emit_vector(f, n, lo, (int)ext, false);
             return;
         }
         diag_warning(g->d, n->span, "vector loop '%s' emitted as a scalar loop: %s", v->name, why);
@@ -1829,27 +2677,6 @@ static void set_fn_attrs(Cg *g, LLVMValueRef fn)
         add_fn_attr(g, fn, "vscale_range", ((uint64_t)g->t->vscale_min << 32) | (uint64_t)g->t->vscale_max);
 }
 
-static void set_param_attr(Cg *g, LLVMValueRef fn, unsigned idx, const char *kind, uint64_t val)
-{
-    unsigned id = LLVMGetEnumAttributeKindForName(kind, strlen(kind));
-    LLVMAddAttributeAtIndex(fn, idx + 1, LLVMCreateEnumAttribute(g->C, id, val));
-}
-
-/* The facts every buffer pointer argument carries. */
-static void buffer_param_attrs(Cg *g, LLVMValueRef fn, unsigned idx, const Buffer *b)
-{
-    set_param_attr(g, fn, idx, "noalias", 0);
-    set_param_attr(g, fn, idx, "nocapture", 0);
-    set_param_attr(g, fn, idx, "noundef", 0);
-    set_param_attr(g, fn, idx, "align", CG_BUF_ALIGN);
-    int64_t bytes = g->elems[b->id] * dtype_bytes(b->dtype);
-    if (bytes > 0)
-        set_param_attr(g, fn, idx, "dereferenceable", (uint64_t)bytes);
-    char name[128];
-    snprintf(name, sizeof name, "%s", b->name);
-    LLVMSetValueName2(LLVMGetParam(fn, idx), name, strlen(name));
-}
-
 static LLVMValueRef new_function(Cg *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n, bool internal)
 {
     LLVMTypeRef fty = LLVMFunctionType(ret, params, (unsigned)n, 0);
@@ -1869,6 +2696,8 @@ static void fn_begin(Cg *g, Fn *f, LLVMValueRef fn, const Node *owner)
     f->owner = owner;
     f->bufp = xcalloc((size_t)(g->k->nbufs ? g->k->nbufs : 1), sizeof *f->bufp);
     f->vars = xcalloc((size_t)(g->k->nvars ? g->k->nvars : 1), sizeof *f->vars);
+    f->vbb = xcalloc((size_t)(g->k->nvars ? g->k->nvars : 1), sizeof *f->vbb);
+    f->vseq = xcalloc((size_t)(g->k->nvars ? g->k->nvars : 1), sizeof *f->vseq);
     f->entry = LLVMAppendBasicBlockInContext(g->C, fn, "entry");
     LLVMBasicBlockRef code = LLVMAppendBasicBlockInContext(g->C, fn, "code");
     LLVMPositionBuilderAtEnd(g->B, f->entry);
@@ -1878,9 +2707,18 @@ static void fn_begin(Cg *g, Fn *f, LLVMValueRef fn, const Node *owner)
 
 static void fn_end(Fn *f)
 {
+    region_end(f);
     LLVMBuildRetVoid(f->g->B);
     free(f->bufp);
     free(f->vars);
+    free(f->vbb);
+    free(f->vseq);
+    free(f->sums);
+    free(f->rg.loads);
+    free(f->rg.stores);
+    free(f->rg.ptrs);
+    free(f->rg.splat_of);
+    free(f->rg.splat);
 }
 
 /* An alloca in the entry block (so LLVM's SROA can promote small tiles to registers). */
@@ -1889,7 +2727,8 @@ static LLVMValueRef entry_alloca(Fn *f, LLVMTypeRef ty, int64_t count, const cha
     Cg *g = f->g;
     LLVMBuilderRef ab = LLVMCreateBuilderInContext(g->C);
     LLVMPositionBuilderBefore(ab, LLVMGetBasicBlockTerminator(f->entry));
-    LLVMValueRef a = LLVMBuildArrayAlloca(ab, ty, ci64(g, count > 0 ? count : 1), name);
+    /* An alloca of an array type, not an array allocation: SROA leaves the latter alone. */
+    LLVMValueRef a = LLVMBuildAlloca(ab, LLVMArrayType2(ty, (uint64_t)(count > 0 ? count : 1)), name);
     LLVMSetAlignment(a, CG_BUF_ALIGN);
     LLVMDisposeBuilder(ab);
     return a;
@@ -1906,8 +2745,27 @@ static void alloc_private(Fn *f)
         }
 }
 
-/* The context a parallel body receives: every buffer pointer this function has and
- * every loop variable bound here, plus the parallel loop's lower bound. */
+/* A buffer pointer loaded from the argument array or a parallel context, with what
+ * the calling convention promises about it. */
+static LLVMValueRef buffer_pointer(Cg *g, const Buffer *b, LLVMValueRef load)
+{
+    LLVMMetadataRef align = LLVMValueAsMetadata(LLVMConstInt(g->ti64, CG_BUF_ALIGN, 0));
+    LLVMSetMetadata(load, LLVMGetMDKindIDInContext(g->C, "align", 5),
+                    LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, &align, 1)));
+    int64_t bytes = g->elems[b->id] * dtype_bytes(b->dtype);
+    if (bytes > 0) {
+        LLVMMetadataRef n = LLVMValueAsMetadata(LLVMConstInt(g->ti64, (unsigned long long)bytes, 0));
+        LLVMSetMetadata(load, LLVMGetMDKindIDInContext(g->C, "dereferenceable", 15),
+                        LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, &n, 1)));
+    }
+    LLVMValueRef empty = LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, NULL, 0));
+    LLVMSetMetadata(load, LLVMGetMDKindIDInContext(g->C, "nonnull", 7), empty);
+    LLVMSetMetadata(load, LLVMGetMDKindIDInContext(g->C, "noundef", 7), empty);
+    return load;
+}
+
+/* The context a parallel loop's function receives: every buffer pointer this function
+ * has and every loop variable bound here, plus the parallel loop's lower bound. */
 static void emit_parallel(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi)
 {
     Cg *g = f->g;
@@ -1919,16 +2777,10 @@ static void emit_parallel(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi
     for (int i = 0; i < k->nvars; i++)
         nv += f->vars[i].v != NULL;
     int nslots = nb + nv + 1;
+    region_end(f);
 
     char name[256];
     int id = g->npar++;
-    LLVMTypeRef *pt = xmalloc(sizeof *pt * (size_t)(nslots + 2));
-    for (int i = 0; i < nb; i++)
-        pt[i] = g->tptr;
-    for (int i = nb; i < nslots + 2; i++)
-        pt[i] = g->ti64;
-    snprintf(name, sizeof name, "%s.par%d.body", k->name, id);
-    LLVMValueRef body = new_function(g, name, g->tvoid, pt, nslots + 2, true);
     LLVMTypeRef wt[3] = {g->tptr, g->ti64, g->ti64};
     snprintf(name, sizeof name, "%s.par%d", k->name, id);
     LLVMValueRef wrap = new_function(g, name, g->tvoid, wt, 3, true);
@@ -1958,43 +2810,27 @@ static void emit_parallel(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi
     LLVMBasicBlockRef resume = LLVMGetInsertBlock(B);
     LLVMBuildCall2(B, g->pfor_ty, g->pfor, args, 3, "");
 
-    /* The wrapper: unpack the context, call the body. */
-    LLVMBasicBlockRef wb = LLVMAppendBasicBlockInContext(g->C, wrap, "entry");
-    LLVMPositionBuilderAtEnd(B, wb);
-    LLVMValueRef *cargs = xmalloc(sizeof *cargs * (size_t)(nslots + 2));
-    LLVMValueRef wctx = LLVMGetParam(wrap, 0);
-    for (int i = 0; i < nslots; i++) {
-        LLVMValueRef slot = LLVMBuildInBoundsGEP2(B, g->ti64, wctx, (LLVMValueRef[]){ci64(g, i)}, 1, "");
-        cargs[i] = LLVMBuildLoad2(B, i < nb ? g->tptr : g->ti64, slot, "");
-    }
-    cargs[nslots] = LLVMGetParam(wrap, 1);
-    cargs[nslots + 1] = LLVMGetParam(wrap, 2);
-    LLVMBuildCall2(B, LLVMGlobalGetValueType(body), body, cargs, (unsigned)(nslots + 2), "");
-    LLVMBuildRetVoid(B);
-    free(cargs);
-
-    /* The body: iterations lo0+[clo, chi) of the parallel loop. */
+    /* NAME.parN(ctx, clo, chi): unpacks the context and runs iterations lo+[clo, chi). */
     Fn nf;
-    fn_begin(g, &nf, body, n);
+    fn_begin(g, &nf, wrap, n);
+    LLVMValueRef wctx = LLVMGetParam(wrap, 0);
     s = 0;
     for (int i = 0; i < k->nbufs; i++)
         if (f->bufp[i]) {
-            nf.bufp[i] = LLVMGetParam(body, (unsigned)s);
-            buffer_param_attrs(g, body, (unsigned)s, k->bufs[i]);
-            s++;
+            LLVMValueRef slot = LLVMBuildInBoundsGEP2(B, g->ti64, wctx, (LLVMValueRef[]){ci64(g, s++)}, 1, "");
+            nf.bufp[i] = buffer_pointer(g, k->bufs[i], LLVMBuildLoad2(B, g->tptr, slot, k->bufs[i]->name));
         }
     for (int i = 0; i < k->nvars; i++)
         if (f->vars[i].v) {
-            nf.vars[i] = S(LLVMGetParam(body, (unsigned)s++));
-            LLVMSetValueName2(nf.vars[i].v, k->vars[i]->name, strlen(k->vars[i]->name));
+            LLVMValueRef slot = LLVMBuildInBoundsGEP2(B, g->ti64, wctx, (LLVMValueRef[]){ci64(g, s++)}, 1, "");
+            bind(&nf, k->vars[i], S(LLVMBuildLoad2(B, g->ti64, slot, k->vars[i]->name)));
         }
+    LLVMValueRef lo0 = LLVMBuildLoad2(B, g->ti64, LLVMBuildInBoundsGEP2(B, g->ti64, wctx, (LLVMValueRef[]){ci64(g, s)}, 1, ""), "");
     alloc_private(&nf);
-    LLVMValueRef lo0 = LLVMGetParam(body, (unsigned)s);
-    LLVMValueRef clo = LLVMBuildNSWAdd(B, lo0, LLVMGetParam(body, (unsigned)nslots), "");
-    LLVMValueRef chi = LLVMBuildNSWAdd(B, lo0, LLVMGetParam(body, (unsigned)nslots + 1), "");
+    LLVMValueRef clo = LLVMBuildNSWAdd(B, lo0, LLVMGetParam(wrap, 1), "");
+    LLVMValueRef chi = LLVMBuildNSWAdd(B, lo0, LLVMGetParam(wrap, 2), "");
     emit_serial(&nf, n, clo, chi);
     fn_end(&nf);
-    free(pt);
 
     LLVMPositionBuilderAtEnd(B, resume);
 }
@@ -2063,6 +2899,76 @@ static void uses_list(Cg *g, Home *h, const NodeList *l, PtrVec *stack)
     }
 }
 
+/* Accesses (loads and stores) of each buffer in list l, added to cnt[]. */
+static void count_expr(const Expr *e, int *cnt)
+{
+    if (!e)
+        return;
+    if (e->kind == IE_LOAD) {
+        cnt[e->u.load.buf->id]++;
+        for (int i = 0; i < e->u.load.buf->rank; i++)
+            count_expr(e->u.load.idx[i], cnt);
+        return;
+    }
+    for (int i = 0; i < ir_expr_arity(e->kind); i++)
+        count_expr(e->args[i], cnt);
+}
+
+static void count_list(const NodeList *l, int *cnt)
+{
+    for (int i = 0; i < l->n; i++) {
+        const Node *n = l->v[i];
+        if (n->kind == N_STMT) {
+            cnt[n->u.stmt.buf->id]++;
+            for (int j = 0; j < n->u.stmt.buf->rank; j++)
+                count_expr(n->u.stmt.idx[j], cnt);
+            count_expr(n->u.stmt.value, cnt);
+        } else {
+            if (n->kind == N_LOOP) {
+                count_expr(n->u.loop.lo, cnt);
+                count_expr(n->u.loop.hi, cnt);
+            } else {
+                count_expr(n->u.guard.cond, cnt);
+            }
+            count_list(ir_body((Node *)n), cnt);
+        }
+    }
+}
+
+#define FRESH_MAX_ELEMS 1024
+
+/* g->fresh: for each private buffer of at most FRESH_MAX_ELEMS elements, the
+ * innermost loop listed in its private_in that holds all of its accesses. */
+static void find_fresh(Cg *g, const NodeList *l, const int *total, int *depth, int d)
+{
+    const Kernel *k = g->k;
+    for (int i = 0; i < l->n; i++) {
+        const Node *n = l->v[i];
+        if (n->kind == N_STMT)
+            continue;
+        if (n->kind == N_LOOP) {
+            for (int b = 0; b < k->nbufs; b++) {
+                const Buffer *buf = k->bufs[b];
+                if (!g->priv[b] || g->elems[b] > FRESH_MAX_ELEMS || d <= depth[b])
+                    continue;
+                bool listed = false;
+                for (int j = 0; j < buf->nprivate_in; j++)
+                    listed |= buf->private_in[j] == n->u.loop.var;
+                if (!listed)
+                    continue;
+                int *cnt = xcalloc((size_t)k->nbufs, sizeof *cnt);
+                count_list(&n->u.loop.body, cnt);
+                if (cnt[b] == total[b]) {
+                    g->fresh[b] = n;
+                    depth[b] = d;
+                }
+                free(cnt);
+            }
+        }
+        find_fresh(g, ir_body((Node *)n), total, depth, d + 1);
+    }
+}
+
 /* GPU loop kinds have no meaning on a CPU. */
 static void check_kinds(Cg *g, const NodeList *l)
 {
@@ -2113,6 +3019,12 @@ static bool setup(Cg *g)
     }
     vec_free(&stack);
     free(h);
+    g->fresh = xcalloc((size_t)nb, sizeof *g->fresh);
+    int *total = xcalloc((size_t)nb, sizeof *total), *depth = xcalloc((size_t)nb, sizeof *depth);
+    count_list(&k->body, total);
+    find_fresh(g, &k->body, total, depth, 1);
+    free(total);
+    free(depth);
     return true;
 }
 
@@ -2125,8 +3037,16 @@ static void cleanup(Cg *g)
     free(g->elems);
     free(g->priv);
     free(g->home);
+    free(g->fresh);
+    free(g->scope);
+    free(g->others);
     if (g->B)
         LLVMDisposeBuilder(g->B);
+}
+
+bool cg_kernel_tiled(const Kernel *k)
+{
+    return holds_scheduled(&k->body);
 }
 
 LLVMModuleRef cg_build_module(const Kernel *k, const CgTarget *t, LLVMContextRef ctx, LLVMTargetMachineRef tm, Diags *d)
@@ -2134,6 +3054,7 @@ LLVMModuleRef cg_build_module(const Kernel *k, const CgTarget *t, LLVMContextRef
     if (!ir_all_bound(k, d))
         return NULL;
     Cg g = {.k = k, .t = t, .d = d, .C = ctx};
+    g.lean = cg_kernel_tiled(k);
     check_kinds(&g, &k->body);
     if (g.failed || !setup(&g)) {
         cleanup(&g);
@@ -2161,41 +3082,50 @@ LLVMModuleRef cg_build_module(const Kernel *k, const CgTarget *t, LLVMContextRef
     g.thalf = LLVMHalfTypeInContext(ctx);
     g.tptr = LLVMPointerTypeInContext(ctx, 0);
 
-    /* body(buffers...): the loop nest. */
-    int nargs = 0;
-    LLVMTypeRef *pt = xmalloc(sizeof *pt * (size_t)(k->nbufs + 1));
-    for (int i = 0; i < k->nbufs; i++)
-        if (!g.priv[i])
-            pt[nargs++] = g.tptr;
-    char name[256];
-    snprintf(name, sizeof name, "%s.body", k->name);
-    LLVMValueRef body = new_function(&g, name, g.tvoid, pt, nargs, true);
+    /* Alias scopes: one per buffer, in one domain. */
+    g.md_scope = LLVMGetMDKindIDInContext(ctx, "alias.scope", 11);
+    g.md_noalias = LLVMGetMDKindIDInContext(ctx, "noalias", 7);
+    int nb = k->nbufs ? k->nbufs : 1;
+    LLVMMetadataRef *sc = xcalloc((size_t)nb, sizeof *sc);
+    LLVMMetadataRef tmp = LLVMTemporaryMDNode(ctx, NULL, 0);
+    LLVMMetadataRef dname = LLVMMDStringInContext2(ctx, k->name, strlen(k->name));
+    LLVMMetadataRef dops[2] = {tmp, dname};
+    LLVMMetadataRef domain = LLVMMDNodeInContext2(ctx, dops, 2);
+    LLVMMetadataReplaceAllUsesWith(tmp, domain);
+    for (int i = 0; i < k->nbufs; i++) {
+        tmp = LLVMTemporaryMDNode(ctx, NULL, 0);
+        LLVMMetadataRef ops[3] = {tmp, domain, LLVMMDStringInContext2(ctx, k->bufs[i]->name, strlen(k->bufs[i]->name))};
+        sc[i] = LLVMMDNodeInContext2(ctx, ops, 3);
+        LLVMMetadataReplaceAllUsesWith(tmp, sc[i]);
+    }
+    g.scope = xcalloc((size_t)nb, sizeof *g.scope);
+    g.others = xcalloc((size_t)nb, sizeof *g.others);
+    LLVMMetadataRef *rest = xcalloc((size_t)nb, sizeof *rest);
+    for (int i = 0; i < k->nbufs; i++) {
+        g.scope[i] = LLVMMetadataAsValue(ctx, LLVMMDNodeInContext2(ctx, &sc[i], 1));
+        int m = 0;
+        for (int j = 0; j < k->nbufs; j++)
+            if (j != i)
+                rest[m++] = sc[j];
+        if (m)
+            g.others[i] = LLVMMetadataAsValue(ctx, LLVMMDNodeInContext2(ctx, rest, (size_t)m));
+    }
+    free(rest);
+    free(sc);
+
+    /* NAME(ptr bufs): loads the buffer pointers and runs the loop nest. */
+    LLVMValueRef entry = new_function(&g, k->name, g.tvoid, &g.tptr, 1, false);
+    LLVMSetValueName2(LLVMGetParam(entry, 0), "bufs", 4);
     Fn f;
-    fn_begin(&g, &f, body, NULL);
-    for (int i = 0, a = 0; i < k->nbufs; i++)
+    fn_begin(&g, &f, entry, NULL);
+    for (int i = 0; i < k->nbufs; i++)
         if (!g.priv[i]) {
-            f.bufp[i] = LLVMGetParam(body, (unsigned)a);
-            buffer_param_attrs(&g, body, (unsigned)a, k->bufs[i]);
-            a++;
+            LLVMValueRef slot = LLVMBuildInBoundsGEP2(g.B, g.tptr, LLVMGetParam(entry, 0), (LLVMValueRef[]){ci64(&g, i)}, 1, "");
+            f.bufp[i] = buffer_pointer(&g, k->bufs[i], LLVMBuildLoad2(g.B, g.tptr, slot, k->bufs[i]->name));
         }
     alloc_private(&f);
     emit_list(&f, &k->body);
     fn_end(&f);
-
-    /* NAME(void **bufs): the ABI entry point. */
-    LLVMValueRef entry = new_function(&g, k->name, g.tvoid, &g.tptr, 1, false);
-    LLVMSetValueName2(LLVMGetParam(entry, 0), "bufs", 4);
-    LLVMPositionBuilderAtEnd(g.B, LLVMAppendBasicBlockInContext(ctx, entry, "entry"));
-    LLVMValueRef *args = xmalloc(sizeof *args * (size_t)(nargs ? nargs : 1));
-    for (int i = 0, a = 0; i < k->nbufs; i++)
-        if (!g.priv[i]) {
-            LLVMValueRef slot = LLVMBuildInBoundsGEP2(g.B, g.tptr, LLVMGetParam(entry, 0), (LLVMValueRef[]){ci64(&g, i)}, 1, "");
-            args[a++] = LLVMBuildLoad2(g.B, g.tptr, slot, k->bufs[i]->name);
-        }
-    LLVMBuildCall2(g.B, LLVMGlobalGetValueType(body), body, args, (unsigned)nargs, "");
-    LLVMBuildRetVoid(g.B);
-    free(args);
-    free(pt);
 
     bool failed = g.failed;
     cleanup(&g);

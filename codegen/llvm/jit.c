@@ -143,25 +143,39 @@ static bool has_scheduled_loop(const NodeList *l)
     return false;
 }
 
-/* default<O3> with the loop and SLP vectorisers.  LLVM's loop unroller and the
- * vectoriser's interleaving are what make an unscheduled kernel expensive to
- * compile: on loops of constant trip count (attention's 64-wide head dimension,
- * say) they multiply the code by 8 or more, and machine code generation then pays
- * for every copy (attention at B=1 H=8 S=256 D=64: 2994 lines of optimised IR
- * with them, 359 without; 152 ms of CPU to compile with them, 30 without).  An
- * unscheduled kernel is naive by design (issue 3), so it gets neither.  A kernel
- * with a schedule keeps both: the schedule unrolls and vectorises its register
- * tile itself, but LLVM's unrolling of the loops around it (packing, copies,
- * the reduction loop of conv2d) is still worth 60 vs 50 GFLOP/s on conv2d. */
-static bool optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, bool scheduled, Diags *d)
+/* The pass pipeline, chosen by what the schedule did (docs/codegen.md, "Compile
+ * time and concurrency", has the measurements):
+ *  - vector or unroll loops (register tiles, cg_kernel_tiled): a short function
+ *    pipeline.  The code generator has already done what O3's expensive passes
+ *    would: the tiles are unrolled and vectorised, addresses are a hoisted sum plus
+ *    a constant, loads and stores within a block are reused, tile copies are vector
+ *    code, small loops around the tiles are unrolled.  What is left is promoting the
+ *    tiles to registers (SROA), a little clean-up and hoisting invariant loads out of
+ *    loops.  default<O3> spent 70 to 250 ms on these kernels, mostly simplifying the
+ *    huge unrolled bodies again (InstCombine, GVN, DSE, SLP) and unrolling loops
+ *    around them, for the same machine code in the hot loops;
+ *  - no scheduled loop at all (what --no-schedule compiles): default<O3> with the
+ *    loop and SLP vectorisers but without LLVM's loop unrolling and interleaving,
+ *    which multiply the code of a naive kernel by 8 or more (attention at B=1 H=8
+ *    S=256 D=64: 2994 lines of optimised IR with them, 359 without; 152 ms of CPU
+ *    to compile with them, 30 without).  An unscheduled kernel is naive by design;
+ *  - parallel loops only: default<O3> in full, LLVM being left to vectorise and
+ *    unroll the serial loops inside. */
+static bool optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, const Kernel *k, Diags *d)
 {
     LLVMPassBuilderOptionsRef o = LLVMCreatePassBuilderOptions();
-    /* The C API's defaults leave the SLP vectoriser off; clang -O3 runs it. */
-    LLVMPassBuilderOptionsSetLoopVectorization(o, 1);
-    LLVMPassBuilderOptionsSetSLPVectorization(o, 1);
-    LLVMPassBuilderOptionsSetLoopUnrolling(o, scheduled);
-    LLVMPassBuilderOptionsSetLoopInterleaving(o, scheduled);
-    LLVMErrorRef e = LLVMRunPasses(m, "default<O3>", tm, o);
+    const char *pipeline = "default<O3>";
+    if (cg_kernel_tiled(k)) {
+        pipeline = "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm))";
+    } else {
+        bool scheduled = has_scheduled_loop(&k->body);
+        /* The C API's defaults leave the SLP vectoriser off; clang -O3 runs it. */
+        LLVMPassBuilderOptionsSetLoopVectorization(o, 1);
+        LLVMPassBuilderOptionsSetSLPVectorization(o, 1);
+        LLVMPassBuilderOptionsSetLoopUnrolling(o, scheduled);
+        LLVMPassBuilderOptionsSetLoopInterleaving(o, scheduled);
+    }
+    LLVMErrorRef e = LLVMRunPasses(m, pipeline, tm, o);
     LLVMDisposePassBuilderOptions(o);
     return !llvm_error(d, e, "LLVM optimisation");
 }
@@ -172,7 +186,7 @@ static LLVMModuleRef compile(const Kernel *k, const CgTarget *t, LLVMContextRef 
     LLVMModuleRef m = cg_build_module(k, t, ctx, tm, d);
     if (!m)
         return NULL;
-    if (!optimize(m, tm, has_scheduled_loop(&k->body), d)) {
+    if (!optimize(m, tm, k, d)) {
         LLVMDisposeModule(m);
         return NULL;
     }

@@ -12,7 +12,8 @@
  * loaded machine the wall time says more about the neighbours than about the
  * compiler.  The target is under 20 ms (issue 3); this program only reports.
  *
- * Usage: test_cg_compile_time [reps] [stdlib dir] */
+ * Usage: test_cg_compile_time [reps] [stdlib dir] [kernel [plain|sched]]
+ * (a kernel name, and plain or sched, measure only that kernel, or that variant). */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,7 @@ int main(int argc, char **argv)
 {
     int reps = argc > 1 ? atoi(argv[1]) : 7;
     const char *dir = argc > 2 ? argv[2] : PERFC_SOURCE_DIR "/stdlib";
+    const char *only = argc > 3 ? argv[3] : NULL, *variant = argc > 4 ? argv[4] : NULL;
     if (reps < 2)
         reps = 2;
     void (*pf)(int64_t, void (*)(void *, int64_t, int64_t), void *) = perfc_parallel_for;
@@ -123,6 +125,8 @@ int main(int argc, char **argv)
         }
         for (int ki = 0; ki < p->nkernels; ki++) {
             AstKernel *ak = p->kernels[ki];
+            if (only && strcmp(only, ak->name))
+                continue;
             int64_t vals[32];
             bool bound[32];
             char shape[256] = "";
@@ -140,6 +144,8 @@ int main(int argc, char **argv)
                 if (!strcmp(p->schedules[i]->kernel, ak->name) && schedule_matches_target(p->schedules[i]->target, "host"))
                     sch[nsch++] = p->schedules[i];
             for (int scheduled = 0; scheduled <= (nsch > 0); scheduled++) {
+                if (variant && strcmp(variant, scheduled ? "sched" : "plain"))
+                    continue;
                 Kernel *k = lower_kernel(p, ak, vals, bound, &d);
                 if (!k) {
                     diag_flush(&d, stderr);
