@@ -2923,15 +2923,14 @@ static void count_list(const NodeList *l, int *cnt)
             for (int j = 0; j < n->u.stmt.buf->rank; j++)
                 count_expr(n->u.stmt.idx[j], cnt);
             count_expr(n->u.stmt.value, cnt);
-        } else {
-            if (n->kind == N_LOOP) {
-                count_expr(n->u.loop.lo, cnt);
-                count_expr(n->u.loop.hi, cnt);
-            } else {
-                count_expr(n->u.guard.cond, cnt);
-            }
-            count_list(ir_body((Node *)n), cnt);
-        }
+        } else if (n->kind == N_LOOP) {
+            count_expr(n->u.loop.lo, cnt);
+            count_expr(n->u.loop.hi, cnt);
+            count_list(&n->u.loop.body, cnt);
+        } else if (n->kind == N_IF) {
+            count_expr(n->u.guard.cond, cnt);
+            count_list(&n->u.guard.body, cnt);
+        } /* N_PREFETCH: a hint, no access */
     }
 }
 
