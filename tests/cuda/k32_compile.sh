@@ -50,6 +50,23 @@ grep -q 'gemm_tiled32_0  (32, 32, 1)  (16, 16, 1)  69632' "$tmp/t.cu" || bad "ge
     -s 'distribute(j) split(j1, 4, jo, jv) collapse(jv, k, f) bind(f, thread.x)' >/dev/null 2>"$tmp/e1" &&
   bad "threads adding into one element through f / 4 accepted"
 grep -q 'carries a dependence' "$tmp/e1" || bad "refusal reason: $(cat "$tmp/e1")"
+# The autotuner's GPU space for an f32 GEMM holds the K step 32 template (the same
+# schedule with parameters vs, st, ku); at its defaults it keeps the meaning.
+PERFC_TUNE_SPACE=1 "$perfc" "$g" -k gemm -target sm_90 -D M=4096 -D N=4096 -D K=4096 --autotune >"$tmp/space" 2>&1
+grep -q 'rules: GPU shared-memory tiles, cp.async pipeline, K step 32' "$tmp/space" || bad "no K step 32 template: $(grep template "$tmp/space")"
+t32=$(sed -n '/cp.async pipeline, K step 32$/,/^}/p' "$tmp/space" | sed '1,2d;$d')
+grep -q 'param st in \[2, 3\]' <<<"$t32" && grep -q 'param ku in \[16, 32\]' <<<"$t32" || bad "K step 32 template parameters: $t32"
+sz=(-D M=128 -D N=256 -D K=96)
+"$perfc" "$g" -k gemm --no-schedule -target interp --run "${sz[@]}" --seed 13 >"$tmp/a" 2>&1 || bad "interp unscheduled"
+"$perfc" "$g" -k gemm --no-schedule -target interp --run "${sz[@]}" --seed 13 -s "$t32" >"$tmp/b" 2>&1 || bad "template: $(tail -3 "$tmp/b")"
+[ -n "$(grep sum "$tmp/a")" ] && [ "$(grep sum "$tmp/a")" = "$(grep sum "$tmp/b")" ] || bad "K step 32 template: result differs"
+# Static pruning by shared memory: 3 stages (104 448 B) exceed sm_86's 99 KB per
+# block, which the code generator's launch table refuses (the tuner prunes those
+# candidates before compiling); sm_90 takes them.
+s3=$(variant 16 3)
+"$perfc" "$g" -k gemm --no-schedule -D M=4096 -D N=4096 -D K=4096 -target sm_86 -emit cuda -s "$s3" >/dev/null 2>"$tmp/e6" &&
+  bad "104 448 B of shared memory accepted on sm_86"
+grep -q 'needs 104448 bytes of shared memory' "$tmp/e6" || bad "sm_86 refusal: $(cat "$tmp/e6")"
 # PTX and ptxas.
 for v in "16 2" "32 2" "16 3" "32 3"; do
   set -- $v
