@@ -40,7 +40,7 @@ for r in "${runs[@]}"; do
   set -- $r
   step "$1: ptxas (sm_90)"
   "$P" "$2" -k "$3" -target sm_90 -emit ptx -o "$T/$1.ptx" || rc=1
-  [ -x "$PTXAS" ] && "$PTXAS" -arch=sm_90 -v "$T/$1.ptx" -o /dev/null 2>&1 | grep -E 'registers|spill'
+  [ -x "$PTXAS" ] && "$PTXAS" -arch=sm_90 -v "$T/$1.ptx" -o "$T/$1.cubin" 2>&1 | grep -E 'registers|spill'
 done
 for r in "${runs[@]:1}"; do
   set -- $r

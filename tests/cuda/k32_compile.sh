@@ -74,7 +74,7 @@ for v in "16 2" "32 2" "16 3" "32 3"; do
   if "$perfc" "$g" -k gemm --no-schedule -D M=4096 -D N=4096 -D K=4096 -target sm_90 -emit ptx -s "$s" -o "$tmp/v.ptx" 2>"$tmp/e5"; then
     grep -q 'cp.async.cg.shared.global' "$tmp/v.ptx" || bad "KU=$1 ST=$2: PTX without cp.async.cg"
     if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
-      "$ptxas" -v -arch=sm_90 "$tmp/v.ptx" -o /dev/null >"$tmp/px" 2>&1 || { bad "ptxas KU=$1 ST=$2: $(tail -3 "$tmp/px")"; continue; }
+      "$ptxas" -v -arch=sm_90 "$tmp/v.ptx" -o "$tmp/v.cubin" >"$tmp/px" 2>&1 || { bad "ptxas KU=$1 ST=$2: $(tail -3 "$tmp/px")"; continue; }
       regs=$(grep -o 'Used [0-9]* registers' "$tmp/px" | grep -o '[0-9]*' | head -1)
       echo "KU=$1 ST=$2: ${regs:-?} registers, $(grep -o '[0-9]* bytes spill stores' "$tmp/px" | head -1)"
       grep -q ' 0 bytes spill stores, 0 bytes spill loads' "$tmp/px" || bad "KU=$1 ST=$2 spills: $(cat "$tmp/px")"
