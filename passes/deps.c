@@ -538,10 +538,88 @@ static bool norm_ineqs(Aff *v, int *n)
     return true;
 }
 
+/* Mixed-radix splitting of equalities (delinearization).  Take an equality
+ * L + S == 0 where every coefficient of L is a multiple of some g > 1 and S (the
+ * other terms and the constant) lies in [Smin, Smax] by the constant bounds of its
+ * variables.  In every integer solution L is a multiple of g, hence so is S; when
+ * [Smin, Smax] holds exactly one multiple t*g, every solution has S == t*g and
+ * L == -t*g, and the row is replaced by those two (implied, so no solution is
+ * lost); when it holds none, there is no solution.  This decides the subscripts
+ * a split or collapse leaves, such as `(bu*16 + bx)*4 + bv` against a copy with
+ * bx' != bx: bv - bv' in [-3, 3] is the multiple 0 of 4, then bx - bx' in
+ * [-15, 15] the multiple 0 of 16, so bx == bx'.  Rational Fourier-Motzkin cannot
+ * see this (the relaxation has solutions), and case analysis only sometimes can,
+ * within its budget.  Returns false when a row has no solution. */
+static bool delinearize(Sys *s)
+{
+    int64_t lo[XF_MAXC], hi[XF_MAXC];
+    bool hl[XF_MAXC], hh[XF_MAXC], known[XF_MAXC] = {0};
+    for (int round = 0, changed = 1; changed && round < 16; round++) {
+        changed = 0;
+        for (int i = 0; i < s->neq; i++) {
+            Aff *a = &s->eq[i];
+            for (int gc = 0; gc < XF_MAXC; gc++) {
+                int64_t g = a->c[gc] < 0 ? -a->c[gc] : a->c[gc];
+                if (g < 2)
+                    continue;
+                /* S: the terms whose coefficient g does not divide, and the constant. */
+                int64_t smin = a->k, smax = a->k;
+                bool ok = true, any_small = false;
+                for (int j = 0; j < XF_MAXC && ok; j++) {
+                    if (!a->c[j] || a->c[j] % g == 0)
+                        continue;
+                    if (!known[j]) {
+                        col_bounds(s, j, &hl[j], &lo[j], &hh[j], &hi[j]);
+                        known[j] = true;
+                    }
+                    int64_t p, q;
+                    ok = hl[j] && hh[j] && mul_ok(a->c[j], lo[j], &p) && mul_ok(a->c[j], hi[j], &q);
+                    if (ok && p > q) {
+                        int64_t t = p;
+                        p = q, q = t;
+                    }
+                    ok = ok && add_ok(smin, p, &smin) && add_ok(smax, q, &smax);
+                    any_small = true;
+                }
+                if (!ok || !any_small)
+                    continue;
+                int64_t tlo = -floordiv(-smin, g), thi = floordiv(smax, g);
+                if (tlo > thi)
+                    return false; /* S can be no multiple of g */
+                if (tlo != thi)
+                    continue;
+                int64_t tg;
+                if (!mul_ok(tlo, g, &tg))
+                    continue;
+                Aff sm, lg;
+                memset(&sm, 0, sizeof sm);
+                memset(&lg, 0, sizeof lg);
+                for (int j = 0; j < XF_MAXC; j++)
+                    if (a->c[j] % g)
+                        sm.c[j] = a->c[j];
+                    else
+                        lg.c[j] = a->c[j];
+                sm.k = a->k - tg; /* S - t*g == 0 */
+                lg.k = tg;        /* L + t*g == 0 */
+                *a = sm;
+                sys_add_eq(s, &lg); /* may move s->eq: a is not used again */
+                changed = 1;
+                memset(known, 0, sizeof known); /* a new row may fix a variable */
+                break;
+            }
+        }
+    }
+    return true;
+}
+
 static bool feasible_impl(Sys *s)
 {
-    /* Equalities: GCD test, then exact elimination through unit coefficients. */
+    /* Equalities: mixed-radix splitting (before a unit coefficient eliminates a
+     * digit and leaves its bounds in multi-variable rows, where they are no longer
+     * constant), GCD test, then exact elimination through unit coefficients. */
     for (;;) {
+        if (!delinearize(s))
+            return false;
         int ue = -1, uc = -1;
         for (int i = 0; i < s->neq; i++) {
             Aff *a = &s->eq[i];

@@ -414,8 +414,11 @@ static bool gpu_contraction_text(const Nest *n, StrBuf *b)
  * padded against bank conflicts), each of its threads a TR x TR register tile;
  * B's shared reads are vectors of VS.  The thread grid is TB/TR square; choices
  * whose copy loops do not match it run guarded.  Needs the rows and columns to be
- * multiples of TB and the reduction of 16 (distribute refuses guarded bodies). */
-static bool gpu_shared_text(const Nest *n, bool pipelined, StrBuf *b)
+ * multiples of TB and the reduction of 16 (distribute refuses guarded bodies).
+ * kstep 32 (pipelined only) is stdlib's gemm_tiled32: K slices of 32, the copy
+ * mapping of a 128 x 32 A tile and a 32 x 128 B tile, and the k unroll as a
+ * parameter; it needs the reduction to be a multiple of 32. */
+static bool gpu_shared_text(const Nest *n, bool pipelined, int kstep, StrBuf *b)
 {
     if (n->nspatial < 2 || !n->red || n->nloops != n->nspatial + 1)
         return false;
@@ -423,19 +426,30 @@ static bool gpu_shared_text(const Nest *n, bool pipelined, StrBuf *b)
     const char *a = lname(n, ia), *bn = lname(n, ib), *r = lname(n, ir);
     const Var *va = n->loops[ia]->u.loop.var, *vb = n->loops[ib]->u.loop.var;
     const Buffer *pa = panel_operand(n->red->u.stmt.value, vb, va), *pb = panel_operand(n->red->u.stmt.value, va, vb);
-    if (!pa || !pb || n->ext[ir] % 16)
+    if (kstep != 16 && !(pipelined && kstep == 32))
+        return false;
+    if (!pa || !pb || n->ext[ir] % kstep)
         return false;
     /* The pipelined variant: 16-byte cp.async copies (a warp's lanes on consecutive
      * chunks of a row: A's 64-byte rows 4 rows x 4 chunks at a time through collapse,
      * B's rows 16 chunks at a time), A padded by 4 floats (rows stay 16-byte aligned),
      * a ring of `st` stages.  Its copy mapping fits the 16 x 16 thread grid of a 128 x
      * 128 tile with 8 x 8 per thread, so those two are fixed; stdlib's gemm_tiled is
-     * this schedule at vs = 4, st = 2. */
+     * this schedule at vs = 4, st = 2.  With a K step of 32 (gemm_tiled32 at vs = 4,
+     * st = 2, ku = 16): A's 128-byte rows 2 rows x 8 chunks at a time, B's 32 rows
+     * as 16 thread rows of 2, 4 chunks per thread each; stages 2 and 3 (34 816 B of
+     * shared memory a stage: 69 632 B or 104 448 B, two blocks per SM on sm_80 and
+     * sm_90; the launch table prunes 3 stages where a block may have less, sm_86 and
+     * sm_89's 99 KB), and the 32-deep k loop unrolled 16 at a time (128 registers
+     * with CUDA 12/13's ptxas for sm_90) or whole (167: one block per SM). */
     if (pipelined && (pa->dtype != DT_F32 || pb->dtype != DT_F32))
         return false;
     const char *out = n->red->u.stmt.buf->name;
     const char *tb = pipelined ? "128" : "tb", *tr = pipelined ? "8" : "tr";
-    if (pipelined)
+    bool k32 = kstep == 32;
+    if (pipelined && k32)
+        sb_puts(b, "param vs in [4, 2]\nparam st in [2, 3]\nparam ku in [16, 32]\n");
+    else if (pipelined)
         sb_puts(b, "param vs in [4, 2]\nparam st in [2, 3, 4]\n");
     else
         sb_puts(b, "param tb in [128, 64]\nparam tr in [8, 4]\nparam vs in [4, 2]\n");
@@ -445,10 +459,15 @@ static bool gpu_shared_text(const Nest *n, bool pipelined, StrBuf *b)
                  "split(g_ii, %s, g_iy, g_ir)\nsplit(g_ji, %s, g_ix, g_is)\nreorder(g_iy, g_ix, g_ir, g_is)\n"
                  "split(g_ii1, %s, g_ty, g_r)\nsplit(g_ji1, %s, g_tx, g_s)\n",
               tr, tr, tr, tr, tr, tr);
-    sb_printf(b, "split(%s, 16, g_ko, g_ki)\nreorder(g_ko, g_ty, g_tx, g_ki, g_r, g_s)\n", r);
+    sb_printf(b, "split(%s, %d, g_ko, g_ki)\nreorder(g_ko, g_ty, g_tx, g_ki, g_r, g_s)\n", r, kstep);
     sb_printf(b, "cache(%s, g_ko, mem=shared, name=g_As)\ncache(%s, g_ko, mem=shared, name=g_Bs)\n", pa->name,
               pb->name);
-    if (pipelined)
+    if (pipelined && k32)
+        sb_puts(b, "padding(g_As, 4)\nsplit(g_As_c1, 4, g_ac, g_av)\nsplit(g_As_c0, 2, g_ar, g_ax)\n"
+                   "collapse(g_ax, g_ac, g_af)\nsplit(g_ar, 4, g_ay, g_au)\nreorder(g_ay, g_af, g_au)\n"
+                   "split(g_Bs_c1, 4, g_bc, g_bv)\nsplit(g_bc, 16, g_bu, g_bx)\nsplit(g_Bs_c0, 2, g_by, g_br)\n"
+                   "reorder(g_by, g_bx, g_br, g_bu)\n");
+    else if (pipelined)
         sb_puts(b, "padding(g_As, 4)\nsplit(g_As_c1, 4, g_ac, g_av)\nsplit(g_As_c0, 4, g_ar, g_ax)\n"
                    "collapse(g_ax, g_ac, g_af)\nsplit(g_ar, 2, g_ay, g_au)\nreorder(g_ay, g_af, g_au)\n"
                    "split(g_Bs_c1, 4, g_bc, g_bv)\nsplit(g_bc, 16, g_bu, g_bx)\nreorder(g_Bs_c0, g_bx, g_bu)\n");
@@ -462,12 +481,13 @@ static bool gpu_shared_text(const Nest *n, bool pipelined, StrBuf *b)
     if (ia == 1)
         sb_printf(b, "bind(%s, block.z)\n", lname(n, 0));
     sb_printf(b, "bind(g_io, block.y)\nbind(g_jo, block.x)\nbind(g_cy, thread.y)\nbind(g_cx, thread.x)\n"
-                 "bind(g_iy, thread.y)\nbind(g_ix, thread.x)\nbind(g_Bs_c0, thread.y)\nbind(g_bx, thread.x)\n"
+                 "bind(g_iy, thread.y)\nbind(g_ix, thread.x)\nbind(%s, thread.y)\nbind(g_bx, thread.x)\n"
                  "bind(g_ay, thread.y)\nbind(%s, thread.x)\nbind(g_ty, thread.y)\nbind(g_tx, thread.x)\n"
                  "bind(g_oy, thread.y)\nbind(g_ox, thread.x)\n"
-                 "unroll(g_cr)\nunroll(g_cs)\nunroll(g_ir)\nunroll(g_is)\nunroll(g_bu)\nunroll(g_au)\nunroll(g_ki)\n"
+                 "unroll(g_cr)\nunroll(g_cs)\nunroll(g_ir)\nunroll(g_is)\nunroll(g_bu)\n%sunroll(g_au)\n%s"
                  "unroll(g_r)\nunroll(g_s2)\nvectorize(g_s4)\nunroll(g_or)\nunroll(g_os)\n",
-              pipelined ? "g_af" : "g_As_c1");
+              k32 ? "g_by" : "g_Bs_c0", pipelined ? "g_af" : "g_As_c1", k32 ? "unroll(g_br)\n" : "",
+              k32 ? "split(g_ki, ku, g_kq, g_kr)\nunroll(g_kr)\n" : "unroll(g_ki)\n");
     if (pipelined)
         sb_puts(b, "vectorize(g_av)\nvectorize(g_bv)\npipeline(g_ko, st)\n");
     return true;
@@ -860,10 +880,14 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
             sb_reset(&b);
         }
         /* the shared-memory templates when they apply whole (single-nest GEMMs):
-         * f32 first with 16-byte cp.async copies in a pipeline, then the synchronous
-         * one with the tile sizes as parameters */
-        for (int pl = 1; pl >= 0; pl--) {
-            if (!(nn == 1 && ncontr && gpu_shared_text(&ns[0], pl, &b))) {
+         * f32 first with 16-byte cp.async copies in a pipeline, K step 16 (stdlib's
+         * gemm_tiled) and 32 (gemm_tiled32), then the synchronous one with the tile
+         * sizes as parameters */
+        static const struct { bool pl; int ks; } shared_variants[3] = {{true, 16}, {true, 32}, {false, 16}};
+        for (int vi = 0; vi < 3; vi++) {
+            bool pl = shared_variants[vi].pl;
+            int ks = shared_variants[vi].ks;
+            if (!(nn == 1 && ncontr && gpu_shared_text(&ns[0], pl, ks, &b))) {
                 sb_reset(&b);
                 continue;
             }
@@ -873,8 +897,9 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
                 return false;
             }
             if (!dropped)
-                add_template(sp, s, pl ? "rules: GPU shared-memory tiles, cp.async pipeline" :
-                                         "rules: GPU shared-memory tiles");
+                add_template(sp, s, !pl        ? "rules: GPU shared-memory tiles"
+                                    : ks == 32 ? "rules: GPU shared-memory tiles, cp.async pipeline, K step 32"
+                                               : "rules: GPU shared-memory tiles, cp.async pipeline");
             dropped = 0;
             sb_reset(&b);
         }

@@ -91,7 +91,7 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   g=(-target "$arch")
   echo "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), target $arch"
   printf '%-44s %10s %10s %10s %8s  %s\n' "kernel (validated in the same run)" "ms" "GFLOP/s" "GB/s" "vs lib" "rel.error"
-  for k in gemm_tiled gemm_tc_f16 gemm_tc_bf16; do
+  for k in gemm_tiled gemm_tiled32 gemm_tc_f16 gemm_tc_bf16; do
     gpu_row "$k 4096^3 vs cuBLAS" stdlib/gemm.pdl -k $k "${g[@]}" --run --compare cublas
   done
   # Hopper: the warpgroup (wgmma) schedules need the architecture-specific target

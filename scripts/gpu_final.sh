@@ -51,6 +51,7 @@ san() {  # san LABEL perfc-args...
   done
 }
 san gemm_tiled stdlib/gemm.pdl -k gemm_tiled -target sm_90 -D M=256 -D N=256 -D K=64
+san gemm_tiled32 stdlib/gemm.pdl -k gemm_tiled32 -target sm_90 -D M=256 -D N=256 -D K=96
 san gemm_tc_f16 stdlib/gemm.pdl -k gemm_tc_f16 -target sm_90 -D M=256 -D N=256 -D K=96
 san batched_gemm_tiled stdlib/batched_gemm.pdl -k batched_gemm_tiled -target sm_90 -D B=2 -D M=128 -D N=256 -D K=32
 san conv2d_tiled stdlib/conv2d.pdl -k conv2d_tiled -target sm_90 -D N=1 -D C=16

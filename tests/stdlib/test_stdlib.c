@@ -335,6 +335,7 @@ static const Case cases[] = {
     {"gemm.pdl", "gemm", "M,N,K", ref_gemm, gemm_shapes, gemm_random},
     {"gemm.pdl", "gemm_f16", "M,N,K", ref_gemm, gemm_shapes, gemm_random},
     {"gemm.pdl", "gemm_tiled", "M,N,K", ref_gemm, gemm_shapes, gemm_random},
+    {"gemm.pdl", "gemm_tiled32", "M,N,K", ref_gemm, gemm_shapes, gemm_random},
     {"gemm.pdl", "gemm_tc_f16", "M,N,K", ref_gemm, gemm_shapes, gemm_random},
     {"gemm.pdl", "gemm_tc_bf16", "M,N,K", ref_gemm, gemm_shapes, gemm_random},
     {"gemm.pdl", "gemm_wg_f16", "M,N,K", ref_gemm, gemm_shapes, gemm_random},

@@ -164,6 +164,40 @@ static const Case cases[] = {
     {SOFTMAX, 0, "R=5,C=7", "prefetch(X, e.c, e.r, 1, like=m.c)", "must be a loop inside e.r beside e.c", 0, 0},
     {SOFTMAX, 0, "R=5,C=8", "fuse(m.r, e.r) fuse(m.r, s.r) fuse(m.r, Y.r) split(e.c, 2) prefetch(Y, e.co, m.r, 0, like=Y.c)",
      "runs over other bounds", 0, 0},
+    /* bind: threads must write distinct elements, proven (passes/deps.c).  The
+     * staging copies of the K = 32 gemm (gemm_tiled32): B's 32 x 128 floats as rows
+     * by*2 + br and 16-byte chunks (bu*16 + bx)*4 + bv, which needs the mixed-radix
+     * splitting of equalities (refused before it, with or without by bound first);
+     * A's 128 x 32 through collapse, chunk f % 8 of row (iy*4 + iu)*2 + f / 8. */
+    {CASES, "copy2", "R=32,C=128",
+     "split(j, 4, jc, jv) split(jc, 16, ju, jx) split(i, 2, iy, ir) reorder(iy, jx, ir, ju) bind(iy, thread.y) "
+     "bind(jx, thread.x)", 0, "| for jx in 0..16 thread.x\n| | for ir in 0..2\n", 0},
+    {CASES, "copy2", "R=32,C=128",
+     "split(j, 4, jc, jv) split(jc, 16, ju, jx) split(i, 2, iy, ir) reorder(iy, jx, ir, ju) bind(jx, thread.x)", 0,
+     "for jx in 0..16 thread.x", 0},
+    {CASES, "copy2", "R=128,C=32",
+     "split(j, 4, jc, jv) split(i, 2, ir, ix) collapse(ix, jc, f) split(ir, 4, iy, iu) reorder(iy, f, iu) "
+     "bind(iy, thread.y) bind(f, thread.x)", 0, "Y[(iy * 4 + iu) * 2 + f / 8, f % 8 * 4 + jv] = ", 0},
+    /* non-power-of-two radices */
+    {CASES, "copy2", "R=6,C=60",
+     "split(j, 3, jc, jv) split(jc, 5, ju, jx) split(i, 3, iy, ir) reorder(iy, jx, ir, ju) bind(iy, thread.y) "
+     "bind(jx, thread.x)", 0, "for jx in 0..5 thread.x", 0},
+    /* each iteration of Y.io its own window of t: t[Y.io*4 + t.io*2 + t.ii] with
+     * t.io*2 + t.ii in 0..4 */
+    {CASES, "chain", "N=64", "split(Y.i, 4) compute_at(t, Y.io) split(t.i, 2) bind(Y.io, thread.x)", 0,
+     "for Y.io in 0..N / 4 thread.x", 0},
+    /* refused: the blur's windows overlap (t.io*2 + t.ii in 0..6 reaches the next
+     * Y.io's), so two threads would write one element of t */
+    {CASES, "blur", "N=64", "split(Y.i, 4) compute_at(t, Y.io) split(t.i, 2) bind(Y.io, thread.x)",
+     "carries a dependence", 0, 0},
+    {CASES, "blur", "N=64", "split(Y.i, 4) compute_at(t, Y.io) bind(Y.io, thread.x)", "carries a dependence", 0, 0},
+    /* refused: f / 4 names a column of C, f % 4 a k: four threads add into one
+     * element (an index that moves with the loop, not one-to-one) */
+    {GEMM, 0, "M=4,N=8,K=4", "distribute(j) split(j1, 4, jo, jv) collapse(jv, k, f) bind(f, thread.x)",
+     "carries a dependence", 0, 0},
+    /* ... while f / 4 * 4 + f % 4 is one-to-one */
+    {GEMM, 0, "M=4,N=8,K=4", "distribute(j) split(j1, 4, jo, jv) collapse(jo, jv, f) bind(f, thread.x)", 0,
+     "for f in 0..8 thread.x", 0},
     /* parameters */
     {GEMM, 0, "M=8,N=8,K=8", "param T in [4, 2]  split(i, T)", 0, "for ii in 0..4", 0},
     {GEMM, 0, "M=8,N=8,K=8", "param T = 3  split(i, T)", 0, "for ii in 0..3", 0},
