@@ -112,6 +112,31 @@ bool xf_rfactor(XfCtx *c)
     while (top->parent && top->parent->kind == N_LOOP && top->parent->u.loop.body.n == 1 &&
            top->parent->u.loop.kind == LOOP_SERIAL && !idx_uses(s, top->parent->u.loop.var))
         top = top->parent;
+    /* Guards between top and the statement.  One that tests no loop inside top (a
+     * tile's tail: `j1o * 4 + j1i < N`) decides whether this element is written at
+     * all, so the combination must sit under it too (without it the combination
+     * wrote C[i, 7] of a C with 7 columns).  One that tests the reduction's loops
+     * only filters contributions and stays with the partials: a reduction's own
+     * tail (`ko * 4 + ki < K`) or a mask (`j <= i` in causal attention), whose result
+     * index is in range by the loops' bounds; where no contribution passes, the
+     * combination adds the identity. */
+    Node *outer_guards[8];
+    int nog = 0;
+    for (Node *p = s->parent; p && p != top->parent; p = p->parent) {
+        if (p->kind != N_IF)
+            continue;
+        bool inner = false;
+        for (Node *q = s->parent; q && q != top->parent; q = q->parent)
+            if (q->kind == N_LOOP && ir_expr_uses_var(p->u.guard.cond, q->u.loop.var))
+                inner = true;
+        if (!inner) {
+            if (nog == 8) {
+                xf_err(c, "more than 8 guards around the reduction statement");
+                return false;
+            }
+            outer_guards[nog++] = p;
+        }
+    }
     if (c->dry)
         return true;
 
@@ -141,7 +166,14 @@ bool xf_rfactor(XfCtx *c)
     s->u.stmt.buf = r;
     s->u.stmt.idx = arena_alloc(k->arena, sizeof(Expr *));
     s->u.stmt.idx[0] = ri;
-    ir_list_insert(list, at + 1, comb, top->parent);
+    /* the combination under the guards that decide whether the element exists */
+    Node *comb_top = comb;
+    for (int g = 0; g < nog; g++) {
+        Node *w = ir_guard(k, ir_clone_expr(k, outer_guards[g]->u.guard.cond), outer_guards[g]->span);
+        ir_list_push(&w->u.guard.body, comb_top, w);
+        comb_top = w;
+    }
+    ir_list_insert(list, at + 1, comb_top, top->parent);
     ir_list_insert(list, at, init, top->parent);
     return true;
 }
