@@ -110,6 +110,7 @@ typedef struct Fn {
     Val *vars;               /* binding per Var id (v == NULL: unbound) */
     LLVMBasicBlockRef *vbb;  /* per Var id: the block where it was bound */
     int *vseq;               /* per Var id: binding order */
+    int64_t *vmin, *vmax;    /* per Var id: its range when known (vmin <= vmax) */
     int seq;
     Sum *sums;               /* hoisted offset sums */
     int nsums, capsums;
@@ -1656,15 +1657,20 @@ typedef struct Binding {
     Val v;
     LLVMBasicBlockRef bb;
     int seq;
+    int64_t min, max;
 } Binding;
 
-/* Binds loop variable v to x from here on; returns the binding to restore. */
+/* Binds loop variable v to x from here on (its range unknown unless x is a
+ * constant); returns the binding to restore. */
 static Binding bind(Fn *f, const Var *v, Val x)
 {
-    Binding old = {f->vars[v->id], f->vbb[v->id], f->vseq[v->id]};
+    Binding old = {f->vars[v->id], f->vbb[v->id], f->vseq[v->id], f->vmin[v->id], f->vmax[v->id]};
     f->vars[v->id] = x;
     f->vbb[v->id] = LLVMGetInsertBlock(f->g->B);
     f->vseq[v->id] = ++f->seq;
+    f->vmin[v->id] = 1, f->vmax[v->id] = 0;
+    if (!x.vec && LLVMIsAConstantInt(x.v))
+        f->vmin[v->id] = f->vmax[v->id] = LLVMConstIntGetSExtValue(x.v);
     return old;
 }
 
@@ -1673,6 +1679,8 @@ static void unbind(Fn *f, const Var *v, Binding old)
     f->vars[v->id] = old.v;
     f->vbb[v->id] = old.bb;
     f->vseq[v->id] = old.seq;
+    f->vmin[v->id] = old.min;
+    f->vmax[v->id] = old.max;
 }
 
 typedef struct LoopSt {
@@ -1703,7 +1711,11 @@ static LLVMValueRef loop_open(Fn *f, LLVMValueRef lo, LLVMValueRef hi, const cha
     s->hi = hi;
     s->step = 1;
     region_end(f);
-    LLVMBuildCondBr(g->B, LLVMBuildICmp(g->B, LLVMIntSLT, lo, hi, ""), s->body, s->exit);
+    LLVMValueRef enter = LLVMBuildICmp(g->B, LLVMIntSLT, lo, hi, "");
+    if (LLVMIsAConstantInt(enter) && LLVMConstIntGetZExtValue(enter))
+        LLVMBuildBr(g->B, s->body); /* constant bounds: no guard to fold away later */
+    else
+        LLVMBuildCondBr(g->B, enter, s->body, s->exit);
     LLVMPositionBuilderAtEnd(g->B, s->body);
     s->iv = LLVMBuildPhi(g->B, g->ti64, name);
     LLVMAddIncoming(s->iv, &lo, &pre, 1);
@@ -1955,19 +1967,30 @@ static void start_fresh(Fn *f, const Node *loop)
 
 static bool unroll_twice(const Fn *f, const Node *n);
 
-static void emit_serial(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi)
+/* `for v in lo..hi` around n's body; own: lo and hi are n's bounds (not narrowed). */
+static void emit_serial_ex(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi, bool own)
 {
     LoopSt s;
     Var *v = n->u.loop.var;
     LLVMValueRef iv = loop_open(f, lo, hi, v->name, &s);
-    s.step = unroll_twice(f, n) ? 2 : 1;
+    s.step = own && unroll_twice(f, n) ? 2 : 1;
+    bool known = LLVMIsAConstantInt(lo) && LLVMIsAConstantInt(hi);
     for (int64_t i = 0; i < s.step; i++) {
         Binding saved = bind(f, v, S(i ? LLVMBuildNSWAdd(f->g->B, iv, ci64(f->g, i), "") : iv));
+        if (known) {
+            f->vmin[v->id] = LLVMConstIntGetSExtValue(lo) + i;
+            f->vmax[v->id] = LLVMConstIntGetSExtValue(hi) - 1;
+        }
         start_fresh(f, n);
         emit_versioned(f, n);
         unbind(f, v, saved);
     }
     loop_close(f, &s);
+}
+
+static void emit_serial(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi)
+{
+    emit_serial_ex(f, n, lo, hi, true);
 }
 
 static void emit_guard(Fn *f, const Node *n)
@@ -2420,6 +2443,71 @@ static bool unroll_twice(const Fn *f, const Node *n)
     return s >= 4 && s <= UNROLL_STMTS;
 }
 
+/* A serial loop whose whole body is one guard bounding the loop's own variable
+ * (`for j in 0..S: if j <= i: ...`, the mask of causal attention) runs over the
+ * range where the guard holds, without the guard: half the iterations and no
+ * branch in the others, which LLVM can then vectorise.  The guard must be a
+ * conjunction of affine comparisons in which the variable has coefficient 1 or -1
+ * and every other variable is bound to a scalar; *lo and *hi are narrowed. */
+static bool narrow_bounds(Fn *f, const Node *L, LLVMValueRef *lo, LLVMValueRef *hi)
+{
+    Cg *g = f->g;
+    if (f->vw || L->u.loop.body.n != 1 || L->u.loop.body.v[0]->kind != N_IF)
+        return false;
+    const Node *gd = L->u.loop.body.v[0];
+    Cmp cmp[8];
+    int nc = 0;
+    if (!conjuncts(g, gd->u.guard.cond, cmp, &nc, 8))
+        return false;
+    int lv = L->u.loop.var->id;
+    for (int c = 0; c < nc; c++) {
+        int64_t k = 0;
+        for (int t = 0; t < cmp[c].d.n; t++) {
+            int v = cmp[c].d.var[t];
+            if (v == lv)
+                k += cmp[c].d.k[t];
+            else if (cmp[c].d.k[t] && (!f->vars[v].v || f->vars[v].vec))
+                return false;
+        }
+        if (k != 1 && k != -1)
+            return false;
+    }
+    LLVMBuilderRef B = g->B;
+    for (int c = 0; c < nc; c++) {
+        /* d = k*v + rest + c <= lim, rest in [rmin, rmax] when every variable's range
+         * is known (then a bound the loop's own cannot exceed needs no min/max) */
+        int64_t k = 0, rmin = cmp[c].d.c, rmax = cmp[c].d.c;
+        bool known = true;
+        LLVMValueRef rest = ci64(g, cmp[c].d.c);
+        for (int t = 0; t < cmp[c].d.n; t++) {
+            int v = cmp[c].d.var[t];
+            int64_t kv = cmp[c].d.k[t];
+            if (v == lv) {
+                k += kv;
+            } else if (kv) {
+                rest = LLVMBuildNSWAdd(B, rest, LLVMBuildNSWMul(B, f->vars[v].v, ci64(g, kv), ""), "");
+                known &= f->vmin[v] <= f->vmax[v];
+                rmin += kv > 0 ? kv * f->vmin[v] : kv * f->vmax[v];
+                rmax += kv > 0 ? kv * f->vmax[v] : kv * f->vmin[v];
+            }
+        }
+        if (k == 1) { /* v <= lim - rest */
+            LLVMValueRef b = LLVMBuildNSWSub(B, ci64(g, cmp[c].lim + 1), rest, "");
+            bool tighter = known && LLVMIsAConstantInt(*hi) && cmp[c].lim + 1 - rmin <= LLVMConstIntGetSExtValue(*hi);
+            bool looser = known && LLVMIsAConstantInt(*hi) && cmp[c].lim + 1 - rmax >= LLVMConstIntGetSExtValue(*hi);
+            if (!looser)
+                *hi = tighter ? b : intr2(g, "llvm.smin", *hi, b);
+        } else { /* v >= rest - lim */
+            LLVMValueRef b = LLVMBuildNSWSub(B, rest, ci64(g, cmp[c].lim), "");
+            bool tighter = known && LLVMIsAConstantInt(*lo) && rmin - cmp[c].lim >= LLVMConstIntGetSExtValue(*lo);
+            bool looser = known && LLVMIsAConstantInt(*lo) && rmax - cmp[c].lim <= LLVMConstIntGetSExtValue(*lo);
+            if (!looser)
+                *lo = tighter ? b : intr2(g, "llvm.smax", *lo, b);
+        }
+    }
+    return true;
+}
+
 static LLVMValueRef emit_bound(Fn *f, const Expr *e)
 {
     bool vec;
@@ -2437,6 +2525,22 @@ static void emit_loop(Fn *f, const Node *n)
     Var *v = n->u.loop.var;
     int64_t ext = 0;
     bool cext = const_extent(g, n->u.loop.lo, n->u.loop.hi, &ext);
+    if (kind == LOOP_SERIAL && f->nassume < MAX_HOISTED && narrow_bounds(f, n, &lo, &hi)) {
+        f->assume[f->nassume++] = n->u.loop.body.v[0];
+        emit_serial_ex(f, n, lo, hi, false);
+        f->nassume--;
+        return;
+    }
+    if (kind == LOOP_SERIAL && cext && ext <= 1) {
+        /* No loop for one iteration (batch loops at batch 1, say), none for none. */
+        if (ext == 1) {
+            Binding saved = bind(f, v, S(lo));
+            start_fresh(f, n);
+            emit_list(f, &n->u.loop.body);
+            unbind(f, v, saved);
+        }
+        return;
+    }
     if (kind == LOOP_SERIAL && cext && emit_transpose(f, n))
         return;
     if (kind == LOOP_SERIAL && cext && !f->vw && vectorise_serial(g, n, ext)) {
@@ -2551,6 +2655,8 @@ static void fn_begin(Cg *g, Fn *f, LLVMValueRef fn, const Node *owner)
     f->vars = xcalloc((size_t)(g->k->nvars ? g->k->nvars : 1), sizeof *f->vars);
     f->vbb = xcalloc((size_t)(g->k->nvars ? g->k->nvars : 1), sizeof *f->vbb);
     f->vseq = xcalloc((size_t)(g->k->nvars ? g->k->nvars : 1), sizeof *f->vseq);
+    f->vmin = xcalloc((size_t)(g->k->nvars ? g->k->nvars : 1), sizeof *f->vmin);
+    f->vmax = xcalloc((size_t)(g->k->nvars ? g->k->nvars : 1), sizeof *f->vmax);
     f->entry = LLVMAppendBasicBlockInContext(g->C, fn, "entry");
     LLVMBasicBlockRef code = LLVMAppendBasicBlockInContext(g->C, fn, "code");
     LLVMPositionBuilderAtEnd(g->B, f->entry);
@@ -2566,6 +2672,8 @@ static void fn_end(Fn *f)
     free(f->vars);
     free(f->vbb);
     free(f->vseq);
+    free(f->vmin);
+    free(f->vmax);
     free(f->sums);
     free(f->rg.loads);
     free(f->rg.stores);
@@ -2898,6 +3006,46 @@ static void cleanup(Cg *g)
 bool cg_kernel_tiled(const Kernel *k)
 {
     return holds_scheduled(&k->body);
+}
+
+static bool expr_padded(const Expr *e)
+{
+    if (!e)
+        return false;
+    if (e->kind == IE_LOAD) {
+        if (e->u.load.guarded && e->u.load.buf->has_pad)
+            return true;
+        for (int i = 0; i < e->u.load.buf->rank; i++)
+            if (expr_padded(e->u.load.idx[i]))
+                return true;
+        return false;
+    }
+    for (int i = 0; i < ir_expr_arity(e->kind); i++)
+        if (expr_padded(e->args[i]))
+            return true;
+    return false;
+}
+
+static bool list_padded(const NodeList *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        const Node *n = l->v[i];
+        if (n->kind == N_STMT) {
+            if (expr_padded(n->u.stmt.value))
+                return true;
+            for (int j = 0; j < n->u.stmt.buf->rank; j++)
+                if (expr_padded(n->u.stmt.idx[j]))
+                    return true;
+        } else if ((n->kind == N_IF && expr_padded(n->u.guard.cond)) || list_padded(ir_body((Node *)n))) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool cg_kernel_padded(const Kernel *k)
+{
+    return list_padded(&k->body);
 }
 
 LLVMModuleRef cg_build_module(const Kernel *k, const CgTarget *t, LLVMContextRef ctx, LLVMTargetMachineRef tm, Diags *d)
