@@ -129,6 +129,7 @@ typedef struct Fn {
 } Fn;
 
 static void emit_list(Fn *f, const NodeList *l);
+static bool cg_list_padded(const NodeList *l);
 
 /* ---- diagnostics ---- */
 
@@ -648,6 +649,20 @@ static bool affine(const Cg *g, const Expr *e, Aff *out)
         if (b.n == 0)
             return aff_add(out, &a, b.c);
         return false;
+    case IE_DIV:
+    case IE_MOD:
+        /* Constant operands only (sizes such as (H + 2*P - R)/U + 1): floor division
+         * and modulo, as the IR defines them. */
+        if (dtype_is_float(e->dtype) || !affine(g, e->args[0], &a) || !affine(g, e->args[1], &b) || a.n || b.n ||
+            b.c == 0)
+            return false;
+        {
+            int64_t q = a.c / b.c;
+            if ((a.c % b.c != 0) && ((a.c < 0) != (b.c < 0)))
+                q--;
+            out->c = e->kind == IE_DIV ? q : a.c - q * b.c;
+        }
+        return true;
     default: return false;
     }
 }
@@ -1172,12 +1187,58 @@ static LLVMValueRef load_scalar(Fn *f, const Buffer *b, LLVMValueRef *idx, bool 
     return v;
 }
 
+/* The range [*lo, *hi] of affine e over the known ranges of the variables bound
+ * now; false when a variable's range is unknown. */
+static bool aff_range(const Fn *f, const Aff *a, int64_t *lo, int64_t *hi)
+{
+    *lo = *hi = a->c;
+    for (int i = 0; i < a->n; i++) {
+        int64_t k = a->k[i];
+        if (!k)
+            continue;
+        int v = a->var[i];
+        if (f->vw && f->vvar->id == v)
+            return false;
+        if (f->vmin[v] > f->vmax[v])
+            return false;
+        *lo += k > 0 ? k * f->vmin[v] : k * f->vmax[v];
+        *hi += k > 0 ? k * f->vmax[v] : k * f->vmin[v];
+    }
+    return true;
+}
+
+/* For a padded read: 1 when every index is known inside its dimension, -1 when one
+ * is known outside (the read is the pad value), 0 when it has to be tested. */
+static int pad_known(const Fn *f, const Expr *e)
+{
+    const Buffer *b = e->u.load.buf;
+    bool all_in = true;
+    for (int i = 0; i < b->rank; i++) {
+        Aff a;
+        int64_t lo, hi;
+        if (!affine(f->g, e->u.load.idx[i], &a) || !aff_range(f, &a, &lo, &hi)) {
+            all_in = false;
+            continue;
+        }
+        if (hi < 0 || lo >= f->g->dims[b->id][i])
+            return -1;
+        all_in &= lo >= 0 && hi < f->g->dims[b->id][i];
+    }
+    return all_in ? 1 : 0;
+}
+
 static Val emit_load(Fn *f, const Expr *e)
 {
     Cg *g = f->g;
     LLVMBuilderRef B = g->B;
     const Buffer *b = e->u.load.buf;
     bool guarded = e->u.load.guarded && b->has_pad;
+    if (guarded) {
+        int known = pad_known(f, e);
+        if (known < 0)
+            return S(kdtype(g, b->dtype, b->pad));
+        guarded = known == 0;
+    }
     LLVMValueRef idx[16];
     bool vec[16], anyvec = false;
     if (b->rank > 16)
@@ -2337,10 +2398,40 @@ static bool emit_transpose(Fn *f, const Node *L)
         if (ta.k[i] && ta.var[i] != va->id && ta.var[i] != vb->id)
             return false;
 
+    if (getenv("PERFC_TROWS")) {
+        const Buffer *D = in ? T : G, *Sr = in ? G : T;
+        Expr *const *di = in ? ti : gi, *const *si = in ? gi : ti;
+        const Var *rv = in ? gv : tv, *lv = in ? tv : gv;
+        int64_t nd = in ? ng : nt, nl = in ? nt : ng, lor = in ? log : lot, lol = in ? lot : log;
+        LoopSt ls;
+        LLVMValueRef iv = loop_open(f, ci64(g, lor), ci64(g, lor + nd), rv->name, &ls);
+        Binding br = bind(f, rv, S(iv));
+        LLVMValueRef vec = LLVMGetPoison(LLVMVectorType(cty(g, D->dtype), (unsigned)nl));
+        Addr a;
+        for (int64_t k = 0; k < nl; k++) {
+            Binding bl = bind(f, lv, S(ci64(g, lol + k)));
+            if (!affine_addr(f, Sr, si, false, &a))
+                die("row copy");
+            vec = LLVMBuildInsertElement(g->B, vec, load_at(f, Sr, a, 0), ci32(g, (int32_t)k), "");
+            unbind(f, lv, bl);
+        }
+        Binding bl = bind(f, lv, S(ci64(g, lol)));
+        if (!affine_addr(f, D, di, false, &a))
+            die("row copy");
+        store_at(f, D, a, (int)nl, vec);
+        unbind(f, lv, bl);
+        unbind(f, rv, br);
+        loop_close(f, &ls);
+        return true;
+    }
     LLVMValueRef r[16];
     Binding sa = bind(f, tv, S(ci64(g, lot))), sbb = bind(f, gv, S(ci64(g, log)));
     int w = (int)nt;
-    for (int64_t q = 0; q < ng; q += w) {
+    for (int64_t q0 = 0; q0 < ng; q0 += w) {
+        /* A last block of fewer than w columns is shifted back over the one before
+         * (columns 6..13 of 14): whole vectors, columns copied twice with the same
+         * values, no masked store (slow on AMD).  Masks only when ng < w. */
+        int64_t q = q0 + w > ng && ng >= w ? ng - w : q0;
         int len = (int)(ng - q < w ? ng - q : w);
         Addr a;
         if (in) {
@@ -2508,6 +2599,158 @@ static bool narrow_bounds(Fn *f, const Node *L, LLVMValueRef *lo, LLVMValueRef *
     return true;
 }
 
+/* Whether e is a constant whose storage is all zero bytes (0, +0.0, false). */
+static bool zero_const(const Expr *e)
+{
+    if (e->kind == IE_CAST)
+        return zero_const(e->args[0]);
+    if (e->kind == IE_INT)
+        return e->u.i == 0;
+    if (e->kind == IE_FLT)
+        return e->u.f == 0 && !signbit(e->u.f);
+    return false;
+}
+
+/* A nest of serial loops that stores zero into a contiguous range of a buffer (the
+ * zero initialisation a reduction's distribute leaves, conv2d's 100 000 elements of
+ * Y) is one memset.  Each loop must have constant bounds and the nest's variables
+ * must lay the elements out without gaps (strides 1, n1, n1*n2, ...). */
+static bool emit_zero_fill(Fn *f, const Node *L)
+{
+    Cg *g = f->g;
+    const Node *n = L;
+    const Node *loops[8];
+    int nl = 0;
+    while (n->kind == N_LOOP) {
+        if (n->u.loop.kind != LOOP_SERIAL || nl == 8 || n->u.loop.body.n != 1)
+            return false;
+        loops[nl++] = n;
+        n = n->u.loop.body.v[0];
+    }
+    if (n->kind != N_STMT || n->u.stmt.op != SOP_ASSIGN || !zero_const(n->u.stmt.value))
+        return false;
+    const Buffer *b = n->u.stmt.buf;
+    Aff off;
+    if (!offset_aff(g, b, n->u.stmt.idx, &off))
+        return false;
+    int64_t ext[8], lo[8], k[8], total = 1;
+    for (int i = 0; i < nl; i++) {
+        Aff l;
+        if (!const_extent(g, loops[i]->u.loop.lo, loops[i]->u.loop.hi, &ext[i]) || ext[i] < 1 ||
+            !affine(g, loops[i]->u.loop.lo, &l) || l.n)
+            return false;
+        lo[i] = l.c;
+        k[i] = coef(&off, loops[i]->u.loop.var);
+    }
+    /* The strides, smallest first, must be 1, ext, ext*ext', ... */
+    bool used[8] = {false};
+    int64_t want = 1;
+    for (int j = 0; j < nl; j++) {
+        int i;
+        for (i = 0; i < nl && (used[i] || k[i] != want); i++)
+            ;
+        if (i == nl)
+            return false;
+        used[i] = true;
+        want *= ext[i];
+        total *= ext[i];
+    }
+    /* The loops' variables at their lower bounds give the first element. */
+    Binding sv[8];
+    for (int i = 0; i < nl; i++)
+        sv[i] = bind(f, loops[i]->u.loop.var, S(ci64(g, lo[i])));
+    Addr a;
+    bool ok = affine_addr(f, b, n->u.stmt.idx, false, &a);
+    for (int i = nl - 1; i >= 0; i--)
+        unbind(f, loops[i]->u.loop.var, sv[i]);
+    if (!ok)
+        return false;
+    touch_unknown(f, b, true);
+    LLVMValueRef p = ptr_at(f, b, a, true);
+    tag(g, b, LLVMBuildMemSet(g->B, p, LLVMConstInt(g->ti8, 0, 0), ci64(g, total * dtype_bytes(b->dtype)),
+                              elem_align(g, b->dtype)));
+    return true;
+}
+
+/* Narrows [*a, *b) to the values of loop variable v for which every index of the
+ * padded reads in e that moves with v (coefficient 1 or -1, the other variables
+ * of known range) is inside its dimension. */
+static void pad_range_expr(const Fn *f, const Expr *e, const Var *v, int64_t *a, int64_t *b)
+{
+    if (!e)
+        return;
+    if (e->kind == IE_LOAD) {
+        const Buffer *buf = e->u.load.buf;
+        for (int i = 0; i < buf->rank; i++) {
+            pad_range_expr(f, e->u.load.idx[i], v, a, b);
+            Aff x;
+            if (!(e->u.load.guarded && buf->has_pad) || !affine(f->g, e->u.load.idx[i], &x))
+                continue;
+            int64_t k = coef(&x, v), lo, hi, d = f->g->dims[buf->id][i];
+            if (k != 1 && k != -1)
+                continue;
+            Aff rest = x; /* the index without v */
+            for (int t = 0; t < rest.n; t++)
+                if (rest.var[t] == v->id)
+                    rest.k[t] = 0;
+            if (!aff_range(f, &rest, &lo, &hi))
+                continue;
+            /* k = 1: 0 <= v + rest < d for all rest;  k = -1: 0 <= rest - v < d */
+            int64_t na = k == 1 ? -lo : hi - d + 1, nb = k == 1 ? d - hi : lo + 1;
+            if (na > *a)
+                *a = na;
+            if (nb < *b)
+                *b = nb;
+        }
+        return;
+    }
+    for (int i = 0; i < ir_expr_arity(e->kind); i++)
+        pad_range_expr(f, e->args[i], v, a, b);
+}
+
+static void pad_range_list(const Fn *f, const NodeList *l, const Var *v, int64_t *a, int64_t *b)
+{
+    for (int i = 0; i < l->n; i++) {
+        const Node *n = l->v[i];
+        if (n->kind == N_STMT) {
+            pad_range_expr(f, n->u.stmt.value, v, a, b);
+            for (int j = 0; j < n->u.stmt.buf->rank; j++)
+                pad_range_expr(f, n->u.stmt.idx[j], v, a, b);
+        } else {
+            if (n->kind == N_IF)
+                pad_range_expr(f, n->u.guard.cond, v, a, b);
+            pad_range_list(f, ir_body((Node *)n), v, a, b);
+        }
+    }
+}
+
+/* In a kernel with register tiles, a serial loop of constant bounds over padded
+ * reads (the copy of conv2d's image with its zero border) runs in up to three
+ * pieces: where the reads may leave their buffer, and between, where they cannot
+ * and need no clamp or select (nor, when nothing else is tested, any branch).
+ * Nested loops split in turn, so the interior of the image is a plain copy. */
+static bool split_padded(Fn *f, const Node *L, int64_t lo, int64_t hi)
+{
+    if (!f->g->lean || f->vw || !cg_list_padded(&L->u.loop.body))
+        return false;
+    int64_t a = INT64_MIN, b = INT64_MAX;
+    Binding sv = bind(f, L->u.loop.var, S(ci64(f->g, lo))); /* a placeholder: v's range unknown */
+    f->vmin[L->u.loop.var->id] = 1, f->vmax[L->u.loop.var->id] = 0;
+    pad_range_list(f, &L->u.loop.body, L->u.loop.var, &a, &b);
+    unbind(f, L->u.loop.var, sv);
+    if (a < lo)
+        a = lo;
+    if (b > hi)
+        b = hi;
+    if (a >= b || (a == lo && b == hi))
+        return false;
+    int64_t cut[4] = {lo, a, b, hi};
+    for (int i = 0; i < 3; i++)
+        if (cut[i] < cut[i + 1])
+            emit_serial_ex(f, L, ci64(f->g, cut[i]), ci64(f->g, cut[i + 1]), false);
+    return true;
+}
+
 static LLVMValueRef emit_bound(Fn *f, const Expr *e)
 {
     bool vec;
@@ -2525,6 +2768,11 @@ static void emit_loop(Fn *f, const Node *n)
     Var *v = n->u.loop.var;
     int64_t ext = 0;
     bool cext = const_extent(g, n->u.loop.lo, n->u.loop.hi, &ext);
+    if (kind == LOOP_SERIAL && !f->vw && emit_zero_fill(f, n))
+        return;
+    if (kind == LOOP_SERIAL && cext && LLVMIsAConstantInt(lo) &&
+        split_padded(f, n, LLVMConstIntGetSExtValue(lo), LLVMConstIntGetSExtValue(lo) + ext))
+        return;
     if (kind == LOOP_SERIAL && f->nassume < MAX_HOISTED && narrow_bounds(f, n, &lo, &hi)) {
         f->assume[f->nassume++] = n->u.loop.body.v[0];
         emit_serial_ex(f, n, lo, hi, false);
@@ -2657,6 +2905,8 @@ static void fn_begin(Cg *g, Fn *f, LLVMValueRef fn, const Node *owner)
     f->vseq = xcalloc((size_t)(g->k->nvars ? g->k->nvars : 1), sizeof *f->vseq);
     f->vmin = xcalloc((size_t)(g->k->nvars ? g->k->nvars : 1), sizeof *f->vmin);
     f->vmax = xcalloc((size_t)(g->k->nvars ? g->k->nvars : 1), sizeof *f->vmax);
+    for (int i = 0; i < g->k->nvars; i++)
+        f->vmin[i] = 1; /* unknown until bound: vmin > vmax */
     f->entry = LLVMAppendBasicBlockInContext(g->C, fn, "entry");
     LLVMBasicBlockRef code = LLVMAppendBasicBlockInContext(g->C, fn, "code");
     LLVMPositionBuilderAtEnd(g->B, f->entry);
@@ -3026,7 +3276,7 @@ static bool expr_padded(const Expr *e)
     return false;
 }
 
-static bool list_padded(const NodeList *l)
+static bool cg_list_padded(const NodeList *l)
 {
     for (int i = 0; i < l->n; i++) {
         const Node *n = l->v[i];
@@ -3036,7 +3286,7 @@ static bool list_padded(const NodeList *l)
             for (int j = 0; j < n->u.stmt.buf->rank; j++)
                 if (expr_padded(n->u.stmt.idx[j]))
                     return true;
-        } else if ((n->kind == N_IF && expr_padded(n->u.guard.cond)) || list_padded(ir_body((Node *)n))) {
+        } else if ((n->kind == N_IF && expr_padded(n->u.guard.cond)) || cg_list_padded(ir_body((Node *)n))) {
             return true;
         }
     }
@@ -3045,7 +3295,7 @@ static bool list_padded(const NodeList *l)
 
 bool cg_kernel_padded(const Kernel *k)
 {
-    return list_padded(&k->body);
+    return cg_list_padded(&k->body);
 }
 
 LLVMModuleRef cg_build_module(const Kernel *k, const CgTarget *t, LLVMContextRef ctx, LLVMTargetMachineRef tm, Diags *d)
