@@ -53,6 +53,7 @@ int cli_run(Compilation *c)
     ro.threads = c->o->threads;
     ro.compare = c->o->compare;
     ro.json = c->o->json;
+    ro.verbose = c->o->verbose;
     /* Fresh inputs on every run unless the user pins them. */
     ro.seed = c->o->seed_given ? c->o->seed
                                : (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)getpid() ^ (uint64_t)(now_seconds() * 1e9);

@@ -30,6 +30,7 @@ void options_usage(FILE *f)
           "  --threads N      CPU threads for the kernel and the CPU baseline (default: all cores)\n"
           "  --seed N         seed of the random inputs (default: fresh each run)\n"
           "  --json           the report as one JSON object on stdout\n"
+          "  --verbose        the harness says on stderr what each check and phase took\n"
           "  -Werror          treat warnings as errors\n"
           "  --help, --version\n"
           "\n"
@@ -167,6 +168,8 @@ int options_parse(Options *o, int argc, char **argv)
             if (!parse_int(argv[i], &v) || v <= 0 || v > 4096)
                 return usage_error("--threads takes a positive number, not '%s'", argv[i]);
             o->threads = (int)v;
+        } else if (!strcmp(a, "--verbose")) {
+            o->verbose = true;
         } else if (!strcmp(a, "--seed")) {
             NEXT();
             if (!parse_int(argv[i], &v))

@@ -29,7 +29,7 @@ typedef struct Options {
     int ndefines;
     const char *scheds[MAX_SCHEDS]; /* -s, in order */
     int nscheds;
-    bool run, json, autotune, actions, no_schedule, werror;
+    bool run, json, autotune, actions, no_schedule, werror, verbose;
     const char *compare;
     const char *dump_after;
     const char *db;

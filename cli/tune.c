@@ -42,6 +42,7 @@ int cli_tune_autotune(Compilation *c)
     to.time_limit = c->o->time_limit;
     to.db_path = c->o->db;
     to.json = c->o->json;
+    to.verbose = c->o->verbose;
     /* Fresh inputs on every run unless the user pins them (as --run does). */
     to.seed = c->o->seed_given ? c->o->seed
                                : (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)getpid() ^

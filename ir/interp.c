@@ -871,6 +871,8 @@ static void comp_nodes(Comp *c, const NodeList *l)
             emit(c, code, 0, val, 0, NULL)->u.acc = a;
             break;
         }
+        case N_PREFETCH:
+            break; /* a hint: no effect on values */
         default:
             cfail(c, n->span, "node kind %d out of range", (int)n->kind);
             return;

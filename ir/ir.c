@@ -9,6 +9,7 @@
  * rewrite an expression in place without touching another node by accident. */
 #include "ir.h"
 
+#include <stddef.h>
 #include <string.h>
 
 /* ---- name tables ---- */
@@ -593,6 +594,21 @@ Node *ir_guard(Kernel *k, Expr *cond, Span sp)
     return n;
 }
 
+_Static_assert(offsetof(Node, u.pf.none) == offsetof(Node, u.guard.body),
+               "a prefetch's empty body lies where a guard's body does");
+
+Node *ir_prefetch(Kernel *k, Buffer *b, Expr **idx, const int64_t *ext, Span sp)
+{
+    Node *n = new_node(k, N_PREFETCH, sp);
+    int r = b->rank ? b->rank : 1;
+    n->u.pf.buf = b;
+    n->u.pf.idx = copy_idx(k, idx, b->rank);
+    n->u.pf.ext = arena_alloc(k->arena, sizeof(int64_t) * (size_t)r);
+    for (int i = 0; i < b->rank; i++)
+        n->u.pf.ext[i] = ext[i];
+    return n;
+}
+
 void ir_list_push(NodeList *l, Node *n, Node *parent)
 {
     ir_list_insert(l, l->n, n, parent);
@@ -633,7 +649,17 @@ NodeList *ir_body(Node *n)
         return &n->u.loop.body;
     if (n->kind == N_IF)
         return &n->u.guard.body;
+    if (n->kind == N_PREFETCH)
+        return &n->u.pf.none;
     return NULL;
+}
+
+bool ir_list_only_prefetch(const NodeList *l)
+{
+    for (int i = 0; i < l->n; i++)
+        if (l->v[i]->kind != N_PREFETCH)
+            return false;
+    return true;
 }
 
 static Node *clone_node(Kernel *k, const Node *n, Node *parent)
@@ -664,6 +690,19 @@ static Node *clone_node(Kernel *k, const Node *n, Node *parent)
         for (int i = 0; i < b->rank; i++)
             c->u.stmt.idx[i] = ir_clone_expr(k, n->u.stmt.idx[i]);
         c->u.stmt.value = ir_clone_expr(k, n->u.stmt.value);
+        break;
+    }
+    case N_PREFETCH: {
+        const Buffer *b = n->u.pf.buf;
+        int r = b->rank ? b->rank : 1;
+        c->u.pf.buf = n->u.pf.buf;
+        c->u.pf.write = n->u.pf.write;
+        c->u.pf.idx = arena_alloc(k->arena, sizeof(Expr *) * (size_t)r);
+        c->u.pf.ext = arena_alloc(k->arena, sizeof(int64_t) * (size_t)r);
+        for (int i = 0; i < b->rank; i++) {
+            c->u.pf.idx[i] = ir_clone_expr(k, n->u.pf.idx[i]);
+            c->u.pf.ext[i] = n->u.pf.ext[i];
+        }
         break;
     }
     }

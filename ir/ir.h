@@ -141,7 +141,12 @@ typedef struct NodeList {
     int n, cap;
 } NodeList;
 
-typedef enum NodeKind { N_LOOP, N_STMT, N_IF } NodeKind;
+/* N_PREFETCH: a hint with no effect on results (schedule `prefetch`, passes/
+ * xform_prefetch.c): fetch the box buf[idx[0] .. idx[0]+ext[0]-1, ...] toward the
+ * cache.  A leaf; ir_body() gives it an empty body, so a walker that only descends
+ * sees a node holding no statements.  The interpreter and the dependence analysis
+ * ignore it; code generators may clamp the box into the buffer or drop it. */
+typedef enum NodeKind { N_LOOP, N_STMT, N_IF, N_PREFETCH } NodeKind;
 
 struct Node {
     NodeKind kind;
@@ -164,6 +169,16 @@ struct Node {
             Expr *cond;     /* BOOL */
             NodeList body;
         } guard;
+        struct {
+            Buffer *buf;
+            /* Always empty: what ir_body() returns.  It lies where guard.body lies
+             * (ir.c asserts it), so code that takes any non-loop for a guard finds
+             * an empty body too. */
+            NodeList none;
+            Expr **idx;     /* first element of the box, buf->rank indices (i64) */
+            int64_t *ext;   /* the box's extent per dimension, each >= 1 */
+            bool write;     /* fetched to be written (the box is stored, not read) */
+        } pf;
     } u;
 };
 
@@ -219,10 +234,14 @@ Expr *ir_simplify(Kernel *k, Expr *e);
 Node *ir_loop(Kernel *k, Var *v, Expr *lo, Expr *hi, Span sp);
 Node *ir_stmt(Kernel *k, Buffer *b, Expr **idx, StmtOp op, Expr *value, Span sp);
 Node *ir_guard(Kernel *k, Expr *cond, Span sp);
+/* A prefetch of the box of b starting at idx[] with extents ext[] (both copied). */
+Node *ir_prefetch(Kernel *k, Buffer *b, Expr **idx, const int64_t *ext, Span sp);
 void ir_list_push(NodeList *l, Node *n, Node *parent);
 void ir_list_insert(NodeList *l, int at, Node *n, Node *parent);
 void ir_list_remove(NodeList *l, int at);
-NodeList *ir_body(Node *n);                         /* loop or guard body, else NULL */
+NodeList *ir_body(Node *n);  /* loop or guard body; a prefetch's empty one; else NULL */
+/* True when l holds nothing but prefetches (no loop, guard or statement). */
+bool ir_list_only_prefetch(const NodeList *l);
 /* Deep copy of a subtree (variables are shared, not renamed). */
 Node *ir_clone_node(Kernel *k, const Node *n);
 /* Finds the loop whose variable has this name. */

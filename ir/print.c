@@ -11,6 +11,9 @@
  *   | | C[i, j] = 0
  *   | | for k in 0..K
  *   | | | C[i, j] += f32(A[i, k]) * f32(B[k, j])
+ *
+ * A prefetch (a hint, schedule `prefetch`) prints its box: first element, and
+ * `.. +n` after each index whose extent n is not 1: `prefetch X[r + 1, co * 16 .. +16]`.
  */
 #include "ir.h"
 
@@ -188,6 +191,24 @@ static void put_nodes(const Kernel *k, const NodeList *l, int depth, StrBuf *out
             put_index(k, n->u.stmt.idx, n->u.stmt.buf->rank, out);
             sb_printf(out, " %s ", stmt_op_name(n->u.stmt.op));
             put_expr(k, n->u.stmt.value, out);
+            sb_putc(out, '\n');
+            break;
+        case N_PREFETCH:
+            /* prefetch X[r + 1, co * 16 .. +16]: from that element, 16 along the row */
+            sb_printf(out, "prefetch %s", n->u.pf.buf->name);
+            if (n->u.pf.buf->rank) {
+                sb_putc(out, '[');
+                for (int d = 0; d < n->u.pf.buf->rank; d++) {
+                    if (d)
+                        sb_puts(out, ", ");
+                    put_expr(k, n->u.pf.idx[d], out);
+                    if (n->u.pf.ext[d] != 1)
+                        sb_printf(out, " .. +%lld", (long long)n->u.pf.ext[d]);
+                }
+                sb_putc(out, ']');
+            }
+            if (n->u.pf.write)
+                sb_puts(out, " for write");
             sb_putc(out, '\n');
             break;
         }

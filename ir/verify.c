@@ -13,7 +13,8 @@
  *    generators never guess a conversion), comparisons and logic give BOOL,
  *    conditions are BOOL, transcendental functions take and give floats;
  *  - a statement's value has the compute type of its buffer (dtype_compute);
- *  - a guarded load reads a buffer that has a pad value. */
+ *  - a guarded load reads a buffer that has a pad value;
+ *  - a prefetch has an empty body, extents of at least 1 and integer indices. */
 #include "ir.h"
 
 #include <stdlib.h>
@@ -314,6 +315,27 @@ static void check_nodes(Ver *v, const NodeList *l, const Node *parent)
                      dtype_name(b->dtype), dtype_name(n->u.stmt.value->dtype), dtype_name(want));
             if (n->u.stmt.op != SOP_ASSIGN && want == DT_BOOL)
                 fail(v, sp, "'%s' on bool buffer %s", stmt_op_name(n->u.stmt.op), b->name);
+            break;
+        }
+        case N_PREFETCH: {
+            const Buffer *b = n->u.pf.buf;
+            if (!own_buffer(v, b)) {
+                fail(v, sp, "prefetch of a buffer that does not belong to the kernel");
+                return;
+            }
+            if (n->u.pf.none.n != 0) {
+                fail(v, sp, "prefetch of %s has a body", b->name);
+                return;
+            }
+            if (b->rank && !n->u.pf.ext) {
+                fail(v, sp, "prefetch of %s lacks its extents", b->name);
+                return;
+            }
+            for (int d = 0; d < b->rank && v->ok; d++)
+                if (n->u.pf.ext[d] < 1)
+                    fail(v, sp, "prefetch of %s has extent %lld in dimension %d", b->name,
+                         (long long)n->u.pf.ext[d], d);
+            check_index(v, n->u.pf.idx, b->rank, b->name, sp);
             break;
         }
         default:

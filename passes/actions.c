@@ -65,7 +65,7 @@ static Node *band_child(Node *l)
     Node *cur = l;
     for (;;) {
         NodeList *b = ir_body(cur);
-        if (b->n != 1 || b->v[0]->kind == N_STMT)
+        if (b->n != 1 || b->v[0]->kind == N_STMT || b->v[0]->kind == N_PREFETCH)
             return NULL;
         if (b->v[0]->kind == N_LOOP)
             return b->v[0];
@@ -116,6 +116,10 @@ static int enumerate(Kernel *k, Arena *a, SchedItem **out, bool unchecked)
         if (ch) {
             SchedArg r[2] = {nm(ch->u.loop.var->name), nm(v)};
             try_item(&g, "reorder", r, 2);
+            if (l->u.loop.body.n == 1 && l->u.loop.body.v[0] == ch) {
+                SchedArg cl[2] = {nm(v), nm(ch->u.loop.var->name)};
+                try_item(&g, "collapse", cl, 2);
+            }
             for (size_t f = 0; f < sizeof tile_factors / sizeof tile_factors[0]; f++) {
                 SchedArg t[4] = {nm(v), nm(ch->u.loop.var->name), in(tile_factors[f]), in(tile_factors[f])};
                 try_item(&g, "tile", t, 4);
@@ -127,6 +131,9 @@ static int enumerate(Kernel *k, Arena *a, SchedItem **out, bool unchecked)
             SchedArg fz[2] = {nm(v), nm(sib->v[at + 1]->u.loop.var->name)};
             try_item(&g, "fuse", fz, 2);
         }
+        Node *outer = l->parent;
+        while (outer && outer->kind != N_LOOP)
+            outer = outer->parent;
         for (int b = 0; b < k->nbufs; b++) {
             Buffer *buf = k->bufs[b];
             if (!accessed_in(k, l, buf))
@@ -135,6 +142,31 @@ static int enumerate(Kernel *k, Arena *a, SchedItem **out, bool unchecked)
             if (buf->kind == BUF_TEMP)
                 try_item(&g, "compute_at", ca, 2);
             try_item(&g, "cache", ca, 2);
+            if (buf->mem != MEM_GLOBAL)
+                continue;
+            /* prefetch: the next iteration of l, or of the loop around it */
+            SchedArg pf[3] = {nm(buf->name), nm(v), nm(v)};
+            try_item(&g, "prefetch", pf, 3);
+            if (outer) {
+                pf[2] = nm(outer->u.loop.var->name);
+                try_item(&g, "prefetch", pf, 3);
+            }
+        }
+        /* prefetch in l what a loop beside it accesses in the same iteration of the
+         * loop around them (like=): the exp loop fetching the division's output */
+        for (int q = 0; outer && q < sib->n; q++) {
+            Node *o = sib->v[q];
+            if (o == l || o->kind != N_LOOP)
+                continue;
+            for (int b = 0; b < k->nbufs; b++) {
+                Buffer *buf = k->bufs[b];
+                if (buf->mem != MEM_GLOBAL || accessed_in(k, l, buf) || !accessed_in(k, o, buf))
+                    continue;
+                SchedArg pf[5] = {nm(buf->name), nm(v), nm(outer->u.loop.var->name), in(0),
+                                  nm(o->u.loop.var->name)};
+                pf[4].key = "like";
+                try_item(&g, "prefetch", pf, 5);
+            }
         }
     }
     for (int b = 0; b < k->nbufs; b++) {

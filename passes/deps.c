@@ -97,6 +97,114 @@ static int64_t floordiv(int64_t a, int64_t b)
 
 static int64_t floormod(int64_t a, int64_t b) { return a - floordiv(a, b) * b; }
 
+/* q = floor(num / d) as a column of its own (one per distinct numerator and
+ * divisor); out = q, or num - d*q for the remainder.  The rows that tie q to num
+ * are added once the domains are in the system (add_div_rows). */
+static bool aff_div(Space *sp, const Aff *num, int64_t d, bool mod, Aff *out)
+{
+    int col = -1;
+    for (int i = 0; i < sp->ndiv && col < 0; i++)
+        if (sp->div[i].d == d && memcmp(&sp->div[i].num, num, sizeof *num) == 0)
+            col = sp->div[i].col;
+    if (col < 0) {
+        if (sp->ndiv == (int)(sizeof sp->div / sizeof sp->div[0]) || sp->ncol == XF_MAXC) {
+            sp->overflow = true;
+            return false;
+        }
+        col = sp->ncol++;
+        sp->var[col] = NULL;
+        sp->side[col] = -1;
+        sp->param[col] = -2;
+        sp->div[sp->ndiv].num = *num;
+        sp->div[sp->ndiv].d = d;
+        sp->div[sp->ndiv].col = col;
+        sp->ndiv++;
+    }
+    Aff q;
+    memset(&q, 0, sizeof q);
+    q.c[col] = 1;
+    if (!mod) {
+        *out = q;
+        return true;
+    }
+    return aff_lin(out, 1, num, -d, &q);
+}
+
+/* Constant bounds of column c from the single-variable rows of s. */
+static void col_bounds(const Sys *s, int c, bool *hl, int64_t *lo, bool *hh, int64_t *hi)
+{
+    *hl = *hh = false;
+    for (int i = 0; i < s->neq; i++) { /* a*x + k == 0 fixes x (when integral) */
+        const Aff *a = &s->eq[i];
+        bool single = a->c[c] != 0;
+        for (int j = 0; j < XF_MAXC && single; j++)
+            single = j == c || !a->c[j];
+        if (single && a->k % a->c[c] == 0) {
+            *lo = *hi = -a->k / a->c[c];
+            *hl = *hh = true;
+            return;
+        }
+    }
+    for (int i = 0; i < s->nin; i++) {
+        const Aff *a = &s->in[i];
+        bool single = a->c[c] != 0;
+        for (int j = 0; j < XF_MAXC && single; j++)
+            single = j == c || !a->c[j];
+        if (!single)
+            continue;
+        if (a->c[c] > 0) { /* c*x + k >= 0: x >= ceil(-k / c) */
+            int64_t v = -floordiv(a->k, a->c[c]);
+            if (!*hl || v > *lo)
+                *lo = v, *hl = true;
+        } else { /* x <= floor(k / -c) */
+            int64_t v = floordiv(a->k, -a->c[c]);
+            if (!*hh || v < *hi)
+                *hi = v, *hh = true;
+        }
+    }
+}
+
+/* 0 <= num - d*q <= d - 1 for every division column not yet added to s, and, when
+ * the numerator is a*x + k with x between constant bounds, the bounds of q itself
+ * (explicit, so integer reasoning and case analysis can use them).  Called once the
+ * domains are in s. */
+static void add_div_rows(Sys *s, Space *sp)
+{
+    for (; sp->ndiv_added < sp->ndiv; sp->ndiv_added++) {
+        Aff q, r, t;
+        const Aff *num = &sp->div[sp->ndiv_added].num;
+        int col = sp->div[sp->ndiv_added].col;
+        memset(&q, 0, sizeof q);
+        q.c[col] = 1;
+        int64_t d = sp->div[sp->ndiv_added].d;
+        if (!aff_lin(&r, 1, num, -d, &q))
+            continue; /* left out: more solutions, still sound */
+        sys_add_ge(s, &r);
+        if (aff_lin(&t, -1, &r, 0, &r) && !__builtin_add_overflow(t.k, d - 1, &t.k))
+            sys_add_ge(s, &t);
+        int nz = 0, x = -1;
+        for (int j = 0; j < XF_MAXC; j++)
+            if (num->c[j])
+                nz++, x = j;
+        bool hl, hh;
+        int64_t lo = 0, hi = 0, a = nz == 1 ? num->c[x] : 0, nlo, nhi;
+        if (nz != 1 || a <= 0)
+            continue;
+        col_bounds(s, x, &hl, &lo, &hh, &hi);
+        if (!hl || !hh || __builtin_mul_overflow(a, lo, &nlo) || __builtin_mul_overflow(a, hi, &nhi) ||
+            __builtin_add_overflow(nlo, num->k, &nlo) || __builtin_add_overflow(nhi, num->k, &nhi))
+            continue;
+        Aff b;
+        memset(&b, 0, sizeof b);
+        b.c[col] = 1;
+        b.k = -floordiv(nlo, d); /* q - floor(nlo/d) >= 0 */
+        sys_add_ge(s, &b);
+        b.c[col] = -1;
+        b.k = floordiv(nhi, d); /* floor(nhi/d) - q >= 0 */
+        sys_add_ge(s, &b);
+    }
+}
+
 bool aff_of(Space *sp, const Expr *e, int side, Aff *out)
 {
     Aff a, b;
@@ -153,6 +261,9 @@ bool aff_of(Space *sp, const Expr *e, int side, Aff *out)
     case IE_MAX:
         if (!aff_of(sp, e->args[0], side, &a) || !aff_of(sp, e->args[1], side, &b))
             return false;
+        if ((e->kind == IE_DIV || e->kind == IE_MOD) && sp->divs && side >= 0 && !aff_is_const(&a) &&
+            aff_is_const(&b) && b.k > 0)
+            return aff_div(sp, &a, b.k, e->kind == IE_MOD, out);
         if (!aff_is_const(&a) || !aff_is_const(&b))
             return false;
         if ((e->kind == IE_DIV || e->kind == IE_MOD) && b.k == 0)
@@ -265,6 +376,7 @@ void sys_add_ge(Sys *s, const Aff *a) { push_row(&s->in, &s->nin, &s->cin, a); }
 void sys_copy(Sys *dst, const Sys *src)
 {
     sys_init(dst);
+    dst->split = src->split;
     for (int i = 0; i < src->neq; i++)
         sys_add_eq(dst, &src->eq[i]);
     for (int i = 0; i < src->nin; i++)
@@ -353,7 +465,7 @@ void sys_add_domain(Sys *s, Space *sp, const Node *n, int side, bool self)
     }
     /* Unbound parameters are sizes: at least 1. */
     for (int i = 0; i < sp->ncol; i++)
-        if (!sp->var[i]) {
+        if (!sp->var[i] && sp->param[i] >= 0) {
             Aff r;
             memset(&r, 0, sizeof r);
             r.c[i] = 1;
@@ -516,8 +628,62 @@ static bool feasible_impl(Sys *s)
     }
 }
 
+/* Case analysis over small variables: when Fourier-Motzkin cannot refute s, take the
+ * variable with the fewest values (2 to 8, read off its single-variable rows) and
+ * refute each value in turn.  Every integer solution has one of those values, so
+ * "no solution in any case" is still a proof; the depth and the number of cases
+ * are bounded, and running out answers "may have a solution". */
+static bool feasible_cases(const Sys *src, int depth, int *budget)
+{
+    Sys s;
+    sys_copy(&s, src);
+    bool r = feasible_impl(&s);
+    sys_free(&s);
+    if (!r || depth == 0 || *budget <= 0)
+        return r;
+    int64_t lo[XF_MAXC], hi[XF_MAXC];
+    bool hl[XF_MAXC], hh[XF_MAXC], used[XF_MAXC] = {0};
+    for (int i = 0; i < src->nin; i++)
+        for (int j = 0; j < XF_MAXC; j++)
+            used[j] |= src->in[i].c[j] != 0;
+    for (int i = 0; i < src->neq; i++)
+        for (int j = 0; j < XF_MAXC; j++)
+            used[j] |= src->eq[i].c[j] != 0;
+    int best = -1;
+    for (int c = 0; c < XF_MAXC; c++) {
+        if (!used[c])
+            continue;
+        col_bounds(src, c, &hl[c], &lo[c], &hh[c], &hi[c]);
+        if (hl[c] && hh[c] && hi[c] > lo[c] && hi[c] - lo[c] < 8 &&
+            (best < 0 || hi[c] - lo[c] < hi[best] - lo[best]))
+            best = c;
+    }
+    if (best < 0)
+        return true;
+    for (int64_t v = lo[best]; v <= hi[best]; v++) {
+        if (--*budget < 0)
+            return true;
+        Sys t;
+        Aff e;
+        sys_copy(&t, src);
+        memset(&e, 0, sizeof e);
+        e.c[best] = 1;
+        e.k = -v;
+        sys_add_eq(&t, &e);
+        bool f = feasible_cases(&t, depth - 1, budget);
+        sys_free(&t);
+        if (f)
+            return true;
+    }
+    return false;
+}
+
 bool sys_feasible(const Sys *src)
 {
+    if (src->split) {
+        int budget = 64;
+        return feasible_cases(src, 3, &budget);
+    }
     Sys s;
     sys_copy(&s, src);
     bool r = feasible_impl(&s);
@@ -586,6 +752,8 @@ static void collect(Node *n, CollectCtx *c)
             collect(n->u.guard.body.v[i], c);
         c->nconds--;
         break;
+    case N_PREFETCH:
+        break; /* a hint: it reads nothing the kernel's meaning depends on */
     }
 }
 
@@ -643,10 +811,17 @@ int xf_enclosing_loops(const Node *n, Node **out, int cap)
     return r;
 }
 
+/* Case analysis for every pair system, not only those with quotients: bind turns it
+ * on for its own queries (a GPU schedule's few, mixed-radix copy indices such as
+ * `(xo*1024 + xt)*4 + xv`), so the CPU transformations keep their cost. */
+static _Thread_local bool deps_cases;
+void dep_set_cases(bool on) { deps_cases = on; }
+
 /* The pair system: domains of both instances and equal subscripts. */
 static bool pair_build(const Kernel *k, const Access *a, const Access *b, Space *sp, Sys *s)
 {
     space_init(sp, k);
+    sp->divs = true;
     sys_init(s);
     if (a->buf != b->buf)
         return false;
@@ -657,6 +832,8 @@ static bool pair_build(const Kernel *k, const Access *a, const Access *b, Space 
     }
     sys_add_domain(s, sp, a->stmt, 0, false);
     sys_add_domain(s, sp, b->stmt, 1, false);
+    add_div_rows(s, sp);
+    s->split = sp->ndiv > 0 || deps_cases;
     return true;
 }
 
@@ -987,13 +1164,28 @@ bool xf_prove_le(Kernel *k, const Node *at, const Expr *a, const Expr *b)
     Sys s;
     Aff x, y, r;
     space_init(&sp, k);
+    sp.divs = true;
     if (!aff_of(&sp, a, 0, &x) || !aff_of(&sp, b, 0, &y) || !aff_lin(&r, 1, &x, -1, &y))
         return false;
     sys_init(&s);
     if (__builtin_sub_overflow(r.k, 1, &r.k)) /* a - b - 1 >= 0: a counterexample */
         return false;
     sys_add_ge(&s, &r);
-    sys_add_domain(&s, &sp, at, 0, true);
+    if (at) {
+        sys_add_domain(&s, &sp, at, 0, true);
+    } else {
+        /* the kernel's top level: only the sizes, each at least 1 */
+        for (int i = 0; i < sp.ncol; i++)
+            if (!sp.var[i]) {
+                Aff p;
+                memset(&p, 0, sizeof p);
+                p.c[i] = 1;
+                p.k = -1;
+                sys_add_ge(&s, &p);
+            }
+    }
+    add_div_rows(&s, &sp);
+    s.split = sp.ndiv > 0;
     bool proved = !sp.overflow && !sys_feasible(&s);
     sys_free(&s);
     return proved;

@@ -5,8 +5,8 @@
  *
  *   lower     the IR as lowering produced it (nothing runs; a dump point)
  *   schedule  the file's schedule blocks for the target, then -s, in order
- *   simplify  canonical index arithmetic; empty loops dropped, one-trip loops
- *             replaced by their body */
+ *   simplify  canonical index arithmetic; empty loops (or loops holding only
+ *             prefetches) dropped, one-trip loops replaced by their body */
 #include <string.h>
 
 #include "xform_int.h"
@@ -44,6 +44,11 @@ static void simplify_list(Kernel *k, NodeList *l, Node *parent)
                 n->u.stmt.idx[d] = xf_simplify_affine(k, n->u.stmt.idx[d]);
             continue;
         }
+        if (n->kind == N_PREFETCH) {
+            for (int d = 0; d < n->u.pf.buf->rank; d++)
+                n->u.pf.idx[d] = xf_simplify_affine(k, n->u.pf.idx[d]);
+            continue;
+        }
         if (n->kind == N_LOOP) {
             n->u.loop.lo = xf_simplify_affine(k, n->u.loop.lo);
             n->u.loop.hi = xf_simplify_affine(k, n->u.loop.hi);
@@ -66,7 +71,8 @@ static void simplify_list(Kernel *k, NodeList *l, Node *parent)
             }
         }
         simplify_list(k, ir_body(n), n);
-        if (ir_body(n)->n == 0)
+        /* empty, or holding prefetches of what nothing here reads */
+        if (ir_list_only_prefetch(ir_body(n)))
             ir_list_remove(l, i--);
     }
 }

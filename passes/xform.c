@@ -24,6 +24,8 @@ static bool (*const xf_fns[])(XfCtx *) = {
     xf_split, xf_tile, xf_reorder, xf_fuse, xf_distribute, xf_unroll, xf_vectorize, xf_parallel,
     xf_inline, xf_compute_at, xf_cache, xf_rfactor, xf_padding, xf_layout,
     xf_bind, xf_mma, xf_pipeline, /* xform_gpu.c */
+    xf_collapse,                  /* xform_collapse.c */
+    xf_prefetch,                  /* xform_prefetch.c */
 };
 _Static_assert(sizeof xf_fns / sizeof xf_fns[0] == XF_COUNT, "one function per transformation");
 
@@ -57,6 +59,18 @@ void xf_note(XfCtx *c, Span sp, const char *fmt, ...)
     va_start(ap, fmt);
     diag_vreport(c->d, DIAG_NOTE, sp, fmt, ap);
     va_end(ap);
+}
+
+void xf_note_prefetch(XfCtx *c, Node *n)
+{
+    NodeList *b = ir_body(n);
+    for (int i = 0; b && i < b->n; i++)
+        if (b->v[i]->kind == N_PREFETCH) {
+            xf_note(c, b->v[i]->span,
+                    "%s holds a prefetch of %s; apply prefetch after the loops are in place",
+                    n->kind == N_LOOP ? n->u.loop.var->name : "a guard", b->v[i]->u.pf.buf->name);
+            return;
+        }
 }
 
 void xf_note_dep(XfCtx *c, const Access *a, const Access *b)
@@ -365,6 +379,10 @@ void xf_subst_tree(Kernel *k, Node *n, const Var *v, const Expr *with)
             n->u.stmt.idx[i] = subst1(k, n->u.stmt.idx[i], v, with);
         n->u.stmt.value = subst1(k, n->u.stmt.value, v, with);
         break;
+    case N_PREFETCH:
+        for (int i = 0; i < n->u.pf.buf->rank; i++)
+            n->u.pf.idx[i] = subst1(k, n->u.pf.idx[i], v, with);
+        break;
     }
 }
 
@@ -409,6 +427,11 @@ bool xf_tree_uses_var(const Node *n, const Var *v)
             if (ir_expr_uses_var(n->u.stmt.idx[i], v))
                 return true;
         return ir_expr_uses_var(n->u.stmt.value, v);
+    case N_PREFETCH:
+        for (int i = 0; i < n->u.pf.buf->rank; i++)
+            if (ir_expr_uses_var(n->u.pf.idx[i], v))
+                return true;
+        return false;
     }
     const NodeList *b = ir_body((Node *)n);
     for (int i = 0; i < b->n; i++)
@@ -419,11 +442,31 @@ bool xf_tree_uses_var(const Node *n, const Var *v)
 
 void xf_prune_empty(Kernel *k, Node *n)
 {
-    while (n && n->kind != N_STMT && ir_body(n)->n == 0) {
+    /* A body left with prefetches alone is empty too: nothing in it reads what
+     * they fetch. */
+    while (n && (n->kind == N_LOOP || n->kind == N_IF) && ir_list_only_prefetch(ir_body(n))) {
         Node *p = n->parent;
         ir_list_remove(xf_list_of(k, n), xf_index_in(k, n));
         n = p;
     }
+}
+
+static void drop_in(Kernel *k, NodeList *l, const Buffer *b)
+{
+    for (int i = 0; i < l->n; i++) {
+        Node *x = l->v[i];
+        if (x->kind == N_PREFETCH && x->u.pf.buf == b) {
+            ir_list_remove(l, i--);
+            continue;
+        }
+        if (x->kind == N_LOOP || x->kind == N_IF)
+            drop_in(k, ir_body(x), b);
+    }
+}
+
+void xf_drop_prefetches(Kernel *k, Node *root, const Buffer *b)
+{
+    drop_in(k, root ? ir_body(root) : &k->body, b);
 }
 
 bool xf_inside_kind(const Node *n, LoopKind kind, bool self, const Node **which)
@@ -600,6 +643,12 @@ static void visit_node(Node *n, void (*f)(Expr *, void *), void *ctx)
         for (int i = 0; i < n->u.stmt.buf->rank; i++)
             visit_expr(n->u.stmt.idx[i], f, ctx);
         visit_expr(n->u.stmt.value, f, ctx);
+        return;
+    case N_PREFETCH:
+        /* its indices (loop variables, sizes); it is no load, so callbacks that
+         * rewrite accesses of a buffer leave it alone */
+        for (int i = 0; i < n->u.pf.buf->rank; i++)
+            visit_expr(n->u.pf.idx[i], f, ctx);
         return;
     }
     NodeList *b = ir_body(n);

@@ -225,6 +225,20 @@ bool xf_cache(XfCtx *c)
         acc_free(&mine);
         return false;
     }
+    /* One copy per iteration of l: written by the threads of a parallel loop inside
+     * l, it would be shared by them (a race the interpreter cannot see). */
+    for (int i = 0; i < mine.n; i++) {
+        if (!mine.v[i].write)
+            continue;
+        for (Node *p = mine.v[i].stmt->parent; p && p != l; p = p->parent)
+            if (p->kind == N_LOOP && p->u.loop.kind == LOOP_PARALLEL) {
+                xf_err(c, "%s is written inside parallel loop %s, within %s: one staged copy would be "
+                          "shared by its threads; stage it inside %s",
+                       b->name, p->u.loop.var->name, l->u.loop.var->name, p->u.loop.var->name);
+                acc_free(&mine);
+                return false;
+            }
+    }
     Region r;
     StrBuf why = {0};
     bool ok = xf_region(c->k, l, &mine, false, &r, &why);
@@ -265,8 +279,12 @@ bool xf_cache(XfCtx *c)
         xf_visit_exprs(k, l->u.loop.body.v[i], redirect_cb, &rd);
         redirect_stores(&rd, l->u.loop.body.v[i]);
     }
-    if (fresh)
+    /* A prefetch of b inside l keeps fetching b (the copy-in reads it); with no
+     * copies b is no longer read there at all. */
+    if (fresh) {
+        xf_drop_prefetches(k, l, b);
         return true;
+    }
     ir_list_insert(&l->u.loop.body, 0, copy_nest(k, b, loc, &r, true, l, lo_ok, hi_ok), l);
     if (writes)
         ir_list_push(&l->u.loop.body, copy_nest(k, b, loc, &r, false, l, lo_ok, hi_ok), l);
@@ -340,6 +358,13 @@ static bool perm_stmt(Node *n, void *p)
     Perm *pm = p;
     if (n->kind == N_STMT && n->u.stmt.buf == pm->b)
         permute(pm, n->u.stmt.idx);
+    if (n->kind == N_PREFETCH && n->u.pf.buf == pm->b) {
+        int64_t t[8];
+        permute(pm, n->u.pf.idx);
+        for (int i = 0; i < pm->b->rank; i++)
+            t[i] = n->u.pf.ext[pm->p[i]];
+        memcpy(n->u.pf.ext, t, sizeof(int64_t) * (size_t)pm->b->rank);
+    }
     return true;
 }
 

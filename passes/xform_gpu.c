@@ -81,7 +81,17 @@ static bool private_to(const Buffer *b, const Node *l, bool block)
     return false;
 }
 
-/* dep_carried with the GPU's notion of private copies; reductions count. */
+static bool idx_uses(const Access *a, const Var *v)
+{
+    for (int d = 0; d < a->buf->rank; d++)
+        if (ir_expr_uses_var(a->idx[d], v))
+            return true;
+    return false;
+}
+
+/* dep_carried with the GPU's notion of private copies.  Reductions count between
+ * blocks; between the threads of a block they are combined by a block-wide
+ * reduction (codegen/cuda/emit.c red_find). */
 static bool carried_gpu(Kernel *k, Node *l, bool block, Access *pa, Access *pb)
 {
     AccVec acc = {0};
@@ -93,6 +103,7 @@ static bool carried_gpu(Kernel *k, Node *l, bool block, Access *pa, Access *pb)
     rel[no] = (DepRel){l->u.loop.var, l->u.loop.var, 1};
     acc_collect(k, l, &acc);
     bool found = false;
+    dep_set_cases(true);
     for (int i = 0; i < acc.n && !found; i++)
         for (int j = 0; j < acc.n && !found; j++) {
             Access *a = &acc.v[i], *b = &acc.v[j];
@@ -100,12 +111,22 @@ static bool carried_gpu(Kernel *k, Node *l, bool block, Access *pa, Access *pb)
                 continue;
             if (!block && xf_privatizable(k, a->buf, l))
                 continue;
+            /* Updates with one associative operator (+ * max min) into shared or
+             * global memory at an index the loop does not move: every thread adds
+             * to the same element, and the contributions may be combined in any
+             * order (docs/schedules.md, reassociation), which the CUDA back end
+             * does as a block-wide reduction (or refuses the shape).  An index that
+             * moves with the loop but not one-to-one (`f / 12`) stays a race. */
+            if (!block && a->buf->mem != MEM_LOCAL && acc_reduction_pair(a, b) &&
+                !idx_uses(a, l->u.loop.var) && !idx_uses(b, l->u.loop.var))
+                continue;
             if (dep_may_conflict(k, a, b, rel, no + 1)) {
                 *pa = *a;
                 *pb = *b;
                 found = true;
             }
         }
+    dep_set_cases(false);
     acc_free(&acc);
     return found;
 }
@@ -180,7 +201,8 @@ bool xf_bind(XfCtx *c)
         return false;
     }
     Access a, b;
-    /* Reductions too: two threads adding into one element race. */
+    /* Reductions count for blocks (two blocks adding into one element race); the
+     * threads of one block combine theirs (see carried_gpu). */
     if (carried_gpu(c->k, l, is_block_kind(kind), &a, &b)) {
         xf_err(c, "loop %s carries a dependence; its iterations cannot run at once", v);
         xf_note_dep(c, &a, &b);

@@ -26,12 +26,27 @@ typedef struct Space {
     int param[XF_MAXC];
     bool overflow;           /* more columns were needed than XF_MAXC */
     bool symbolic;           /* bound parameters stay columns too (for rewriting) */
+    /* Floor division by a positive constant (`v / 4`, `v % 4`, left by collapse and
+     * by a pipeline's stage index): with divs set, aff_of gives `n / d` a column q of
+     * its own (param -2) and records n and d; the dependence tests (pair systems,
+     * xf_prove_le) then add 0 <= n - d*q <= d-1 and q's bounds.  Off by default;
+     * a system missing those rows only has more solutions (still sound), and
+     * vectorize uses the columns for coefficients alone. */
+    bool divs;
+    int ndiv, ndiv_added;
+    struct { Aff num; int64_t d; int col; } div[8];
 } Space;
 
 /* Constraints: every eq row == 0, every ineq row >= 0. */
 typedef struct Sys {
     Aff *eq, *in;
     int neq, nin, ceq, cin;
+    /* Set for systems with floor-division columns (Space.divs): when Fourier-Motzkin
+     * finds no contradiction, sys_feasible also tries each value of the variables with
+     * at most 8 values (unrolled loops, remainders), which decides the mixed-radix
+     * subscripts a collapsed loop leaves (`8*au + af/4`) that the rational relaxation
+     * cannot. */
+    bool split;
 } Sys;
 
 void space_init(Space *sp, const Kernel *k);
@@ -72,7 +87,7 @@ bool xf_expr_equal(const Kernel *k, const Expr *a, const Expr *b);
  * `(ko*8 + ki) - ko*8` becomes `ki`); other expressions are only simplified. */
 Expr *xf_simplify_affine(Kernel *k, Expr *e);
 /* Proves a <= b for every iteration of the loops enclosing `at` (and at itself
- * when it is a loop); false when it cannot. */
+ * when it is a loop; at NULL: the top level, sizes only); false when it cannot. */
 bool xf_prove_le(Kernel *k, const Node *at, const Expr *a, const Expr *b);
 
 /* ---- deps.c: accesses and dependences ---- */
@@ -118,6 +133,9 @@ int dep_directions(const Kernel *k, const Access *a, const Access *b, const DepR
                    int nfixed, const Var *const *va, const Var *const *vb, int n, int8_t *out,
                    int cap);
 
+/* Case analysis over small variables in every dependence test while on (see
+ * Sys.split); bind turns it on around its own queries. */
+void dep_set_cases(bool on);
 /* Loops enclosing node n (not n), outermost first; returns their number. */
 int xf_enclosing_loops(const Node *n, Node **out, int cap);
 /* The loop-carried dependence that forbids running loop l's iterations in any
@@ -160,6 +178,10 @@ bool xf_tree_uses_var(const Node *n, const Var *v);
 void xf_visit_exprs(Kernel *k, Node *root, void (*f)(Expr *e, void *ctx), void *ctx);
 /* Removes loops and guards whose bodies became empty, from n upward. */
 void xf_prune_empty(Kernel *k, Node *n);
+/* Removes the prefetches of b inside root (the whole kernel when NULL): used when
+ * b stops being read there (inline, copy-free staging).  A loop left empty stays
+ * for the simplify pass. */
+void xf_drop_prefetches(Kernel *k, Node *root, const Buffer *b);
 /* True when some loop enclosing n (or n itself) has kind `kind`; *which gets it. */
 bool xf_inside_kind(const Node *n, LoopKind kind, bool self, const Node **which);
 /* Calls f on every node of the kernel in pre-order; f returns false to stop. */
@@ -195,6 +217,9 @@ const char *xf_arg_name(XfCtx *c, int i);
 /* Resolves a loop name as the printer shows it, or T.v. */
 Node *xf_find_loop(Kernel *k, const char *name, StrBuf *why);
 void xf_arg_print(const SchedArg *a, StrBuf *out);
+/* A note when the body of n holds a prefetch, which keeps loops from being
+ * perfectly nested (reorder, tile, rfactor): the cure is to prefetch later. */
+void xf_note_prefetch(XfCtx *c, Node *n);
 /* Reports a dependence as notes. */
 void xf_note_dep(XfCtx *c, const Access *a, const Access *b);
 
@@ -217,6 +242,10 @@ bool xf_layout(XfCtx *c);
 bool xf_bind(XfCtx *c);
 bool xf_mma(XfCtx *c);
 bool xf_pipeline(XfCtx *c);
+/* xform_collapse.c */
+bool xf_collapse(XfCtx *c);
+/* xform_prefetch.c */
+bool xf_prefetch(XfCtx *c);
 
 /* Shared by split and tile: the rewrite alone (legality is trivial for split). */
 void xf_do_split(Kernel *k, Node *l, int64_t f, const char *outer, const char *inner, bool peel,

@@ -47,6 +47,11 @@ void xf_do_split(Kernel *k, Node *l, int64_t f, const char *outer, const char *i
     Var *v = l->u.loop.var;
     Expr *lo = l->u.loop.lo;
     Expr *ext = ir_simplify(k, ir_bin(k, IE_SUB, ir_clone_expr(k, l->u.loop.hi), ir_clone_expr(k, lo)));
+    /* An empty loop (hi < lo, as compute_at can leave past a guard) has a negative
+     * difference, whose floor quotient and modulo would run the outer loop or a
+     * peeled tail: count max(hi - lo, 0) iterations unless hi >= lo is provable. */
+    if (!xf_prove_le(k, l->parent, lo, l->u.loop.hi))
+        ext = ir_bin(k, IE_MAX, ext, ir_int(k, 0));
     /* A factor past a constant extent would only add a guard that fails for the
      * iterations beyond it: take the extent instead, so one schedule (a cache block
      * of 256) stays guard-free on a small size (K = 64). */
@@ -157,7 +162,7 @@ static Node *next_in_band(Node *l, Node **blocker)
         Node *x = b->v[0];
         if (x->kind == N_LOOP)
             return x;
-        if (x->kind == N_STMT) {
+        if (x->kind == N_STMT || x->kind == N_PREFETCH) {
             *blocker = cur;
             return NULL;
         }
@@ -187,6 +192,7 @@ static bool find_band(XfCtx *c, Node **named, int n, Node **band)
         if (!nx) {
             xf_err(c, "loops are not perfectly nested: %s contains more than the next loop",
                    band[i - 1]->u.loop.var->name);
+            xf_note_prefetch(c, blk);
             return false;
         }
         bool isnamed = false;
@@ -390,6 +396,8 @@ bool xf_tile(XfCtx *c)
     Node *blk = NULL;
     if (next_in_band(li, &blk) != lj) {
         xf_err(c, "%s must be the only content of %s", lj->u.loop.var->name, li->u.loop.var->name);
+        if (blk)
+            xf_note_prefetch(c, blk);
         return false;
     }
     Node *band[2] = {li, lj};
@@ -608,6 +616,8 @@ static bool innermost(Node *n, Node **out, int *ns)
         if (x->kind == N_IF) {
             if (!innermost(x, out, ns))
                 return false;
+        } else if (x->kind == N_PREFETCH) {
+            continue; /* a hint: the code generator issues it per cache line, not per lane */
         } else if (*ns < 256) {
             out[(*ns)++] = x;
         } else {
@@ -651,6 +661,7 @@ bool xf_vectorize(XfCtx *c)
     /* Stores must be unit-stride in the lane variable (one contiguous vector). */
     Space sp;
     space_init(&sp, c->k);
+    sp.divs = true; /* `(f % 4) * 8 + v` (a collapsed loop) is unit-stride in v */
     int col = space_col(&sp, l->u.loop.var, 0);
     for (int i = 0; i < ns; i++) {
         Node *s = stmts[i];
@@ -663,6 +674,8 @@ bool xf_vectorize(XfCtx *c)
             else
                 ok = a.c[col] == (d == r - 1 ? 1 : 0);
         }
+        for (int q = 0; q < sp.ndiv && ok; q++)
+            ok = sp.div[q].num.c[col] == 0; /* the lane hidden in a quotient */
         if (!ok) {
             xf_err(c, "the store to %s is not unit-stride in %s", s->u.stmt.buf->name,
                    l->u.loop.var->name);
@@ -679,17 +692,49 @@ bool xf_vectorize(XfCtx *c)
 
 /* ---------------- distribute ---------------- */
 
+/* Whether n reads buffer b (a load, or an update of its elements). */
+static bool reads_buf(Kernel *k, Node *n, const Buffer *b)
+{
+    AccVec acc = {0};
+    acc_collect(k, n, &acc);
+    bool r = false;
+    for (int i = 0; i < acc.n && !r; i++)
+        r = acc.v[i].buf == b && (!acc.v[i].write || acc.v[i].update);
+    acc_free(&acc);
+    return r;
+}
+
+/* The part a prefetch at body position i goes with when the body is distributed:
+ * the first node that reads its buffer, else the next node, else the one before. */
+static int prefetch_owner(Kernel *k, NodeList *b, int i)
+{
+    const Buffer *buf = b->v[i]->u.pf.buf;
+    for (int q = 0; q < b->n; q++)
+        if (b->v[q]->kind != N_PREFETCH && reads_buf(k, b->v[q], buf))
+            return q;
+    for (int q = i + 1; q < b->n; q++)
+        if (b->v[q]->kind != N_PREFETCH)
+            return q;
+    for (int q = i - 1; q >= 0; q--)
+        if (b->v[q]->kind != N_PREFETCH)
+            return q;
+    return -1;
+}
+
 /* distribute(loop): `for i { S1; S2; ... }` becomes `for i { S1 } for i' { S2 } ...`,
  * one loop per node of the body.  Every instance of an earlier part then runs before
  * every instance of a later part, so it is legal when no dependence runs from a
- * later part at iteration x to an earlier part at an iteration after x. */
+ * later part at iteration x to an earlier part at an iteration after x.  A prefetch
+ * is no part of its own: it goes with the part that reads what it fetches. */
 bool xf_distribute(XfCtx *c)
 {
     Node *l = xf_arg_loop(c, 0);
     if (!l || !need_serial(c, l))
         return false;
-    int n = l->u.loop.body.n;
-    if (n < 2) {
+    int n = l->u.loop.body.n, nparts = 0;
+    for (int i = 0; i < n; i++)
+        nparts += l->u.loop.body.v[i]->kind != N_PREFETCH;
+    if (nparts < 2) {
         xf_err(c, "%s has a single node in its body; nothing to distribute", l->u.loop.var->name);
         return false;
     }
@@ -725,16 +770,31 @@ bool xf_distribute(XfCtx *c)
     Kernel *k = c->k;
     NodeList *list = xf_list_of(k, l);
     int at = xf_index_in(k, l);
+    int *owner = xmalloc(sizeof(int) * (size_t)n);
+    for (int i = 0; i < n; i++)
+        owner[i] = l->u.loop.body.v[i]->kind == N_PREFETCH ? prefetch_owner(k, &l->u.loop.body, i) : i;
     NodeList body = l->u.loop.body;
     l->u.loop.body = (NodeList){0};
-    ir_list_push(&l->u.loop.body, body.v[0], l);
-    for (int p = 1; p < n; p++) {
-        Var *v = ir_new_var(k, xf_fresh_name(k, l->u.loop.var->name));
-        Node *nl = ir_loop(k, v, ir_clone_expr(k, l->u.loop.lo), ir_clone_expr(k, l->u.loop.hi), l->span);
-        Node *b = body.v[p];
-        xf_subst_tree(k, b, l->u.loop.var, ir_var(k, v));
-        ir_list_push(&nl->u.loop.body, b, nl);
-        ir_list_insert(list, at + p, nl, l->parent);
+    int made = 0;
+    for (int p = 0; p < n; p++) {
+        if (body.v[p]->kind == N_PREFETCH)
+            continue;
+        Node *nl = l;
+        Var *v = l->u.loop.var;
+        if (made++) {
+            v = ir_new_var(k, xf_fresh_name(k, l->u.loop.var->name));
+            nl = ir_loop(k, v, ir_clone_expr(k, l->u.loop.lo), ir_clone_expr(k, l->u.loop.hi), l->span);
+            ir_list_insert(list, at + made - 1, nl, l->parent);
+        }
+        for (int i = 0; i < n; i++) {
+            if (owner[i] != p)
+                continue;
+            Node *b = body.v[i];
+            if (nl != l)
+                xf_subst_tree(k, b, l->u.loop.var, ir_var(k, v));
+            ir_list_push(&nl->u.loop.body, b, nl);
+        }
     }
+    free(owner);
     return true;
 }

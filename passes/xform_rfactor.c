@@ -62,6 +62,7 @@ bool xf_rfactor(XfCtx *c)
         if (b->n != 1) {
             xf_err(c, "loop %s must contain a single reduction statement (perfectly nested)",
                    l->u.loop.var->name);
+            xf_note_prefetch(c, s);
             return false;
         }
         s = b->v[0];

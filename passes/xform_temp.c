@@ -148,6 +148,8 @@ bool xf_inline(XfCtx *c)
     xf_visit_exprs(c->k, NULL, inline_cb, &ic);
     Node *parent = prod->parent;
     ir_list_remove(xf_list_of(c->k, prod), xf_index_in(c->k, prod));
+    /* Nothing reads t any more: a prefetch of it would fetch a dead buffer. */
+    xf_drop_prefetches(c->k, NULL, t);
     if (parent)
         xf_prune_empty(c->k, parent);
 out:
@@ -161,6 +163,8 @@ static bool only_writes(const Node *n, const Buffer *t)
 {
     if (n->kind == N_STMT)
         return n->u.stmt.buf == t;
+    if (n->kind == N_PREFETCH)
+        return true; /* a hint: it moves with the producer */
     const NodeList *b = ir_body((Node *)n);
     for (int i = 0; i < b->n; i++)
         if (!only_writes(b->v[i], t))

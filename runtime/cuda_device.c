@@ -492,6 +492,50 @@ static RtExec *crt_library(RtDevice *dev, const char *lib, const RtGemm *g, char
     return &x->x;
 }
 
+/* The golden reference of a large GEMM-family kernel, computed by cuBLAS in f64
+ * (runtime/golden.c): the operands go up, DGEMM (strided-batched for a batch, a
+ * zero stride broadcasting), the product comes down.  g == NULL asks only whether
+ * cuBLAS can be loaded (without a diagnostic), so the golden can fall back to the
+ * host when it cannot. */
+static bool crt_gemm_f64(RtDevice *dev, const RtGemm *g, const double *a, const double *b, double *c, Diags *d)
+{
+    CudaRt *cr = dev->impl;
+    if (!g) {
+        if (!cr->blas) {
+            Diags q;
+            diag_init(&q);
+            cr->blas = cublas_open(cr->g, &q);
+            diag_free(&q);
+        }
+        return cr->blas != NULL;
+    }
+    if (!cr->blas && !(cr->blas = cublas_open(cr->g, d)))
+        return false;
+    int64_t na = (g->batch - 1) * g->stride_a + g->m * g->k, nb = (g->batch - 1) * g->stride_b + g->k * g->n,
+            nc = (g->batch - 1) * g->stride_c + g->m * g->n;
+    if (g->m == 0 || g->n == 0)
+        return true;
+    if (g->k == 0) {
+        memset(c, 0, sizeof(double) * (size_t)nc);
+        return true;
+    }
+    void *da = crt_alloc(dev, sizeof(double) * (size_t)na, d), *db = da ? crt_alloc(dev, sizeof(double) * (size_t)nb, d) : NULL,
+         *dc = db ? crt_alloc(dev, sizeof(double) * (size_t)nc, d) : NULL;
+    bool ok = dc && crt_upload(dev, da, a, sizeof(double) * (size_t)na, d) &&
+              crt_upload(dev, db, b, sizeof(double) * (size_t)nb, d) &&
+              cublas_gemm(cr->blas, DT_F64, DT_F64, g->trans_a, g->trans_b, g->batch, g->m, g->n, g->k, g->stride_a,
+                          g->stride_b, g->stride_c, (CUdeviceptr)(uintptr_t)da, (CUdeviceptr)(uintptr_t)db,
+                          (CUdeviceptr)(uintptr_t)dc, false, d) &&
+              crt_download(dev, c, dc, sizeof(double) * (size_t)nc, d);
+    if (dc)
+        crt_free(dev, dc);
+    if (db)
+        crt_free(dev, db);
+    if (da)
+        crt_free(dev, da);
+    return ok;
+}
+
 static bool crt_launch(CudaRt *c, CudaExec *x, void **bufs, Diags *d)
 {
     if (x->is_lib) {
@@ -587,5 +631,7 @@ RtDevice *rt_cuda_open(const char *target, Diags *d)
     dev->flush = crt_flush;
     dev->release = crt_release;
     dev->close = crt_close;
+    dev->gemm_f64 = crt_gemm_f64;
+    dev->gemm_f64_name = "cublas-dgemm";
     return dev;
 }

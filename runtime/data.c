@@ -8,6 +8,8 @@
  * exact for values already rounded). */
 #include "runtime.h"
 
+#include "pool.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -116,27 +118,53 @@ void rt_poison(DType t, void *dst, int64_t n)
     }
 }
 
+/* Inputs are drawn in chunks of FILL_CHUNK elements, each from its own stream seeded
+ * by (one draw of r, chunk index), so the values depend on the seed and not on how
+ * many threads drew them, and the chunks run on the thread pool: 2 x 16.7 M inputs of
+ * a 4096^2 GEMM took half a second on one core, most of a warm tuning answer. */
+enum { FILL_CHUNK = 1 << 16 };
+
+typedef struct FillJob {
+    DType t;
+    int64_t n;
+    uint64_t base;
+    double *f64;
+    unsigned char *native;
+} FillJob;
+
+static void fill_chunks(void *ctx, int64_t lo, int64_t hi)
+{
+    const FillJob *j = ctx;
+    for (int64_t c = lo; c < hi; c++) {
+        Rng r;
+        rng_seed(&r, j->base ^ (0x9e3779b97f4a7c15ull * (uint64_t)(c + 1)));
+        int64_t i0 = c * FILL_CHUNK, i1 = i0 + FILL_CHUNK < j->n ? i0 + FILL_CHUNK : j->n;
+        double *f = j->f64;
+        if (dtype_is_float(j->t))
+            for (int64_t i = i0; i < i1; i++)
+                f[i] = dtype_round(rng_uniform(&r, -1.0, 1.0), j->t);
+        else if (j->t == DT_BOOL)
+            for (int64_t i = i0; i < i1; i++)
+                f[i] = (double)(rng_next(&r) & 1);
+        else
+            for (int64_t i = i0; i < i1; i++)
+                f[i] = (double)((int64_t)(rng_next(&r) % 33) - 16);
+        if (j->native)
+            rt_to_native(j->t, f + i0, j->native + (size_t)i0 * (size_t)dtype_bytes(j->t), i1 - i0);
+    }
+}
+
 void rt_fill_random(DType t, int64_t n, Rng *r, double *f64, void *native)
 {
-    /* A redraw loop instead of a bias: a buffer of one or two f16 elements could
-     * round to equal values, and a constant input hides indexing bugs. */
+    /* A redraw instead of a bias: a buffer of one or two f16 elements could round to
+     * equal values, and a constant input hides indexing bugs. */
     for (int attempt = 0;; attempt++) {
-        for (int64_t i = 0; i < n; i++) {
-            double v;
-            if (dtype_is_float(t))
-                v = dtype_round(rng_uniform(r, -1.0, 1.0), t);
-            else if (t == DT_BOOL)
-                v = (double)(rng_next(r) & 1);
-            else
-                v = (double)((int64_t)(rng_next(r) % 33) - 16);
-            f64[i] = v;
-        }
+        FillJob j = {.t = t, .n = n, .base = rng_next(r), .f64 = f64, .native = native};
+        perfc_parallel_for((n + FILL_CHUNK - 1) / FILL_CHUNK, fill_chunks, &j);
         bool varied = n < 2;
         for (int64_t i = 1; i < n && !varied; i++)
             varied = f64[i] != f64[0];
         if ((varied && (n != 1 || f64[0] != 0)) || attempt == 100)
             break;
     }
-    if (native)
-        rt_to_native(t, f64, native, n);
 }

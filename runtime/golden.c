@@ -7,8 +7,10 @@
  * f64, so no intermediate rounding of the kernel under test is copied into its
  * reference.  Three engines run it, chosen by the work (docs/harness.md):
  *  - the f64 interpreter (ir/interp.c) when the work is small;
- *  - OpenBLAS dgemm for the GEMM family at large shapes, the interpreter finishing
- *    any epilogue (the product's result becomes an input of the remaining kernel);
+ *  - dgemm for the GEMM family at large shapes, the interpreter finishing any
+ *    epilogue (the product's result becomes an input of the remaining kernel): the
+ *    device's own f64 GEMM when it has one (cuBLAS on a GPU: milliseconds where the
+ *    host's dgemm takes a second at 4096^3), else OpenBLAS on the host;
  *  - otherwise the promoted kernel JIT-compiled for the host.  This shares the LLVM
  *    back end with the kernel under test but none of the schedule: it is the naive
  *    loop nest in f64, which is how DESIGN.md asks the large non-GEMM case be done. */
@@ -124,6 +126,18 @@ static Node *cl_node(Clone *c, const Node *n)
         free(idx);
         return r;
     }
+    case N_PREFETCH: {
+        /* a hint; kept so the copy has the same shape (the promoted types only
+         * change how many bytes the box is) */
+        const Buffer *b = n->u.pf.buf;
+        Expr **idx = xcalloc((size_t)(b->rank ? b->rank : 1), sizeof *idx);
+        for (int i = 0; i < b->rank; i++)
+            idx[i] = cl_expr(c, n->u.pf.idx[i]);
+        r = ir_prefetch(k, c->bufs[b->id], idx, n->u.pf.ext, n->span);
+        r->u.pf.write = n->u.pf.write;
+        free(idx);
+        return r;
+    }
     }
     NodeList *to = ir_body(r);
     for (int i = 0; i < from->n; i++)
@@ -187,21 +201,26 @@ struct RtGolden {
     Kernel *promoted;   /* INTERP and JIT */
     Kernel *rest;       /* BLAS: what follows the product, NULL when nothing does */
     RtGemm gemm;
+    RtDevice *dev;      /* BLAS through dev->gemm_f64; NULL: OpenBLAS */
     char name[96];
 #ifdef PERFC_HAVE_LLVM
     JitKernel *jit;
 #endif
 };
 
-RtGolden *rt_golden_new(const Kernel *u, const RtWork *w, Diags *d)
+RtGolden *rt_golden_new(const Kernel *u, const RtWork *w, RtDevice *dev, Diags *d)
 {
     RtGolden *g = xcalloc(1, sizeof *g);
     g->u = u;
     double work = w->flops + w->execs;
+    /* dev->gemm_f64 with no product asks whether the device's library loads */
+    bool dev_blas = dev && dev->gemm_f64 && w->is_gemm && w->flops + w->execs > RT_INTERP_MAX_WORK &&
+                    dev->gemm_f64(dev, NULL, NULL, NULL, NULL, d);
     if (work <= RT_INTERP_MAX_WORK) {
         g->kind = RT_GOLDEN_INTERP;
-    } else if (w->is_gemm && rt_blas_available() && w->rest_work <= RT_INTERP_MAX_WORK) {
+    } else if (w->is_gemm && (dev_blas || rt_blas_available()) && w->rest_work <= RT_INTERP_MAX_WORK) {
         g->kind = RT_GOLDEN_BLAS;
+        g->dev = dev_blas ? dev : NULL;
     } else {
 #ifdef PERFC_HAVE_LLVM
         g->kind = RT_GOLDEN_JIT;
@@ -224,7 +243,8 @@ RtGolden *rt_golden_new(const Kernel *u, const RtWork *w, Diags *d)
                 g->rest = NULL;
             }
         }
-        snprintf(g->name, sizeof g->name, "%s", g->rest ? "openblas-dgemm+interpreter" : "openblas-dgemm");
+        snprintf(g->name, sizeof g->name, "%s%s", g->dev ? g->dev->gemm_f64_name : "openblas-dgemm",
+                 g->rest ? "+interpreter" : "");
     } else {
         g->promoted = ir_promote_f64(u);
         Diags vd;
@@ -303,7 +323,8 @@ bool rt_golden_compute(RtGolden *g, double **bufs, Diags *d)
     case RT_GOLDEN_INTERP:
         return ir_interp(g->promoted, bufs, d);
     case RT_GOLDEN_BLAS:
-        if (!rt_blas_gemm_f64(&g->gemm, bufs[g->gemm.a], bufs[g->gemm.b], bufs[g->gemm.c], d))
+        if (g->dev ? !g->dev->gemm_f64(g->dev, &g->gemm, bufs[g->gemm.a], bufs[g->gemm.b], bufs[g->gemm.c], d)
+                   : !rt_blas_gemm_f64(&g->gemm, bufs[g->gemm.a], bufs[g->gemm.b], bufs[g->gemm.c], d))
             return false;
         return !g->rest || ir_interp(g->rest, bufs, d);
     case RT_GOLDEN_JIT:

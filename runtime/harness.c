@@ -523,8 +523,10 @@ int rt_evaluate(RtDevice *dev, const Kernel *k, const Kernel *u, const RunOption
         h->o.min_time_s = 0.2;
     if (h->o.max_reps <= 0)
         h->o.max_reps = 10000;
-    if (h->o.checks < 2)
-        h->o.checks = 2;
+    if (h->o.checks < (h->o.validate_only ? 1 : 2))
+        h->o.checks = h->o.validate_only ? 1 : 2;
+    if (h->o.validate_only)
+        h->o.compare = NULL;
 
     memset(r, 0, sizeof *r);
     r->k = k;
@@ -562,11 +564,13 @@ int rt_evaluate(RtDevice *dev, const Kernel *k, const Kernel *u, const RunOption
     double t0 = now_seconds();
     x = dev->compile(dev, k, h->o.target, d);
     r->compile_ms = (now_seconds() - t0) * 1e3;
+    if (h->o.verbose)
+        fprintf(stderr, "perfc: compiled in %.1f ms\n", r->compile_ms);
     if (!x) {
         rc = EXIT_USAGE;
         goto out;
     }
-    if (!(h->golden = rt_golden_new(h->u, &r->work, d))) {
+    if (!(h->golden = rt_golden_new(h->u, &r->work, dev, d))) {
         rc = EXIT_RUNTIME;
         goto release;
     }
@@ -575,18 +579,31 @@ int rt_evaluate(RtDevice *dev, const Kernel *k, const Kernel *u, const RunOption
         rc = EXIT_RUNTIME;
         goto release;
     }
+    double tv = now_seconds();
     if ((rc = validate(h, x)) != EXIT_OK)
         goto release;
+    if (h->o.validate_only) {
+        r->valid = true;
+        goto release;
+    }
+    double tt = now_seconds();
     if ((rc = time_loop(h, x, h->devbufs, h->w, h->nw, true, h->check_ms >= 500, "kernel", &r->rel_error,
                         &r->time)) != EXIT_OK)
         goto release;
+    if (h->o.verbose)
+        fprintf(stderr, "perfc: validation %.0f ms, timing %.0f ms (%d repetitions)\n", (tt - tv) * 1e3,
+                (now_seconds() - tt) * 1e3, r->time.reps);
     r->valid = true;
     if (r->time.median > 0) {
         r->gflops = r->work.flops / (r->time.median * 1e6);
         r->gbps = r->work.bytes / (r->time.median * 1e6);
     }
-    if (r->compare)
+    if (r->compare) {
+        double tb = now_seconds();
         rc = baseline(h);
+        if (h->o.verbose)
+            fprintf(stderr, "perfc: baseline %.0f ms\n", (now_seconds() - tb) * 1e3);
+    }
 
 release:
     if (x)

@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- shared pieces ---- */
 
@@ -112,10 +113,23 @@ void rt_report_human(const RtResult *r, FILE *f)
     }
     fprintf(f, "%-10s yes: relative error %.3g <= tolerance %.3g (%s, reduction length %lld)\n", "valid",
             r->rel_error, r->tolerance, dtype_name(r->tol_dtype), (long long)r->work.reduce_len);
-    fprintf(f, "%-10s golden %s on %d fresh input sets (seed %llu), and every timed run checked\n", "", r->golden,
-            r->checks, (unsigned long long)r->seed);
+    char when[40] = "";
+    if (r->measured_at > 0) {
+        time_t t = (time_t)r->measured_at;
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
+        fprintf(f, "%-10s golden %s on %d fresh input set%s now (seed %llu)\n", "", r->golden, r->checks,
+                r->checks == 1 ? "" : "s", (unsigned long long)r->seed);
+    } else {
+        fprintf(f, "%-10s golden %s on %d fresh input sets (seed %llu), and every timed run checked\n", "", r->golden,
+                r->checks, (unsigned long long)r->seed);
+    }
     fprintf(f, "%-10s %.3g ms (reported apart from run times)\n", "compile", r->compile_ms);
     print_stats_line(f, "time", &r->time);
+    if (when[0])
+        fprintf(f, "%-10s times from the tuning database: measured %s, validated and every timed run checked then;\n"
+                   "%-10s not re-timed now (PERFC_RETUNE=1 searches and times again)\n", "", when, "");
     fprintf(f, "%-10s %s\n", "", r->cache);
     char fl[32], by[32];
     si(fl, sizeof fl, r->work.flops);
@@ -293,6 +307,11 @@ void rt_report_json(const RtResult *r, FILE *f)
     fprintf(f, "%d", r->checks);
     jkey(f, "compile_ms", &first);
     jnum(f, r->compile_ms);
+    jkey(f, "measured_at", &first); /* null: timed in this run; else the database's time (Unix seconds) */
+    if (r->measured_at > 0)
+        jnum(f, r->measured_at);
+    else
+        fputs("null", f);
     jkey(f, "flops", &first);
     jnum(f, r->work.flops);
     jkey(f, "flops_exact", &first);

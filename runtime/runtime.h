@@ -133,6 +133,12 @@ struct RtDevice {
     void (*flush)(RtDevice *dev);
     void (*release)(RtDevice *dev, RtExec *x);
     void (*close)(RtDevice *dev);
+    /* Optional (NULL: none): the product g in f64 by the device's own library, from
+     * host arrays to a host array (A, B, C laid out as g says).  A golden reference
+     * for the GEMM family that shares no code with perfc and is far faster on a GPU
+     * than dgemm on the host CPU. */
+    bool (*gemm_f64)(RtDevice *dev, const RtGemm *g, const double *a, const double *b, double *c, Diags *d);
+    const char *gemm_f64_name; /* "cublas-dgemm" */
 };
 
 /* ---- runtime/device_host.c: the host CPU ---- */
@@ -180,13 +186,16 @@ Kernel *ir_promote_f64(const Kernel *k);
 
 typedef enum RtGoldenKind {
     RT_GOLDEN_INTERP,   /* the f64 interpreter on ir_promote_f64(u) */
-    RT_GOLDEN_BLAS,     /* OpenBLAS dgemm in f64, then the interpreter for any epilogue */
+    RT_GOLDEN_BLAS,     /* dgemm in f64 (the device's library, else OpenBLAS), then the interpreter
+                         * for any epilogue */
     RT_GOLDEN_JIT,      /* ir_promote_f64(u) JIT-compiled for the host */
 } RtGoldenKind;
 
 typedef struct RtGolden RtGolden;
-/* Chooses the reference for u from its workload (docs/harness.md). */
-RtGolden *rt_golden_new(const Kernel *u, const RtWork *w, Diags *d);
+/* Chooses the reference for u from its workload (docs/harness.md).  dev (may be NULL)
+ * is the device the kernel runs on: its gemm_f64, when it has one, is preferred for
+ * large GEMMs. */
+RtGolden *rt_golden_new(const Kernel *u, const RtWork *w, RtDevice *dev, Diags *d);
 RtGoldenKind rt_golden_kind(const RtGolden *g);
 const char *rt_golden_name(const RtGolden *g);
 /* bufs[i]: u's buffer i as doubles; inputs filled (rounded to their dtype), every
@@ -221,6 +230,11 @@ typedef struct RunOptions {
     int max_reps;         /* <= 0: 10000 */
     int checks;           /* validation input sets; clamped to >= 2 */
     bool verbose;         /* a line per check and per repetition on stderr */
+    /* Validate only (checks may then be 1, on inputs no earlier run saw): no timing,
+     * no baseline.  For re-proving a kernel whose times are already known, e.g. the
+     * tuning database's winner; a freshly compiled kernel holds no earlier output,
+     * so one fresh input set proves it as the first of the usual checks does. */
+    bool validate_only;
     FILE *out;            /* where the report goes; NULL: stdout */
 } RunOptions;
 
@@ -259,6 +273,9 @@ typedef struct RtResult {
     RtStats base_time;
     double base_gflops, base_rel_error;
     double vs_baseline;   /* perfc GFLOP/s / baseline GFLOP/s */
+    /* 0: timed in this run.  Otherwise the Unix time at which the times above were
+     * measured (a tuning database answer; the kernel was re-validated now). */
+    double measured_at;
 } RtResult;
 
 /* Validates and times k on dev.  u is the same kernel before scheduling (NULL: k

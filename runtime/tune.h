@@ -79,6 +79,7 @@ typedef struct TuneOptions {
     int progress;           /* 1 on, 0 off, -1: when stderr is a terminal */
     FILE *out;              /* the final report; NULL: stdout */
     bool json;              /* the winner's report as JSON (the table goes to stderr) */
+    bool verbose;           /* the harness traces each check and phase on stderr (--verbose) */
     RtDevice *device;       /* NULL: rt_device_open(target) */
     const char *device_name;/* overrides the key's device name (tests) */
     TuneMeasureFn measure;  /* NULL: rt_evaluate */

@@ -415,7 +415,7 @@ static bool gpu_contraction_text(const Nest *n, StrBuf *b)
  * B's shared reads are vectors of VS.  The thread grid is TB/TR square; choices
  * whose copy loops do not match it run guarded.  Needs the rows and columns to be
  * multiples of TB and the reduction of 16 (distribute refuses guarded bodies). */
-static bool gpu_shared_text(const Nest *n, StrBuf *b)
+static bool gpu_shared_text(const Nest *n, bool pipelined, StrBuf *b)
 {
     if (n->nspatial < 2 || !n->red || n->nloops != n->nspatial + 1)
         return false;
@@ -425,27 +425,138 @@ static bool gpu_shared_text(const Nest *n, StrBuf *b)
     const Buffer *pa = panel_operand(n->red->u.stmt.value, vb, va), *pb = panel_operand(n->red->u.stmt.value, va, vb);
     if (!pa || !pb || n->ext[ir] % 16)
         return false;
+    /* The pipelined variant: 16-byte cp.async copies (a warp's lanes on consecutive
+     * chunks of a row: A's 64-byte rows 4 rows x 4 chunks at a time through collapse,
+     * B's rows 16 chunks at a time), A padded by 4 floats (rows stay 16-byte aligned),
+     * a ring of `st` stages.  Its copy mapping fits the 16 x 16 thread grid of a 128 x
+     * 128 tile with 8 x 8 per thread, so those two are fixed; stdlib's gemm_tiled is
+     * this schedule at vs = 4, st = 2. */
+    if (pipelined && (pa->dtype != DT_F32 || pb->dtype != DT_F32))
+        return false;
     const char *out = n->red->u.stmt.buf->name;
-    sb_puts(b, "param tb in [128, 64]\nparam tr in [8, 4]\nparam vs in [4, 2]\n");
-    sb_printf(b, "tile(%s, %s, tb, tb, g_io, g_jo, g_ii, g_ji)\ncache(%s, g_jo, name=g_acc)\n", a, bn, out);
-    sb_puts(b, "distribute(g_ji)\ndistribute(g_ii)\n"
-               "split(g_acc_c0, tr, g_cy, g_cr)\nsplit(g_acc_c1, tr, g_cx, g_cs)\nreorder(g_cy, g_cx, g_cr, g_cs)\n"
-               "split(g_ii, tr, g_iy, g_ir)\nsplit(g_ji, tr, g_ix, g_is)\nreorder(g_iy, g_ix, g_ir, g_is)\n"
-               "split(g_ii1, tr, g_ty, g_r)\nsplit(g_ji1, tr, g_tx, g_s)\n");
+    const char *tb = pipelined ? "128" : "tb", *tr = pipelined ? "8" : "tr";
+    if (pipelined)
+        sb_puts(b, "param vs in [4, 2]\nparam st in [2, 3, 4]\n");
+    else
+        sb_puts(b, "param tb in [128, 64]\nparam tr in [8, 4]\nparam vs in [4, 2]\n");
+    sb_printf(b, "tile(%s, %s, %s, %s, g_io, g_jo, g_ii, g_ji)\ncache(%s, g_jo, name=g_acc)\n", a, bn, tb, tb, out);
+    sb_printf(b, "distribute(g_ji)\ndistribute(g_ii)\n"
+                 "split(g_acc_c0, %s, g_cy, g_cr)\nsplit(g_acc_c1, %s, g_cx, g_cs)\nreorder(g_cy, g_cx, g_cr, g_cs)\n"
+                 "split(g_ii, %s, g_iy, g_ir)\nsplit(g_ji, %s, g_ix, g_is)\nreorder(g_iy, g_ix, g_ir, g_is)\n"
+                 "split(g_ii1, %s, g_ty, g_r)\nsplit(g_ji1, %s, g_tx, g_s)\n",
+              tr, tr, tr, tr, tr, tr);
     sb_printf(b, "split(%s, 16, g_ko, g_ki)\nreorder(g_ko, g_ty, g_tx, g_ki, g_r, g_s)\n", r);
     sb_printf(b, "cache(%s, g_ko, mem=shared, name=g_As)\ncache(%s, g_ko, mem=shared, name=g_Bs)\n", pa->name,
               pb->name);
-    sb_puts(b, "padding(g_As, 1)\nsplit(g_As_c0, tr, g_ay, g_au)\nreorder(g_ay, g_As_c1, g_au)\n"
-               "split(g_Bs_c1, 16, g_bu, g_bx)\nreorder(g_Bs_c0, g_bx, g_bu)\nsplit(g_s, vs, g_s2, g_s4)\n"
-               "split(g_acc_c01, tr, g_oy, g_or)\nsplit(g_acc_c11, tr, g_ox, g_os)\nreorder(g_oy, g_ox, g_or, g_os)\n");
+    if (pipelined)
+        sb_puts(b, "padding(g_As, 4)\nsplit(g_As_c1, 4, g_ac, g_av)\nsplit(g_As_c0, 4, g_ar, g_ax)\n"
+                   "collapse(g_ax, g_ac, g_af)\nsplit(g_ar, 2, g_ay, g_au)\nreorder(g_ay, g_af, g_au)\n"
+                   "split(g_Bs_c1, 4, g_bc, g_bv)\nsplit(g_bc, 16, g_bu, g_bx)\nreorder(g_Bs_c0, g_bx, g_bu)\n");
+    else
+        sb_printf(b, "padding(g_As, 1)\nsplit(g_As_c0, %s, g_ay, g_au)\nreorder(g_ay, g_As_c1, g_au)\n"
+                     "split(g_Bs_c1, 16, g_bu, g_bx)\nreorder(g_Bs_c0, g_bx, g_bu)\n",
+                  tr);
+    sb_printf(b, "split(g_s, vs, g_s2, g_s4)\n"
+                 "split(g_acc_c01, %s, g_oy, g_or)\nsplit(g_acc_c11, %s, g_ox, g_os)\nreorder(g_oy, g_ox, g_or, g_os)\n",
+              tr, tr);
     if (ia == 1)
         sb_printf(b, "bind(%s, block.z)\n", lname(n, 0));
-    sb_puts(b, "bind(g_io, block.y)\nbind(g_jo, block.x)\nbind(g_cy, thread.y)\nbind(g_cx, thread.x)\n"
-               "bind(g_iy, thread.y)\nbind(g_ix, thread.x)\nbind(g_Bs_c0, thread.y)\nbind(g_bx, thread.x)\n"
-               "bind(g_ay, thread.y)\nbind(g_As_c1, thread.x)\nbind(g_ty, thread.y)\nbind(g_tx, thread.x)\n"
-               "bind(g_oy, thread.y)\nbind(g_ox, thread.x)\n"
-               "unroll(g_cr)\nunroll(g_cs)\nunroll(g_ir)\nunroll(g_is)\nunroll(g_bu)\nunroll(g_au)\nunroll(g_ki)\n"
-               "unroll(g_r)\nunroll(g_s2)\nvectorize(g_s4)\nunroll(g_or)\nunroll(g_os)\n");
+    sb_printf(b, "bind(g_io, block.y)\nbind(g_jo, block.x)\nbind(g_cy, thread.y)\nbind(g_cx, thread.x)\n"
+                 "bind(g_iy, thread.y)\nbind(g_ix, thread.x)\nbind(g_Bs_c0, thread.y)\nbind(g_bx, thread.x)\n"
+                 "bind(g_ay, thread.y)\nbind(%s, thread.x)\nbind(g_ty, thread.y)\nbind(g_tx, thread.x)\n"
+                 "bind(g_oy, thread.y)\nbind(g_ox, thread.x)\n"
+                 "unroll(g_cr)\nunroll(g_cs)\nunroll(g_ir)\nunroll(g_is)\nunroll(g_bu)\nunroll(g_au)\nunroll(g_ki)\n"
+                 "unroll(g_r)\nunroll(g_s2)\nvectorize(g_s4)\nunroll(g_or)\nunroll(g_os)\n",
+              pipelined ? "g_af" : "g_As_c1");
+    if (pipelined)
+        sb_puts(b, "vectorize(g_av)\nvectorize(g_bv)\npipeline(g_ko, st)\n");
+    return true;
+}
+
+/* Tensor cores on a GPU (sm_80+): the structure of the hand-written gemm_tc_*
+ * schedules of stdlib/gemm.pdl (scripts/gen_tc_sched.py writes the same text) made a
+ * family of templates, one per block tile BM x BN x BK and warp tile WM x WN, with
+ * the pipeline depth as the parameter.  mma.sync m16n8k16 products in the
+ * accumulator fragment layout, K staged through shared memory (rows padded by 8
+ * elements against ldmatrix bank conflicts) with 128-bit cp.async; the staging
+ * copies collapse (row, 16-byte chunk) into one thread.x loop so a warp reads whole
+ * rows.  For 2-D products of f16 or bf16 operands (A[i, k], B[k, j]) whose sizes
+ * the tiles divide; `mma` refuses anything else (a transposed operand, f32), and a
+ * template that loses a statement is dropped. */
+typedef struct TcShape {
+    int bm, bn, bk, wm, wn;
+    const char *stages; /* the candidate set of the pipeline depth */
+} TcShape;
+
+static const TcShape tc_shapes[] = {
+    {128, 128, 32, 64, 64, "4, 3, 5"}, /* stdlib's gemm_tc_*: 4 warps, 2 blocks per SM */
+    {128, 128, 32, 64, 32, "3, 4"},    /* 8 warps */
+    {128, 256, 32, 64, 64, "4, 3"},    /* 8 warps, wider */
+    {128, 128, 64, 64, 64, "2, 3"},    /* K step 64 */
+    {64, 128, 32, 64, 64, "4, 3"},     /* smaller grids: 2 warps */
+    {64, 64, 32, 32, 32, "3, 4"},      /* small problems: 4 warps of 32 x 32 */
+};
+
+static bool gpu_tc_text(const Nest *n, const TcShape *t, StrBuf *b)
+{
+    if (n->nspatial != 2 || !n->red || n->nloops != 3)
+        return false;
+    const char *I = lname(n, 0), *J = lname(n, 1), *Kk = lname(n, 2);
+    const Var *vi = n->loops[0]->u.loop.var, *vj = n->loops[1]->u.loop.var;
+    const Buffer *pa = panel_operand(n->red->u.stmt.value, vj, vi), *pb = panel_operand(n->red->u.stmt.value, vi, vj);
+    const Buffer *out = n->red->u.stmt.buf;
+    if (!pa || !pb || out->dtype != DT_F32 || pa->dtype != pb->dtype || (pa->dtype != DT_F16 && pa->dtype != DT_BF16))
+        return false;
+    if (n->ext[0] % t->bm || n->ext[1] % t->bn || n->ext[2] % t->bk)
+        return false;
+    int wz = t->bm / t->wm, wy = t->bn / t->wn, nw = wz * wy;
+    int ca = t->bk / 8, ra = 32 / ca, gra = t->bm / ra, cb = t->bn / 8;
+    if (t->wm % 16 || t->wn % 8 || t->bk % 16 || 32 % ca || gra % nw)
+        return false;
+    sb_printf(b, "param st in [%s]\n", t->stages);
+    sb_printf(b, "tile(%s, %s, %d, %d, io, jo, ii, ji)\ncache(%s, jo, name=acc)\ndistribute(ji)\ndistribute(ii)\n", I,
+              J, t->bm, t->bn, out->name);
+    sb_printf(b, "split(acc_c0, %d, cz, cr)\nsplit(acc_c1, %d, cy, cc)\nreorder(cz, cy, cr, cc)\n", t->wm, t->wn);
+    sb_printf(b, "split(ii, %d, iz, ir)\nsplit(ji, %d, iy, ic)\nreorder(iz, iy, ir, ic)\n", t->wm, t->wn);
+    sb_printf(b, "split(ii1, %d, wz, wm)\nsplit(wm, 16, mi, mm)\nsplit(ji1, %d, wy, wn)\nsplit(wn, 8, nj, nn)\n", t->wm,
+              t->wn);
+    sb_printf(b, "split(%s, %d, ko, kt)\nsplit(kt, 16, ks, kk)\nreorder(ko, wz, wy, ks, mi, nj, mm, nn)\n", Kk, t->bk);
+    sb_printf(b, "cache(%s, ko, mem=shared, name=As)\ncache(%s, ko, mem=shared, name=Bs)\n", pa->name, pb->name);
+    sb_puts(b, "padding(As, 8)\npadding(Bs, 8)\n");
+    /* A tile BM x BK: a warp's 32 lanes take RA rows x (BK / 8) 16-byte chunks; the
+     * thread loops are the most significant terms of the row, which is what lets
+     * the dependence test prove the warps' rows disjoint. */
+    sb_printf(b, "split(As_c1, 8, ac, av)\nsplit(As_c0, %d, ar, ax)\ncollapse(ax, ac, af)\n", ra);
+    sb_printf(b, "split(ar, %d, az, ara)\nsplit(ara, %d, ay, au)\nreorder(az, ay, af, au, av)\n", gra / wz, gra / nw);
+    /* B tile BK x BN: RB rows x (BN / 8) chunks per warp instruction */
+    sb_puts(b, "split(Bs_c1, 8, bc, bv)\n");
+    const char *bunroll;
+    if (cb >= 32) {
+        if (cb % 32 || t->bk % nw)
+            return false;
+        sb_printf(b, "split(bc, 32, bcu, bf)\nsplit(Bs_c0, %d, bz, bra)\nsplit(bra, %d, by, bu)\n"
+                     "reorder(bz, by, bf, bu, bcu, bv)\n",
+                  t->bk / wz, t->bk / nw);
+        bunroll = "unroll(bu)\nunroll(bcu)\n";
+    } else {
+        int rb = 32 / cb, grb = t->bk / rb;
+        if (32 % cb || grb % nw)
+            return false;
+        sb_printf(b, "split(Bs_c0, %d, br, bx)\ncollapse(bx, bc, bf)\nsplit(br, %d, bz, bra)\nsplit(bra, %d, by, bu)\n"
+                     "reorder(bz, by, bf, bu, bv)\n",
+                  rb, grb / wz, grb / nw);
+        bunroll = "unroll(bu)\n";
+    }
+    sb_printf(b, "split(acc_c01, %d, oz, or)\nsplit(acc_c11, %d, oy, oc)\nreorder(oz, oy, or, oc)\n", t->wm, t->wn);
+    sb_puts(b, "mma(mm, nn, kk)\n"
+               "bind(io, block.y)\nbind(jo, block.x)\nbind(cz, thread.z)\nbind(cy, thread.y)\n"
+               "bind(iz, thread.z)\nbind(iy, thread.y)\nbind(wz, thread.z)\nbind(wy, thread.y)\n"
+               "bind(az, thread.z)\nbind(ay, thread.y)\nbind(af, thread.x)\n"
+               "bind(bz, thread.z)\nbind(by, thread.y)\nbind(bf, thread.x)\n"
+               "bind(oz, thread.z)\nbind(oy, thread.y)\n"
+               "unroll(mi)\nunroll(nj)\nunroll(au)\n");
+    sb_puts(b, bunroll);
+    sb_puts(b, "vectorize(av)\nvectorize(bv)\npipeline(ko, st)\n");
     return true;
 }
 
@@ -657,15 +768,44 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
          * generator's default mapping (one thread per output element), which the
          * empty schedule stands for. */
         sp->kclass = ncontr ? "contraction (GPU)" : "default GPU mapping";
-        /* the shared-memory template when it applies whole (single-nest GEMMs) */
-        if (nn == 1 && ncontr && gpu_shared_text(&ns[0], &b)) {
+        /* tensor-core templates first (f16 / bf16 products), each only when it
+         * applies whole */
+        for (size_t t = 0; nn == 1 && ncontr && t < sizeof tc_shapes / sizeof tc_shapes[0]; t++) {
+            if (!gpu_tc_text(&ns[0], &tc_shapes[t], &b)) {
+                sb_reset(&b);
+                continue;
+            }
+            AstSchedule *s = parse_checked(in, b.s, a, &dropped, d);
+            if (!s) {
+                sb_free(&b);
+                return false;
+            }
+            if (!dropped) {
+                const TcShape *c = &tc_shapes[t];
+                add_template(sp, s, arena_printf(a, "rules: GPU tensor cores %dx%dx%d, warps %dx%d", c->bm, c->bn,
+                                                 c->bk, c->wm, c->wn));
+                sp->kclass = "contraction (GPU, tensor cores)";
+            }
+            dropped = 0;
+            sb_reset(&b);
+        }
+        /* the shared-memory templates when they apply whole (single-nest GEMMs):
+         * f32 first with 16-byte cp.async copies in a pipeline, then the synchronous
+         * one with the tile sizes as parameters */
+        for (int pl = 1; pl >= 0; pl--) {
+            if (!(nn == 1 && ncontr && gpu_shared_text(&ns[0], pl, &b))) {
+                sb_reset(&b);
+                continue;
+            }
             AstSchedule *s = parse_checked(in, b.s, a, &dropped, d);
             if (!s) {
                 sb_free(&b);
                 return false;
             }
             if (!dropped)
-                add_template(sp, s, "rules: GPU shared-memory tiles");
+                add_template(sp, s, pl ? "rules: GPU shared-memory tiles, cp.async pipeline" :
+                                         "rules: GPU shared-memory tiles");
+            dropped = 0;
             sb_reset(&b);
         }
         for (int i = 0; i < nn; i++)

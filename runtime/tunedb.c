@@ -65,8 +65,8 @@ struct TuneDb {
     sqlite3 *db;
     sqlite3_stmt *best;
     char *path;
-    /* strings of the last row handed out by tunedb_best */
-    char *schedule, *params;
+    /* strings of the last row handed out: [0] by tunedb_best, [1] by tunedb_final_of */
+    char *str[2][3];
 };
 
 /* mkdir -p of the folder that holds path. */
@@ -105,9 +105,52 @@ static const char schema[] =
     " created REAL NOT NULL);"
     "CREATE INDEX IF NOT EXISTS measurement_key ON measurement(key, valid, median_ms);";
 
+/* Columns added after the first release of the file format; a database written by
+ * an older perfc gains them on open (ALTER TABLE ... ADD COLUMN keeps its rows, which
+ * read as NULL there: no repetition count, no stored baseline). */
+static const struct {
+    const char *name, *type;
+} added[] = {
+    {"reps", "INTEGER"},       {"base_call", "TEXT"},   {"base_median_ms", "REAL"}, {"base_min_ms", "REAL"},
+    {"base_max_ms", "REAL"},   {"base_gflops", "REAL"}, {"base_reps", "INTEGER"},
+};
+
 static const char cols[] = "id, key, kernel, fingerprint, shape, dtypes, target, device, version, threads, schedule, "
                            "params, median_ms, min_ms, max_ms, gflops, compile_ms, valid, rel_error, status, final, "
-                           "created";
+                           "created, reps, base_call, base_median_ms, base_min_ms, base_max_ms, base_gflops, "
+                           "base_reps";
+
+static bool has_column(sqlite3 *db, const char *name)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('measurement') WHERE name = ?1", -1, &s, NULL) !=
+        SQLITE_OK)
+        return false;
+    sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+    bool yes = sqlite3_step(s) == SQLITE_ROW;
+    sqlite3_finalize(s);
+    return yes;
+}
+
+/* Brings an older file up to the current columns.  Two perfc processes may race
+ * here: the loser's ALTER fails with "duplicate column", which is the state it
+ * wanted, so that error is ignored once the column is seen to exist. */
+static bool upgrade(sqlite3 *db, char **err)
+{
+    for (size_t i = 0; i < sizeof added / sizeof added[0]; i++) {
+        if (has_column(db, added[i].name))
+            continue;
+        char sql[128];
+        snprintf(sql, sizeof sql, "ALTER TABLE measurement ADD COLUMN %s %s", added[i].name, added[i].type);
+        if (sqlite3_exec(db, sql, NULL, NULL, err) != SQLITE_OK) {
+            if (!has_column(db, added[i].name))
+                return false;
+            sqlite3_free(*err);
+            *err = NULL;
+        }
+    }
+    return true;
+}
 
 static bool fail(TuneDb *t, sqlite3 *db, Diags *d, const char *what)
 {
@@ -135,7 +178,7 @@ TuneDb *tunedb_open(const char *path, Diags *d)
      * creator.  It persists in the file, so later opens find WAL already set. */
     char *err = NULL;
     if (sqlite3_exec(t->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, &err) != SQLITE_OK ||
-        sqlite3_exec(t->db, schema, NULL, NULL, &err) != SQLITE_OK) {
+        sqlite3_exec(t->db, schema, NULL, NULL, &err) != SQLITE_OK || !upgrade(t->db, &err)) {
         diag_plain(d, DIAG_ERROR, "tuning database %s: %s", path, err ? err : "cannot set up");
         sqlite3_free(err);
         tunedb_close(t);
@@ -161,8 +204,9 @@ void tunedb_close(TuneDb *t)
     sqlite3_finalize(t->best);
     sqlite3_close(t->db);
     free(t->path);
-    free(t->schedule);
-    free(t->params);
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++)
+            free(t->str[i][j]);
     free(t);
 }
 
@@ -170,8 +214,10 @@ bool tunedb_add(TuneDb *t, const TuneRecord *r, Diags *d)
 {
     static const char sql[] =
         "INSERT INTO measurement(key, kernel, fingerprint, shape, dtypes, target, device, version, threads,"
-        " schedule, params, median_ms, min_ms, max_ms, gflops, compile_ms, valid, rel_error, status, final, created)"
-        " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21)";
+        " schedule, params, median_ms, min_ms, max_ms, gflops, compile_ms, valid, rel_error, status, final, created,"
+        " reps, base_call, base_median_ms, base_min_ms, base_max_ms, base_gflops, base_reps)"
+        " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,"
+        "?22,?23,?24,?25,?26,?27,?28)";
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(t->db, sql, -1, &s, NULL) != SQLITE_OK)
         return fail(t, t->db, d, "cannot prepare an insert");
@@ -197,6 +243,15 @@ bool tunedb_add(TuneDb *t, const TuneRecord *r, Diags *d)
     sqlite3_bind_int(s, 19, r->status);
     sqlite3_bind_int(s, 20, r->final);
     sqlite3_bind_double(s, 21, r->created > 0 ? r->created : (double)time(NULL));
+    sqlite3_bind_int(s, 22, r->reps);
+    if (r->base_call && *r->base_call) {
+        sqlite3_bind_text(s, 23, r->base_call, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_double(s, 24, r->base_median_ms);
+        sqlite3_bind_double(s, 25, r->base_min_ms);
+        sqlite3_bind_double(s, 26, r->base_max_ms);
+        sqlite3_bind_double(s, 27, r->base_gflops);
+        sqlite3_bind_int(s, 28, r->base_reps);
+    } /* else NULL: no baseline was timed beside this row */
     /* Autocommit: this INSERT is its own transaction, durable when step returns. */
     int rc = sqlite3_step(s);
     sqlite3_finalize(s);
@@ -242,6 +297,25 @@ static void read_row(sqlite3_stmt *s, TuneRecord *r)
     r->status = sqlite3_column_int(s, 19);
     r->final = sqlite3_column_int(s, 20) != 0;
     r->created = sqlite3_column_double(s, 21);
+    r->reps = sqlite3_column_int(s, 22);
+    r->base_call = col_text(s, 23);
+    r->base_median_ms = sqlite3_column_double(s, 24);
+    r->base_min_ms = sqlite3_column_double(s, 25);
+    r->base_max_ms = sqlite3_column_double(s, 26);
+    r->base_gflops = sqlite3_column_double(s, 27);
+    r->base_reps = sqlite3_column_int(s, 28);
+}
+
+/* Copies the row's strings into slots (freeing what they held) and points the row
+ * at the copies, so they outlive the statement. */
+static void keep_strings(char **slots, TuneRecord *r)
+{
+    const char **f[3] = {&r->schedule, &r->params, &r->base_call};
+    for (int i = 0; i < 3; i++) {
+        free(slots[i]);
+        slots[i] = xstrdup(*f[i]);
+        *f[i] = slots[i];
+    }
 }
 
 bool tunedb_best(TuneDb *t, const TuneKey *key, TuneRecord *out)
@@ -253,14 +327,30 @@ bool tunedb_best(TuneDb *t, const TuneKey *key, TuneRecord *out)
         return false;
     }
     read_row(t->best, out);
-    free(t->schedule);
-    free(t->params);
-    t->schedule = xstrdup(out->schedule);
-    t->params = xstrdup(out->params);
-    out->schedule = t->schedule;
-    out->params = t->params;
+    keep_strings(t->str[0], out);
     sqlite3_reset(t->best);
     return true;
+}
+
+bool tunedb_final_of(TuneDb *t, const TuneKey *key, const char *schedule, TuneRecord *out)
+{
+    StrBuf q = {0};
+    sb_printf(&q, "SELECT %s FROM measurement WHERE key = ?1 AND schedule = ?2 AND final = 1 AND valid = 1"
+                  " AND median_ms > 0 ORDER BY id DESC LIMIT 1", cols);
+    sqlite3_stmt *s;
+    int rc = sqlite3_prepare_v2(t->db, q.s, -1, &s, NULL);
+    sb_free(&q);
+    if (rc != SQLITE_OK)
+        return false;
+    sqlite3_bind_text(s, 1, key->id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, schedule, -1, SQLITE_TRANSIENT);
+    bool found = sqlite3_step(s) == SQLITE_ROW;
+    if (found) {
+        read_row(s, out);
+        keep_strings(t->str[1], out);
+    }
+    sqlite3_finalize(s);
+    return found;
 }
 
 int tunedb_foreach(TuneDb *t, bool all, const char *kernel, void (*fn)(void *ctx, const TuneRecord *r), void *ctx,
@@ -346,11 +436,32 @@ bool tunedb_add(TuneDb *t, const TuneRecord *r, Diags *d)
     no_sqlite(d);
     return false;
 }
+/* Copies the row's strings into slots (freeing what they held) and points the row
+ * at the copies, so they outlive the statement. */
+static void keep_strings(char **slots, TuneRecord *r)
+{
+    const char **f[3] = {&r->schedule, &r->params, &r->base_call};
+    for (int i = 0; i < 3; i++) {
+        free(slots[i]);
+        slots[i] = xstrdup(*f[i]);
+        *f[i] = slots[i];
+    }
+}
+
 bool tunedb_best(TuneDb *t, const TuneKey *key, TuneRecord *out)
 {
     (void)t, (void)key, (void)out;
     return false;
 }
+bool tunedb_final_of(TuneDb *t, const TuneKey *key, const char *schedule, TuneRecord *out)
+{
+    (void)t;
+    (void)key;
+    (void)schedule;
+    (void)out;
+    return false;
+}
+
 int tunedb_foreach(TuneDb *t, bool all, const char *kernel, void (*fn)(void *ctx, const TuneRecord *r), void *ctx,
                    Diags *d)
 {

@@ -49,6 +49,12 @@ typedef struct TuneRecord {
     int status;           /* rt_evaluate's exit status */
     bool final;           /* the winner's re-validation on fresh inputs */
     double created;       /* Unix time */
+    int reps;             /* timed repetitions behind median/min/max */
+    /* The library baseline timed beside the winner in the same run (final rows with
+     * --compare only; base_call empty otherwise): what a warm answer reports. */
+    const char *base_call; /* "cblas_sgemm" */
+    double base_median_ms, base_min_ms, base_max_ms, base_gflops;
+    int base_reps;
 } TuneRecord;
 
 typedef struct TuneDb TuneDb;
@@ -64,6 +70,10 @@ bool tunedb_add(TuneDb *db, const TuneRecord *r, Diags *d);
 /* The best valid row under key (smallest median; a final row wins a tie).  Strings
  * in *out stay valid until the next call on db.  False when there is none. */
 bool tunedb_best(TuneDb *db, const TuneKey *key, TuneRecord *out);
+/* The latest final row under key for exactly this schedule (the winner as re-timed
+ * at the end of its search, with the baseline when one was asked for).  Same
+ * lifetime rule as tunedb_best; false when there is none. */
+bool tunedb_final_of(TuneDb *db, const TuneKey *key, const char *schedule, TuneRecord *out);
 /* Calls fn for every row (all=true) or for the best valid row of each key
  * (all=false), optionally only for one kernel name; newest keys last. */
 int tunedb_foreach(TuneDb *db, bool all, const char *kernel, void (*fn)(void *ctx, const TuneRecord *r),

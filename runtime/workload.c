@@ -215,6 +215,8 @@ static Tally count_node(Counter *c, const Node *n)
         }
         return v ? count_list(c, &n->u.guard.body) : t;
     }
+    case N_PREFETCH:
+        return t; /* a hint: no flops, and the bytes it fetches are read by statements */
     case N_LOOP:
         break;
     }
@@ -355,7 +357,7 @@ static bool writes_buffer(const Node *n, const Buffer *b)
 {
     if (n->kind == N_STMT)
         return n->u.stmt.buf == b;
-    const NodeList *l = n->kind == N_LOOP ? &n->u.loop.body : &n->u.guard.body;
+    const NodeList *l = ir_body((Node *)n);
     for (int i = 0; i < l->n; i++)
         if (writes_buffer(l->v[i], b))
             return true;
@@ -566,7 +568,7 @@ static void search(Search *s, const NodeList *l)
             return;
         }
         s->anc[s->depth++] = n;
-        search(s, n->kind == N_LOOP ? &n->u.loop.body : &n->u.guard.body);
+        search(s, ir_body((Node *)n));
         s->depth--;
     }
 }
@@ -651,7 +653,7 @@ static void casts_in(const NodeList *l, DType *worst)
         if (n->kind == N_STMT)
             cast_targets(n->u.stmt.value, worst);
         else
-            casts_in(n->kind == N_LOOP ? &n->u.loop.body : &n->u.guard.body, worst);
+            casts_in(ir_body((Node *)n), worst);
     }
 }
 

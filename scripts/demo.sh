@@ -54,7 +54,9 @@ row() {  # row LABEL perfc-args...
   fi
   rm -f /tmp/perfc_demo_err.$$
 }
-if "$perfc" stdlib/gemm.pdl -D M=64 -D N=64 -D K=64 -emit llvm >/dev/null 2>&1; then
+if [ "${DEMO_SKIP_CPU:-0}" = 1 ]; then
+  echo "DEMO_SKIP_CPU=1: CPU rows skipped"
+elif "$perfc" stdlib/gemm.pdl -D M=64 -D N=64 -D K=64 -emit llvm >/dev/null 2>&1; then
   printf '%-34s %10s %9s %9s %7s  %s\n' "sgemm 1024^3" "ms" "GFLOP/s" "OpenBLAS" "ratio" "rel.error"
   for t in 1 $(nproc); do
     row "schedule from stdlib, $t thread(s)" stdlib/gemm.pdl -k gemm -target host -D M=1024 -D N=1024 -D K=1024 \
@@ -67,9 +69,40 @@ else
   echo "this perfc has no CPU code generator (LLVM 19 missing at build time): CPU rows skipped"
 fi
 printf '\n== 3. GPU ==\n\n'
+# One JSON field of a perfc report (python3, which the GPU hosts have; jq may not be).
+jf() { python3 -c 'import json,sys
+d=json.load(sys.stdin)
+for k in sys.argv[1].split("."):
+    d = d.get(k) if isinstance(d, dict) else None
+print("-" if d is None else ("%.4g" % d if isinstance(d, float) else d))' "$1"; }
+gpu_row() {  # gpu_row LABEL perfc-args...: validated, then timed beside the library or copy
+  local label=$1; shift
+  local j
+  if j=$("$perfc" "$@" --json 2>/tmp/perfc_demo_err.$$); then
+    printf '%-44s %10s %10s %10s %8s  %s\n' "$label" "$(echo "$j" | jf time_ms.median)" \
+      "$(echo "$j" | jf gflops)" "$(echo "$j" | jf gbps)" "$(echo "$j" | jf vs_baseline)" "$(echo "$j" | jf rel_error)"
+  else
+    echo "$label: FAILED (exit $?): $(tail -3 /tmp/perfc_demo_err.$$ | tr '\n' ' ')"; fail=1
+  fi
+  rm -f /tmp/perfc_demo_err.$$
+}
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  arch=sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .')
+  g=(-target "$arch")
+  echo "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), target $arch"
+  printf '%-44s %10s %10s %10s %8s  %s\n' "kernel (validated in the same run)" "ms" "GFLOP/s" "GB/s" "vs lib" "rel.error"
   for k in gemm_tiled gemm_tc_f16 gemm_tc_bf16; do
-    "$perfc" stdlib/gemm.pdl -k $k -target sm_90 -D M=4096 -D N=4096 -D K=4096 --run --compare cublas || fail=1
+    gpu_row "$k 4096^3 vs cuBLAS" stdlib/gemm.pdl -k $k "${g[@]}" --run --compare cublas
+  done
+  gpu_row "batched_gemm_tiled 16x1024^3 vs cuBLAS" stdlib/batched_gemm.pdl -k batched_gemm_tiled "${g[@]}" --run --compare cublas
+  gpu_row "conv2d_tiled (ResNet 28x28x128, batch 8)" stdlib/conv2d.pdl -k conv2d_tiled -D N=8 "${g[@]}" --run
+  gpu_row "copy 8192^2 (the bandwidth yardstick)" bench/cpu/copy.pdl -D R=8192 -D C=8192 "${g[@]}" --run
+  gpu_row "softmax 8192^2" stdlib/softmax.pdl -D R=8192 -D C=8192 "${g[@]}" --run
+  gpu_row "layernorm 8192^2" stdlib/layernorm.pdl -D R=8192 -D C=8192 "${g[@]}" --run
+  printf '\n-- autotuning on the GPU (database: %s) --\n\n' "${XDG_CACHE_HOME:-$HOME/.cache}/perfc/tune.db"
+  for k in gemm gemm_f16; do
+    "$perfc" stdlib/gemm.pdl -k $k "${g[@]}" -D M=4096 -D N=4096 -D K=4096 --no-schedule --autotune --budget 24 \
+        --time 240 --compare cublas || fail=1
     echo
   done
 else

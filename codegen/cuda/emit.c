@@ -77,6 +77,12 @@ typedef struct Em {
     const Var *pvar;
     bool pcopy;
     int npipe;
+    /* The top node of the launch being emitted: irange() finds the loops of
+     * variables there (a collapsed loop's `v / 4` prints as a shift when v >= 0). */
+    const Node *top;
+    /* The statement of a block-wide reduction being emitted (see block_reduce):
+     * emit_stmt folds its value into the thread's partial pf_red instead. */
+    const Node *red_stmt;
 } Em;
 
 /* ------------------------------------------------------------------ names */
@@ -286,6 +292,7 @@ static void node_access(const Em *e, const Node *n, uint8_t *rd, uint8_t *wr)
     case N_IF:
         expr_access(e, n->u.guard.cond, rd);
         break;
+    case N_PREFETCH: return;
     }
     NodeList *body = ir_body((Node *)n);
     for (int i = 0; i < body->n; i++)
@@ -482,6 +489,7 @@ static void par_loads(ParCtx *p, const Node *n, const uint8_t *wr)
     case N_IF:
         par_loads_expr(p, n->u.guard.cond, wr);
         break;
+    case N_PREFETCH: return;
     }
     NodeList *body = ir_body((Node *)n);
     for (int i = 0; i < body->n; i++)
@@ -563,6 +571,15 @@ static bool irange(const Em *e, const Node *top, const Expr *x, int64_t *lo, int
     case IE_CAST:
         if (dtype_is_float(x->dtype)) return false;
         return irange(e, top, x->args[0], lo, hi);
+    case IE_DIV: case IE_MOD:
+        /* floor division and modulo by a positive constant */
+        if (dtype_is_float(x->dtype) || !cval(e, x->args[1], &c) || c <= 0 ||
+            !irange(e, top, x->args[0], &a0, &a1))
+            return false;
+        if (x->kind == IE_DIV) { *lo = floordiv(a0, c); *hi = floordiv(a1, c); }
+        else if (floordiv(a0, c) == floordiv(a1, c)) { *lo = a0 - floordiv(a0, c) * c; *hi = a1 - floordiv(a1, c) * c; }
+        else { *lo = 0; *hi = c - 1; }
+        return true;
     default:
         return false;
     }
@@ -635,6 +652,7 @@ static void priv_node(PrivCtx *p, const Node *n)
         return;
     case N_LOOP: priv_expr(p, n->u.loop.lo); priv_expr(p, n->u.loop.hi); break;
     case N_IF: priv_expr(p, n->u.guard.cond); break;
+    case N_PREFETCH: return;
     }
     NodeList *body = ir_body((Node *)n);
     for (int i = 0; i < body->n; i++) priv_node(p, body->v[i]);
@@ -968,6 +986,23 @@ static void emit_expr(Em *e, const Expr *x, StrBuf *o)
             sb_printf(o, "(idx_t)((unsigned)%s %% %" PRId64 "u)", vn(e, e->pvar), x->args[1]->u.i);
             return;
         }
+        int64_t dv, nlo, nhi;
+        if (!fl && e->top && cval(e, x->args[1], &dv) && dv > 0 && !cval(e, x->args[0], &nlo) &&
+            irange(e, e->top, x->args[0], &nlo, &nhi) && nlo >= 0) {
+            /* a numerator that never goes below 0 (a collapsed loop's index): floor and
+             * truncation agree, and a power of two is a shift or a mask */
+            int sh = 0;
+            while (sh < 62 && ((int64_t)1 << sh) < dv) sh++;
+            sb_puts(o, "(");
+            emit_sub(e, x->args[0], o);
+            if (((int64_t)1 << sh) == dv && x->kind == IE_DIV)
+                sb_printf(o, " >> %d)", sh);
+            else if (((int64_t)1 << sh) == dv)
+                sb_printf(o, " & %" PRId64 ")", dv - 1);
+            else
+                sb_printf(o, " %s %" PRId64 ")", x->kind == IE_DIV ? "/" : "%", dv);
+            return;
+        }
         if (!fl) {
             /* IR integer division and modulo are floor operations; C's truncate */
             sb_puts(o, x->kind == IE_DIV ? "pf_fdiv(" : "pf_fmod(");
@@ -1022,6 +1057,14 @@ static void emit_nodes(Em *e, const NodeList *l);
 static void emit_stmt(Em *e, const Node *n)
 {
     const Buffer *b = n->u.stmt.buf;
+    if (n == e->red_stmt) {
+        static const int opn[] = {[SOP_ADD] = 0, [SOP_MUL] = 1, [SOP_MAX] = 2, [SOP_MIN] = 3};
+        StrBuf v = {0};
+        emit_expr(e, n->u.stmt.value, &v);
+        line(e, "pf_red = pf_rop<%d>(pf_red, %s);", opn[n->u.stmt.op], v.s);
+        sb_free(&v);
+        return;
+    }
     StrBuf lv = {0}, v = {0}, cur = {0};
     emit_elem_paren(e, b, n->u.stmt.idx, &lv);
     emit_expr(e, n->u.stmt.value, &v);
@@ -1101,6 +1144,33 @@ static bool mult_of(const Em *e, const Expr *x, int64_t m)
     }
 }
 
+/* The coefficient of lane in x when x is lane * c plus terms that do not mention
+ * lane (those may be anything: `(f % 4) * 8` from a collapsed loop); false when lane
+ * appears otherwise. */
+static bool lane_coef(const Em *e, const Expr *x, const Var *lane, int64_t *c)
+{
+    int64_t a, b;
+    if (!xvar_used(x, lane)) { *c = 0; return true; }
+    switch (x->kind) {
+    case IE_VAR: *c = 1; return true;
+    case IE_ADD: case IE_SUB:
+        if (!lane_coef(e, x->args[0], lane, &a) || !lane_coef(e, x->args[1], lane, &b)) return false;
+        *c = x->kind == IE_ADD ? a + b : a - b;
+        return true;
+    case IE_NEG:
+        if (!lane_coef(e, x->args[0], lane, &a)) return false;
+        *c = -a;
+        return true;
+    case IE_MUL:
+        if (cval(e, x->args[0], &b) && lane_coef(e, x->args[1], lane, &a)) { *c = a * b; return true; }
+        if (cval(e, x->args[1], &b) && lane_coef(e, x->args[0], lane, &a)) { *c = a * b; return true; }
+        return false;
+    case IE_CAST:
+        return !dtype_is_float(x->dtype) && lane_coef(e, x->args[0], lane, c);
+    default: return false;
+    }
+}
+
 /* A load of a vector loop that can be one aligned vector access: an unguarded f32
  * load from shared or global memory whose last index moves by 1 with the lane and
  * whose other indices do not move, starting at a multiple of the width in a row
@@ -1111,13 +1181,9 @@ static bool contig_ok(Em *e, const Buffer *b, Expr *const *idx, bool guarded, co
         return false;
     for (int d = 0; d + 1 < b->rank; d++)
         if (xvar_used(idx[d], lane)) return false;
-    Aff a = {.ok = true};
     const Expr *last = idx[b->rank - 1];
-    aff_of(e, last, 1, &a);
     int64_t cl = 0;
-    for (int i = 0; i < a.n; i++)
-        if (a.v[i] == lane) cl = a.c[i];
-    if (!a.ok || cl != 1) return false;
+    if (!lane_coef(e, last, lane, &cl) || cl != 1) return false;
     int64_t rowlen;
     if (!cval(e, b->shape[b->rank - 1], &rowlen) || rowlen % w) return false;
     Kernel *k = (Kernel *)e->k;
@@ -1431,6 +1497,56 @@ static void dist_close(Em *e, int q)
 
 /* A loop over accumulator elements outside the triple: if it and its only child
  * are a row and a column loop, both are spread over the lanes; true when done. */
+/* The column loop m of a fragment pair whose one statement stores into a global
+ * f32 buffer at `base + column` (base even, rows of even length): a lane's two
+ * adjacent columns (2 * (lane % 4) + 0, 1) are one 8-byte store instead of two
+ * 4-byte ones.  Both values are computed first, as the two-iteration loop would. */
+static bool emit_frag_store2(Em *e, const Node *m)
+{
+    if (m->u.loop.body.n != 1 || m->u.loop.body.v[0]->kind != N_STMT) return false;
+    const Node *s = m->u.loop.body.v[0];
+    const Buffer *g = s->u.stmt.buf;
+    const Var *cv = m->u.loop.var;
+    int64_t rowlen, c;
+    if (s->u.stmt.op != SOP_ASSIGN || g->mem != MEM_GLOBAL || g->dtype != DT_F32 || g->rank < 1 ||
+        !cval(e, g->shape[g->rank - 1], &rowlen) || rowlen % 2)
+        return false;
+    for (int d = 0; d + 1 < g->rank; d++)
+        if (xvar_used(s->u.stmt.idx[d], cv)) return false;
+    const Expr *last = s->u.stmt.idx[g->rank - 1];
+    if (!lane_coef(e, last, cv, &c) || c != 1) return false;
+    Kernel *k = (Kernel *)e->k;
+    if (!mult_of(e, ir_simplify(k, ir_subst(k, (Expr *)last, cv, ir_int(k, 0))), 2)) return false;
+    const char *v = vn(e, cv);
+    int64_t lo, ext;
+    loop_extent(e, m, &lo, &ext);
+    line(e, "#pragma unroll");
+    line(e, "for (idx_t pf_cf_%s = 0; pf_cf_%s < %" PRId64 "; pf_cf_%s += 8) {   /* %s: accumulator columns, "
+         "2 * (lane %% 4) + 0..1 each, stored as one 8-byte access */", v, v, ext, v, cv->name);
+    e->ind++;
+    line(e, "float pf_st[2];");
+    line(e, "#pragma unroll");
+    line(e, "for (idx_t pf_ch_%s = 0; pf_ch_%s < 2; ++pf_ch_%s) {", v, v, v);
+    e->ind++;
+    snprintf(e->dname[1], sizeof e->dname[1], "(pf_cf_%s + pf_ch_%s)", v, v);
+    e->dvar[1] = cv;
+    line(e, "const idx_t %s = pf_cf_%s + ((pf_lane & 3) << 1) + pf_ch_%s;", v, v, v);
+    StrBuf val = {0}, dst = {0};
+    emit_expr(e, s->u.stmt.value, &val);
+    line(e, "pf_st[pf_ch_%s] = %s;", v, val.s);
+    e->ind--;
+    line(e, "}");
+    line(e, "const idx_t %s = pf_cf_%s + ((pf_lane & 3) << 1);", v, v);
+    emit_elem_paren(e, g, s->u.stmt.idx, &dst);
+    line(e, "*reinterpret_cast<float2 *>(&%s) = make_float2(pf_st[0], pf_st[1]);", dst.s);
+    sb_free(&val);
+    sb_free(&dst);
+    e->dvar[1] = NULL;
+    e->ind--;
+    line(e, "}");
+    return true;
+}
+
 static bool emit_dist_pair(Em *e, const Node *n)
 {
     if (!e->any_frag || e->dvar[0] || e->dvar[1] || n->u.loop.body.n != 1 ||
@@ -1444,6 +1560,10 @@ static bool emit_dist_pair(Em *e, const Node *n)
     int q = dist_ok(e, n, 0, &f) ? 0 : dist_ok(e, n, 1, &f) ? 1 : -1;
     if (q < 0 || !dist_ok(e, m, 1 - q, &f)) return false;
     dist_open(e, n, q);
+    if (q == 0 && emit_frag_store2(e, m)) {
+        dist_close(e, q);
+        return true;
+    }
     dist_open(e, m, 1 - q);
     emit_nodes(e, &m->u.loop.body);
     dist_close(e, 1 - q);
@@ -1758,6 +1878,89 @@ static bool emit_pipeline(Em *e, const Node *n)
     return true;
 }
 
+/* Statements below a thread loop (vs[0]) that update shared or global memory at an
+ * index the thread variable does not move: several threads reduce into one element
+ * (bind allows it for associative updates, passes/xform_gpu.c).  *moving is set when
+ * such an index moves with a loop between the thread loop and the statement. */
+static void red_walk(const Node *n, const Var **vs, int nv, const Node **out, int *nout, bool *guarded,
+                     bool *moving, bool under_if)
+{
+    if (n->kind == N_STMT) {
+        const Buffer *b = n->u.stmt.buf;
+        if (n->u.stmt.op == SOP_ASSIGN || b->mem == MEM_LOCAL) return;
+        for (int d = 0; d < b->rank; d++)
+            if (xvar_used(n->u.stmt.idx[d], vs[0])) return;
+        for (int d = 0; d < b->rank; d++)
+            for (int i = 1; i < nv; i++)
+                *moving |= xvar_used(n->u.stmt.idx[d], vs[i]);
+        if (*nout < 4) out[*nout] = n;
+        (*nout)++;
+        *guarded |= under_if;
+        return;
+    }
+    const NodeList *b = ir_body((Node *)n);
+    const Var *nvs[32];
+    int m = nv;
+    for (int i = 0; i < nv && i < 31; i++) nvs[i] = vs[i];
+    if (n->kind == N_LOOP && m < 32) nvs[m++] = n->u.loop.var;
+    for (int i = 0; b && i < b->n; i++)
+        red_walk(b->v[i], nvs, m, out, nout, guarded, moving, under_if || n->kind == N_IF);
+}
+
+/* The block-wide reduction of thread loop n, if any: false (with an error) when its
+ * shape is one the back end cannot emit.  Supported: one such statement in n, an f32
+ * `+= *= max= min=`, under loops and guards inside n, in a launch whose block is 1-D
+ * with a multiple of 32 threads, n at block level.  A guard inside n only skips some
+ * of one thread's contributions to its partial (a split's tail: C = 4100 in blocks
+ * of 1024); every thread still reaches the block-wide combine after n, which sits
+ * outside all of them. */
+static bool red_find(Em *e, const Node *n, const Node **red)
+{
+    const Node *found[4];
+    int nf = 0;
+    bool guarded = false, moving = false;
+    const Var *vs[1] = {n->u.loop.var};
+    const NodeList *b = &n->u.loop.body;
+    for (int i = 0; i < b->n; i++) red_walk(b->v[i], vs, 1, found, &nf, &guarded, &moving, false);
+    *red = NULL;
+    if (nf == 0) return true;
+    const Node *s = found[0];
+    (void)guarded;
+    const char *why = nf > 1 ? "more than one statement reduces across its threads"
+                    : moving ? "its index moves with a loop inside the thread loop"
+                    : s->u.stmt.buf->dtype != DT_F32 ? "block-wide reductions are f32 only"
+                    : n->u.loop.kind != LOOP_THREAD_X || e->block[1] != 1 || e->block[2] != 1 ? "the block is not 1-D along thread.x"
+                    : e->block[0] % 32 ? "the block is not a whole number of warps"
+                    : e->tdepth != 0 ? "the loop is not at block level"
+                    : NULL;
+    if (why) {
+        e->ok = false;
+        diag_error(e->d, s->span, "thread loop %s reduces into %s across its threads, which the CUDA back "
+                   "end emits only for one f32 reduction statement in a 1-D block of "
+                   "whole warps: %s", n->u.loop.var->name, s->u.stmt.buf->name, why);
+        return false;
+    }
+    *red = s;
+    return true;
+}
+
+/* True when some thread loop below n reduces across its threads (red_walk). */
+static bool launch_reduces(const Node *n)
+{
+    if (n->kind == N_LOOP && is_thread(n->u.loop.kind)) {
+        const Node *found[4];
+        int nf = 0;
+        bool g = false, m = false;
+        const Var *vs[1] = {n->u.loop.var};
+        for (int i = 0; i < n->u.loop.body.n; i++) red_walk(n->u.loop.body.v[i], vs, 1, found, &nf, &g, &m, false);
+        if (nf) return true;
+    }
+    const NodeList *b = ir_body((Node *)n);
+    for (int i = 0; b && i < b->n; i++)
+        if (launch_reduces(b->v[i])) return true;
+    return false;
+}
+
 static void emit_loop(Em *e, const Node *n)
 {
     LoopKind lk = n->u.loop.kind;
@@ -1800,22 +2003,42 @@ static void emit_loop(Em *e, const Node *n)
                        n->u.loop.var->name, loop_kind_name(lk));
         } else {
             static const char xyz[] = "xyz";
-            line(e, "{   /* %s: %s */", n->u.loop.var->name, loop_kind_name(lk));
+            const Node *red = NULL;
+            if (!red_find(e, n, &red)) {
+                sb_free(&lo);
+                sb_free(&hi);
+                return;
+            }
+            line(e, "{   /* %s: %s%s%s */", n->u.loop.var->name, loop_kind_name(lk),
+                 red ? ", a block-wide reduction into " : "", red ? red->u.stmt.buf->name : "");
             e->ind++;
             if (strcmp(lo.s, "0") == 0)
                 line(e, "const idx_t %s = (idx_t)threadIdx.%c;", v, xyz[dim]);
             else
                 line(e, "const idx_t %s = %s + (idx_t)threadIdx.%c;", v, lo.s, xyz[dim]);
             bool guard = ext < e->block[dim];
+            static const char *const ident[] = {[SOP_ADD] = "0.0f", [SOP_MUL] = "1.0f",
+                                                [SOP_MAX] = "(-__int_as_float(0x7f800000))", [SOP_MIN] = "__int_as_float(0x7f800000)"};
+            if (red) line(e, "float pf_red = %s;   /* this thread's partial */", ident[red->u.stmt.op]);
             if (guard) line(e, "if (%s < %s) {", v, hi.s);
             if (guard) e->ind++;
             e->tdim_used[dim] = true;
             e->tdepth++;
+            e->red_stmt = red;
             emit_nodes(e, &n->u.loop.body);
+            e->red_stmt = NULL;
             e->tdepth--;
             e->tdim_used[dim] = false;
             if (guard) e->ind--;
             if (guard) line(e, "}");
+            if (red) {
+                static const int opn[] = {[SOP_ADD] = 0, [SOP_MUL] = 1, [SOP_MAX] = 2, [SOP_MIN] = 3};
+                StrBuf lv = {0};
+                emit_elem_paren(e, red->u.stmt.buf, red->u.stmt.idx, &lv);
+                line(e, "pf_red = pf_block_reduce<%d>(pf_red, %s);", opn[red->u.stmt.op], ident[red->u.stmt.op]);
+                line(e, "if (threadIdx.x == 0) %s = pf_rop<%d>(%s, pf_red);", lv.s, opn[red->u.stmt.op], lv.s);
+                sb_free(&lv);
+            }
             e->ind--;
             line(e, "}");
         }
@@ -1858,12 +2081,69 @@ static void emit_node(Em *e, const Node *n)
         sb_free(&c);
         break;
     }
+    /* a CPU cache hint (schedule `prefetch`): no GPU code */
+    case N_PREFETCH: line(e, "/* prefetch %s: a CPU hint, no code here */", bn(e, n->u.pf.buf)); break;
     }
+}
+
+/* True when x reads buffer b anywhere. */
+static bool reads_buf(const Expr *x, const Buffer *b)
+{
+    if (!x) return false;
+    if (x->kind == IE_LOAD) {
+        if (x->u.load.buf == b) return true;
+        for (int i = 0; i < x->u.load.buf->rank; i++)
+            if (reads_buf(x->u.load.idx[i], b)) return true;
+        return false;
+    }
+    for (int i = 0; i < ir_expr_arity(x->kind); i++)
+        if (reads_buf(x->args[i], b)) return true;
+    return false;
+}
+
+/* A nest that only fills a local buffer which the very next nest overwrites
+ * element for element: the same chain of loops (extents and kinds), one `=` store
+ * into the same buffer with the same index once the loop variables are matched,
+ * and a next value that does not read the buffer.  The first nest's values are
+ * never read, so it is left out: the copy-in of an accumulator that `cache` stages
+ * before its zeroing (a 4096^2 f32 C is 64 MB of reads). */
+static bool dead_fill(Em *e, const Node *a, const Node *b)
+{
+    Kernel *k = (Kernel *)e->k;
+    const Var *va[16], *vb[16];
+    int n = 0;
+    while (a->kind == N_LOOP && b->kind == N_LOOP) {
+        int64_t la, ea, lb, eb;
+        if (n == 16 || a->u.loop.kind != b->u.loop.kind || !loop_extent(e, a, &la, &ea) ||
+            !loop_extent(e, b, &lb, &eb) || la != lb || ea != eb || a->u.loop.body.n != 1 ||
+            b->u.loop.body.n != 1)
+            return false;
+        va[n] = a->u.loop.var;
+        vb[n++] = b->u.loop.var;
+        a = a->u.loop.body.v[0];
+        b = b->u.loop.body.v[0];
+    }
+    if (a->kind != N_STMT || b->kind != N_STMT || n == 0) return false;
+    const Buffer *buf = a->u.stmt.buf;
+    if (buf != b->u.stmt.buf || buf->mem != MEM_LOCAL || a->u.stmt.op != SOP_ASSIGN ||
+        b->u.stmt.op != SOP_ASSIGN || reads_buf(b->u.stmt.value, buf))
+        return false;
+    for (int d = 0; d < buf->rank; d++) {
+        Expr *x = a->u.stmt.idx[d];
+        for (int i = 0; i < n; i++) x = ir_subst(k, x, va[i], ir_var(k, (Var *)vb[i]));
+        if (!expr_eq(ir_simplify(k, x), b->u.stmt.idx[d])) return false;
+    }
+    return true;
 }
 
 static void emit_nodes(Em *e, const NodeList *l)
 {
     for (int i = 0; i < l->n; i++) {
+        if (e->sched && i + 1 < l->n && dead_fill(e, l->v[i], l->v[i + 1])) {
+            line(e, "/* the fill of %s here is overwritten by the next nest before any read: left out */",
+                 l->v[i]->kind == N_LOOP ? l->v[i]->u.loop.var->name : "?");
+            continue;
+        }
         /* threads hand shared data to each other only across a barrier */
         if (i > 0 && e->sched && e->tdepth == 0 && shared_conflict(e, l->v[i - 1], l->v[i]))
             line(e, "__syncthreads();");
@@ -2001,6 +2281,7 @@ static bool emit_scheduled(Em *e, const Node *top, CgLaunch *L)
     const Node *blk[3] = {0};
     const Node *n = top;
     e->sched = true;
+    e->top = top;
     for (int i = 0; i < 3; i++) { L->grid[i] = 1; e->block[i] = 1; }
     while (n->kind == N_LOOP && is_block(n->u.loop.kind)) {
         int dim = gpu_dim(n->u.loop.kind);
@@ -2024,6 +2305,11 @@ static bool emit_scheduled(Em *e, const Node *top, CgLaunch *L)
     }
     const NodeList *body = n->kind == N_LOOP && is_block(n->u.loop.kind) ? &n->u.loop.body : NULL;
     thread_extents(e, top, e->block);
+    /* a block-wide reduction shuffles within whole warps: round the block up (the
+     * thread loops shorter than the block are guarded, the extra threads add the
+     * identity) */
+    if (e->block[0] % 32 && e->block[1] == 1 && e->block[2] == 1 && launch_reduces(top))
+        e->block[0] = (e->block[0] + 31) / 32 * 32;
     for (int i = 0; i < 3; i++) L->block[i] = (int)e->block[i];
     if (!check_block(e, top, L))
         return false;
@@ -2064,6 +2350,7 @@ static bool emit_default(Em *e, const Node *top, CgLaunch *L)
     int nf = 0;
     const Node *n = top;
     e->sched = false;
+    e->top = top;
     memset(e->frag, 0, (size_t)e->k->nbufs + 1);
     e->any_frag = false;
     while (n->kind == N_LOOP && nf < 16) {
@@ -2160,7 +2447,22 @@ static const char prelude[] =
     "static __device__ __forceinline__ void pf_cp_commit() { asm volatile(\"cp.async.commit_group;\" ::: \"memory\"); }\n"
     "template <int N> static __device__ __forceinline__ void pf_cp_wait() { asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(N) : \"memory\"); }\n"
     "static __device__ __forceinline__ void pf_mma_f16(float *c, const unsigned *a, const unsigned *b) { asm(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3]) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1])); }\n"
-    "static __device__ __forceinline__ void pf_mma_bf16(float *c, const unsigned *a, const unsigned *b) { asm(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3]) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1])); }\n\n";
+    "static __device__ __forceinline__ void pf_mma_bf16(float *c, const unsigned *a, const unsigned *b) { asm(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3]) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1])); }\n"
+    "/* Block-wide reductions (a thread.x loop whose statement reduces into one element): each thread's partial\n"
+    " * through a warp shuffle tree, the warps' results through shared memory, every thread gets the total.\n"
+    " * OP: 0 sum, 1 product, 2 max, 3 min.  The block is 1-D with a multiple of 32 threads. */\n"
+    "template <int OP> static __device__ __forceinline__ float pf_rop(float a, float b) { return OP == 0 ? a + b : OP == 1 ? a * b : OP == 2 ? fmaxf(a, b) : fminf(a, b); }\n"
+    "template <int OP> static __device__ __forceinline__ float pf_block_reduce(float v, float id) {\n"
+    "    __shared__ float pf_red_sm[32];\n"
+    "    for (int o = 16; o > 0; o >>= 1) v = pf_rop<OP>(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
+    "    const int w = (int)threadIdx.x >> 5, l = (int)threadIdx.x & 31, nw = ((int)blockDim.x + 31) >> 5;\n"
+    "    __syncthreads();   /* every reader of the previous reduction's partials is done */\n"
+    "    if (l == 0) pf_red_sm[w] = v;\n"
+    "    __syncthreads();\n"
+    "    v = l < nw ? pf_red_sm[l] : id;\n"
+    "    for (int o = 16; o > 0; o >>= 1) v = pf_rop<OP>(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
+    "    return v;\n"
+    "}\n\n";
 
 bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *d)
 {

@@ -4,7 +4,8 @@
  * riscv64-v, NEON on aarch64; FMA instructions where the target has them and none on
  * baseline x86-64; objects must be ELF for the right machine, RISC-V ones with the
  * double-float ABI flag (lp64d); the LLVM text must carry noalias, the target CPU
- * and SVE's vscale_range; a parallel loop must call perfc_parallel_for. */
+ * and SVE's vscale_range; a parallel loop must call perfc_parallel_for; a prefetch
+ * becomes prefetcht0 / prefetchw once per cache line, not per vector lane. */
 #include <regex.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +28,48 @@ static Kernel *vec_gemm(bool par)
     Expr *prod = ir_bin(k, IE_MUL, cgt_ld(k, A, cgt_v(k, i), cgt_v(k, kk)), cgt_ld(k, B, cgt_v(k, kk), j));
     cgt_push(k, lk, cgt_st(k, C, cgt_v(k, i), j, SOP_ADD, prod));
     return k;
+}
+
+/* Y[r, c] = X[r, c] * 2 in rows of 64, 16-lane vectors, with prefetches (schedule
+ * `prefetch`): the next row of X at the head of each vector block (`at_vector`:
+ * inside the vector loop instead, one element per lane), and Y's block of this
+ * row for writing. */
+static Kernel *pf_kernel(bool at_vector)
+{
+    const int64_t R = 8, C = 1024, W = 16;
+    Kernel *k = ir_kernel_new("pfk", (Span){0});
+    Buffer *X = cgt_buf(k, "X", DT_F32, BUF_IN, R, C), *Y = cgt_buf(k, "Y", DT_F32, BUF_OUT, R, C);
+    Var *r = ir_new_var(k, "r"), *co = ir_new_var(k, "co"), *ci = ir_new_var(k, "ci");
+    Node *lr = cgt_loop(k, NULL, r, cgt_i(k, 0), cgt_i(k, R), LOOP_SERIAL);
+    Node *lco = cgt_loop(k, lr, co, cgt_i(k, 0), cgt_i(k, C / W), LOOP_SERIAL);
+    Expr *c0 = cgt_mul(k, cgt_v(k, co), cgt_i(k, W));
+    Expr *xi[2] = {cgt_add(k, cgt_v(k, r), cgt_i(k, 1)), ir_clone_expr(k, c0)};
+    Expr *yi[2] = {cgt_v(k, r), ir_clone_expr(k, c0)};
+    int64_t box[2] = {1, W}, one[2] = {1, 1};
+    Node *ly = ir_prefetch(k, Y, yi, box, (Span){0});
+    ly->u.pf.write = true;
+    Node *lci = NULL;
+    if (at_vector) {
+        lci = cgt_loop(k, lco, ci, cgt_i(k, 0), cgt_i(k, W), LOOP_VECTOR);
+        xi[1] = cgt_add(k, ir_clone_expr(k, c0), cgt_v(k, ci));
+        cgt_push(k, lci, ir_prefetch(k, X, xi, one, (Span){0}));
+    } else {
+        cgt_push(k, lco, ir_prefetch(k, X, xi, box, (Span){0}));
+        cgt_push(k, lco, ly);
+        lci = cgt_loop(k, lco, ci, cgt_i(k, 0), cgt_i(k, W), LOOP_VECTOR);
+    }
+    Expr *c = cgt_add(k, c0, cgt_v(k, ci));
+    Expr *v = ir_bin(k, IE_MUL, cgt_ld(k, X, cgt_v(k, r), ir_clone_expr(k, c)), ir_flt(k, 2, DT_F32));
+    cgt_push(k, lci, cgt_st(k, Y, cgt_v(k, r), c, SOP_ASSIGN, v));
+    return k;
+}
+
+static int count(const char *text, const char *word)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, word)); p += strlen(word))
+        n++;
+    return n;
 }
 
 static bool matches(const char *text, const char *pattern)
@@ -113,6 +156,33 @@ int main(void)
         CHECK(matches(s.s, "perfc_parallel_for"), "a parallel loop does not call perfc_parallel_for");
     sb_free(&s);
     ir_free(k);
+
+    /* Prefetches: one per 64-byte line of the box, not one per lane; read and write
+     * kinds; every target compiles them (AArch64 prfm, RISC-V drops them). */
+    for (int at_vector = 0; at_vector < 2; at_vector++) {
+        k = pf_kernel(at_vector);
+        s = (StrBuf){0};
+        if (emit(k, "x86_64-avx2", CG_EMIT_ASM, &s)) {
+            int rd = count(s.s, "prefetcht0"), wr = count(s.s, "prefetchw"), st = count(s.s, "vmovups\t%ymm");
+            CHECK(rd >= 1, "prefetch%s: no prefetcht0 in the assembly", at_vector ? " in a vector loop" : "");
+            /* a 16-lane f32 block is one line and two ymm stores: per-lane prefetching
+             * would give 8 prefetches per store */
+            CHECK(rd <= st, "prefetch%s: %d prefetcht0 for %d vector stores (one per lane?)",
+                  at_vector ? " in a vector loop" : "", rd, st);
+            (void)wr; /* Haswell has no PREFETCHW (Broadwell added it) */
+        }
+        sb_free(&s);
+        s = (StrBuf){0};
+        if (!at_vector && emit(k, "x86_64-avx512", CG_EMIT_ASM, &s))
+            CHECK(count(s.s, "prefetchw") >= 1, "prefetch for write: no prefetchw on x86_64-avx512");
+        sb_free(&s);
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            s = (StrBuf){0};
+            emit(k, cases[c].target, CG_EMIT_ASM, &s);
+            sb_free(&s);
+        }
+        ir_free(k);
+    }
 
     if (cgt_failures)
         fprintf(stderr, "%d failure(s)\n", cgt_failures);

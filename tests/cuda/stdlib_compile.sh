@@ -2,14 +2,15 @@
 # Compile-only test of every stdlib kernel for every CUDA target through the perfc
 # command: `-emit ptx` must succeed (NVRTC) and, when ptxas is installed, the PTX
 # must assemble.  Sizes without a default get odd values.  Exit 77 (skipped) when
-# NVRTC cannot be loaded: then only the CUDA C is checked (-emit cuda).
+# NVRTC cannot be loaded (an NVRTC compile error is a failure, not a skip): then
+# only the CUDA C is checked (-emit cuda).
 # Usage: stdlib_compile.sh PERFC STDLIB_DIR [PTXAS]
 set -u
 perfc=$1; dir=$2; ptxas=${3:-}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 emit=ptx
 if ! "$perfc" "$dir/softmax.pdl" -D R=3 -D C=5 -target sm_80 -emit ptx -o "$tmp/probe.ptx" 2>"$tmp/probe.err"; then
-  if grep -q NVRTC "$tmp/probe.err"; then emit=cuda; echo "note: no NVRTC; checking CUDA C only"; fi
+  if grep -qE 'cannot compile CUDA for [^:]*: NVRTC' "$tmp/probe.err"; then emit=cuda; echo "note: no NVRTC; checking CUDA C only"; fi
 fi
 fail=0; n=0
 for f in "$dir"/*.pdl; do

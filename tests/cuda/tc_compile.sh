@@ -20,8 +20,8 @@ for k in gemm_tc_f16 gemm_tc_bf16; do
   "$perfc" "$g" -k $k -target interp --run "${sz[@]}" --seed 7 >"$tmp/b" 2>&1 || bad "$k interp scheduled"
   [ -n "$(grep sum "$tmp/a")" ] && [ "$(grep sum "$tmp/a")" = "$(grep sum "$tmp/b")" ] || bad "$k: scheduled result differs"
   "$perfc" "$g" -k $k -target sm_90 -emit cuda -o "$tmp/$k.cu" || bad "$k emit cuda"
-  grep -q 'float acc\[4\]\[4\]\[4\];' "$tmp/$k.cu" || bad "$k: accumulator not in fragment layout"
-  grep -q "pf_mma_$t(acc\[3\]\[3\]" "$tmp/$k.cu" || bad "$k: no mma call"
+  grep -q 'float acc\[4\]\[8\]\[4\];' "$tmp/$k.cu" || bad "$k: accumulator not in fragment layout"
+  grep -q "pf_mma_$t(acc\[3\]\[7\]" "$tmp/$k.cu" || bad "$k: no mma call"
   grep -q 'pf_ldsm_x2_t(' "$tmp/$k.cu" || bad "$k: B not read with ldmatrix.trans"
   grep -q 'pf_cp_async16(' "$tmp/$k.cu" || bad "$k: no 128-bit asynchronous staging copies"
 done
@@ -39,7 +39,7 @@ if "$perfc" "$g" -k gemm_tc_f16 -target sm_90 -emit ptx -o "$tmp/f16.ptx" 2>"$tm
     "$ptxas" -arch=sm_90 "$tmp/f16.ptx" -o /dev/null || bad "ptxas f16"
     "$ptxas" -arch=sm_80 "$tmp/bf16.ptx" -o /dev/null || bad "ptxas bf16"
   fi
-elif grep -q NVRTC "$tmp/e5"; then
+elif grep -qE 'cannot compile CUDA for [^:]*: NVRTC' "$tmp/e5"; then
   [ $fail = 0 ] && { echo "no NVRTC: CUDA C and interpreter checks passed"; exit 77; }
 else
   bad "emit ptx: $(cat "$tmp/e5")"

@@ -164,6 +164,19 @@ int main(int argc, char **argv)
     compile_all(k, tg);
     ir_free(k);
 
+    /* a prefetch (a CPU schedule's hint) is a comment on the GPU; the mapping and
+     * every walk of the emitter pass over it */
+    k = kb_softmax(7, 300);
+    {
+        Node *l = k->body.v[1], *lc = l->u.loop.body.v[0];
+        Expr *idx[2] = {ir_bin(k, IE_ADD, ir_var(k, l->u.loop.var), ir_int(k, 1)), ir_var(k, lc->u.loop.var)};
+        int64_t ext[2] = {1, 16};
+        ir_list_insert(&lc->u.loop.body, 0, ir_prefetch(k, k->bufs[0], idx, ext, (Span){0}), lc);
+    }
+    const char *pf[] = {"/* prefetch X: a CPU hint, no code here */", "expf(", NULL};
+    compile_all(k, pf);
+    ir_free(k);
+
     k = kb_too_much_shared();
     expect_refusal(k, "307200 bytes of shared memory; sm_90 allows at most 232448");
     ir_free(k);

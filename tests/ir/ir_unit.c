@@ -427,6 +427,33 @@ static void test_verify(void)
     l->u.loop.hi = ir_bin(k, IE_ADD, ir_var(k, i), ir_int(k, 1));
     verify_msg(k, "loop variable i used outside its loop");
     ir_free(k);
+
+    /* prefetch: a leaf with an empty body, extents of at least 1, scoped indices;
+     * the interpreter runs past it */
+    k = tiny(&Y, &i, &l, &s);
+    Expr *pi[1] = {ir_bin(k, IE_ADD, ir_var(k, i), ir_int(k, 1))};
+    int64_t two[1] = {2};
+    Node *pf = ir_prefetch(k, Y, pi, two, nospan);
+    ir_list_insert(&l->u.loop.body, 0, pf, l);
+    diag_init(&d);
+    CHECK(ir_verify(k, &d));
+    CHECK(ir_body(pf) && ir_body(pf)->n == 0 && ir_list_only_prefetch(ir_body(pf)));
+    StrBuf pr = {0};
+    ir_print_kernel(k, &pr);
+    CHECK_HAS(pr.s, "| prefetch Y[i + 1 .. +2]\n| Y[i] = 1\n");
+    double **bufs = ir_alloc_buffers(k, 5);
+    CHECK(bufs && ir_interp(k, bufs, &d) && bufs[0][3] == 1);
+    ir_free_buffers(k, bufs);
+    Node *copy = ir_clone_node(k, l);
+    CHECK(copy->u.loop.body.v[0]->kind == N_PREFETCH && copy->u.loop.body.v[0]->u.pf.ext[0] == 2);
+    sb_free(&pr);
+    diag_free(&d);
+    pf->u.pf.ext[0] = 0;
+    verify_msg(k, "prefetch of Y has extent 0 in dimension 0");
+    pf->u.pf.ext[0] = 2;
+    ir_list_push(&k->body, ir_prefetch(k, Y, (Expr *[]){ir_var(k, i)}, two, nospan), NULL);
+    verify_msg(k, "loop variable i used outside its loop");
+    ir_free(k);
 }
 
 /* ---- sizes ---- */

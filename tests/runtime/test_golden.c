@@ -229,7 +229,7 @@ static void test_references_agree(Kernel *k)
             ww.flops = 1e12; /* as if large */
         if (kind == RT_GOLDEN_JIT)
             ww.is_gemm = false;
-        RtGolden *g = rt_golden_new(k, &ww, &d);
+        RtGolden *g = rt_golden_new(k, &ww, NULL, &d);
         CHECK(g && (int)rt_golden_kind(g) == kind);
         if (!g)
             continue;

@@ -25,6 +25,9 @@
 #include "passes/xform.h"
 #include "runtime/tune.h"
 #include "runtime/tunedb.h"
+#ifdef PERFC_HAVE_SQLITE
+#include <sqlite3.h>
+#endif
 
 static int failures;
 #define CHECK(c, ...)                                                        \
@@ -88,7 +91,8 @@ static void src_close(Src *s)
     arena_free(s->arena);
 }
 
-static const char gemm_text[] = "kernel g(M, N, K) {\n"
+/* used by the tests that run on the host JIT (PERFC_HAVE_LLVM) */
+__attribute__((unused)) static const char gemm_text[] = "kernel g(M, N, K) {\n"
                                 "  in  A: f32[M, K]\n"
                                 "  in  B: f32[K, N]\n"
                                 "  out C: f32[M, N]\n"
@@ -252,6 +256,56 @@ static void count_row(void *ctx, const TuneRecord *r)
     ++*(int *)ctx;
 }
 
+/* A database written before the baseline columns existed (the first file format)
+ * opens, keeps its rows and takes new ones. */
+static int test_db_upgrade(const char *dir)
+{
+#ifndef PERFC_HAVE_SQLITE
+    (void)dir;
+    return 0;
+#else
+    char path[512];
+    snprintf(path, sizeof path, "%s/old-format.db", dir);
+    unlink(path);
+    sqlite3 *raw;
+    CHECK(sqlite3_open(path, &raw) == SQLITE_OK, "create the old file");
+    const char *old =
+        "CREATE TABLE measurement(id INTEGER PRIMARY KEY, key TEXT NOT NULL, kernel TEXT NOT NULL,"
+        " fingerprint TEXT NOT NULL, shape TEXT NOT NULL, dtypes TEXT NOT NULL, target TEXT NOT NULL,"
+        " device TEXT NOT NULL, version TEXT NOT NULL, threads INTEGER NOT NULL, schedule TEXT NOT NULL,"
+        " params TEXT NOT NULL, median_ms REAL, min_ms REAL, max_ms REAL, gflops REAL, compile_ms REAL,"
+        " valid INTEGER NOT NULL, rel_error REAL, status INTEGER NOT NULL, final INTEGER NOT NULL,"
+        " created REAL NOT NULL);"
+        "INSERT INTO measurement VALUES(1, 'oldkey', 'g', 'f', 'M=1', 'A:f32', 'host', 'dev', '0.1.0', 1,"
+        " 'split(i, 4)\n', 'T=4', 1.5, 1.4, 1.6, 2.0, 3.0, 1, 1e-7, 0, 1, 1700000000);";
+    CHECK(sqlite3_exec(raw, old, NULL, NULL, NULL) == SQLITE_OK, "old schema and row");
+    sqlite3_close(raw);
+    Diags d;
+    diag_init(&d);
+    TuneDb *db = tunedb_open(path, &d);
+    CHECK(db, "open the old file: %s", d.text.s ? d.text.s : "");
+    if (!db)
+        return 1;
+    TuneKey k;
+    memset(&k, 0, sizeof k);
+    snprintf(k.id, sizeof k.id, "oldkey");
+    TuneRecord r;
+    CHECK(tunedb_best(db, &k, &r) && r.median_ms == 1.5 && r.reps == 0 && !r.base_call[0], "old row read");
+    CHECK(tunedb_final_of(db, &k, "split(i, 4)\n", &r) && r.reps == 0, "old final row, no stored reps");
+    tunedb_close(db);
+    db = tunedb_open(path, &d); /* a second open finds the columns there */
+    CHECK(db, "reopen the upgraded file");
+    if (db) {
+        char *ic = tunedb_integrity(db);
+        CHECK(!strcmp(ic, "ok"), "integrity after upgrade %s", ic);
+        free(ic);
+        tunedb_close(db);
+    }
+    diag_free(&d);
+    return 0;
+#endif
+}
+
 static int test_db(const char *dir)
 {
     char path[512];
@@ -292,9 +346,30 @@ static int test_db(const char *dir)
     char *ic = tunedb_integrity(db);
     CHECK(!strcmp(ic, "ok"), "integrity %s", ic);
     free(ic);
+
+    /* A final row keeps the baseline timed beside it; tunedb_final_of finds the
+     * latest final row of a schedule, and a search row (no baseline) is not one. */
+    TuneRecord f;
+    memset(&f, 0, sizeof f);
+    f.key = k1;
+    f.schedule = "param T = 4\nsplit(i, T)\n";
+    f.params = "T=3";
+    f.median_ms = 2.5, f.min_ms = 2.4, f.max_ms = 2.7, f.gflops = 0.4, f.reps = 9;
+    f.valid = true, f.final = true;
+    f.base_call = "cblas_sgemm";
+    f.base_median_ms = 2.0, f.base_min_ms = 1.9, f.base_max_ms = 2.2, f.base_gflops = 0.5, f.base_reps = 11;
+    CHECK(tunedb_add(db, &f, &d), "final row");
+    TuneRecord g;
+    CHECK(tunedb_final_of(db, &k1, f.schedule, &g), "final row found");
+    CHECK(g.final && g.reps == 9 && g.median_ms == 2.5 && !strcmp(g.base_call, "cblas_sgemm") &&
+              g.base_median_ms == 2.0 && g.base_min_ms == 1.9 && g.base_max_ms == 2.2 && g.base_gflops == 0.5 &&
+              g.base_reps == 11,
+          "final row read back (reps %d, base %s %g)", g.reps, g.base_call, g.base_median_ms);
+    CHECK(!tunedb_final_of(db, &k2, f.schedule, &g), "no final row under k2");
+    CHECK(!tunedb_final_of(db, &k1, "split(i, 8)\n", &g), "no final row for another schedule");
     tunedb_close(db);
     diag_free(&d);
-    return 0;
+    return test_db_upgrade(dir);
 }
 
 enum { ROWS_PER_WRITER = 150 };
@@ -409,6 +484,75 @@ static int test_crash(const char *dir)
 
 /* ---- reproducibility and the warm database, on the real host ---- */
 
+/* ---- a device's own f64 GEMM as the golden, seen through the tuner's proxy ---- */
+
+#ifdef PERFC_HAVE_LLVM
+static RtDevice *hook_dev;
+static int hook_calls, hook_wrong_dev;
+
+/* A plain f64 product standing in for cuBLAS DGEMM: the tuner must hand it the real
+ * device (its impl is the device's own state), never the proxy it wraps it in. */
+static bool fake_gemm_f64(RtDevice *dev, const RtGemm *g, const double *a, const double *b, double *c, Diags *d)
+{
+    (void)d;
+    if (!g)
+        return true;
+    hook_calls++;
+    if (dev != hook_dev)
+        hook_wrong_dev++;
+    for (int64_t i = 0; i < g->m; i++)
+        for (int64_t j = 0; j < g->n; j++) {
+            double acc = 0;
+            for (int64_t k = 0; k < g->k; k++)
+                acc += a[i * g->k + k] * b[k * g->n + j];
+            c[i * g->n + j] = acc;
+        }
+    return true;
+}
+#endif
+
+static int test_golden_hook(void)
+{
+#ifndef PERFC_HAVE_LLVM
+    fprintf(stderr, "skipped: no LLVM\n");
+    return 77;
+#else
+    Src s;
+    if (!src_open(&s, gemm_text, 320)) /* 2*320^3 flops: above the interpreter's share */
+        return 1;
+    Diags d;
+    diag_init(&d);
+    hook_dev = rt_host_open(&d);
+    CHECK(hook_dev, "host device");
+    if (!hook_dev)
+        return 1;
+    hook_dev->gemm_f64 = fake_gemm_f64;
+    hook_dev->gemm_f64_name = "test-dgemm";
+    TuneOptions o;
+    tune_options_init(&o);
+    o.threads = 1;
+    o.budget = 2;
+    o.progress = 0;
+    o.quiet = true;
+    o.no_db = true;
+    o.seed = 5;
+    o.cand_min_time_s = 0.002;
+    o.device = hook_dev;
+    TuneResult r;
+    int rc = tune_kernel(&s.in, &o, &r, &d);
+    diag_flush(&d, stderr);
+    CHECK(rc == 0 && r.has_final && r.final.valid, "tuning with the device's golden: status %d", rc);
+    CHECK(!strcmp(r.final.golden, "test-dgemm"), "golden %s", r.final.golden);
+    CHECK(hook_calls >= 2 && hook_wrong_dev == 0, "hook called %d times, %d with the proxy", hook_calls,
+          hook_wrong_dev);
+    tune_result_free(&r);
+    hook_dev->close(hook_dev);
+    src_close(&s);
+    diag_free(&d);
+    return 0;
+#endif
+}
+
 static int test_repro(const char *dir, bool warm)
 {
 #ifndef PERFC_HAVE_LLVM
@@ -453,6 +597,13 @@ static int test_repro(const char *dir, bool warm)
         CHECK(w.measured == 0, "second run measured %d", w.measured);
         CHECK(w.best_block && r.best_block && !strcmp(w.best_block, r.best_block), "same winner");
         CHECK(el < 1.0, "warm answer took %.2f s", el);
+        /* re-validated now on one fresh input set; the times are the winner's
+         * final measurement, not a new one */
+        CHECK(w.final.valid && w.final.checks == 1, "warm answer validated (%d checks)", w.final.checks);
+        CHECK(w.final.measured_at > 0 && w.final.time.median == r.final.time.median &&
+                  w.final.time.reps == r.final.time.reps,
+              "warm answer reports the stored times (%g ms, %d reps; final run %g ms, %d reps)",
+              w.final.time.median, w.final.time.reps, r.final.time.median, r.final.time.reps);
         tune_result_free(&w);
         tune_result_free(&r);
         src_close(&s);
@@ -525,6 +676,8 @@ int main(int argc, char **argv)
         rc = test_repro(dir, false);
     else if (!strcmp(what, "warm"))
         rc = test_repro(dir, true);
+    else if (!strcmp(what, "golden_hook"))
+        rc = test_golden_hook();
     else {
         fprintf(stderr, "unknown test %s\n", what);
         return 2;

@@ -102,7 +102,68 @@ static const Case cases[] = {
     {GEMM, 0, "M=7,N=9,K=11", "tile(i, j, 4, 4) parallel(io) cache(C, jo)", "stage it before marking", 0, 0},
     {GEMM, 0, "M=8,N=8,K=8", "tile(i, j, 4, 4) cache(A, io) parallel(io)", 0, "parallel", 0},
     {GEMM, 0, "M=8,N=8,K=8", "cache(A, k)", 0, 0, 0},
+    /* a copy staged outside a parallel loop that writes it would be shared by its
+     * threads (found by the property test: the JIT raced, the interpreter agreed) */
+    {"stdlib/depthwise_conv2d.pdl", 0, 0, "cache(Y, y) parallel(c) cache(Y_y, n)", "shared by its threads", 0, 0},
+    {GEMM, 0, "M=8,N=8,K=8", "parallel(j) cache(C, i)", "written inside parallel loop j", 0, 0},
     {"stdlib/conv2d.pdl", 0, 0, "split(Y.x, 2) cache(X, Y.xo)", 0, 0, 0},
+    /* prefetch: the box the body of `at` reads, `from` advanced by the offset */
+    {SOFTMAX, 0, "R=5,C=7", "prefetch(X, e.c, e.r)", 0, "| for e.c in 0..C\n| | prefetch X[e.r + 1, e.c]\n", 0},
+    {SOFTMAX, 0, "R=5,C=7", "split(e.c, 4) prefetch(X, e.co, e.r)", 0, "| | prefetch X[e.r + 1, e.co * 4 .. +4]\n", 0},
+    {SOFTMAX, 0, "R=5,C=7", "prefetch(X, e.c, e.c, 2)", 0, "prefetch X[e.r, e.c + 2]", 0},
+    {SOFTMAX, 0, "R=5,C=7", "prefetch(m, m.c, m.r)", 0, "prefetch m[m.r + 1]\n", 0},
+    /* a box the body only stores to is fetched for writing; like= takes the box from
+     * a loop beside `at`, offset 0 being this iteration of `from` */
+    {SOFTMAX, 0, "R=5,C=7", "prefetch(Y, Y.c, Y.r)", 0, "prefetch Y[Y.r + 1, Y.c] for write", 0},
+    {SOFTMAX, 0, "R=5,C=7", "fuse(m.r, e.r) fuse(m.r, s.r) fuse(m.r, Y.r) prefetch(Y, e.c, m.r, 0, like=Y.c)", 0,
+     "| | prefetch Y[m.r, e.c] for write\n| | e[m.r, e.c] = exp(", 0},
+    /* the stdlib CPU schedule's form, vector loops and all, at an odd size (tails) */
+    {SOFTMAX, 0, "R=5,C=37",
+     "fuse(m.r, e.r) fuse(m.r, s.r) fuse(m.r, Y.r) cache(e, m.r, name=er) split(e.c, 8) split(Y.c, 8) "
+     "vectorize(e.ci) vectorize(Y.ci) prefetch(X, e.co, m.r) prefetch(Y, e.co, m.r, 0, like=Y.co) parallel(m.r)",
+     0, "| | prefetch X[m.r + 1, e.co * 8 .. +8]\n| | prefetch Y[m.r, e.co * 8 .. +8] for write\n", 0},
+    /* boxes of many lines (the code generator loops over lines, and over rows) */
+    {GEMM, 0, "M=7,N=9,K=1100", "prefetch(A, i, i)", 0, "prefetch A[i + 1, 0 .. +1100]\n", 0},
+    {GEMM, 0, "M=9,N=9,K=400", "tile(i, j, 4, 4) prefetch(A, io, io)", 0, "prefetch A[io * 4 + 4 .. +4, 0 .. +400]", 0},
+    /* later transformations carry it */
+    {SOFTMAX, 0, "R=5,C=7", "prefetch(X, e.c, e.r) split(e.c, 4)", 0,
+     "| | | | prefetch X[e.r + 1, e.co * 4 + e.ci]\n", 0},
+    {SOFTMAX, 0, "R=5,C=7", "prefetch(X, e.c, e.r) split(e.r, 2, tail=peel)", 0,
+     "prefetch X[e.ro * 2 + e.ri + 1, e.c]", 0},
+    {SOFTMAX, 0, "R=5,C=7", "prefetch(X, e.c, e.r) fuse(m.r, e.r)", 0, "prefetch X[m.r + 1, e.c]", "e.r"},
+    {SOFTMAX, 0, "R=5,C=8", "split(e.c, 4) prefetch(X, e.ci, e.r) vectorize(e.ci) unroll(e.co)", 0,
+     "prefetch X[e.r + 1, e.co * 4 + e.ci]", 0},
+    {SOFTMAX, 0, "R=5,C=7", "prefetch(X, e.c, e.r) reorder(e.c, e.r)", 0,
+     "for e.c in 0..C\n| for e.r in 0..R\n| | prefetch X[e.r + 1, e.c]", 0},
+    {SOFTMAX, 0, "R=5,C=7", "prefetch(e, Y.c, Y.r) layout(e, 1, 0)", 0, "prefetch e[Y.c, Y.r + 1]", 0},
+    /* distribute keeps it with the part that reads its buffer */
+    {GEMM, 0, "M=7,N=9,K=11", "prefetch(A, j, i) distribute(j)", 0,
+     "| for j1 in 0..N\n| | prefetch A[i + 1, 0 .. +11]\n| | for k", 0},
+    {GEMM, 0, "M=8,N=8,K=8", "tile(i, j, 4, 4) prefetch(B, jo, jo) cache(B, jo)", 0,
+     "| | prefetch B[0 .. +8, jo * 4 + 4 .. +4]\n", 0},
+    /* ... and removes it with the temporary it fetches */
+    {SOFTMAX, 0, "R=5,C=7", "prefetch(e, Y.c, Y.r) inline(e)", 0, 0, "prefetch"},
+    {SOFTMAX, 0, "R=5,C=7", "fuse(m.r, e.r) fuse(m.r, s.r) fuse(m.r, Y.r) prefetch(e, Y.c, m.r) cache(e, m.r, name=er)",
+     0, "er[0, e.c] = exp(", "prefetch"},
+    /* refusals */
+    {SOFTMAX, 0, "R=5,C=7", "prefetch(X, e.r, e.r) reorder(e.c, e.r)", "not perfectly nested", 0, 0},
+    {SOFTMAX, 0, "R=5,C=7", "prefetch(X, e.r, e.r) reorder(e.c, e.r)", "holds a prefetch of X", 0, 0},
+    {SOFTMAX, 0, "R=5,C=7", "prefetch(X, e.c, e.r, 0)", "the offset is 0", 0, 0},
+    {SOFTMAX, 0, "R=5,C=7", "prefetch(X, e.c, e.r, 0, like=e.c)", "like= names e.c itself", 0, 0},
+    {GEMM, 0, "M=7,N=9,K=8", "split(k, 4) prefetch(A, ki, ki) rfactor(ki)", "single reduction statement", 0, 0},
+    {GEMM, 0, "M=7,N=9,K=8", "split(k, 4) prefetch(A, ki, ki) rfactor(ki)", "ki holds a prefetch of A", 0, 0},
+    {SOFTMAX, 0, "R=5,C=7", "prefetch(X, e.r, e.c)", "loop e.c does not enclose loop e.r", 0, 0},
+    {SOFTMAX, 0, "R=5,C=7", "prefetch(Y, e.c, e.r)", "nothing in loop e.c reads or writes Y", 0, 0},
+    {SOFTMAX, 0, "R=5,C=7", "prefetch(m, e.c, e.c)", "does not move with e.c", 0, 0},
+    {SOFTMAX, 0, "R=5,C=7", "prefetch(X, e.c, e.r) prefetch(X, e.c, e.r)", "already prefetches", 0, 0},
+    {SOFTMAX, 0, "R=5,C=20000", "prefetch(X, e.r, e.r)", "more than 64 KB", 0, 0},
+    {SOFTMAX, 0, "R=5,C=7", "prefetch(X, e.c)", "usage: prefetch(", 0, 0},
+    {SOFTMAX, 0, "R=5,C=7", "prefetch(X, e.c, e.r, foo=1)", "unknown argument foo=", 0, 0},
+    {SOFTMAX, 0, "R=5,C=7", "fuse(m.r, e.r) fuse(m.r, s.r) fuse(m.r, Y.r) cache(e, m.r, name=er) prefetch(er, Y.c, m.r)",
+     "er is a local staging buffer", 0, 0},
+    {SOFTMAX, 0, "R=5,C=7", "prefetch(X, e.c, e.r, 1, like=m.c)", "must be a loop inside e.r beside e.c", 0, 0},
+    {SOFTMAX, 0, "R=5,C=8", "fuse(m.r, e.r) fuse(m.r, s.r) fuse(m.r, Y.r) split(e.c, 2) prefetch(Y, e.co, m.r, 0, like=Y.c)",
+     "runs over other bounds", 0, 0},
     /* parameters */
     {GEMM, 0, "M=8,N=8,K=8", "param T in [4, 2]  split(i, T)", 0, "for ii in 0..4", 0},
     {GEMM, 0, "M=8,N=8,K=8", "param T = 3  split(i, T)", 0, "for ii in 0..3", 0},
@@ -166,6 +227,15 @@ int main(int argc, char **argv)
             double e = pass ? xt_interp_diff(ref, k, 1234 + (uint64_t)ci, &why) : 0;
             if (pass && !(e <= 1e-12)) {
                 printf("FAIL %d `%s`: outputs differ (%g): %s\n%s\n", ci, c->sched, e, why.s, ir.s);
+                pass = false;
+            }
+            /* A schedule with a prefetch is JIT-compiled too (f32 storage, against the
+             * interpreted reference): the code generator must issue the prefetch, box
+             * clamped, without changing a result. */
+            bool jit = strstr(c->sched, "prefetch(") != NULL;
+            double j = pass && jit ? xt_jit_diff(ref, k, 4321 + (uint64_t)ci, &why) : 0;
+            if (pass && !(j <= 1e-5)) {
+                printf("FAIL %d `%s`: JIT outputs differ (%g): %s\n%s\n", ci, c->sched, j, why.s, ir.s);
                 pass = false;
             }
         }
