@@ -654,7 +654,7 @@ static bool affine(const Cg *g, const Expr *e, Aff *out)
         /* Constant operands only (sizes such as (H + 2*P - R)/U + 1): floor division
          * and modulo, as the IR defines them. */
         if (dtype_is_float(e->dtype) || !affine(g, e->args[0], &a) || !affine(g, e->args[1], &b) || a.n || b.n ||
-            b.c == 0)
+            b.c == 0 || (b.c == -1 && a.c == INT64_MIN))
             return false;
         {
             int64_t q = a.c / b.c;
@@ -1065,17 +1065,44 @@ static bool affine_addr(Fn *f, const Buffer *b, Expr *const *idx, bool lane0, Ad
     return true;
 }
 
-/* The address of element r + c of b (inbounds: the access is known in range). */
+/* The address of row r of b, the base of r + c for every c: one per block.  Not
+ * inbounds, as r alone may lie outside b (A[i - 2, j] at the last i). */
+static LLVMValueRef row_at(Fn *f, const Buffer *b, LLVMValueRef r)
+{
+    Region *rg = region(f);
+    for (int i = 0; i < rg->nptrs; i++)
+        if (rg->ptrs[i].b == b && rg->ptrs[i].r == r && rg->ptrs[i].w == -1)
+            return rg->ptrs[i].p;
+    LLVMValueRef p = gep(f, b, r, false);
+    GROW(rg->ptrs, rg->nptrs, rg->capptrs);
+    rg->ptrs[rg->nptrs++] = (Slot){.b = b, .r = r, .w = -1, .p = p};
+    return p;
+}
+
+/* The address of element r + c of b (inbounds: the access is known in range).
+ * In kernels with register tiles, r + c is row r's address plus the constant c:
+ * the accesses of an unrolled tile then share one base register, as the code
+ * generator would have them.  As `b + (r + c)` instead, InstCombine splits each
+ * address into `(b + r) + c` and LICM re-associates that into `(b + c) + r`,
+ * hoisting b + c: a loop-invariant base per element of the tile (126 in conv2d's
+ * inner loop), which Loop Strength Reduction then spent 4 of conv2d's 27 ms
+ * recombining.  The short pipeline has no pass that would undo the shared row. */
 static LLVMValueRef ptr_at(Fn *f, const Buffer *b, Addr a, bool inbounds)
 {
     Cg *g = f->g;
     Region *rg = region(f);
     if (inbounds)
         for (int i = 0; i < rg->nptrs; i++)
-            if (rg->ptrs[i].b == b && rg->ptrs[i].r == a.r && rg->ptrs[i].c == a.c)
+            if (rg->ptrs[i].b == b && rg->ptrs[i].r == a.r && rg->ptrs[i].c == a.c && rg->ptrs[i].w == 0)
                 return rg->ptrs[i].p;
-    LLVMValueRef off = !a.r ? ci64(g, a.c) : a.c ? LLVMBuildNSWAdd(g->B, a.r, ci64(g, a.c), "") : a.r;
-    LLVMValueRef p = gep(f, b, off, inbounds);
+    LLVMValueRef p;
+    if (g->lean && a.r && a.c) {
+        LLVMValueRef c = ci64(g, a.c);
+        p = LLVMBuildGEP2(g->B, sty(g, b->dtype), row_at(f, b, a.r), &c, 1, "");
+    } else {
+        LLVMValueRef off = !a.r ? ci64(g, a.c) : a.c ? LLVMBuildNSWAdd(g->B, a.r, ci64(g, a.c), "") : a.r;
+        p = gep(f, b, off, inbounds);
+    }
     if (inbounds) {
         GROW(rg->ptrs, rg->nptrs, rg->capptrs);
         rg->ptrs[rg->nptrs++] = (Slot){.b = b, .r = a.r, .c = a.c, .p = p};
@@ -2400,32 +2427,6 @@ static bool emit_transpose(Fn *f, const Node *L)
         if (ta.k[i] && ta.var[i] != va->id && ta.var[i] != vb->id)
             return false;
 
-    if (getenv("PERFC_TROWS")) {
-        const Buffer *D = in ? T : G, *Sr = in ? G : T;
-        Expr *const *di = in ? ti : gi, *const *si = in ? gi : ti;
-        const Var *rv = in ? gv : tv, *lv = in ? tv : gv;
-        int64_t nd = in ? ng : nt, nl = in ? nt : ng, lor = in ? log : lot, lol = in ? lot : log;
-        LoopSt ls;
-        LLVMValueRef iv = loop_open(f, ci64(g, lor), ci64(g, lor + nd), rv->name, &ls);
-        Binding br = bind(f, rv, S(iv));
-        LLVMValueRef vec = LLVMGetPoison(LLVMVectorType(cty(g, D->dtype), (unsigned)nl));
-        Addr a;
-        for (int64_t k = 0; k < nl; k++) {
-            Binding bl = bind(f, lv, S(ci64(g, lol + k)));
-            if (!affine_addr(f, Sr, si, false, &a))
-                die("row copy");
-            vec = LLVMBuildInsertElement(g->B, vec, load_at(f, Sr, a, 0), ci32(g, (int32_t)k), "");
-            unbind(f, lv, bl);
-        }
-        Binding bl = bind(f, lv, S(ci64(g, lol)));
-        if (!affine_addr(f, D, di, false, &a))
-            die("row copy");
-        store_at(f, D, a, (int)nl, vec);
-        unbind(f, lv, bl);
-        unbind(f, rv, br);
-        loop_close(f, &ls);
-        return true;
-    }
     LLVMValueRef r[16];
     Binding sa = bind(f, tv, S(ci64(g, lot))), sbb = bind(f, gv, S(ci64(g, log)));
     int w = (int)nt;
@@ -2519,18 +2520,51 @@ static int64_t tile_size(const Fn *f, const NodeList *l)
     return size;
 }
 
+/* Whether e calls a function perfc expands inline into a long polynomial. */
+static bool expr_transcendental(const Expr *e)
+{
+    if (!e)
+        return false;
+    if (e->kind == IE_EXP || e->kind == IE_LOG || e->kind == IE_TANH || e->kind == IE_ERF)
+        return true;
+    if (e->kind == IE_LOAD) {
+        for (int i = 0; i < e->u.load.buf->rank; i++)
+            if (expr_transcendental(e->u.load.idx[i]))
+                return true;
+        return false;
+    }
+    for (int i = 0; i < ir_expr_arity(e->kind); i++)
+        if (expr_transcendental(e->args[i]))
+            return true;
+    return false;
+}
+
+static bool list_transcendental(const NodeList *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        const Node *n = l->v[i];
+        if (n->kind == N_STMT ? expr_transcendental(n->u.stmt.value)
+                              : list_transcendental(ir_body((Node *)n)))
+            return true;
+    }
+    return false;
+}
+
 /* The serial loop around a small register-tile update (gemm's k loop around its
  * 6 x 16 tile: six vector FMAs) runs two iterations per trip, as LLVM's unroller
  * used to make it: the loop's increment, compare and branch are then paid once per
  * twelve FMAs rather than six (1-2% on gemm).  Not in the guarded version of a
  * versioned loop (edge tiles, rarely run), nor for a bigger update (conv2d's 126
- * FMAs), which has no loop overhead worth the code. */
+ * FMAs), which has no loop overhead worth the code, nor around an exp, log, tanh
+ * or erf: each is some twenty instructions per vector (softmax's exp loop over 64
+ * lanes is 200), so the loop is never small, and twice the code cost softmax 6 ms
+ * of compile time once its trip count became constant. */
 static bool unroll_twice(const Fn *f, const Node *n)
 {
     const Cg *g = f->g;
     int64_t ext, s;
     if (!g->lean || n->u.loop.kind != LOOP_SERIAL || !const_extent(g, n->u.loop.lo, n->u.loop.hi, &ext) || ext < 4 ||
-        ext % 2 || !holds_scheduled(&n->u.loop.body))
+        ext % 2 || !holds_scheduled(&n->u.loop.body) || list_transcendental(&n->u.loop.body))
         return false;
     s = tile_size(f, &n->u.loop.body);
     return s >= 4 && s <= UNROLL_STMTS;
@@ -2599,6 +2633,15 @@ static bool narrow_bounds(Fn *f, const Node *L, LLVMValueRef *lo, LLVMValueRef *
         }
     }
     return true;
+}
+
+/* Serial loop n's body for the one value x of its variable, without a loop. */
+static void emit_once(Fn *f, const Node *n, LLVMValueRef x)
+{
+    Binding saved = bind(f, n->u.loop.var, S(x));
+    start_fresh(f, n);
+    emit_list(f, &n->u.loop.body);
+    unbind(f, n->u.loop.var, saved);
 }
 
 /* Whether e is a constant whose storage is all zero bytes (0, +0.0, false). */
@@ -2748,7 +2791,9 @@ static bool split_padded(Fn *f, const Node *L, int64_t lo, int64_t hi)
         return false;
     int64_t cut[4] = {lo, a, b, hi};
     for (int i = 0; i < 3; i++)
-        if (cut[i] < cut[i + 1])
+        if (cut[i] + 1 == cut[i + 1])
+            emit_once(f, L, ci64(f->g, cut[i])); /* the border rows and columns of a 1-pixel pad */
+        else if (cut[i] < cut[i + 1])
             emit_serial_ex(f, L, ci64(f->g, cut[i]), ci64(f->g, cut[i + 1]), false);
     return true;
 }
@@ -2783,12 +2828,8 @@ static void emit_loop(Fn *f, const Node *n)
     }
     if (kind == LOOP_SERIAL && cext && ext <= 1) {
         /* No loop for one iteration (batch loops at batch 1, say), none for none. */
-        if (ext == 1) {
-            Binding saved = bind(f, v, S(lo));
-            start_fresh(f, n);
-            emit_list(f, &n->u.loop.body);
-            unbind(f, v, saved);
-        }
+        if (ext == 1)
+            emit_once(f, n, lo);
         return;
     }
     if (kind == LOOP_SERIAL && cext && emit_transpose(f, n))
