@@ -574,6 +574,7 @@ Node *ir_loop(Kernel *k, Var *v, Expr *lo, Expr *hi, Span sp)
     n->u.loop.lo = lo;
     n->u.loop.hi = hi;
     n->u.loop.kind = LOOP_SERIAL;
+    n->u.loop.inflight = 0;
     return n;
 }
 
@@ -672,6 +673,7 @@ static Node *clone_node(Kernel *k, const Node *n, Node *parent)
     case N_LOOP:
         c->u.loop.var = n->u.loop.var;
         c->u.loop.kind = n->u.loop.kind;
+        c->u.loop.inflight = n->u.loop.inflight;
         c->u.loop.lo = ir_clone_expr(k, n->u.loop.lo);
         c->u.loop.hi = ir_clone_expr(k, n->u.loop.hi);
         from = &n->u.loop.body;

@@ -58,6 +58,9 @@ int ir_expr_arity(ExprKind k);
      * warp runs the triple at once.  Placed among the GPU kinds so that a check \
      * for BLOCK_X..THREAD_Z (the CPU back end's refusal) covers it. */          \
     X(MMA, "mma")                                                                \
+    /* wgmma: the i loop of a 64xNx16 triple run by one warpgroup (4 warps) with \
+     * Hopper's asynchronous wgmma, operands read from shared memory. */         \
+    X(WGMMA, "wgmma")                                                            \
     /* pipeline: a serial loop whose leading copies into shared memory rotate    \
      * over stages (passes/xform_gpu.c); the CUDA back end overlaps the copies   \
      * of later iterations with this one's work.  Serial everywhere else. */     \
@@ -157,6 +160,9 @@ struct Node {
             Var *var;
             Expr *lo, *hi;  /* for var in lo..hi (hi exclusive) */
             LoopKind kind;
+            /* pipeline loops: iterations whose asynchronous tensor-core work may
+             * still read their stage when the next one starts (pipeline(.., inflight=)) */
+            int inflight;
             NodeList body;
         } loop;
         struct {

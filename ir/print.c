@@ -177,6 +177,8 @@ static void put_nodes(const Kernel *k, const NodeList *l, int depth, StrBuf *out
             put_expr(k, n->u.loop.hi, out);
             if (n->u.loop.kind != LOOP_SERIAL)
                 sb_printf(out, " %s", loop_kind_name(n->u.loop.kind));
+            if (n->u.loop.inflight)
+                sb_printf(out, " inflight %d", n->u.loop.inflight);
             sb_putc(out, '\n');
             put_nodes(k, &n->u.loop.body, depth + 1, out);
             break;

@@ -37,7 +37,8 @@
     X(LAYOUT, "layout", "layout(buffer, d0, d1, ...)")                            \
     X(BIND, "bind", "bind(loop, block.x|block.y|block.z|thread.x|thread.y|thread.z)") \
     X(MMA, "mma", "mma(i, j, k)  # 16x8x16 f16/bf16 tensor-core triple")         \
-    X(PIPELINE, "pipeline", "pipeline(loop, stages)  # rotate shared copies over 2-8 stages") \
+    X(WGMMA, "wgmma", "wgmma(i, j, k)  # 64xNx16 f16/bf16 warpgroup triple (sm_90a)") \
+    X(PIPELINE, "pipeline", "pipeline(loop, stages[, inflight=1])  # rotate shared copies over 2-8 stages") \
     X(COLLAPSE, "collapse", "collapse(outer, inner[, name])  # one loop over both: v / B, v % B") \
     X(PREFETCH, "prefetch", "prefetch(buffer, at, from[, offset][, like=loop])  # fetch what at accesses, offset iterations of from ahead")
 

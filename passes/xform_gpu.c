@@ -7,6 +7,9 @@
  * races), its extent is a constant within CUDA's launch limits, block loops form
  * the outermost nest and thread loops sit inside it without two on one dimension.
  *
+ * wgmma(i, j, k) is the same for a 64 x N x 16 triple run by one warpgroup with
+ * Hopper's wgmma (sm_90a): same legality, N any multiple of 8 up to 256.
+ *
  * mma(i, j, k) marks a 16 x 8 x 16 loop triple whose single statement is
  * `acc[.. i .., .. j ..] += f32(A[.. i .. k ..]) * f32(B[.. k .. j ..])` with A and B
  * both f16 or both bf16 and acc a local f32 buffer: the CUDA back end runs it as one
@@ -169,7 +172,7 @@ bool xf_bind(XfCtx *c)
     }
     const Node *w;
     if (xf_inside_kind(l, LOOP_PARALLEL, false, &w) || xf_inside_kind(l, LOOP_VECTOR, false, &w) ||
-        xf_inside_kind(l, LOOP_MMA, false, &w)) {
+        xf_inside_kind(l, LOOP_MMA, false, &w) || xf_inside_kind(l, LOOP_WGMMA, false, &w)) {
         xf_err(c, "%s is inside %s loop %s", v, loop_kind_name(w->u.loop.kind), w->u.loop.var->name);
         return false;
     }
@@ -234,13 +237,12 @@ static bool coefs(Space *sp, const Expr *e, const int *col, int64_t *out)
     return true;
 }
 
-bool xf_mma(XfCtx *c)
+/* The checks mma and wgmma share: a perfectly nested serial triple i, j, k of the
+ * given extents (want[1] == 0: j may run any multiple of 8 up to 256, as wgmma's N)
+ * whose one statement accumulates a product of two f16 or bf16 loads into a 2-D
+ * local f32 buffer, each loop variable only where the hardware layout puts it. */
+static bool tc_triple(XfCtx *c, Node **L, const int64_t want[3], const char *shape)
 {
-    Node *L[3];
-    for (int q = 0; q < 3; q++)
-        if (!(L[q] = xf_arg_loop(c, q)))
-            return false;
-    static const int64_t want[3] = {16, 8, 16};
     static const char *const role[3] = {"i (rows)", "j (columns)", "k (reduction)"};
     for (int q = 0; q < 3; q++) {
         int64_t ext;
@@ -248,9 +250,19 @@ bool xf_mma(XfCtx *c)
             xf_err(c, "loop %s is marked %s", L[q]->u.loop.var->name, loop_kind_name(L[q]->u.loop.kind));
             return false;
         }
-        if (!xf_const_extent(c->k, L[q], &ext) || ext != want[q]) {
-            xf_err(c, "the %s loop %s must run exactly %lld times (m16n8k16); split it first",
-                   role[q], L[q]->u.loop.var->name, (long long)want[q]);
+        bool ok = xf_const_extent(c->k, L[q], &ext);
+        if (ok && want[q])
+            ok = ext == want[q];
+        else if (ok)
+            ok = ext >= 8 && ext <= 256 && ext % 8 == 0;
+        if (!ok) {
+            if (want[q])
+                xf_err(c, "the %s loop %s must run exactly %lld times (%s); split it first", role[q],
+                       L[q]->u.loop.var->name, (long long)want[q], shape);
+            else
+                xf_err(c, "the %s loop %s must run a constant multiple of 8 times, 8 to 256 (%s); split "
+                          "it first",
+                       role[q], L[q]->u.loop.var->name, shape);
             return false;
         }
     }
@@ -354,8 +366,39 @@ bool xf_mma(XfCtx *c)
             return false;
         }
     }
+    return true;
+}
+
+bool xf_mma(XfCtx *c)
+{
+    Node *L[3];
+    for (int q = 0; q < 3; q++)
+        if (!(L[q] = xf_arg_loop(c, q)))
+            return false;
+    static const int64_t want[3] = {16, 8, 16};
+    if (!tc_triple(c, L, want, "m16n8k16"))
+        return false;
     if (!c->dry)
         L[0]->u.loop.kind = LOOP_MMA;
+    return true;
+}
+
+/* wgmma(i, j, k): the triple is 64 x N x 16 and one warpgroup (128 threads, four
+ * warps) runs it as wgmma.mma_async with both operands in shared memory.  The
+ * legality is mma's; where the operands live, their layout in shared memory and the
+ * warpgroup are the CUDA back end's contract (docs/cuda.md "wgmma"), checked when
+ * it emits the launch, since they depend on transformations applied later. */
+bool xf_wgmma(XfCtx *c)
+{
+    Node *L[3];
+    for (int q = 0; q < 3; q++)
+        if (!(L[q] = xf_arg_loop(c, q)))
+            return false;
+    static const int64_t want[3] = {64, 0, 16};
+    if (!tc_triple(c, L, want, "wgmma m64nNk16"))
+        return false;
+    if (!c->dry)
+        L[0]->u.loop.kind = LOOP_WGMMA;
     return true;
 }
 
@@ -416,6 +459,22 @@ bool xf_pipeline(XfCtx *c)
     }
     if (l->u.loop.kind != LOOP_SERIAL) {
         xf_err(c, "loop %s is already marked %s", v, loop_kind_name(l->u.loop.kind));
+        return false;
+    }
+    /* inflight=1: the wgmma products of an iteration may still be reading its stage
+     * while the next iteration's are issued; the copies then run one stage less far
+     * ahead.  Only the CUDA back end's timing changes; the meaning is the same. */
+    int64_t inflight = 0;
+    const SchedArg *fa = xf_kwarg(c, "inflight");
+    if (fa && (fa->kind != SARG_INT || fa->ival < 0 || fa->ival > 1)) {
+        xf_err(c, "inflight= takes 0 or 1");
+        return false;
+    }
+    if (fa)
+        inflight = fa->ival;
+    if (S < inflight + 2) {
+        xf_err(c, "a pipeline with inflight=%lld needs at least %lld stages", (long long)inflight,
+               (long long)inflight + 2);
         return false;
     }
     /* The stages rotate at block level: every thread of the block walks the loop. */
@@ -525,5 +584,6 @@ bool xf_pipeline(XfCtx *c)
         b->rank++;
     }
     l->u.loop.kind = LOOP_PIPELINE;
+    l->u.loop.inflight = (int)inflight;
     return true;
 }

@@ -241,6 +241,7 @@ bool xf_layout(XfCtx *c);
 /* xform_gpu.c */
 bool xf_bind(XfCtx *c);
 bool xf_mma(XfCtx *c);
+bool xf_wgmma(XfCtx *c);
 bool xf_pipeline(XfCtx *c);
 /* xform_collapse.c */
 bool xf_collapse(XfCtx *c);

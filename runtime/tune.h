@@ -29,7 +29,7 @@
 #include "runtime.h"
 #include "tunedb.h"
 
-enum { TUNE_MAX_PARAMS = 16, TUNE_MAX_TEMPLATES = 8, TUNE_TOP = 5 };
+enum { TUNE_MAX_PARAMS = 16, TUNE_MAX_TEMPLATES = 12, TUNE_TOP = 5 };
 
 /* What is tuned: the checked kernel and how to lower it (as the CLI does). */
 typedef struct TuneInput {

@@ -560,6 +560,56 @@ static bool gpu_tc_text(const Nest *n, const TcShape *t, StrBuf *b)
     return true;
 }
 
+/* Hopper warpgroup products (sm_90a only): the structure of stdlib's gemm_wg_*
+ * schedules made templates.  Two warpgroups (thread.x 128, thread.y 2) share a
+ * 128 x BN block tile, each a 64 x BN accumulator fed by one wgmma m64nBNk16 per 16
+ * of the 64-deep K step, both operands read from 128-byte swizzled shared memory
+ * filled by 16-byte cp.async in a ring of `st` stages; inflight=1 lets one group of
+ * products run on while the next stage's are issued. */
+typedef struct WgShape {
+    int bn;
+    const char *stages; /* the candidate set of the pipeline depth */
+    int inflight;
+} WgShape;
+
+static const WgShape wg_shapes[] = {
+    {256, "4, 3", 1}, /* stdlib's gemm_wg_*: 0.89-0.91x cuBLAS on an H200 */
+    {128, "3, 4", 0}, /* two blocks per SM at 3 stages */
+    {128, "5, 4", 1},
+};
+
+static bool gpu_wg_text(const Nest *n, const WgShape *t, StrBuf *b)
+{
+    if (n->nspatial != 2 || !n->red || n->nloops != 3)
+        return false;
+    const char *I = lname(n, 0), *J = lname(n, 1), *Kk = lname(n, 2);
+    const Var *vi = n->loops[0]->u.loop.var, *vj = n->loops[1]->u.loop.var;
+    const Buffer *pa = panel_operand(n->red->u.stmt.value, vj, vi), *pb = panel_operand(n->red->u.stmt.value, vi, vj);
+    const Buffer *out = n->red->u.stmt.buf;
+    if (!pa || !pb || out->dtype != DT_F32 || pa->dtype != pb->dtype || (pa->dtype != DT_F16 && pa->dtype != DT_BF16))
+        return false;
+    if (n->ext[0] % 128 || n->ext[1] % t->bn || n->ext[2] % 64)
+        return false;
+    /* B's 64 x BN tile: 128 threads cover RPP rows of BN / 8 chunks at a time */
+    int rpp = 1024 / t->bn, passes = 64 / rpp;
+    sb_printf(b, "param st in [%s]\n", t->stages);
+    sb_printf(b, "tile(%s, %s, 128, %d, io, jo, ii, ji)\ncache(%s, jo, name=acc)\ndistribute(ji)\ndistribute(ii)\n", I,
+              J, t->bn, out->name);
+    sb_printf(b, "split(acc_c0, 64, cy, cr)\nsplit(ii, 64, iy, ir)\nsplit(ii1, 64, wy, wm)\n"
+                 "split(%s, 64, ko, kt)\nsplit(kt, 16, ks, kk)\nreorder(ko, wy, ks, wm, ji1, kk)\n", Kk);
+    sb_printf(b, "cache(%s, ko, mem=shared, name=As)\ncache(%s, ko, mem=shared, name=Bs)\n", pa->name, pb->name);
+    sb_puts(b, "split(As_c1, 8, ac, av)\nsplit(As_c0, 16, ar, ax)\ncollapse(ax, ac, af)\nsplit(ar, 4, ay, au)\n"
+               "reorder(ay, af, au, av)\n");
+    sb_printf(b, "split(Bs_c1, 8, bc, bv)\nsplit(Bs_c0, %d, br, bx)\ncollapse(bx, bc, bf)\nsplit(br, %d, by, bu)\n"
+                 "reorder(by, bf, bu, bv)\n", rpp, passes / 2);
+    sb_puts(b, "split(acc_c01, 64, oy, or)\nwgmma(wm, ji1, kk)\n"
+               "bind(io, block.y)\nbind(jo, block.x)\nbind(cy, thread.y)\nbind(iy, thread.y)\nbind(wy, thread.y)\n"
+               "bind(ay, thread.y)\nbind(af, thread.x)\nbind(by, thread.y)\nbind(bf, thread.x)\nbind(oy, thread.y)\n"
+               "unroll(ks)\nunroll(au)\nunroll(bu)\nvectorize(av)\nvectorize(bv)\n");
+    sb_printf(b, "pipeline(ko, st%s)\n", t->inflight ? ", inflight=1" : "");
+    return true;
+}
+
 /* The loop to run on threads: the outermost with an iteration for every thread
  * (a batch of one is no parallelism), among the first `below` loops of the chain. */
 static int par_loop(const Nest *n, int below)
@@ -769,7 +819,27 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
          * empty schedule stands for. */
         sp->kclass = ncontr ? "contraction (GPU)" : "default GPU mapping";
         /* tensor-core templates first (f16 / bf16 products), each only when it
-         * applies whole */
+         * applies whole: Hopper's wgmma where the target has it, then mma.sync */
+        for (size_t t = 0; nn == 1 && ncontr && !strcmp(target, "sm_90a") && t < sizeof wg_shapes / sizeof wg_shapes[0];
+             t++) {
+            if (!gpu_wg_text(&ns[0], &wg_shapes[t], &b)) {
+                sb_reset(&b);
+                continue;
+            }
+            AstSchedule *s = parse_checked(in, b.s, a, &dropped, d);
+            if (!s) {
+                sb_free(&b);
+                return false;
+            }
+            if (!dropped) {
+                const WgShape *c = &wg_shapes[t];
+                add_template(sp, s, arena_printf(a, "rules: GPU wgmma 128x%dx64%s", c->bn,
+                                                 c->inflight ? ", one group in flight" : ""));
+                sp->kclass = "contraction (GPU, tensor cores)";
+            }
+            dropped = 0;
+            sb_reset(&b);
+        }
         for (size_t t = 0; nn == 1 && ncontr && t < sizeof tc_shapes / sizeof tc_shapes[0]; t++) {
             if (!gpu_tc_text(&ns[0], &tc_shapes[t], &b)) {
                 sb_reset(&b);

@@ -94,6 +94,12 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   for k in gemm_tiled gemm_tc_f16 gemm_tc_bf16; do
     gpu_row "$k 4096^3 vs cuBLAS" stdlib/gemm.pdl -k $k "${g[@]}" --run --compare cublas
   done
+  # Hopper: the warpgroup (wgmma) schedules need the architecture-specific target
+  if [ "$arch" = sm_90 ]; then
+    for k in gemm_wg_f16 gemm_wg_bf16; do
+      gpu_row "$k 4096^3 vs cuBLAS (sm_90a)" stdlib/gemm.pdl -k $k -target sm_90a --run --compare cublas
+    done
+  fi
   gpu_row "batched_gemm_tiled 16x1024^3 vs cuBLAS" stdlib/batched_gemm.pdl -k batched_gemm_tiled "${g[@]}" --run --compare cublas
   gpu_row "conv2d_tiled (ResNet 28x28x128, batch 8)" stdlib/conv2d.pdl -k conv2d_tiled -D N=8 "${g[@]}" --run
   gpu_row "copy 8192^2 (the bandwidth yardstick)" bench/cpu/copy.pdl -D R=8192 -D C=8192 "${g[@]}" --run
@@ -101,7 +107,8 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   gpu_row "layernorm 8192^2" stdlib/layernorm.pdl -D R=8192 -D C=8192 "${g[@]}" --run
   printf '\n-- autotuning on the GPU (database: %s) --\n\n' "${XDG_CACHE_HOME:-$HOME/.cache}/perfc/tune.db"
   for k in gemm gemm_f16; do
-    "$perfc" stdlib/gemm.pdl -k $k "${g[@]}" -D M=4096 -D N=4096 -D K=4096 --no-schedule --autotune --budget 24 \
+    t=$arch; [ "$arch" = sm_90 ] && [ $k = gemm_f16 ] && t=sm_90a   # wgmma templates on Hopper
+    "$perfc" stdlib/gemm.pdl -k $k -target $t -D M=4096 -D N=4096 -D K=4096 --no-schedule --autotune --budget 24 \
         --time 240 --compare cublas || fail=1
     echo
   done

@@ -65,6 +65,17 @@ typedef struct Em {
      * loops now being spread over the lanes, and how a fragment index names them. */
     uint8_t *frag;
     bool any_frag;
+    /* wgmma (see "wgmma" below): the launch's accumulators are warpgroup fragments
+     * (64-row tiles over four warps) rather than mma's per-warp ones; swz[b]: shared
+     * buffer b is a wgmma operand, laid out in the 128-byte swizzle wgmma reads;
+     * wgdone: the wgmma helper functions already written (dtype, N / 8, transposes). */
+    bool wg;
+    uint8_t *swz;
+    bool any_swz;
+    uint8_t wgdone[2][33][4];
+    bool wgpre;
+    StrBuf helpers;     /* helper functions the launch being emitted needs first */
+    int wg_inflight;    /* wgmma groups left in flight at the end of a group (pipeline inflight=) */
     int64_t (*fext)[2];
     const Var *dvar[2];
     char dname[2][192];
@@ -778,9 +789,52 @@ static void frag_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
     emit_sub(e, drop_thread_terms(e, idx[0]), &r);
     emit_sub(e, drop_thread_terms(e, idx[1]), &c);
     e->fragmode = false;
-    sb_printf(o, "[%s >> 4][%s >> 3][((%s >> 3) & 1) * 2 + (%s & 1)]", r.s, c.s, r.s, c.s);
+    sb_printf(o, "[%s >> %d][%s >> 3][((%s >> 3) & 1) * 2 + (%s & 1)]", r.s, e->wg ? 6 : 4, c.s, r.s, c.s);
     sb_free(&r);
     sb_free(&c);
+}
+
+/* The byte offset of element idx of a wgmma operand buffer before swizzling: its
+ * last dimension is cut into panels of 64 elements (128 bytes), each panel a
+ * column of rows 128 bytes apart, panels one after the other, leading dimensions
+ * (a pipeline's stage) outermost.  This is the canonical layout wgmma's
+ * descriptors describe (docs/cuda.md "wgmma"). */
+static void swz_lin(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
+{
+    int64_t R = 0, C = 0;
+    cval(e, b->shape[b->rank - 2], &R);
+    cval(e, b->shape[b->rank - 1], &C);
+    StrBuf lead = {0};
+    sb_putc(&lead, '0');
+    for (int i = 0; i + 2 < b->rank; i++) {
+        StrBuf nx = {0};
+        int64_t ext = 0;
+        cval(e, b->shape[i], &ext);
+        sb_printf(&nx, "(%s) * %" PRId64 " + ", lead.s, ext);
+        emit_sub(e, idx[i], &nx);
+        sb_free(&lead);
+        lead = nx;
+    }
+    StrBuf r = {0}, c = {0};
+    emit_sub(e, idx[b->rank - 2], &r);
+    emit_sub(e, idx[b->rank - 1], &c);
+    sb_printf(o, "(((((%s) * %" PRId64 " + (%s >> 6)) * %" PRId64 " + %s) << 6) + (%s & 63)) * %d", lead.s, C / 64,
+              c.s, R, r.s, c.s, dtype_bytes(b->dtype));
+    sb_free(&lead);
+    sb_free(&r);
+    sb_free(&c);
+}
+
+/* An element of a wgmma operand buffer: the 16-byte chunks of each 128-byte row
+ * are permuted by the row's index modulo 8 (bits 4-6 of the offset xor bits 7-9),
+ * the swizzle wgmma applies to the same addresses, so that the eight rows a
+ * core matrix spans fall in distinct banks.  The buffer starts 1024-aligned. */
+static void swz_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
+{
+    StrBuf lin = {0};
+    swz_lin(e, b, idx, &lin);
+    sb_printf(o, "(*reinterpret_cast<%s *>(%s + pf_swz(%s)))", storage_type(b->dtype, e->idx64), bn(e, b), lin.s);
+    sb_free(&lin);
 }
 
 /* The element b[idx] as an lvalue (no conversion).  Global buffers are flat: the
@@ -788,6 +842,10 @@ static void frag_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
  * A[i * K + k]; staged buffers are C arrays, As[ty][kk]. */
 static void emit_elem_paren(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
 {
+    if (e->swz && e->swz[buf_index(e, b)]) {
+        swz_elem(e, b, idx, o);
+        return;
+    }
     sb_puts(o, bn(e, b));
     if (e->frag && e->frag[buf_index(e, b)]) {
         frag_elem(e, b, idx, o);
@@ -1320,26 +1378,51 @@ static bool stmt_frag(const Em *e, const Node *s)
 }
 
 /* Marks the accumulators and checks the contract's placement rules. */
+static bool is_tc(LoopKind k) { return k == LOOP_MMA || k == LOOP_WGMMA; }
+
 static void frag_walk(Em *e, const Node *n, bool under_tx, bool under_if)
 {
-    if (n->kind == N_LOOP && n->u.loop.kind == LOOP_MMA) {
+    if (n->kind == N_LOOP && is_tc(n->u.loop.kind)) {
+        bool w = n->u.loop.kind == LOOP_WGMMA;
+        const char *kn = w ? "wgmma" : "mma";
         const Node *s = n;
         for (int q = 0; q < 3 && s->kind == N_LOOP && s->u.loop.body.n == 1; q++)
             s = s->u.loop.body.v[0];
         if (s->kind != N_STMT) {
-            diag_error(e->d, n->span, "mma loop %s does not hold a loop triple with one statement",
+            diag_error(e->d, n->span, "%s loop %s does not hold a loop triple with one statement", kn,
                        n->u.loop.var->name);
             e->ok = false;
             return;
         }
         if (under_tx || under_if) {
-            diag_error(e->d, n->span, "mma loop %s is inside a %s: the 32 lanes of a warp must reach "
-                       "mma.sync together (threadIdx.x is the lane; bind the warps to thread.y/z)",
-                       n->u.loop.var->name, under_tx ? "thread.x loop" : "guard");
+            if (w)
+                diag_error(e->d, n->span, "wgmma loop %s is inside a %s: the 128 threads of a warpgroup "
+                           "must reach wgmma together (threadIdx.x is the thread of the warpgroup; bind "
+                           "the warpgroups to thread.y/z)", n->u.loop.var->name,
+                           under_tx ? "thread.x loop" : "guard");
+            else
+                diag_error(e->d, n->span, "mma loop %s is inside a %s: the 32 lanes of a warp must reach "
+                           "mma.sync together (threadIdx.x is the lane; bind the warps to thread.y/z)",
+                           n->u.loop.var->name, under_tx ? "thread.x loop" : "guard");
             e->ok = false;
         }
+        if (e->any_frag && e->wg != w) {
+            diag_error(e->d, n->span, "%s loop %s shares a launch with %s triples; one launch holds one "
+                       "kind of tensor-core accumulator", kn, n->u.loop.var->name, w ? "mma" : "wgmma");
+            e->ok = false;
+        }
+        e->wg = w;
         e->frag[buf_index(e, s->u.stmt.buf)] = 1;
         e->any_frag = true;
+        if (w && s->u.stmt.value->kind == IE_MUL)
+            for (int a = 0; a < 2; a++) {
+                const Expr *x = s->u.stmt.value->args[a];
+                if (x->kind == IE_CAST) x = x->args[0];
+                if (x->kind == IE_LOAD && x->u.load.buf->mem == MEM_SHARED) {
+                    e->swz[buf_index(e, x->u.load.buf)] = 1;
+                    e->any_swz = true;
+                }
+            }
         return;
     }
     if (n->kind == N_LOOP && n->u.loop.kind == LOOP_THREAD_X) under_tx = true;
@@ -1350,7 +1433,7 @@ static void frag_walk(Em *e, const Node *n, bool under_tx, bool under_if)
 
 static bool frag_under_tx(const Em *e, const Node *n, bool under_tx)
 {
-    if (n->kind == N_LOOP && n->u.loop.kind == LOOP_MMA) return false;
+    if (n->kind == N_LOOP && is_tc(n->u.loop.kind)) return false;
     if (n->kind == N_LOOP && n->u.loop.kind == LOOP_THREAD_X) under_tx = true;
     if (n->kind == N_STMT) return under_tx && stmt_frag(e, n);
     NodeList *body = ir_body((Node *)n);
@@ -1359,14 +1442,68 @@ static bool frag_under_tx(const Em *e, const Node *n, bool under_tx)
     return false;
 }
 
+/* frag_setup for a launch with wgmma triples: the block's x dimension is one
+ * warpgroup, the target has wgmma, the accumulators are whole 64-row tiles, and the
+ * operand buffers can take the swizzled layout. */
+static bool wg_setup(Em *e, const Node *top, const CgLaunch *L)
+{
+    if (strcmp(e->arch->name, "sm_90a") != 0) {
+        diag_error(e->d, top->span, "launch %s runs wgmma triples, which only sm_90a has (Hopper's "
+                   "architecture-specific instructions): compile with -target sm_90a, or use mma", L->name);
+        return false;
+    }
+    for (int b = 0; b < e->k->nbufs; b++) {
+        const Buffer *buf = e->k->bufs[b];
+        if (e->frag[b]) {
+            for (int d = 0; d < 2; d++) {
+                int64_t v = 0;
+                cval(e, buf->shape[d], &v);
+                e->fext[b][d] = e->pext[b][d] ? e->pext[b][d] : v;
+            }
+            if (e->fext[b][0] % 64 || e->fext[b][1] % 8) {
+                diag_error(e->d, buf->span, "the wgmma accumulator %s is %" PRId64 " x %" PRId64 " per "
+                           "warpgroup; wgmma tiles need a multiple of 64 x 8", buf->name, e->fext[b][0],
+                           e->fext[b][1]);
+                return false;
+            }
+        }
+        if (e->swz[b]) {
+            int64_t R = 0, C = 0;
+            bool ok = buf->rank >= 2 && dtype_bytes(buf->dtype) == 2 && cval(e, buf->shape[buf->rank - 2], &R) &&
+                      cval(e, buf->shape[buf->rank - 1], &C) && R % 8 == 0 && C % 64 == 0 && buf_elems(e, buf) > 0;
+            if (!ok) {
+                diag_error(e->d, buf->span, "wgmma operand %s must be a shared buffer of 16-bit elements "
+                           "whose rows hold a multiple of 64 elements (128 bytes), in a multiple of 8 rows, "
+                           "with no padding: wgmma reads it in the 128-byte swizzled layout", buf->name);
+                return false;
+            }
+        }
+    }
+    if (e->block[0] != 128) {
+        diag_error(e->d, top->span, "launch %s runs wgmma triples, so threadIdx.x must be the thread of a "
+                   "warpgroup: its thread.x loops must have extent 128 (the block is %d wide); bind the "
+                   "warpgroups to thread.y and thread.z", L->name, L->block[0]);
+        return false;
+    }
+    if (frag_under_tx(e, top, false)) {
+        diag_error(e->d, top->span, "launch %s accesses a wgmma accumulator inside a thread.x loop; the "
+                   "warpgroup holds it in fragment layout, so bind only thread.y/z around its accesses",
+                   L->name);
+        return false;
+    }
+    return true;
+}
+
 static bool frag_setup(Em *e, const Node *top, const CgLaunch *L)
 {
     memset(e->frag, 0, (size_t)e->k->nbufs + 1);
-    e->any_frag = false;
+    memset(e->swz, 0, (size_t)e->k->nbufs + 1);
+    e->any_frag = e->any_swz = e->wg = false;
     e->dvar[0] = e->dvar[1] = NULL;
     frag_walk(e, top, false, false);
     if (!e->ok) return false;
     if (!e->any_frag) return true;
+    if (e->wg) return wg_setup(e, top, L);
     if (e->block[0] != 32) {
         diag_error(e->d, top->span, "launch %s runs mma triples, so threadIdx.x must be the lane of a "
                    "warp: its thread.x loops must have extent 32 (the block is %d wide); bind the warps "
@@ -1418,7 +1555,7 @@ static void fa_expr(const Em *e, const Expr *x, FragAcc *f)
 /* Accumulator accesses below n, outside mma triples. */
 static void fa_node(const Em *e, const Node *n, FragAcc *f)
 {
-    if (n->kind == N_LOOP && n->u.loop.kind == LOOP_MMA) return;
+    if (n->kind == N_LOOP && is_tc(n->u.loop.kind)) return;
     if (n->kind == N_STMT) {
         if (e->frag[buf_index(e, n->u.stmt.buf)]) {
             if (f->n < 64) f->idx[f->n++] = n->u.stmt.idx;
@@ -1448,7 +1585,9 @@ static bool has_var(const Em *e, const Expr *x, const Var *v, int64_t *coef)
 static bool dist_ok(Em *e, const Node *n, int q, const FragAcc *f)
 {
     int64_t lo, ext, c;
-    if (f->n == 0 || f->over || !loop_extent(e, n, &lo, &ext) || lo != 0 || ext % 8 || ext == 0) return false;
+    /* a warpgroup's rows: each warp holds 16 of every 64 */
+    int64_t g = e->wg && q == 0 ? 64 : 8;
+    if (f->n == 0 || f->over || !loop_extent(e, n, &lo, &ext) || lo != 0 || ext % g || ext == 0) return false;
     Kernel *k = (Kernel *)e->k;
     const Var *v = n->u.loop.var;
     for (int i = 0; i < f->n; i++) {
@@ -1456,7 +1595,7 @@ static bool dist_ok(Em *e, const Node *n, int q, const FragAcc *f)
         Aff a = {.ok = true};
         aff_of(e, dq, 1, &a);
         if (!a.ok || !has_var(e, dq, v, &c) || c != 1 || xvar_used(dn, v)) return false;
-        if (!mult_of(e, ir_simplify(k, ir_subst(k, dq, v, ir_int(k, 0))), 8)) return false;
+        if (!mult_of(e, ir_simplify(k, ir_subst(k, dq, v, ir_int(k, 0))), g)) return false;
     }
     return true;
 }
@@ -1467,7 +1606,17 @@ static void dist_open(Em *e, const Node *n, int q)
     int64_t lo, ext;
     loop_extent(e, n, &lo, &ext);
     line(e, "#pragma unroll");
-    if (q == 0) {
+    if (q == 0 && e->wg) {
+        line(e, "for (idx_t pf_rf_%s = 0; pf_rf_%s < %" PRId64 "; pf_rf_%s += 64) {   /* %s: accumulator rows, "
+             "16 of each 64 per warp, lane / 4 and lane / 4 + 8 (wgmma fragment layout) */", v, v, ext, v,
+             n->u.loop.var->name);
+        e->ind++;
+        line(e, "#pragma unroll");
+        line(e, "for (idx_t pf_rh_%s = 0; pf_rh_%s < 16; pf_rh_%s += 8) {", v, v, v);
+        e->ind++;
+        line(e, "const idx_t %s = pf_rf_%s + pf_rh_%s + pf_wrow + (pf_lane >> 2);", v, v, v);
+        snprintf(e->dname[0], sizeof e->dname[0], "(pf_rf_%s + pf_rh_%s)", v, v);
+    } else if (q == 0) {
         line(e, "for (idx_t pf_rf_%s = 0; pf_rf_%s < %" PRId64 "; pf_rf_%s += 8) {   /* %s: accumulator rows, "
              "lane / 4 each (fragment layout) */", v, v, ext, v, n->u.loop.var->name);
         e->ind++;
@@ -1488,7 +1637,7 @@ static void dist_open(Em *e, const Node *n, int q)
 
 static void dist_close(Em *e, int q)
 {
-    for (int i = 0; i < (q == 0 ? 1 : 2); i++) {
+    for (int i = 0; i < (q == 0 && !e->wg ? 1 : 2); i++) {
         e->ind--;
         line(e, "}");
     }
@@ -1747,8 +1896,8 @@ static void emit_mma_group(Em *e, const Node **chain, int nc, const Node *mn)
     line(e, "}");
 }
 
-/* The unrolled loops directly around an mma triple, heading at n; false when n
- * heads none. */
+/* The unrolled loops directly around an mma or wgmma triple, heading at n; false
+ * when n heads none. */
 static bool mma_chain(const Node *n, const Node **chain, int *nc, const Node **mn)
 {
     *nc = 0;
@@ -1757,9 +1906,221 @@ static bool mma_chain(const Node *n, const Node **chain, int *nc, const Node **m
         if (n->u.loop.body.n != 1) return false;
         n = n->u.loop.body.v[0];
     }
-    if (n->kind != N_LOOP || n->u.loop.kind != LOOP_MMA) return false;
+    if (n->kind != N_LOOP || !is_tc(n->u.loop.kind)) return false;
     *mn = n;
     return true;
+}
+
+/* ------------------------------------------------------------------ wgmma
+ * Contract with passes/xform_gpu.c (docs/cuda.md "wgmma"): a loop triple marked
+ * wgmma (64 x N x 16) is run by one warpgroup as wgmma.mma_async on sm_90a.  The
+ * launch's thread.x extent is 128, so threadIdx.x is the thread of the warpgroup
+ * and (threadIdx.y, threadIdx.z) names the warpgroup.  The accumulator, privatised
+ * per warpgroup, is held in wgmma's fragment layout (warp w of the group holds rows
+ * 16w .. 16w + 15 of every 64, as mma.sync would); its other accesses are spread
+ * over the threads as for mma.  Both operands are read from shared memory through
+ * matrix descriptors: their buffers take the 128-byte swizzled layout (swz_elem), a
+ * K-major operand (k the contiguous index) needs its 64 or N rows to start at a
+ * multiple of 8, an M- or N-major one (transposed) needs its contiguous start at a
+ * multiple of 64 and N a multiple of 64.  A group (the triple and the unrolled loops
+ * directly around it) is issued between a wgmma.fence and one commit, then waited
+ * for; shared memory written through ordinary stores or cp.async is published to
+ * wgmma's asynchronous proxy by a fence before every barrier of the launch. */
+
+static const char wg_prelude[] =
+    "/* Hopper warpgroup products (sm_90a): wgmma.mma_async reads both operands from shared memory through\n"
+    " * 64-bit matrix descriptors (start >> 4, leading and stride byte offsets >> 4, 128-byte swizzle in\n"
+    " * bits 62-63) and accumulates into registers asynchronously: fence before, commit, wait after.  Shared\n"
+    " * memory written by ordinary stores or cp.async reaches it only after a proxy fence. */\n"
+    "static __device__ __forceinline__ unsigned long long pf_wg_desc(unsigned a, unsigned lbo, unsigned sbo) { return (unsigned long long)((a & 0x3FFFF) >> 4) | ((unsigned long long)(lbo >> 4) << 16) | ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62); }\n"
+    "static __device__ __forceinline__ void pf_wg_fence() { asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_wg_commit() { asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\"); }\n"
+    "template <int N> static __device__ __forceinline__ void pf_wg_wait() { asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(N) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_proxy_fence() { asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\"); }\n"
+    "/* An empty asm that reads and writes every accumulator register: keeps the compiler from moving their\n"
+    " * other uses across the fence or the wait. */\n"
+    "template <int N> static __device__ __forceinline__ void pf_wg_keep(float *d) {\n"
+    "#pragma unroll\n"
+    "    for (int i = 0; i < N; i++) asm volatile(\"\" : \"+f\"(d[i]) :: \"memory\");\n"
+    "}\n"
+    "/* Byte offset -> its place in the 128-byte swizzle (bits 4-6 xor bits 7-9). */\n"
+    "static __device__ __forceinline__ unsigned pf_swz(unsigned o) { return o ^ ((o >> 3) & 0x70u); }\n";
+
+/* Writes (once per module) the wgmma helper for dtype ty (1: bf16), width N and
+ * the operands' majorness: one asm with the N / 2 accumulator registers. */
+static void wg_helper(Em *e, int ty, int64_t N, bool ta, bool tb)
+{
+    StrBuf *h = &e->helpers;
+    if (!e->wgpre) sb_puts(h, wg_prelude);
+    e->wgpre = true;
+    const char *t = ty ? "bf16" : "f16";
+    int64_t nr = N / 2;
+    sb_printf(h, "static __device__ __forceinline__ void pf_wgmma_%s_n%" PRId64 "_%d%d(float *d, unsigned long long a, "
+              "unsigned long long b) {\n    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n\"\n"
+              "        \"wgmma.mma_async.sync.aligned.m64n%" PRId64 "k16.f32.%s.%s {", t, N, ta, tb, N, t, t);
+    for (int64_t i = 0; i < nr; i++) sb_printf(h, "%s%%%" PRId64, i ? ", " : "", i);
+    sb_printf(h, "}, %%%" PRId64 ", %%%" PRId64 ", p, 1, 1, %d, %d;\\n}\\n\"\n        : ", nr, nr + 1, ta, tb);
+    for (int64_t i = 0; i < nr; i++) sb_printf(h, "%s\"+f\"(d[%" PRId64 "])", i ? ", " : "", i);
+    sb_puts(h, "\n        : \"l\"(a), \"l\"(b) : \"memory\");\n}\n");
+}
+
+/* Descriptor of operand x (a load of a swizzled buffer) for the product whose
+ * indices, with the triple's variables at 0, are idx; mn is the triple variable of
+ * its M or N dimension, ext that dimension's extent.  *trans: the operand is M/N-major. */
+static bool wg_desc(Em *e, const Node *mn, const Expr *x, Expr *const *idx, const Var *mv, const Var *kv,
+                    int64_t ext, bool *trans, StrBuf *o)
+{
+    const Buffer *b = x->u.load.buf;
+    int bi = buf_index(e, b);
+    int r = b->rank;
+    int64_t c, R = 0;
+    if (b->mem != MEM_SHARED || !e->swz[bi]) {
+        diag_error(e->d, b->span, "wgmma operand %s must be staged in shared memory (cache(%s, loop, "
+                   "mem=shared)): wgmma reads both operands from there", b->name, b->name);
+        return false;
+    }
+    cval(e, b->shape[r - 2], &R);
+    int dm = -1, dk = -1;
+    for (int d = 0; d < r; d++) {
+        bool hm = has_var(e, x->u.load.idx[d], mv, &c), hk = has_var(e, x->u.load.idx[d], kv, &c);
+        if ((hm || hk) && d < r - 2) dm = dk = -2;
+        if (hm && d >= r - 2 && dm != -2) dm = d;
+        if (hk && d >= r - 2 && dk != -2) dk = d;
+    }
+    if (dm < 0 || dk < 0 || dm == dk) {
+        diag_error(e->d, mn->span, "wgmma loop %s: operand %s must be indexed by the triple's loops in its "
+                   "last two dimensions, one each", mn->u.loop.var->name, b->name);
+        return false;
+    }
+    *trans = dm == r - 1;
+    const Expr *rowi = idx[r - 2], *coli = idx[r - 1];
+    bool ok = *trans ? mult_of(e, coli, 64) && mult_of(e, rowi, 8) && ext % 64 == 0
+                     : mult_of(e, rowi, 8) && mult_of(e, coli, 8);
+    if (!ok) {
+        diag_error(e->d, mn->span, "wgmma loop %s: the tile of %s must start at a row that is a multiple "
+                   "of 8 and, %s", mn->u.loop.var->name, b->name,
+                   *trans ? "as the tile is M/N-major, at a column that is a multiple of 64 with N a "
+                            "multiple of 64" : "at a column that is a multiple of 8");
+        return false;
+    }
+    StrBuf lin = {0};
+    swz_lin(e, b, idx, &lin);
+    /* 128B swizzle: 8 rows of 128 bytes (SBO 1024) per core-matrix group; an M/N-major
+     * operand's 64-element panels are R rows apart (LBO); a K-major one's LBO is unused */
+    sb_printf(o, "pf_wg_desc(pf_saddr(%s) + (unsigned)(%s), %" PRId64 ", 1024)", bn(e, b), lin.s,
+              *trans ? R * 128 : 16);
+    sb_free(&lin);
+    return true;
+}
+
+#define WG_MAX 64
+
+/* A wgmma triple with the unrolled loops directly around it (see above). */
+static void emit_wgmma_group(Em *e, const Node **chain, int nc, const Node *mn)
+{
+    Kernel *k = (Kernel *)e->k;
+    const Node *lj = mn->u.loop.body.v[0], *lk = lj->u.loop.body.v[0], *s = lk->u.loop.body.v[0];
+    const Var *vi = mn->u.loop.var, *vj = lj->u.loop.var, *vk = lk->u.loop.var;
+    const Buffer *acc = s->u.stmt.buf;
+    int ab = buf_index(e, acc);
+    const Expr *A = mma_operand(s->u.stmt.value->args[0]), *B = mma_operand(s->u.stmt.value->args[1]);
+    int ty = A->u.load.buf->dtype == DT_BF16;
+    int64_t ext[16], total = 1, lo, N;
+    loop_extent(e, lj, &lo, &N);
+    for (int i = 0; i < nc; i++) {
+        loop_extent(e, chain[i], &lo, &ext[i]);
+        total *= ext[i];
+    }
+    if (!e->frag[ab] || total > WG_MAX) {
+        diag_error(e->d, mn->span, total > WG_MAX ? "the unrolled loops around wgmma loop %s make more "
+                   "than 64 products in one group" : "wgmma loop %s: its accumulator is not held in "
+                   "fragment layout", mn->u.loop.var->name);
+        e->ok = false;
+        return;
+    }
+    StrBuf names = {0};
+    for (int i = 0; i < nc; i++) sb_printf(&names, "%s x ", chain[i]->u.loop.var->name);
+    line(e, "{   /* wgmma %s%s: %" PRId64 " warpgroup products m64n%" PRId64 "k16 (%s in, f32 accumulate), "
+         "operands from shared memory */", names.s ? names.s : "", vi->name, total, N, ty ? "bf16" : "f16");
+    sb_free(&names);
+    e->ind++;
+    StrBuf body = {0};
+    int64_t *r0 = xcalloc((size_t)total * 2, sizeof *r0), *c0 = r0 + total;
+    int rA = A->u.load.buf->rank, rB = B->u.load.buf->rank;
+    for (int64_t t = 0; t < total && e->ok; t++) {
+        Expr *ia[8], *ib[8], *ic[2];
+        int64_t rem = t;
+        for (int d = 0; d < 8; d++) {
+            if (d < rA) ia[d] = A->u.load.idx[d];
+            if (d < rB) ib[d] = B->u.load.idx[d];
+            if (d < 2) ic[d] = drop_thread_terms(e, s->u.stmt.idx[d]);
+        }
+        for (int i = nc - 1; i >= 0; i--) {
+            Expr *cv = ir_int(k, rem % ext[i]);
+            rem /= ext[i];
+            for (int d = 0; d < 8; d++) {
+                if (d < rA) ia[d] = ir_subst(k, ia[d], chain[i]->u.loop.var, cv);
+                if (d < rB) ib[d] = ir_subst(k, ib[d], chain[i]->u.loop.var, cv);
+                if (d < 2) ic[d] = ir_subst(k, ic[d], chain[i]->u.loop.var, cv);
+            }
+        }
+        const Var *zv[3] = {vi, vj, vk};
+        for (int d = 0; d < 8; d++)
+            for (int z = 0; z < 3; z++) {
+                if (d < rA) ia[d] = ir_subst(k, ia[d], zv[z], ir_int(k, 0));
+                if (d < rB) ib[d] = ir_subst(k, ib[d], zv[z], ir_int(k, 0));
+                if (d < 2) ic[d] = ir_subst(k, ic[d], zv[z], ir_int(k, 0));
+            }
+        for (int d = 0; d < 8; d++) {
+            if (d < rA) ia[d] = ir_simplify(k, ia[d]);
+            if (d < rB) ib[d] = ir_simplify(k, ib[d]);
+            if (d < 2) ic[d] = ir_simplify(k, ic[d]);
+        }
+        if (!cval(e, ic[0], &r0[t]) || !cval(e, ic[1], &c0[t]) || r0[t] % 64 || c0[t] % 8 || r0[t] < 0 ||
+            c0[t] < 0 || r0[t] + 64 > e->fext[ab][0] || c0[t] + N > e->fext[ab][1]) {
+            diag_error(e->d, mn->span, "wgmma loop %s: each product's accumulator tile must be a constant "
+                       "64 x %" PRId64 " tile of the warpgroup's, starting at a row that is a multiple of 64 "
+                       "(unroll the loops around the triple)", vi->name, N);
+            e->ok = false;
+            break;
+        }
+        bool ta, tb;
+        StrBuf da = {0}, db = {0};
+        if (!wg_desc(e, mn, A, ia, vi, vk, 64, &ta, &da) || !wg_desc(e, mn, B, ib, vj, vk, N, &tb, &db)) {
+            e->ok = false;
+            sb_free(&da);
+            sb_free(&db);
+            break;
+        }
+        if (!e->wgdone[ty][N / 8][ta * 2 + tb]) {
+            e->wgdone[ty][N / 8][ta * 2 + tb] = 1;
+            wg_helper(e, ty, N, ta, tb);
+        }
+        sb_printf(&body, "pf_wgmma_%s_n%" PRId64 "_%d%d(&%s[%" PRId64 "][%" PRId64 "][0], %s, %s);\n",
+                  ty ? "bf16" : "f16", N, ta, tb, bn(e, acc), r0[t] / 64, c0[t] / 8, da.s, db.s);
+        sb_free(&da);
+        sb_free(&db);
+    }
+    if (e->ok) {
+        /* the keeps order the accumulator's other reads and writes around the
+         * asynchronous products: before the fence, and after the wait */
+        line(e, "pf_wg_keep<%" PRId64 ">(&%s[0][0][0]);", e->fext[ab][0] / 64 * e->fext[ab][1] / 2, bn(e, acc));
+        line(e, "pf_wg_fence();");
+        for (char *p = body.s, *q; p && *p; p = q + 1) {
+            q = strchr(p, '\n');
+            *q = 0;
+            line(e, "%s", p);
+        }
+        line(e, "pf_wg_commit();");
+        line(e, "pf_wg_wait<%d>();%s", e->wg_inflight, e->wg_inflight ? "   /* the previous group is done: "
+             "its stage may be refilled */" : "");
+        line(e, "pf_wg_keep<%" PRId64 ">(&%s[0][0][0]);", e->fext[ab][0] / 64 * e->fext[ab][1] / 2, bn(e, acc));
+    }
+    e->nmma += (int)total;
+    sb_free(&body);
+    free(r0);
+    e->ind--;
+    line(e, "}");
 }
 
 /* ------------------------------------------------------------------ pipeline
@@ -1815,6 +2176,9 @@ static bool emit_pipeline(Em *e, const Node *n)
         nc++;
     }
     if (nc == 0 || nc == body->n || e->pvar || !cval(e, n->u.loop.lo, &lo) || lo < 0) return false;
+    /* inflight=1 (wgmma launches only): a group's products may still read their
+     * stage after the iteration, so copies run S - 2 iterations ahead, not S - 1 */
+    int64_t L = e->wg ? n->u.loop.inflight : 0;
     /* The copies move to earlier iterations: they must read nothing the loop writes,
      * and nothing after them may write what they fill. */
     int nb = e->k->nbufs;
@@ -1830,11 +2194,12 @@ static bool emit_pipeline(Em *e, const Node *n)
     emit_expr(e, n->u.loop.hi, &his);
     NodeList copies = {body->v, nc, nc}, rest = {body->v + nc, body->n - nc, body->n - nc};
     line(e, "{   /* %s: %" PRId64 "-stage pipeline; the copies of iteration %s + %" PRId64 " are in flight "
-         "while %s computes */", n->u.loop.var->name, S, vs, S - 1, vs);
+         "while %s computes%s */", n->u.loop.var->name, S, vs, S - 1 - L, vs,
+         L ? ", whose tensor-core products overlap the next iteration's" : "");
     e->ind++;
     e->pvar = v;
     line(e, "#pragma unroll");
-    line(e, "for (idx_t pf_pre = 0; pf_pre < %" PRId64 "; ++pf_pre) {", S - 1);
+    line(e, "for (idx_t pf_pre = 0; pf_pre < %" PRId64 "; ++pf_pre) {", S - 1 - L);
     e->ind++;
     line(e, "const idx_t %s = %s + pf_pre;", vs, los.s);
     line(e, "if (%s < %s) {", vs, his.s);
@@ -1849,11 +2214,13 @@ static bool emit_pipeline(Em *e, const Node *n)
     line(e, "}");
     line(e, "for (idx_t %s = %s; %s < %s; ++%s) {", vs, los.s, vs, his.s, vs);
     e->ind++;
-    line(e, "pf_cp_wait<%" PRId64 ">();   /* this thread's copies of %s have landed */", S - 2, vs);
-    line(e, "__syncthreads();   /* everyone's have, and stage (%s - 1) %% %" PRId64 " is free */", vs, S);
+    line(e, "pf_cp_wait<%" PRId64 ">();   /* this thread's copies of %s have landed */", S - 2 - L, vs);
+    if (e->wg) line(e, "pf_proxy_fence();   /* ... and are visible to wgmma */");
+    line(e, "__syncthreads();   /* everyone's have, and stage (%s - %" PRId64 ") %% %" PRId64 " is free */", vs,
+         1 + L, S);
     line(e, "{");
     e->ind++;
-    line(e, "const idx_t pf_next = %s + %" PRId64 ";", vs, S - 1);
+    line(e, "const idx_t pf_next = %s + %" PRId64 ";", vs, S - 1 - L);
     line(e, "if (pf_next < %s) {", his.s);
     e->ind++;
     line(e, "const idx_t %s = pf_next;", vs);
@@ -1865,10 +2232,19 @@ static bool emit_pipeline(Em *e, const Node *n)
     line(e, "pf_cp_commit();");
     e->ind--;
     line(e, "}");
+    e->wg_inflight = (int)L;
     emit_nodes(e, &rest);
+    e->wg_inflight = 0;
     e->ind--;
     line(e, "}");
     line(e, "pf_cp_wait<0>();");
+    if (L) {
+        line(e, "pf_wg_wait<0>();   /* the last group */");
+        for (int b = 0; b < e->k->nbufs; b++)
+            if (e->frag[b])
+                line(e, "pf_wg_keep<%" PRId64 ">(&%s[0][0][0]);", e->fext[b][0] / 64 * e->fext[b][1] / 2,
+                     bn(e, e->k->bufs[b]));
+    }
     e->pvar = NULL;
     e->ind--;
     line(e, "}");
@@ -1971,16 +2347,20 @@ static void emit_loop(Em *e, const Node *n)
     const Node *chain[16], *mn;
     int nc;
     int64_t vlo, vw;
-    if ((lk == LOOP_MMA || lk == LOOP_UNROLL) && e->sched && mma_chain(n, chain, &nc, &mn)) {
-        emit_mma_group(e, chain, nc, mn);
+    if ((is_tc(lk) || lk == LOOP_UNROLL) && e->sched && mma_chain(n, chain, &nc, &mn)) {
+        if (mn->u.loop.kind == LOOP_WGMMA)
+            emit_wgmma_group(e, chain, nc, mn);
+        else
+            emit_mma_group(e, chain, nc, mn);
     } else if (lk == LOOP_PIPELINE && e->sched && e->tdepth == 0 && emit_pipeline(e, n)) {
         /* copies overlapped with work */
-    } else if (lk == LOOP_MMA) {
+    } else if (is_tc(lk)) {
         /* a triple whose warp cannot be known (an unscheduled launch) is refused
          * rather than run per thread */
         e->ok = false;
-        diag_error(e->d, n->span, "loop %s is marked mma but its launch binds no warps (bind the "
-                   "loops around it to block.* and thread.y/z; docs/cuda.md)", n->u.loop.var->name);
+        diag_error(e->d, n->span, "loop %s is marked %s but its launch binds no warps (bind the "
+                   "loops around it to block.* and thread.y/z; docs/cuda.md)", n->u.loop.var->name,
+                   loop_kind_name(lk));
     } else if ((lk == LOOP_SERIAL || lk == LOOP_UNROLL) && e->sched && emit_dist_pair(e, n)) {
         /* spread over the lanes */
     } else if (lk == LOOP_VECTOR && e->sched && e->tdepth > 0 && e->nvload == 0 &&
@@ -2056,8 +2436,10 @@ static void emit_loop(Em *e, const Node *n)
         if (vec)
             e->nvload = 0;
         /* the next iteration overwrites shared memory this one reads */
-        if (e->sched && e->tdepth == 0 && reads_and_writes_shared(e, n))
+        if (e->sched && e->tdepth == 0 && reads_and_writes_shared(e, n)) {
+            if (e->wg) line(e, "pf_proxy_fence();");
             line(e, "__syncthreads();");
+        }
         e->ind--;
         line(e, "}");
     }
@@ -2145,8 +2527,10 @@ static void emit_nodes(Em *e, const NodeList *l)
             continue;
         }
         /* threads hand shared data to each other only across a barrier */
-        if (i > 0 && e->sched && e->tdepth == 0 && shared_conflict(e, l->v[i - 1], l->v[i]))
+        if (i > 0 && e->sched && e->tdepth == 0 && shared_conflict(e, l->v[i - 1], l->v[i])) {
+            if (e->wg) line(e, "pf_proxy_fence();   /* shared stores reach wgmma's proxy */");
             line(e, "__syncthreads();");
+        }
         emit_node(e, l->v[i]);
     }
 }
@@ -2212,7 +2596,11 @@ static bool declare_staged(Em *e, const Node *top, CgLaunch *L)
         shape_text(e, b, &shp, false);
         if (!shp.s) sb_puts(&shp, "[1]");
         const char *st = storage_type(b->dtype, e->idx64);
-        if (b->mem == MEM_LOCAL && e->frag[i]) {
+        if (b->mem == MEM_LOCAL && e->frag[i] && e->wg) {
+            line(e, "/* %s: f32[%" PRId64 "][%" PRId64 "] per warpgroup, as wgmma accumulator fragments: "
+                 "[row / 64][column / 8][4] per thread */", b->name, e->fext[i][0], e->fext[i][1]);
+            line(e, "float %s[%" PRId64 "][%" PRId64 "][4];", bn(e, b), e->fext[i][0] / 64, e->fext[i][1] / 8);
+        } else if (b->mem == MEM_LOCAL && e->frag[i]) {
             line(e, "/* %s: f32[%" PRId64 "][%" PRId64 "] per warp, as mma.m16n8k16 accumulator fragments: "
                  "[row / 16][column / 8][4] per lane */", b->name, e->fext[i][0], e->fext[i][1]);
             line(e, "float %s[%" PRId64 "][%" PRId64 "][4];", bn(e, b), e->fext[i][0] / 16, e->fext[i][1] / 8);
@@ -2221,9 +2609,26 @@ static bool declare_staged(Em *e, const Node *top, CgLaunch *L)
                  b->name, dtype_name(b->dtype), shp.s);
             line(e, "%s %s%s;", st, bn(e, b), shp.s);
         } else {
-            if (!any_shared) line(e, "extern __shared__ __align__(16) unsigned char pf_smem[];");
+            if (!any_shared && e->any_swz) {
+                /* the swizzle is a function of address bits 7-9: buffers start 1024-aligned */
+                line(e, "extern __shared__ __align__(1024) unsigned char pf_smem_raw[];");
+                line(e, "unsigned char *pf_smem = pf_smem_raw + ((1024u - (pf_saddr(pf_smem_raw) & 1023u)) & 1023u);");
+            } else if (!any_shared) {
+                line(e, "extern __shared__ __align__(16) unsigned char pf_smem[];");
+            }
             any_shared = true;
             off = (off + 15) / 16 * 16;
+            if (e->swz[i]) {
+                off = (off + 1023) / 1024 * 1024;
+                e->soff[i] = off;
+                line(e, "/* %s: %s%s staged in shared memory, bytes %" PRId64 "..%" PRId64 ", in 64-element "
+                     "panels with the 128-byte swizzle wgmma reads (swz_elem) */", b->name, dtype_name(b->dtype),
+                     shp.s, off, off + n * dtype_bytes(b->dtype));
+                line(e, "unsigned char *%s = pf_smem + %" PRId64 ";", bn(e, b), off);
+                off += n * dtype_bytes(b->dtype);
+                sb_free(&shp);
+                continue;
+            }
             e->soff[i] = off;
             shape_text(e, b, &tail, true);
             line(e, "/* %s: %s%s staged in shared memory, bytes %" PRId64 "..%" PRId64 " */",
@@ -2239,6 +2644,7 @@ static bool declare_staged(Em *e, const Node *top, CgLaunch *L)
         sb_free(&tail);
     }
     free(r);
+    if (e->any_swz) off += 1024;   /* room to align the start */
     L->shared_bytes = (int)off;
     if (off > e->arch->max_smem_block) {
         diag_error(e->d, top->span, "launch %s needs %" PRId64 " bytes of shared memory; %s allows "
@@ -2275,8 +2681,29 @@ static bool check_block(Em *e, const Node *top, CgLaunch *L)
     return true;
 }
 
-/* A node with GPU loop kinds: its outermost nest of block loops is the grid. */
+static bool emit_scheduled_fn(Em *e, const Node *top, CgLaunch *L);
+
+/* A node with GPU loop kinds: its outermost nest of block loops is the grid.  The
+ * function is written aside first, so that the helpers it turned out to need
+ * (wgmma's, one per shape) can precede it. */
 static bool emit_scheduled(Em *e, const Node *top, CgLaunch *L)
+{
+    StrBuf fn = {0}, *out = e->o;
+    e->o = &fn;
+    bool ok = emit_scheduled_fn(e, top, L);
+    e->o = out;
+    if (e->helpers.s) {
+        sb_puts(out, e->helpers.s);
+        sb_puts(out, "\n");
+        sb_free(&e->helpers);
+        memset(&e->helpers, 0, sizeof e->helpers);
+    }
+    if (fn.s) sb_puts(out, fn.s);
+    sb_free(&fn);
+    return ok;
+}
+
+static bool emit_scheduled_fn(Em *e, const Node *top, CgLaunch *L)
 {
     const Node *blk[3] = {0};
     const Node *n = top;
@@ -2320,8 +2747,12 @@ static bool emit_scheduled(Em *e, const Node *top, CgLaunch *L)
     open_function(e, L, e->block[0] * e->block[1] * e->block[2]);
     if (!declare_staged(e, top, L))
         return false;
-    if (e->any_frag)
+    if (e->any_frag && e->wg) {
+        line(e, "const int pf_lane = (int)threadIdx.x & 31;   /* block.x is one warpgroup: wgmma triples run on it */");
+        line(e, "const int pf_wrow = ((int)threadIdx.x >> 5) * 16;   /* this warp's 16 rows of every 64 */");
+    } else if (e->any_frag) {
         line(e, "const int pf_lane = (int)threadIdx.x;   /* block.x is one warp: mma triples run on its lanes */");
+    }
     for (int i = 0; i < 3; i++) {
         if (!blk[i]) continue;
         StrBuf lo = {0};
@@ -2352,7 +2783,8 @@ static bool emit_default(Em *e, const Node *top, CgLaunch *L)
     e->sched = false;
     e->top = top;
     memset(e->frag, 0, (size_t)e->k->nbufs + 1);
-    e->any_frag = false;
+    memset(e->swz, 0, (size_t)e->k->nbufs + 1);
+    e->any_frag = e->any_swz = e->wg = false;
     while (n->kind == N_LOOP && nf < 16) {
         if (!loop_extent(e, n, &lo[nf], &ext[nf]))
             break;
@@ -2485,6 +2917,7 @@ bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags 
     e.pext = xcalloc((size_t)k->nbufs + 1, sizeof *e.pext);
     e.tvars = xcalloc((size_t)k->nvars + 1, sizeof *e.tvars);
     e.frag = xcalloc((size_t)k->nbufs + 1, 1);
+    e.swz = xcalloc((size_t)k->nbufs + 1, 1);
     e.fext = xcalloc((size_t)k->nbufs + 1, sizeof *e.fext);
     e.rd = xcalloc((size_t)k->nbufs * 2 + 2, 1);
     e.wr = e.rd + k->nbufs + 1;
@@ -2544,6 +2977,8 @@ bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags 
     free(e.pext);
     free(e.tvars);
     free(e.frag);
+    free(e.swz);
+    sb_free(&e.helpers);
     free(e.fext);
     free(e.rd);
     if (!ok) cg_cuda_module_free(m);

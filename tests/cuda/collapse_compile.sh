@@ -67,8 +67,8 @@ if "$perfc" "$g" -k gemm_tc_f16 -target sm_90 -emit ptx -o "$tmp/f16.ptx" 2>"$tm
   grep -q 'st.global.v2.f32' "$tmp/f16.ptx" || bad "PTX without 8-byte C stores"
   grep -q 'cp.async.cg.shared.global' "$tmp/f16.ptx" || bad "PTX without cp.async"
   if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
-    "$ptxas" -arch=sm_90 "$tmp/f16.ptx" -o /dev/null || bad "ptxas f16"
-    "$perfc" "$k" -k cp -target sm_90 -emit ptx -s "$co; bind(af, thread.x)" -o "$tmp/c.ptx" && "$ptxas" -arch=sm_90 "$tmp/c.ptx" -o /dev/null || bad "ptxas collapsed copy"
+    "$ptxas" -arch=sm_90 "$tmp/f16.ptx" -o "$tmp/ptxas.cubin" || bad "ptxas f16"
+    "$perfc" "$k" -k cp -target sm_90 -emit ptx -s "$co; bind(af, thread.x)" -o "$tmp/c.ptx" && "$ptxas" -arch=sm_90 "$tmp/c.ptx" -o "$tmp/ptxas.cubin" || bad "ptxas collapsed copy"
   fi
 elif grep -qE 'cannot compile CUDA for [^:]*: NVRTC' "$tmp/ep"; then
   [ $fail = 0 ] && { echo "no NVRTC: CUDA C, IR and interpreter checks passed"; exit 77; }

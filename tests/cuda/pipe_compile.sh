@@ -55,8 +55,8 @@ if "$perfc" "$g" -k gemm_tc_f16 -target sm_90 -emit ptx -o "$tmp/f16.ptx" 2>"$tm
     grep -q 'cp.async.commit_group' "$tmp/$f.ptx" || bad "$f PTX without cp.async.commit_group"
   done
   if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
-    "$ptxas" -arch=sm_90 "$tmp/f16.ptx" -o /dev/null || bad "ptxas f16"
-    "$ptxas" -arch=sm_80 "$tmp/bf16.ptx" -o /dev/null || bad "ptxas bf16"
+    "$ptxas" -arch=sm_90 "$tmp/f16.ptx" -o "$tmp/ptxas.cubin" || bad "ptxas f16"
+    "$ptxas" -arch=sm_80 "$tmp/bf16.ptx" -o "$tmp/ptxas.cubin" || bad "ptxas bf16"
   fi
 elif grep -qE 'cannot compile CUDA for [^:]*: NVRTC' "$tmp/e5"; then
   [ $fail = 0 ] && { echo "no NVRTC: CUDA C and interpreter checks passed"; exit 77; }

@@ -74,8 +74,8 @@ done
 if "$perfc" "$s" -target sm_90 -emit ptx -D R=8192 -D C=8192 -o "$tmp/s.ptx" 2>"$tmp/ep"; then
   grep -q 'shfl.sync.bfly' "$tmp/s.ptx" || bad "softmax PTX without warp shuffles"
   if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
-    "$ptxas" -arch=sm_90 "$tmp/s.ptx" -o /dev/null || bad "ptxas softmax"
-    "$perfc" "$k" -target sm_80 -emit ptx -s "$ok" -o "$tmp/a.ptx" && "$ptxas" -arch=sm_80 "$tmp/a.ptx" -o /dev/null || bad "ptxas rs"
+    "$ptxas" -arch=sm_90 "$tmp/s.ptx" -o "$tmp/ptxas.cubin" || bad "ptxas softmax"
+    "$perfc" "$k" -target sm_80 -emit ptx -s "$ok" -o "$tmp/a.ptx" && "$ptxas" -arch=sm_80 "$tmp/a.ptx" -o "$tmp/ptxas.cubin" || bad "ptxas rs"
   fi
 elif grep -qE 'cannot compile CUDA for [^:]*: NVRTC' "$tmp/ep"; then
   [ $fail = 0 ] && { echo "no NVRTC: CUDA C and interpreter checks passed"; exit 77; }

@@ -51,7 +51,7 @@ grep -q 'binds no warps' "$tmp/e6" || bad "mma emit refusal: $(cat "$tmp/e6")"
 "$perfc" "$g" -k gemm --no-schedule -emit ir -D M=256 -D N=70000 -D K=48 -s 'bind(j, thread.x)' 2>"$tmp/e4" && bad "1024-thread limit not enforced"
 if "$perfc" "$g" -k gemm_tiled -target sm_90 -emit ptx -o "$tmp/t.ptx" 2>"$tmp/e5"; then
   grep -q 'ld.shared.v4.f32' "$tmp/t.ptx" || bad "PTX without ld.shared.v4"
-  if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then "$ptxas" -arch=sm_90 "$tmp/t.ptx" -o /dev/null || bad "ptxas"; fi
+  if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then "$ptxas" -arch=sm_90 "$tmp/t.ptx" -o "$tmp/ptxas.cubin" || bad "ptxas"; fi
 elif grep -qE 'cannot compile CUDA for [^:]*: NVRTC' "$tmp/e5"; then
   [ $fail = 0 ] && { echo "no NVRTC: CUDA C and IR checks passed"; exit 77; }
 else

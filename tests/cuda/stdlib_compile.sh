@@ -22,12 +22,20 @@ for f in "$dir"/*.pdl; do
     for t in sm_80 sm_86 sm_89 sm_90 sm_90a; do
       out="$tmp/$name.$t.$emit"
       n=$((n + 1))
+      # wgmma schedules (gemm_wg_*) are sm_90a's alone: elsewhere they are refused
+      if [ "${name#gemm_wg_}" != "$name" ] && [ $t != sm_90a ]; then
+        if "$perfc" "$f" -k "$name" "${defs[@]}" -target "$t" -emit cuda -o "$out" 2>"$tmp/err" ||
+           ! grep -q 'only sm_90a has' "$tmp/err"; then
+          echo "FAIL $name $t: wgmma not refused with a reason"; fail=1
+        fi
+        continue
+      fi
       if ! "$perfc" "$f" -k "$name" "${defs[@]}" -target "$t" -emit $emit -o "$out" 2>"$tmp/err"; then
         echo "FAIL $f $name $t:"; cat "$tmp/err"; fail=1; continue
       fi
       if [ $emit = ptx ] && ! grep -q '\.entry' "$out"; then echo "FAIL $name $t: PTX without .entry"; fail=1; fi
       if [ $emit = ptx ] && [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
-        "$ptxas" -arch=$t "$out" -o /dev/null || { echo "FAIL ptxas $name $t"; fail=1; }
+        "$ptxas" -arch=$t "$out" -o "$tmp/ptxas.cubin" || { echo "FAIL ptxas $name $t"; fail=1; }
       fi
     done
   done < <(grep -o '^kernel [A-Za-z_0-9]*([^)]*)' "$f")

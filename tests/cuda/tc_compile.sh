@@ -17,7 +17,10 @@ sz=(-D M=256 -D N=384 -D K=96)
 for k in gemm_tc_f16 gemm_tc_bf16; do
   t=${k#gemm_tc_}
   "$perfc" "$g" -k $k --no-schedule -target interp --run "${sz[@]}" --seed 7 >"$tmp/a" 2>&1 || bad "$k interp unscheduled"
-  "$perfc" "$g" -k $k -target interp --run "${sz[@]}" --seed 7 >"$tmp/b" 2>&1 || bad "$k interp scheduled"
+  # -target interp applies no `for gpu` schedule: the schedule's text goes in with -s
+  sched=$(sed -n "/^schedule $k for gpu {/,/^}/p" "$g" | sed '1d;$d' | tr '\n' ';')
+  [ -n "$sched" ] || bad "$k: schedule not found"
+  "$perfc" "$g" -k $k --no-schedule -target interp --run "${sz[@]}" --seed 7 -s "$sched" >"$tmp/b" 2>&1 || bad "$k interp scheduled"
   [ -n "$(grep sum "$tmp/a")" ] && [ "$(grep sum "$tmp/a")" = "$(grep sum "$tmp/b")" ] || bad "$k: scheduled result differs"
   "$perfc" "$g" -k $k -target sm_90 -emit cuda -o "$tmp/$k.cu" || bad "$k emit cuda"
   grep -q 'float acc\[4\]\[8\]\[4\];' "$tmp/$k.cu" || bad "$k: accumulator not in fragment layout"
@@ -36,8 +39,8 @@ if "$perfc" "$g" -k gemm_tc_f16 -target sm_90 -emit ptx -o "$tmp/f16.ptx" 2>"$tm
   grep -q 'mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32' "$tmp/bf16.ptx" || bad "bf16 PTX without mma.sync"
   grep -q 'ldmatrix.sync.aligned.m8n8.x4.shared.b16' "$tmp/f16.ptx" || bad "PTX without ldmatrix"
   if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
-    "$ptxas" -arch=sm_90 "$tmp/f16.ptx" -o /dev/null || bad "ptxas f16"
-    "$ptxas" -arch=sm_80 "$tmp/bf16.ptx" -o /dev/null || bad "ptxas bf16"
+    "$ptxas" -arch=sm_90 "$tmp/f16.ptx" -o "$tmp/ptxas.cubin" || bad "ptxas f16"
+    "$ptxas" -arch=sm_80 "$tmp/bf16.ptx" -o "$tmp/ptxas.cubin" || bad "ptxas bf16"
   fi
 elif grep -qE 'cannot compile CUDA for [^:]*: NVRTC' "$tmp/e5"; then
   [ $fail = 0 ] && { echo "no NVRTC: CUDA C and interpreter checks passed"; exit 77; }

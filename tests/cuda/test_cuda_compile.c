@@ -79,8 +79,13 @@ static void compile_all(Kernel *k, const char **must_contain)
                     snprintf(path, sizeof path, "%s/%s_%s.ptx", d0, k->name, targets[t]);
                     write_file(path, m.ptx, m.ptx_len);
                     char cmd[1400];
-                    snprintf(cmd, sizeof cmd, "'%s' -arch=%s '%s' -o /dev/null", ptxas, targets[t], path);
+                    /* ptxas writes a real file: given /dev/null it replaces the device
+                     * node when run as root (seen on the shared development machine) */
+                    snprintf(cmd, sizeof cmd, "'%s' -arch=%s '%s' -o '%s.cubin'", ptxas, targets[t], path, path);
                     CHECK(system(cmd) == 0, "ptxas rejected %s", path);
+                    char cub[1100];
+                    snprintf(cub, sizeof cub, "%s.cubin", path);
+                    unlink(cub);
                     if (!outdir) {
                         unlink(path);
                         rmdir(d0);

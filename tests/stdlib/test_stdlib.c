@@ -337,6 +337,8 @@ static const Case cases[] = {
     {"gemm.pdl", "gemm_tiled", "M,N,K", ref_gemm, gemm_shapes, gemm_random},
     {"gemm.pdl", "gemm_tc_f16", "M,N,K", ref_gemm, gemm_shapes, gemm_random},
     {"gemm.pdl", "gemm_tc_bf16", "M,N,K", ref_gemm, gemm_shapes, gemm_random},
+    {"gemm.pdl", "gemm_wg_f16", "M,N,K", ref_gemm, gemm_shapes, gemm_random},
+    {"gemm.pdl", "gemm_wg_bf16", "M,N,K", ref_gemm, gemm_shapes, gemm_random},
     {"batched_gemm.pdl", "batched_gemm", "B,M,N,K", ref_batched_gemm, bgemm_shapes, bgemm_random},
     {"batched_gemm.pdl", "batched_gemm_tiled", "B,M,N,K", ref_batched_gemm, bgemm_shapes, bgemm_random},
     {"gemm_tn.pdl", "gemm_tn", "M,N,K", ref_gemm_tn, gemm_shapes, gemm_random},

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The Hopper warpgroup GEMM schedules (stdlib/gemm.pdl gemm_wg_f16, gemm_wg_bf16)
+# run and validated on a GPU through `perfc --run`: at the schedule's smallest
+# shape, at one with fewer k steps than pipeline stages, and at one with many.
+# Skipped (77) where there is no GPU, or no sm_90 one.  Usage: wg_gpu.sh PERFC STDLIB_DIR
+set -u
+perfc=$1; dir=$2
+g="$dir/gemm.pdl"
+fail=0
+for k in gemm_wg_f16 gemm_wg_bf16; do
+  for sz in "128 256 64" "256 512 192" "384 768 1024"; do
+    set -- $sz
+    out=$("$perfc" "$g" -k $k -target sm_90a -D M=$1 -D N=$2 -D K=$3 --run --seed 11 2>&1); s=$?
+    if [ $s = 3 ] && echo "$out" | grep -qE 'needs an NVIDIA GPU|no kernel image|not compatible|sm_90a'; then
+      echo "no sm_90 GPU here: skipped ($(echo "$out" | tail -1))"; exit 77
+    fi
+    [ $s = 0 ] || { echo "FAIL: $k $sz: exit $s"; echo "$out" | tail -5; fail=1; }
+  done
+done
+[ $fail = 0 ] && echo "wgmma schedules validated on the GPU"
+exit $fail
