@@ -1,8 +1,10 @@
 /* Drivers of the LLVM back end: the O3 pipeline, the host JIT and file emission.
  *
- * Every compilation is independent (its own LLVMContext, TargetMachine and LLJIT), so
- * the autotuner may compile candidates from several threads at once; the only shared
- * state is LLVM's one-time initialisation and the table of registered symbols.
+ * Every compilation has its own LLVMContext and LLJIT, and uses its thread's
+ * TargetMachine for the target (cg_thread_target_machine: kept for the thread's
+ * life, as building one cost 0.6 ms), so the autotuner may compile candidates from
+ * several threads at once; the only state shared between threads is LLVM's one-time
+ * initialisation and the table of registered symbols.
  *
  * The JIT path compiles to an object in memory with our own TargetMachine and hands
  * that object to an LLJIT: the optimisation level, CPU and features are then exactly
