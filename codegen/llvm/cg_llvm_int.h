@@ -30,6 +30,9 @@ void cg_llvm_init(void);
 bool cg_target_lookup(const char *name, CgTarget *t);
 /* A target machine for t at O3, position-independent; NULL with a diagnostic. */
 LLVMTargetMachineRef cg_target_machine(const CgTarget *t, Diags *d);
+/* The calling thread's target machine for t, made on first use and kept for the
+ * thread's life (the caller must not dispose of it). */
+LLVMTargetMachineRef cg_thread_target_machine(const CgTarget *t, Diags *d);
 /* True when the host CPU can run code for t (JIT of a non-host x86 variant). */
 bool cg_target_runs_on_host(const CgTarget *t);
 
@@ -42,5 +45,7 @@ LLVMModuleRef cg_build_module(const Kernel *k, const CgTarget *t, LLVMContextRef
 /* Whether the schedule made some loop vector or unroll (register tiles): such a
  * kernel is emitted for, and optimised by, the short pipeline of jit.c. */
 bool cg_kernel_tiled(const Kernel *k);
+/* Whether the kernel reads a padded input outside its range (clamped loads). */
+bool cg_kernel_padded(const Kernel *k);
 
 #endif

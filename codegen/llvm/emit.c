@@ -110,6 +110,7 @@ typedef struct Fn {
     Val *vars;               /* binding per Var id (v == NULL: unbound) */
     LLVMBasicBlockRef *vbb;  /* per Var id: the block where it was bound */
     int *vseq;               /* per Var id: binding order */
+    int64_t *vmin, *vmax;    /* per Var id: its range when known (vmin <= vmax) */
     int seq;
     Sum *sums;               /* hoisted offset sums */
     int nsums, capsums;
@@ -128,6 +129,7 @@ typedef struct Fn {
 } Fn;
 
 static void emit_list(Fn *f, const NodeList *l);
+static bool cg_list_padded(const NodeList *l);
 
 /* ---- diagnostics ---- */
 
@@ -647,6 +649,20 @@ static bool affine(const Cg *g, const Expr *e, Aff *out)
         if (b.n == 0)
             return aff_add(out, &a, b.c);
         return false;
+    case IE_DIV:
+    case IE_MOD:
+        /* Constant operands only (sizes such as (H + 2*P - R)/U + 1): floor division
+         * and modulo, as the IR defines them. */
+        if (dtype_is_float(e->dtype) || !affine(g, e->args[0], &a) || !affine(g, e->args[1], &b) || a.n || b.n ||
+            b.c == 0 || (b.c == -1 && a.c == INT64_MIN))
+            return false;
+        {
+            int64_t q = a.c / b.c;
+            if ((a.c % b.c != 0) && ((a.c < 0) != (b.c < 0)))
+                q--;
+            out->c = e->kind == IE_DIV ? q : a.c - q * b.c;
+        }
+        return true;
     default: return false;
     }
 }
@@ -1049,17 +1065,45 @@ static bool affine_addr(Fn *f, const Buffer *b, Expr *const *idx, bool lane0, Ad
     return true;
 }
 
-/* The address of element r + c of b (inbounds: the access is known in range). */
+/* The address of row r of b, the base of r + c for every c: one per block.  Not
+ * inbounds, as r alone may lie outside b (A[i - 2, j] at the last i). */
+static LLVMValueRef row_at(Fn *f, const Buffer *b, LLVMValueRef r)
+{
+    Region *rg = region(f);
+    for (int i = 0; i < rg->nptrs; i++)
+        if (rg->ptrs[i].b == b && rg->ptrs[i].r == r && rg->ptrs[i].w == -1)
+            return rg->ptrs[i].p;
+    LLVMValueRef p = gep(f, b, r, false);
+    GROW(rg->ptrs, rg->nptrs, rg->capptrs);
+    rg->ptrs[rg->nptrs++] = (Slot){.b = b, .r = r, .w = -1, .p = p};
+    return p;
+}
+
+/* The address of element r + c of b (inbounds: the access is known in range).
+ * In kernels with register tiles, r + c is row r's address plus the constant c:
+ * the accesses of an unrolled tile then share one base register, as the code
+ * generator would have them.  As `b + (r + c)` instead, InstCombine splits each
+ * address into `(b + r) + c` and LICM re-associates that into `(b + c) + r`,
+ * hoisting b + c: a loop-invariant base per element of the tile (126 in conv2d's
+ * inner loop), which Loop Strength Reduction then recombined; the shared row takes
+ * 7% off conv2d's compilation (instructions counted by callgrind) and 4% off its
+ * run time.  The short pipeline has no pass that would undo it. */
 static LLVMValueRef ptr_at(Fn *f, const Buffer *b, Addr a, bool inbounds)
 {
     Cg *g = f->g;
     Region *rg = region(f);
     if (inbounds)
         for (int i = 0; i < rg->nptrs; i++)
-            if (rg->ptrs[i].b == b && rg->ptrs[i].r == a.r && rg->ptrs[i].c == a.c)
+            if (rg->ptrs[i].b == b && rg->ptrs[i].r == a.r && rg->ptrs[i].c == a.c && rg->ptrs[i].w == 0)
                 return rg->ptrs[i].p;
-    LLVMValueRef off = !a.r ? ci64(g, a.c) : a.c ? LLVMBuildNSWAdd(g->B, a.r, ci64(g, a.c), "") : a.r;
-    LLVMValueRef p = gep(f, b, off, inbounds);
+    LLVMValueRef p;
+    if (g->lean && a.r && a.c) {
+        LLVMValueRef c = ci64(g, a.c);
+        p = LLVMBuildGEP2(g->B, sty(g, b->dtype), row_at(f, b, a.r), &c, 1, "");
+    } else {
+        LLVMValueRef off = !a.r ? ci64(g, a.c) : a.c ? LLVMBuildNSWAdd(g->B, a.r, ci64(g, a.c), "") : a.r;
+        p = gep(f, b, off, inbounds);
+    }
     if (inbounds) {
         GROW(rg->ptrs, rg->nptrs, rg->capptrs);
         rg->ptrs[rg->nptrs++] = (Slot){.b = b, .r = a.r, .c = a.c, .p = p};
@@ -1173,12 +1217,58 @@ static LLVMValueRef load_scalar(Fn *f, const Buffer *b, LLVMValueRef *idx, bool 
     return v;
 }
 
+/* The range [*lo, *hi] of affine e over the known ranges of the variables bound
+ * now; false when a variable's range is unknown. */
+static bool aff_range(const Fn *f, const Aff *a, int64_t *lo, int64_t *hi)
+{
+    *lo = *hi = a->c;
+    for (int i = 0; i < a->n; i++) {
+        int64_t k = a->k[i];
+        if (!k)
+            continue;
+        int v = a->var[i];
+        if (f->vw && f->vvar->id == v)
+            return false;
+        if (f->vmin[v] > f->vmax[v])
+            return false;
+        *lo += k > 0 ? k * f->vmin[v] : k * f->vmax[v];
+        *hi += k > 0 ? k * f->vmax[v] : k * f->vmin[v];
+    }
+    return true;
+}
+
+/* For a padded read: 1 when every index is known inside its dimension, -1 when one
+ * is known outside (the read is the pad value), 0 when it has to be tested. */
+static int pad_known(const Fn *f, const Expr *e)
+{
+    const Buffer *b = e->u.load.buf;
+    bool all_in = true;
+    for (int i = 0; i < b->rank; i++) {
+        Aff a;
+        int64_t lo, hi;
+        if (!affine(f->g, e->u.load.idx[i], &a) || !aff_range(f, &a, &lo, &hi)) {
+            all_in = false;
+            continue;
+        }
+        if (hi < 0 || lo >= f->g->dims[b->id][i])
+            return -1;
+        all_in &= lo >= 0 && hi < f->g->dims[b->id][i];
+    }
+    return all_in ? 1 : 0;
+}
+
 static Val emit_load(Fn *f, const Expr *e)
 {
     Cg *g = f->g;
     LLVMBuilderRef B = g->B;
     const Buffer *b = e->u.load.buf;
     bool guarded = e->u.load.guarded && b->has_pad;
+    if (guarded) {
+        int known = pad_known(f, e);
+        if (known < 0)
+            return S(kdtype(g, b->dtype, b->pad));
+        guarded = known == 0;
+    }
     LLVMValueRef idx[16];
     bool vec[16], anyvec = false;
     if (b->rank > 16)
@@ -1658,15 +1748,20 @@ typedef struct Binding {
     Val v;
     LLVMBasicBlockRef bb;
     int seq;
+    int64_t min, max;
 } Binding;
 
-/* Binds loop variable v to x from here on; returns the binding to restore. */
+/* Binds loop variable v to x from here on (its range unknown unless x is a
+ * constant); returns the binding to restore. */
 static Binding bind(Fn *f, const Var *v, Val x)
 {
-    Binding old = {f->vars[v->id], f->vbb[v->id], f->vseq[v->id]};
+    Binding old = {f->vars[v->id], f->vbb[v->id], f->vseq[v->id], f->vmin[v->id], f->vmax[v->id]};
     f->vars[v->id] = x;
     f->vbb[v->id] = LLVMGetInsertBlock(f->g->B);
     f->vseq[v->id] = ++f->seq;
+    f->vmin[v->id] = 1, f->vmax[v->id] = 0;
+    if (!x.vec && LLVMIsAConstantInt(x.v))
+        f->vmin[v->id] = f->vmax[v->id] = LLVMConstIntGetSExtValue(x.v);
     return old;
 }
 
@@ -1675,6 +1770,8 @@ static void unbind(Fn *f, const Var *v, Binding old)
     f->vars[v->id] = old.v;
     f->vbb[v->id] = old.bb;
     f->vseq[v->id] = old.seq;
+    f->vmin[v->id] = old.min;
+    f->vmax[v->id] = old.max;
 }
 
 typedef struct LoopSt {
@@ -1705,7 +1802,11 @@ static LLVMValueRef loop_open(Fn *f, LLVMValueRef lo, LLVMValueRef hi, const cha
     s->hi = hi;
     s->step = 1;
     region_end(f);
-    LLVMBuildCondBr(g->B, LLVMBuildICmp(g->B, LLVMIntSLT, lo, hi, ""), s->body, s->exit);
+    LLVMValueRef enter = LLVMBuildICmp(g->B, LLVMIntSLT, lo, hi, "");
+    if (LLVMIsAConstantInt(enter) && LLVMConstIntGetZExtValue(enter))
+        LLVMBuildBr(g->B, s->body); /* constant bounds: no guard to fold away later */
+    else
+        LLVMBuildCondBr(g->B, enter, s->body, s->exit);
     LLVMPositionBuilderAtEnd(g->B, s->body);
     s->iv = LLVMBuildPhi(g->B, g->ti64, name);
     LLVMAddIncoming(s->iv, &lo, &pre, 1);
@@ -1957,19 +2058,30 @@ static void start_fresh(Fn *f, const Node *loop)
 
 static bool unroll_twice(const Fn *f, const Node *n);
 
-static void emit_serial(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi)
+/* `for v in lo..hi` around n's body; own: lo and hi are n's bounds (not narrowed). */
+static void emit_serial_ex(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi, bool own)
 {
     LoopSt s;
     Var *v = n->u.loop.var;
     LLVMValueRef iv = loop_open(f, lo, hi, v->name, &s);
-    s.step = unroll_twice(f, n) ? 2 : 1;
+    s.step = own && unroll_twice(f, n) ? 2 : 1;
+    bool known = LLVMIsAConstantInt(lo) && LLVMIsAConstantInt(hi);
     for (int64_t i = 0; i < s.step; i++) {
         Binding saved = bind(f, v, S(i ? LLVMBuildNSWAdd(f->g->B, iv, ci64(f->g, i), "") : iv));
+        if (known) {
+            f->vmin[v->id] = LLVMConstIntGetSExtValue(lo) + i;
+            f->vmax[v->id] = LLVMConstIntGetSExtValue(hi) - 1;
+        }
         start_fresh(f, n);
         emit_versioned(f, n);
         unbind(f, v, saved);
     }
     loop_close(f, &s);
+}
+
+static void emit_serial(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi)
+{
+    emit_serial_ex(f, n, lo, hi, true);
 }
 
 static void emit_guard(Fn *f, const Node *n)
@@ -2261,6 +2373,46 @@ static void transpose(Cg *g, LLVMValueRef *r, int w)
     }
 }
 
+/* The columns r[0..8) of the 8 x 8 block of G whose rows start at rows[0..8), for
+ * 8 lanes: transpose() with its last stage (the exchange of 128-bit halves) done
+ * by the loads, each vector the concatenation of two 4-lane loads (row i and row
+ * i + 4, vinsertf128 from memory on x86), and the two in-lane stages after it.
+ * Same instructions as loading whole rows and transposing them, but SelectionDAG
+ * no longer sees a three-level tree of two-input shuffles above every load, in
+ * which its demanded-elements analysis spent about 6 million instructions per
+ * transpose: this form takes a third of that off. */
+static void transpose8_loads(Fn *f, const Buffer *G, const Addr *rows, LLVMValueRef *r)
+{
+    Cg *g = f->g;
+    static const int ul[8] = {0, 8, 1, 9, 4, 12, 5, 13}, uh[8] = {2, 10, 3, 11, 6, 14, 7, 15};
+    static const int sl[8] = {0, 1, 8, 9, 4, 5, 12, 13}, sh[8] = {2, 3, 10, 11, 6, 7, 14, 15};
+    LLVMValueRef m[5][8];
+    for (int k = 0; k < 8; k++) {
+        m[0][k] = ci32(g, ul[k]); m[1][k] = ci32(g, uh[k]); m[2][k] = ci32(g, sl[k]);
+        m[3][k] = ci32(g, sh[k]); m[4][k] = ci32(g, k);
+    }
+    LLVMValueRef M[5];
+    for (int i = 0; i < 5; i++) M[i] = LLVMConstVector(m[i], 8);
+    LLVMValueRef v[8];
+    for (int i = 0; i < 4; i++)
+        for (int half = 0; half < 2; half++) {
+            Addr lo = rows[i], hi = rows[i + 4];
+            lo.c += 4 * half, hi.c += 4 * half;
+            v[i + 4 * half] = LLVMBuildShuffleVector(g->B, load_at(f, G, lo, 4), load_at(f, G, hi, 4), M[4], "");
+        }
+    /* v[h..h+4): rows 0-3 of columns 4h'..4h'+3 in the low halves, rows 4-7 in the high */
+    for (int h = 0; h < 8; h += 4) {
+        LLVMValueRef t0 = LLVMBuildShuffleVector(g->B, v[h], v[h + 1], M[0], "");
+        LLVMValueRef t1 = LLVMBuildShuffleVector(g->B, v[h], v[h + 1], M[1], "");
+        LLVMValueRef t2 = LLVMBuildShuffleVector(g->B, v[h + 2], v[h + 3], M[0], "");
+        LLVMValueRef t3 = LLVMBuildShuffleVector(g->B, v[h + 2], v[h + 3], M[1], "");
+        r[h + 0] = LLVMBuildShuffleVector(g->B, t0, t2, M[2], "");
+        r[h + 1] = LLVMBuildShuffleVector(g->B, t0, t2, M[3], "");
+        r[h + 2] = LLVMBuildShuffleVector(g->B, t1, t3, M[2], "");
+        r[h + 3] = LLVMBuildShuffleVector(g->B, t1, t3, M[3], "");
+    }
+}
+
 /* The first n of w lanes. */
 static LLVMValueRef tail_mask(Cg *g, int n, int w)
 {
@@ -2319,24 +2471,33 @@ static bool emit_transpose(Fn *f, const Node *L)
     LLVMValueRef r[16];
     Binding sa = bind(f, tv, S(ci64(g, lot))), sbb = bind(f, gv, S(ci64(g, log)));
     int w = (int)nt;
-    for (int64_t q = 0; q < ng; q += w) {
+    for (int64_t q0 = 0; q0 < ng; q0 += w) {
+        /* A last block of fewer than w columns is shifted back over the one before
+         * (columns 6..13 of 14): whole vectors, columns copied twice with the same
+         * values, no masked store (slow on AMD).  Masks only when ng < w. */
+        int64_t q = q0 + w > ng && ng >= w ? ng - w : q0;
         int len = (int)(ng - q < w ? ng - q : w);
         Addr a;
         if (in) {
+            Addr rows[16];
             for (int i = 0; i < w; i++) {
                 f->vars[tv->id] = S(ci64(g, lot + i));
                 f->vars[gv->id] = S(ci64(g, log + q));
                 if (!affine_addr(f, G, gi, false, &a))
                     die("transpose: buffer address");
+                rows[i] = a;
                 if (len < w) { /* a masked load: no odd-sized vector for codegen to widen */
                     touch_unknown(f, G, false);
                     r[i] = tag(g, G, masked_load(f, LLVMVectorType(sty(g, G->dtype), (unsigned)w), ptr_at(f, G, a, false),
                                                  elem_align(g, G->dtype), tail_mask(g, len, w)));
-                } else {
+                } else if (w != 8) {
                     r[i] = load_at(f, G, a, w);
                 }
             }
-            transpose(g, r, w);
+            if (len == w && w == 8)
+                transpose8_loads(f, G, rows, r);
+            else
+                transpose(g, r, w);
             for (int k = 0; k < len; k++) {
                 f->vars[tv->id] = S(ci64(g, lot));
                 f->vars[gv->id] = S(ci64(g, log + q + k));
@@ -2405,21 +2566,328 @@ static int64_t tile_size(const Fn *f, const NodeList *l)
     return size;
 }
 
+/* Whether e calls a function perfc expands inline into a long polynomial. */
+static bool expr_transcendental(const Expr *e)
+{
+    if (!e)
+        return false;
+    if (e->kind == IE_EXP || e->kind == IE_LOG || e->kind == IE_TANH || e->kind == IE_ERF)
+        return true;
+    if (e->kind == IE_LOAD) {
+        for (int i = 0; i < e->u.load.buf->rank; i++)
+            if (expr_transcendental(e->u.load.idx[i]))
+                return true;
+        return false;
+    }
+    for (int i = 0; i < ir_expr_arity(e->kind); i++)
+        if (expr_transcendental(e->args[i]))
+            return true;
+    return false;
+}
+
+static bool list_transcendental(const NodeList *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        const Node *n = l->v[i];
+        if (n->kind == N_STMT ? expr_transcendental(n->u.stmt.value)
+                              : list_transcendental(ir_body((Node *)n)))
+            return true;
+    }
+    return false;
+}
+
 /* The serial loop around a small register-tile update (gemm's k loop around its
  * 6 x 16 tile: six vector FMAs) runs two iterations per trip, as LLVM's unroller
  * used to make it: the loop's increment, compare and branch are then paid once per
  * twelve FMAs rather than six (1-2% on gemm).  Not in the guarded version of a
  * versioned loop (edge tiles, rarely run), nor for a bigger update (conv2d's 126
- * FMAs), which has no loop overhead worth the code. */
+ * FMAs), which has no loop overhead worth the code, nor around an exp, log, tanh
+ * or erf: each is some twenty instructions per vector (softmax's exp loop over 64
+ * lanes is 200), so the loop is never small, and twice the code cost softmax 6 ms
+ * of compile time once its trip count became constant. */
 static bool unroll_twice(const Fn *f, const Node *n)
 {
     const Cg *g = f->g;
     int64_t ext, s;
     if (!g->lean || n->u.loop.kind != LOOP_SERIAL || !const_extent(g, n->u.loop.lo, n->u.loop.hi, &ext) || ext < 4 ||
-        ext % 2 || !holds_scheduled(&n->u.loop.body))
+        ext % 2 || !holds_scheduled(&n->u.loop.body) || list_transcendental(&n->u.loop.body))
         return false;
     s = tile_size(f, &n->u.loop.body);
     return s >= 4 && s <= UNROLL_STMTS;
+}
+
+/* A serial loop whose whole body is one guard bounding the loop's own variable
+ * (`for j in 0..S: if j <= i: ...`, the mask of causal attention) runs over the
+ * range where the guard holds, without the guard: half the iterations and no
+ * branch in the others, which LLVM can then vectorise.  The guard must be a
+ * conjunction of affine comparisons in which the variable has coefficient 1 or -1
+ * and every other variable is bound to a scalar; *lo and *hi are narrowed. */
+static bool narrow_bounds(Fn *f, const Node *L, LLVMValueRef *lo, LLVMValueRef *hi)
+{
+    Cg *g = f->g;
+    if (f->vw || L->u.loop.body.n != 1 || L->u.loop.body.v[0]->kind != N_IF)
+        return false;
+    const Node *gd = L->u.loop.body.v[0];
+    Cmp cmp[8];
+    int nc = 0;
+    if (!conjuncts(g, gd->u.guard.cond, cmp, &nc, 8))
+        return false;
+    int lv = L->u.loop.var->id;
+    for (int c = 0; c < nc; c++) {
+        int64_t k = 0;
+        for (int t = 0; t < cmp[c].d.n; t++) {
+            int v = cmp[c].d.var[t];
+            if (v == lv)
+                k += cmp[c].d.k[t];
+            else if (cmp[c].d.k[t] && (!f->vars[v].v || f->vars[v].vec))
+                return false;
+        }
+        if (k != 1 && k != -1)
+            return false;
+    }
+    LLVMBuilderRef B = g->B;
+    for (int c = 0; c < nc; c++) {
+        /* d = k*v + rest + c <= lim, rest in [rmin, rmax] when every variable's range
+         * is known (then a bound the loop's own cannot exceed needs no min/max) */
+        int64_t k = 0, rmin = cmp[c].d.c, rmax = cmp[c].d.c;
+        bool known = true;
+        LLVMValueRef rest = ci64(g, cmp[c].d.c);
+        for (int t = 0; t < cmp[c].d.n; t++) {
+            int v = cmp[c].d.var[t];
+            int64_t kv = cmp[c].d.k[t];
+            if (v == lv) {
+                k += kv;
+            } else if (kv) {
+                rest = LLVMBuildNSWAdd(B, rest, LLVMBuildNSWMul(B, f->vars[v].v, ci64(g, kv), ""), "");
+                known &= f->vmin[v] <= f->vmax[v];
+                rmin += kv > 0 ? kv * f->vmin[v] : kv * f->vmax[v];
+                rmax += kv > 0 ? kv * f->vmax[v] : kv * f->vmin[v];
+            }
+        }
+        if (k == 1) { /* v <= lim - rest */
+            LLVMValueRef b = LLVMBuildNSWSub(B, ci64(g, cmp[c].lim + 1), rest, "");
+            bool tighter = known && LLVMIsAConstantInt(*hi) && cmp[c].lim + 1 - rmin <= LLVMConstIntGetSExtValue(*hi);
+            bool looser = known && LLVMIsAConstantInt(*hi) && cmp[c].lim + 1 - rmax >= LLVMConstIntGetSExtValue(*hi);
+            if (!looser)
+                *hi = tighter ? b : intr2(g, "llvm.smin", *hi, b);
+        } else { /* v >= rest - lim */
+            LLVMValueRef b = LLVMBuildNSWSub(B, rest, ci64(g, cmp[c].lim), "");
+            bool tighter = known && LLVMIsAConstantInt(*lo) && rmin - cmp[c].lim >= LLVMConstIntGetSExtValue(*lo);
+            bool looser = known && LLVMIsAConstantInt(*lo) && rmax - cmp[c].lim <= LLVMConstIntGetSExtValue(*lo);
+            if (!looser)
+                *lo = tighter ? b : intr2(g, "llvm.smax", *lo, b);
+        }
+    }
+    return true;
+}
+
+/* Serial loop n's body for the one value x of its variable, without a loop. */
+static void emit_once(Fn *f, const Node *n, LLVMValueRef x)
+{
+    Binding saved = bind(f, n->u.loop.var, S(x));
+    start_fresh(f, n);
+    emit_list(f, &n->u.loop.body);
+    unbind(f, n->u.loop.var, saved);
+}
+
+/* Whether e is a constant whose storage is all zero bytes (0, +0.0, false). */
+static bool zero_const(const Expr *e)
+{
+    if (e->kind == IE_CAST)
+        return zero_const(e->args[0]);
+    if (e->kind == IE_INT)
+        return e->u.i == 0;
+    if (e->kind == IE_FLT)
+        return e->u.f == 0 && !signbit(e->u.f);
+    return false;
+}
+
+/* Whether e is zero wherever it is evaluated from here: a zero constant, or a read
+ * of an input padded with zero that is known to fall outside it (the border rows of
+ * a padded image copy, once split_padded has fixed the row). */
+static bool zero_value(const Fn *f, const Expr *e)
+{
+    if (zero_const(e))
+        return true;
+    const Buffer *b = e->kind == IE_LOAD ? e->u.load.buf : NULL;
+    return b && e->u.load.guarded && b->has_pad && b->pad == 0 && !signbit(b->pad) && pad_known(f, e) < 0;
+}
+
+/* A serial loop over [lo, hi) whose body copies one buffer into another, element
+ * after element on both sides (`Xs[c, y, x] = X?[c, y - 1, x - 1]` for the x where
+ * the read stays inside X), is one memcpy; LLVM expands a short one inline.  With
+ * the short pipeline there is no loop idiom recognition to do it, and the scalar
+ * loop it replaces was what the code generator spent most on in a padded copy. */
+static bool emit_copy_range(Fn *f, const Node *L, int64_t lo, int64_t hi)
+{
+    Cg *g = f->g;
+    const Node *n = L->u.loop.body.n == 1 ? L->u.loop.body.v[0] : NULL;
+    if (!n || n->kind != N_STMT || n->u.stmt.op != SOP_ASSIGN || n->u.stmt.value->kind != IE_LOAD || hi - lo < 2)
+        return false;
+    const Expr *e = n->u.stmt.value;
+    const Buffer *d = n->u.stmt.buf, *src = e->u.load.buf;
+    const Var *v = L->u.loop.var;
+    Aff od, os;
+    if (d == src || d->dtype != src->dtype || e->dtype != src->dtype || !offset_aff(g, d, n->u.stmt.idx, &od) ||
+        !offset_aff(g, src, e->u.load.idx, &os) || coef(&od, v) != 1 || coef(&os, v) != 1)
+        return false;
+    Binding sv = bind(f, v, S(ci64(g, lo)));
+    bool ok = !(e->u.load.guarded && src->has_pad) || (f->vmin[v->id] = lo, f->vmax[v->id] = hi - 1, pad_known(f, e) > 0);
+    f->vmin[v->id] = f->vmax[v->id] = lo;
+    Addr ad, as;
+    ok = ok && affine_addr(f, d, n->u.stmt.idx, false, &ad) && affine_addr(f, src, e->u.load.idx, false, &as);
+    unbind(f, v, sv);
+    if (!ok)
+        return false;
+    touch_unknown(f, src, false);
+    touch_unknown(f, d, true);
+    unsigned al = elem_align(g, d->dtype);
+    /* No alias tags: the copy accesses two buffers, and a tag names one scope. */
+    LLVMBuildMemCpy(g->B, ptr_at(f, d, ad, true), al, ptr_at(f, src, as, true), al,
+                    ci64(g, (hi - lo) * dtype_bytes(d->dtype)));
+    return true;
+}
+
+/* A nest of serial loops that stores zero into a contiguous range of a buffer (the
+ * zero initialisation a reduction's distribute leaves, conv2d's 100 000 elements of
+ * Y) is one memset.  Each loop must have constant bounds and the nest's variables
+ * must lay the elements out without gaps (strides 1, n1, n1*n2, ...). */
+static bool emit_zero_fill(Fn *f, const Node *L)
+{
+    Cg *g = f->g;
+    const Node *n = L;
+    const Node *loops[8];
+    int nl = 0;
+    while (n->kind == N_LOOP) {
+        if (n->u.loop.kind != LOOP_SERIAL || nl == 8 || n->u.loop.body.n != 1)
+            return false;
+        loops[nl++] = n;
+        n = n->u.loop.body.v[0];
+    }
+    if (n->kind != N_STMT || n->u.stmt.op != SOP_ASSIGN || !zero_value(f, n->u.stmt.value))
+        return false;
+    const Buffer *b = n->u.stmt.buf;
+    Aff off;
+    if (!offset_aff(g, b, n->u.stmt.idx, &off))
+        return false;
+    int64_t ext[8], lo[8], k[8], total = 1;
+    for (int i = 0; i < nl; i++) {
+        Aff l;
+        if (!const_extent(g, loops[i]->u.loop.lo, loops[i]->u.loop.hi, &ext[i]) || ext[i] < 1 ||
+            !affine(g, loops[i]->u.loop.lo, &l) || l.n)
+            return false;
+        lo[i] = l.c;
+        k[i] = coef(&off, loops[i]->u.loop.var);
+    }
+    /* The strides, smallest first, must be 1, ext, ext*ext', ... */
+    bool used[8] = {false};
+    int64_t want = 1;
+    for (int j = 0; j < nl; j++) {
+        int i;
+        for (i = 0; i < nl && (used[i] || k[i] != want); i++)
+            ;
+        if (i == nl)
+            return false;
+        used[i] = true;
+        want *= ext[i];
+        total *= ext[i];
+    }
+    /* The loops' variables at their lower bounds give the first element. */
+    Binding sv[8];
+    for (int i = 0; i < nl; i++)
+        sv[i] = bind(f, loops[i]->u.loop.var, S(ci64(g, lo[i])));
+    Addr a;
+    bool ok = affine_addr(f, b, n->u.stmt.idx, false, &a);
+    for (int i = nl - 1; i >= 0; i--)
+        unbind(f, loops[i]->u.loop.var, sv[i]);
+    if (!ok)
+        return false;
+    touch_unknown(f, b, true);
+    LLVMValueRef p = ptr_at(f, b, a, true);
+    tag(g, b, LLVMBuildMemSet(g->B, p, LLVMConstInt(g->ti8, 0, 0), ci64(g, total * dtype_bytes(b->dtype)),
+                              elem_align(g, b->dtype)));
+    return true;
+}
+
+/* Narrows [*a, *b) to the values of loop variable v for which every index of the
+ * padded reads in e that moves with v (coefficient 1 or -1, the other variables
+ * of known range) is inside its dimension. */
+static void pad_range_expr(const Fn *f, const Expr *e, const Var *v, int64_t *a, int64_t *b)
+{
+    if (!e)
+        return;
+    if (e->kind == IE_LOAD) {
+        const Buffer *buf = e->u.load.buf;
+        for (int i = 0; i < buf->rank; i++) {
+            pad_range_expr(f, e->u.load.idx[i], v, a, b);
+            Aff x;
+            if (!(e->u.load.guarded && buf->has_pad) || !affine(f->g, e->u.load.idx[i], &x))
+                continue;
+            int64_t k = coef(&x, v), lo, hi, d = f->g->dims[buf->id][i];
+            if (k != 1 && k != -1)
+                continue;
+            Aff rest = x; /* the index without v */
+            for (int t = 0; t < rest.n; t++)
+                if (rest.var[t] == v->id)
+                    rest.k[t] = 0;
+            if (!aff_range(f, &rest, &lo, &hi))
+                continue;
+            /* k = 1: 0 <= v + rest < d for all rest;  k = -1: 0 <= rest - v < d */
+            int64_t na = k == 1 ? -lo : hi - d + 1, nb = k == 1 ? d - hi : lo + 1;
+            if (na > *a)
+                *a = na;
+            if (nb < *b)
+                *b = nb;
+        }
+        return;
+    }
+    for (int i = 0; i < ir_expr_arity(e->kind); i++)
+        pad_range_expr(f, e->args[i], v, a, b);
+}
+
+static void pad_range_list(const Fn *f, const NodeList *l, const Var *v, int64_t *a, int64_t *b)
+{
+    for (int i = 0; i < l->n; i++) {
+        const Node *n = l->v[i];
+        if (n->kind == N_STMT) {
+            pad_range_expr(f, n->u.stmt.value, v, a, b);
+            for (int j = 0; j < n->u.stmt.buf->rank; j++)
+                pad_range_expr(f, n->u.stmt.idx[j], v, a, b);
+        } else {
+            if (n->kind == N_IF)
+                pad_range_expr(f, n->u.guard.cond, v, a, b);
+            pad_range_list(f, ir_body((Node *)n), v, a, b);
+        }
+    }
+}
+
+/* In a kernel with register tiles, a serial loop of constant bounds over padded
+ * reads (the copy of conv2d's image with its zero border) runs in up to three
+ * pieces: where the reads may leave their buffer, and between, where they cannot
+ * and need no clamp or select (nor, when nothing else is tested, any branch).
+ * Nested loops split in turn, so the interior of the image is a plain copy. */
+static bool split_padded(Fn *f, const Node *L, int64_t lo, int64_t hi)
+{
+    if (!f->g->lean || f->vw || !cg_list_padded(&L->u.loop.body))
+        return false;
+    int64_t a = INT64_MIN, b = INT64_MAX;
+    Binding sv = bind(f, L->u.loop.var, S(ci64(f->g, lo))); /* a placeholder: v's range unknown */
+    f->vmin[L->u.loop.var->id] = 1, f->vmax[L->u.loop.var->id] = 0;
+    pad_range_list(f, &L->u.loop.body, L->u.loop.var, &a, &b);
+    unbind(f, L->u.loop.var, sv);
+    if (a < lo)
+        a = lo;
+    if (b > hi)
+        b = hi;
+    if (a >= b || (a == lo && b == hi))
+        return false;
+    int64_t cut[4] = {lo, a, b, hi};
+    for (int i = 0; i < 3; i++)
+        if (cut[i] + 1 == cut[i + 1])
+            emit_once(f, L, ci64(f->g, cut[i])); /* the border rows and columns of a 1-pixel pad */
+        else if (cut[i] < cut[i + 1] && !emit_copy_range(f, L, cut[i], cut[i + 1]))
+            emit_serial_ex(f, L, ci64(f->g, cut[i]), ci64(f->g, cut[i + 1]), false);
+    return true;
 }
 
 static LLVMValueRef emit_bound(Fn *f, const Expr *e)
@@ -2439,6 +2907,23 @@ static void emit_loop(Fn *f, const Node *n)
     Var *v = n->u.loop.var;
     int64_t ext = 0;
     bool cext = const_extent(g, n->u.loop.lo, n->u.loop.hi, &ext);
+    if (kind == LOOP_SERIAL && !f->vw && emit_zero_fill(f, n))
+        return;
+    if (kind == LOOP_SERIAL && cext && LLVMIsAConstantInt(lo) &&
+        split_padded(f, n, LLVMConstIntGetSExtValue(lo), LLVMConstIntGetSExtValue(lo) + ext))
+        return;
+    if (kind == LOOP_SERIAL && f->nassume < MAX_HOISTED && narrow_bounds(f, n, &lo, &hi)) {
+        f->assume[f->nassume++] = n->u.loop.body.v[0];
+        emit_serial_ex(f, n, lo, hi, false);
+        f->nassume--;
+        return;
+    }
+    if (kind == LOOP_SERIAL && cext && ext <= 1) {
+        /* No loop for one iteration (batch loops at batch 1, say), none for none. */
+        if (ext == 1)
+            emit_once(f, n, lo);
+        return;
+    }
     if (kind == LOOP_SERIAL && cext && emit_transpose(f, n))
         return;
     if (kind == LOOP_SERIAL && cext && !f->vw && vectorise_serial(g, n, ext)) {
@@ -2698,6 +3183,10 @@ static void fn_begin(Cg *g, Fn *f, LLVMValueRef fn, const Node *owner)
     f->vars = xcalloc((size_t)(g->k->nvars ? g->k->nvars : 1), sizeof *f->vars);
     f->vbb = xcalloc((size_t)(g->k->nvars ? g->k->nvars : 1), sizeof *f->vbb);
     f->vseq = xcalloc((size_t)(g->k->nvars ? g->k->nvars : 1), sizeof *f->vseq);
+    f->vmin = xcalloc((size_t)(g->k->nvars ? g->k->nvars : 1), sizeof *f->vmin);
+    f->vmax = xcalloc((size_t)(g->k->nvars ? g->k->nvars : 1), sizeof *f->vmax);
+    for (int i = 0; i < g->k->nvars; i++)
+        f->vmin[i] = 1; /* unknown until bound: vmin > vmax */
     f->entry = LLVMAppendBasicBlockInContext(g->C, fn, "entry");
     LLVMBasicBlockRef code = LLVMAppendBasicBlockInContext(g->C, fn, "code");
     LLVMPositionBuilderAtEnd(g->B, f->entry);
@@ -2713,6 +3202,8 @@ static void fn_end(Fn *f)
     free(f->vars);
     free(f->vbb);
     free(f->vseq);
+    free(f->vmin);
+    free(f->vmax);
     free(f->sums);
     free(f->rg.loads);
     free(f->rg.stores);
@@ -3046,6 +3537,46 @@ static void cleanup(Cg *g)
 bool cg_kernel_tiled(const Kernel *k)
 {
     return holds_scheduled(&k->body);
+}
+
+static bool expr_padded(const Expr *e)
+{
+    if (!e)
+        return false;
+    if (e->kind == IE_LOAD) {
+        if (e->u.load.guarded && e->u.load.buf->has_pad)
+            return true;
+        for (int i = 0; i < e->u.load.buf->rank; i++)
+            if (expr_padded(e->u.load.idx[i]))
+                return true;
+        return false;
+    }
+    for (int i = 0; i < ir_expr_arity(e->kind); i++)
+        if (expr_padded(e->args[i]))
+            return true;
+    return false;
+}
+
+static bool cg_list_padded(const NodeList *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        const Node *n = l->v[i];
+        if (n->kind == N_STMT) {
+            if (expr_padded(n->u.stmt.value))
+                return true;
+            for (int j = 0; j < n->u.stmt.buf->rank; j++)
+                if (expr_padded(n->u.stmt.idx[j]))
+                    return true;
+        } else if ((n->kind == N_IF && expr_padded(n->u.guard.cond)) || cg_list_padded(ir_body((Node *)n))) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool cg_kernel_padded(const Kernel *k)
+{
+    return cg_list_padded(&k->body);
 }
 
 LLVMModuleRef cg_build_module(const Kernel *k, const CgTarget *t, LLVMContextRef ctx, LLVMTargetMachineRef tm, Diags *d)

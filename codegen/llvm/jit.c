@@ -1,8 +1,10 @@
 /* Drivers of the LLVM back end: the O3 pipeline, the host JIT and file emission.
  *
- * Every compilation is independent (its own LLVMContext, TargetMachine and LLJIT), so
- * the autotuner may compile candidates from several threads at once; the only shared
- * state is LLVM's one-time initialisation and the table of registered symbols.
+ * Every compilation has its own LLVMContext and LLJIT, and uses its thread's
+ * TargetMachine for the target (cg_thread_target_machine: kept for the thread's
+ * life, as building one cost 0.6 ms), so the autotuner may compile candidates from
+ * several threads at once; the only state shared between threads is LLVM's one-time
+ * initialisation and the table of registered symbols.
  *
  * The JIT path compiles to an object in memory with our own TargetMachine and hands
  * that object to an LLJIT: the optimisation level, CPU and features are then exactly
@@ -149,26 +151,39 @@ static bool has_scheduled_loop(const NodeList *l)
  *    pipeline.  The code generator has already done what O3's expensive passes
  *    would: the tiles are unrolled and vectorised, addresses are a hoisted sum plus
  *    a constant, loads and stores within a block are reused, tile copies are vector
- *    code, small loops around the tiles are unrolled.  What is left is promoting the
- *    tiles to registers (SROA), a little clean-up and hoisting invariant loads out of
- *    loops.  default<O3> spent 70 to 250 ms on these kernels, mostly simplifying the
- *    huge unrolled bodies again (InstCombine, GVN, DSE, SLP) and unrolling loops
- *    around them, for the same machine code in the hot loops;
- *  - no scheduled loop at all (what --no-schedule compiles): default<O3> with the
- *    loop and SLP vectorisers but without LLVM's loop unrolling and interleaving,
- *    which multiply the code of a naive kernel by 8 or more (attention at B=1 H=8
- *    S=256 D=64: 2994 lines of optimised IR with them, 359 without; 152 ms of CPU
- *    to compile with them, 30 without).  An unscheduled kernel is naive by design;
+ *    code or transposes, small loops around the tiles are unrolled.  What is left is
+ *    promoting the tiles to registers (SROA), a little clean-up and hoisting
+ *    invariant loads out of loops.  default<O3> spent 25 to 250 ms on these kernels,
+ *    mostly simplifying the big unrolled bodies again (InstCombine, GVN, DSE, SLP)
+ *    and unrolling the loops around them;
+ *  - no scheduled loop (what --no-schedule compiles) and no padded read: the same
+ *    with loop unswitching, GVN, DSE and the loop vectoriser without interleaving.
+ *    On the stdlib's naive kernels this gives the loops default<O3> gave (runs
+ *    within 2% either way, causal attention and softmax faster) for half its
+ *    compile time; without IndVarSimplify, which made LSR's work double;
+ *  - no scheduled loop, padded reads (convolutions): default<O3> with the loop and
+ *    SLP vectorisers but without LLVM's unrolling and interleaving, which multiply
+ *    the code of a naive kernel by 8 or more.  O3's IndVarSimplify and unswitching
+ *    simplify the bounds tests of the clamped loads (depthwise_conv2d runs 15% slower
+ *    without them);
  *  - parallel loops only: default<O3> in full, LLVM being left to vectorise and
  *    unroll the serial loops inside. */
+static const char *pipeline_tiled = "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm))";
+static const char *pipeline_naive =
+    "function(sroa,early-cse<memssa>,simplifycfg,instcombine<no-verify-fixpoint>,"
+    "loop-mssa(licm,simple-loop-unswitch<nontrivial>),simplifycfg,gvn,dse,"
+    "loop-vectorize<interleave-forced-only>,instcombine<no-verify-fixpoint>,simplifycfg)";
+
 static bool optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, const Kernel *k, Diags *d)
 {
     LLVMPassBuilderOptionsRef o = LLVMCreatePassBuilderOptions();
     const char *pipeline = "default<O3>";
+    bool scheduled = has_scheduled_loop(&k->body);
     if (cg_kernel_tiled(k)) {
-        pipeline = "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm))";
+        pipeline = pipeline_tiled;
+    } else if (!scheduled && !cg_kernel_padded(k)) {
+        pipeline = pipeline_naive;
     } else {
-        bool scheduled = has_scheduled_loop(&k->body);
         /* The C API's defaults leave the SLP vectoriser off; clang -O3 runs it. */
         LLVMPassBuilderOptionsSetLoopVectorization(o, 1);
         LLVMPassBuilderOptionsSetSLPVectorization(o, 1);
@@ -214,7 +229,7 @@ JitKernel *cg_llvm_jit(const Kernel *k, const char *target, Diags *d)
         return NULL;
     }
     double t0 = now_seconds();
-    LLVMTargetMachineRef tm = cg_target_machine(&t, d);
+    LLVMTargetMachineRef tm = cg_thread_target_machine(&t, d);
     if (!tm)
         return NULL;
     LLVMContextRef ctx = LLVMContextCreate();
@@ -230,7 +245,6 @@ JitKernel *cg_llvm_jit(const Kernel *k, const char *target, Diags *d)
         LLVMDisposeModule(m);
     }
     LLVMContextDispose(ctx);
-    LLVMDisposeTargetMachine(tm);
     if (!obj)
         return NULL;
 
@@ -286,7 +300,7 @@ bool cg_llvm_emit(const Kernel *k, const char *target, CgEmitKind kind, StrBuf *
     CgTarget t;
     if (!lookup_target(target, &t, d))
         return false;
-    LLVMTargetMachineRef tm = cg_target_machine(&t, d);
+    LLVMTargetMachineRef tm = cg_thread_target_machine(&t, d);
     if (!tm)
         return false;
     LLVMContextRef ctx = LLVMContextCreate();
@@ -314,6 +328,5 @@ bool cg_llvm_emit(const Kernel *k, const char *target, CgEmitKind kind, StrBuf *
     if (m)
         LLVMDisposeModule(m);
     LLVMContextDispose(ctx);
-    LLVMDisposeTargetMachine(tm);
     return ok;
 }

@@ -243,7 +243,7 @@ Kernel *cgt_lower_file(const char *path, const char *name, const char *const *pn
     int64_t *vals = calloc((size_t)ak->nparams + 1, sizeof *vals);
     bool *bound = calloc((size_t)ak->nparams + 1, sizeof *bound);
     for (int i = 0; i < ak->nparams; i++) {
-        vals[i] = deflt;
+        vals[i] = deflt < 0 && ak->params[i].has_default ? ak->params[i].def : deflt;
         bound[i] = true;
         for (int j = 0; j < n; j++)
             if (!strcmp(pnames[j], ak->params[i].name))

@@ -47,7 +47,7 @@ bool cgt_compare_values(CgtData *x, double **got, const char *what);
 bool cgt_jit_check(const Kernel *k, const char *target, uint64_t seed, const char *what, double *ms);
 
 /* Lowers kernel `name` (NULL: the first) of a .pdl file with sizes bound by name;
- * sizes not named get `deflt`.  Applies the file's schedules for `sched_target` when
+ * sizes not named get `deflt` (when deflt < 0, their default in the file).  Applies the file's schedules for `sched_target` when
  * that is not NULL.  NULL with diagnostics on failure. */
 Kernel *cgt_lower_file(const char *path, const char *name, const char *const *pnames, const int64_t *pvals, int n,
                        int64_t deflt, const char *sched_target, Diags *d);

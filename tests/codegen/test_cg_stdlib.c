@@ -5,7 +5,13 @@
  * the schedule's business), but a scheduled kernel that computes wrong is a failure.
  * Small default sizes (convolution windows, strides) are perturbed around them; the
  * others are drawn from small odd numbers, so the f64 interpreter stays quick.  A shape the front end rejects (a convolution window larger than the
- * padded image) is redrawn. */
+ * padded image) is redrawn.
+ *
+ * Then fixed cases at sizes where the code generator's register-tile paths apply
+ * (random odd sizes leave guards in the tiles, and the paths are not taken): the
+ * kernels of tests/codegen/pdl at their default sizes, conv2d with whole 14 x 8
+ * output tiles (in-register transposes of the tile copies) and gemm with whole
+ * 6 x 16 tiles (its k loop two iterations per trip). */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +83,40 @@ static Kernel *draw(Program *p, AstKernel *ak, Rng *r, bool sched, char *shape, 
     }
     diag_free(&d);
     return k;
+}
+
+/* Kernel `name` of file `path` with the sizes given (others at their defaults) and
+ * its CPU schedule, JIT against the interpreter. */
+static void fixed_case(const char *path, const char *name, const char *const *pn, const int64_t *pv, int n)
+{
+    Diags d;
+    diag_init(&d);
+    Kernel *k = cgt_lower_file(path, name, pn, pv, n, -1, "host", &d);
+    if (!k)
+        diag_flush(&d, stderr);
+    CHECK(k, "%s in %s does not lower with its schedule", name, path);
+    diag_free(&d);
+    if (!k)
+        return;
+    char what[256];
+    snprintf(what, sizeof what, "%s (scheduled, fixed sizes)", name);
+    double ms;
+    CHECK(cgt_jit_check(k, "host", 7, what, &ms), "%s", what);
+    ir_free(k);
+}
+
+static void fixed_cases(void)
+{
+    static const char *const tiles[] = {"tconv8", "tconv16", "tconv64"};
+    for (size_t i = 0; i < sizeof tiles / sizeof *tiles; i++)
+        fixed_case(PERFC_SOURCE_DIR "/tests/codegen/pdl/tiles.pdl", tiles[i], NULL, NULL, 0);
+    static const char *const cn[] = {"N", "C", "H", "W", "K", "R", "S", "U", "P"};
+    static const int64_t cv[] = {1, 32, 3, 28, 16, 3, 3, 1, 1};
+    fixed_case(PERFC_SOURCE_DIR "/stdlib/conv2d.pdl", "conv2d", cn, cv, 9);
+    static const char *const gn[] = {"M", "N", "K"};
+    static const int64_t gv[] = {96, 32, 64};
+    fixed_case(PERFC_SOURCE_DIR "/stdlib/gemm.pdl", "gemm", gn, gv, 3);
+    cgt_cleanup();
 }
 
 int main(int argc, char **argv)
@@ -155,6 +195,7 @@ int main(int argc, char **argv)
         free(text);
         free(files[f]);
     }
+    fixed_cases();
     if (cgt_failures)
         fprintf(stderr, "%d failure(s)\n", cgt_failures);
     else
