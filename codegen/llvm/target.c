@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <llvm-c/Support.h>
 
 #include <llvm-c/Target.h>
 
@@ -56,6 +57,15 @@ static void init_llvm(void)
     LLVMInitializeRISCVTarget();
     LLVMInitializeRISCVTargetMC();
     LLVMInitializeRISCVAsmPrinter();
+    /* No Loop Strength Reduction in the code generator.  The emitter already writes
+     * a register tile's addresses as one hoisted base plus constant offsets, which is
+     * what LSR would build; on the stdlib kernels LSR cost 10-15% of a compilation
+     * (conv2d's schedule: 18 of 120 million instructions; attention 7-9 of 70) and
+     * bought nothing measurable on the scheduled kernels, 3-5% on the naive attention
+     * loops (docs/benchmarks.md "Compile time, session 3").  An LLVM option is
+     * process-wide: set once here, before any compilation. */
+    const char *argv[] = {"perfc", "-disable-lsr"};
+    LLVMParseCommandLineOptions(2, argv, NULL);
 
     char *t = LLVMGetDefaultTargetTriple();
     char *n = LLVMNormalizeTargetTriple(t);
