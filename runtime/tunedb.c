@@ -174,11 +174,25 @@ TuneDb *tunedb_open(const char *path, Diags *d)
         return NULL;
     }
     sqlite3_busy_timeout(t->db, 30000);
-    /* journal_mode needs the write lock once; the busy handler covers a racing
-     * creator.  It persists in the file, so later opens find WAL already set. */
+    /* journal_mode needs the write lock once; it persists in the file, so later
+     * opens find WAL already set.  Two processes creating the file at once can get
+     * SQLITE_BUSY here without the busy handler being asked (the mode switch and
+     * the schema race on a file that is not in WAL mode yet; seen in
+     * tune_concurrent under load), so the set-up is retried for up to the same 30 s. */
     char *err = NULL;
-    if (sqlite3_exec(t->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, &err) != SQLITE_OK ||
-        sqlite3_exec(t->db, schema, NULL, NULL, &err) != SQLITE_OK || !upgrade(t->db, &err)) {
+    for (int attempt = 0;; attempt++) {
+        int rc = sqlite3_exec(t->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, &err);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_exec(t->db, schema, NULL, NULL, &err);
+        if (rc == SQLITE_OK && upgrade(t->db, &err))
+            break;
+        int code = sqlite3_errcode(t->db) & 0xff;
+        if (attempt < 3000 && (code == SQLITE_BUSY || code == SQLITE_LOCKED)) {
+            sqlite3_free(err);
+            err = NULL;
+            sqlite3_sleep(10);
+            continue;
+        }
         diag_plain(d, DIAG_ERROR, "tuning database %s: %s", path, err ? err : "cannot set up");
         sqlite3_free(err);
         tunedb_close(t);
