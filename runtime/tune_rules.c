@@ -793,6 +793,27 @@ static AstSchedule *merged_user(const TuneInput *in, Arena *a, int *nparams)
     return s;
 }
 
+/* A GPU template that is only worth having whole: the text in b is parsed and added
+ * when no statement of it had to be dropped (a tile that does not divide, a
+ * transformation refused).  tc: it uses tensor cores, which names the kernel class.
+ * False only when parsing itself failed (an error in d). */
+static bool offer_whole(const TuneInput *in, StrBuf *b, Arena *a, TuneSpace *sp, const char *origin, bool tc,
+                        Diags *d)
+{
+    int dropped = 0;
+    AstSchedule *s = parse_checked(in, b->s, a, &dropped, d);
+    if (!s) {
+        sb_free(b);
+        return false;
+    }
+    if (!dropped) {
+        add_template(sp, s, origin);
+        if (tc)
+            sp->kclass = "contraction (GPU, tensor cores)";
+    }
+    return true;
+}
+
 bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena *a, TuneSpace *sp, Diags *d)
 {
     memset(sp, 0, sizeof *sp);
@@ -840,67 +861,35 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
         sp->kclass = ncontr ? "contraction (GPU)" : "default GPU mapping";
         /* tensor-core templates first (f16 / bf16 products), each only when it
          * applies whole: Hopper's wgmma where the target has it, then mma.sync */
-        for (size_t t = 0; nn == 1 && ncontr && !strcmp(target, "sm_90a") && t < sizeof wg_shapes / sizeof wg_shapes[0];
-             t++) {
-            if (!gpu_wg_text(&ns[0], &wg_shapes[t], &b)) {
-                sb_reset(&b);
-                continue;
-            }
-            AstSchedule *s = parse_checked(in, b.s, a, &dropped, d);
-            if (!s) {
-                sb_free(&b);
+        bool one = nn == 1 && ncontr;
+        for (size_t t = 0; one && !strcmp(target, "sm_90a") && t < sizeof wg_shapes / sizeof wg_shapes[0]; t++) {
+            const WgShape *c = &wg_shapes[t];
+            if (gpu_wg_text(&ns[0], c, &b) &&
+                !offer_whole(in, &b, a, sp, arena_printf(a, "rules: GPU wgmma 128x%dx64%s", c->bn,
+                                                         c->inflight ? ", one group in flight" : ""), true, d))
                 return false;
-            }
-            if (!dropped) {
-                const WgShape *c = &wg_shapes[t];
-                add_template(sp, s, arena_printf(a, "rules: GPU wgmma 128x%dx64%s", c->bn,
-                                                 c->inflight ? ", one group in flight" : ""));
-                sp->kclass = "contraction (GPU, tensor cores)";
-            }
-            dropped = 0;
             sb_reset(&b);
         }
-        for (size_t t = 0; nn == 1 && ncontr && t < sizeof tc_shapes / sizeof tc_shapes[0]; t++) {
-            if (!gpu_tc_text(&ns[0], &tc_shapes[t], &b)) {
-                sb_reset(&b);
-                continue;
-            }
-            AstSchedule *s = parse_checked(in, b.s, a, &dropped, d);
-            if (!s) {
-                sb_free(&b);
+        for (size_t t = 0; one && t < sizeof tc_shapes / sizeof tc_shapes[0]; t++) {
+            const TcShape *c = &tc_shapes[t];
+            if (gpu_tc_text(&ns[0], c, &b) &&
+                !offer_whole(in, &b, a, sp, arena_printf(a, "rules: GPU tensor cores %dx%dx%d, warps %dx%d", c->bm,
+                                                         c->bn, c->bk, c->wm, c->wn), true, d))
                 return false;
-            }
-            if (!dropped) {
-                const TcShape *c = &tc_shapes[t];
-                add_template(sp, s, arena_printf(a, "rules: GPU tensor cores %dx%dx%d, warps %dx%d", c->bm, c->bn,
-                                                 c->bk, c->wm, c->wn));
-                sp->kclass = "contraction (GPU, tensor cores)";
-            }
-            dropped = 0;
             sb_reset(&b);
         }
         /* the shared-memory templates when they apply whole (single-nest GEMMs):
          * f32 first with 16-byte cp.async copies in a pipeline, K step 16 (stdlib's
          * gemm_tiled) and 32 (gemm_tiled32), then the synchronous one with the tile
          * sizes as parameters */
-        static const struct { bool pl; int ks; } shared_variants[3] = {{true, 16}, {true, 32}, {false, 16}};
+        static const struct { bool pl; int ks; const char *origin; } shared_variants[3] = {
+            {true, 16, "rules: GPU shared-memory tiles, cp.async pipeline"},
+            {true, 32, "rules: GPU shared-memory tiles, cp.async pipeline, K step 32"},
+            {false, 16, "rules: GPU shared-memory tiles"}};
         for (int vi = 0; vi < 3; vi++) {
-            bool pl = shared_variants[vi].pl;
-            int ks = shared_variants[vi].ks;
-            if (!(nn == 1 && ncontr && gpu_shared_text(&ns[0], pl, ks, &b))) {
-                sb_reset(&b);
-                continue;
-            }
-            AstSchedule *s = parse_checked(in, b.s, a, &dropped, d);
-            if (!s) {
-                sb_free(&b);
+            if (one && gpu_shared_text(&ns[0], shared_variants[vi].pl, shared_variants[vi].ks, &b) &&
+                !offer_whole(in, &b, a, sp, shared_variants[vi].origin, false, d))
                 return false;
-            }
-            if (!dropped)
-                add_template(sp, s, !pl        ? "rules: GPU shared-memory tiles"
-                                    : ks == 32 ? "rules: GPU shared-memory tiles, cp.async pipeline, K step 32"
-                                               : "rules: GPU shared-memory tiles, cp.async pipeline");
-            dropped = 0;
             sb_reset(&b);
         }
         for (int i = 0; i < nn; i++)

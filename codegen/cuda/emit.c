@@ -1769,6 +1769,40 @@ static bool mma_lanes(Em *e, const Expr *x, const Var *rv, const Var *kv, bool i
     return true;
 }
 
+/* The indices of product t of a tensor-core group (the triple mn with the unrolled
+ * loops chain[0..nc) of extents ext around it, t counting them innermost fastest):
+ * of operands A and B (ia, ib) and of the accumulator without its thread terms
+ * (ic), each with the chain's variables at product t's values and the triple's at
+ * 0, simplified.  Shared by mma and wgmma. */
+static void product_indices(Em *e, const Node **chain, int nc, const int64_t *ext, int64_t t, const Node *mn,
+                            const Expr *A, const Expr *B, Expr **ia, Expr **ib, Expr **ic)
+{
+    Kernel *k = (Kernel *)e->k;
+    const Node *lj = mn->u.loop.body.v[0], *lk = lj->u.loop.body.v[0], *s = lk->u.loop.body.v[0];
+    int rA = A->u.load.buf->rank, rB = B->u.load.buf->rank;
+    for (int d = 0; d < rA; d++) ia[d] = A->u.load.idx[d];
+    for (int d = 0; d < rB; d++) ib[d] = B->u.load.idx[d];
+    for (int d = 0; d < 2; d++) ic[d] = drop_thread_terms(e, s->u.stmt.idx[d]);
+    const Var *var[16 + 3];
+    Expr *val[16 + 3];
+    int64_t rem = t;
+    for (int i = nc - 1; i >= 0; i--) {
+        var[i] = chain[i]->u.loop.var;
+        val[i] = ir_int(k, rem % ext[i]);
+        rem /= ext[i];
+    }
+    var[nc] = mn->u.loop.var, var[nc + 1] = lj->u.loop.var, var[nc + 2] = lk->u.loop.var;
+    for (int z = 0; z < 3; z++) val[nc + z] = ir_int(k, 0);
+    for (int i = 0; i < nc + 3; i++) {
+        for (int d = 0; d < rA; d++) ia[d] = ir_subst(k, ia[d], var[i], val[i]);
+        for (int d = 0; d < rB; d++) ib[d] = ir_subst(k, ib[d], var[i], val[i]);
+        for (int d = 0; d < 2; d++) ic[d] = ir_subst(k, ic[d], var[i], val[i]);
+    }
+    for (int d = 0; d < rA; d++) ia[d] = ir_simplify(k, ia[d]);
+    for (int d = 0; d < rB; d++) ib[d] = ir_simplify(k, ib[d]);
+    for (int d = 0; d < 2; d++) ic[d] = ir_simplify(k, ic[d]);
+}
+
 #define MMA_MAX 256
 
 /* An mma triple with the perfectly nested unrolled loops directly around it: all
@@ -1777,7 +1811,6 @@ static bool mma_lanes(Em *e, const Expr *x, const Var *rv, const Var *kv, bool i
  * per group.  The sums over k are reassociated, as the mma mark allows. */
 static void emit_mma_group(Em *e, const Node **chain, int nc, const Node *mn)
 {
-    Kernel *k = (Kernel *)e->k;
     const Node *lj = mn->u.loop.body.v[0], *lk = lj->u.loop.body.v[0], *s = lk->u.loop.body.v[0];
     const Var *vi = mn->u.loop.var, *vj = lj->u.loop.var, *vk = lk->u.loop.var;
     const Buffer *acc = s->u.stmt.buf;
@@ -1821,33 +1854,7 @@ static void emit_mma_group(Em *e, const Node **chain, int nc, const Node *mn)
     int rA = A->u.load.buf->rank, rB = B->u.load.buf->rank;
     for (int64_t t = 0; t < total && e->ok; t++) {
         Expr *ia[8], *ib[8], *ic[2];
-        int64_t rem = t;
-        for (int d = 0; d < 8; d++) {
-            if (d < rA) ia[d] = A->u.load.idx[d];
-            if (d < rB) ib[d] = B->u.load.idx[d];
-            if (d < 2) ic[d] = drop_thread_terms(e, s->u.stmt.idx[d]);
-        }
-        for (int i = nc - 1; i >= 0; i--) {
-            Expr *cv = ir_int(k, rem % ext[i]);
-            rem /= ext[i];
-            for (int d = 0; d < 8; d++) {
-                if (d < rA) ia[d] = ir_subst(k, ia[d], chain[i]->u.loop.var, cv);
-                if (d < rB) ib[d] = ir_subst(k, ib[d], chain[i]->u.loop.var, cv);
-                if (d < 2) ic[d] = ir_subst(k, ic[d], chain[i]->u.loop.var, cv);
-            }
-        }
-        const Var *zv[3] = {vi, vj, vk};
-        for (int d = 0; d < 8; d++)
-            for (int z = 0; z < 3; z++) {
-                if (d < rA) ia[d] = ir_subst(k, ia[d], zv[z], ir_int(k, 0));
-                if (d < rB) ib[d] = ir_subst(k, ib[d], zv[z], ir_int(k, 0));
-                if (d < 2) ic[d] = ir_subst(k, ic[d], zv[z], ir_int(k, 0));
-            }
-        for (int d = 0; d < 8; d++) {
-            if (d < rA) ia[d] = ir_simplify(k, ia[d]);
-            if (d < rB) ib[d] = ir_simplify(k, ib[d]);
-            if (d < 2) ic[d] = ir_simplify(k, ic[d]);
-        }
+        product_indices(e, chain, nc, ext, t, mn, A, B, ia, ib, ic);
         if (!mult_of(e, ia[rA - 1], 8) || !mult_of(e, ib[rB - 1], 8)) {
             diag_error(e->d, mn->span, "mma loop %s: the operand tiles must start at a multiple of 8 "
                        "elements in their contiguous dimension (16-byte ldmatrix rows)", vi->name);
@@ -2018,7 +2025,6 @@ static bool wg_desc(Em *e, const Node *mn, const Expr *x, Expr *const *idx, cons
 /* A wgmma triple with the unrolled loops directly around it (see above). */
 static void emit_wgmma_group(Em *e, const Node **chain, int nc, const Node *mn)
 {
-    Kernel *k = (Kernel *)e->k;
     const Node *lj = mn->u.loop.body.v[0], *lk = lj->u.loop.body.v[0], *s = lk->u.loop.body.v[0];
     const Var *vi = mn->u.loop.var, *vj = lj->u.loop.var, *vk = lk->u.loop.var;
     const Buffer *acc = s->u.stmt.buf;
@@ -2045,39 +2051,12 @@ static void emit_wgmma_group(Em *e, const Node **chain, int nc, const Node *mn)
     sb_free(&names);
     e->ind++;
     StrBuf body = {0};
-    int64_t *r0 = xcalloc((size_t)total * 2, sizeof *r0), *c0 = r0 + total;
-    int rA = A->u.load.buf->rank, rB = B->u.load.buf->rank;
     for (int64_t t = 0; t < total && e->ok; t++) {
         Expr *ia[8], *ib[8], *ic[2];
-        int64_t rem = t;
-        for (int d = 0; d < 8; d++) {
-            if (d < rA) ia[d] = A->u.load.idx[d];
-            if (d < rB) ib[d] = B->u.load.idx[d];
-            if (d < 2) ic[d] = drop_thread_terms(e, s->u.stmt.idx[d]);
-        }
-        for (int i = nc - 1; i >= 0; i--) {
-            Expr *cv = ir_int(k, rem % ext[i]);
-            rem /= ext[i];
-            for (int d = 0; d < 8; d++) {
-                if (d < rA) ia[d] = ir_subst(k, ia[d], chain[i]->u.loop.var, cv);
-                if (d < rB) ib[d] = ir_subst(k, ib[d], chain[i]->u.loop.var, cv);
-                if (d < 2) ic[d] = ir_subst(k, ic[d], chain[i]->u.loop.var, cv);
-            }
-        }
-        const Var *zv[3] = {vi, vj, vk};
-        for (int d = 0; d < 8; d++)
-            for (int z = 0; z < 3; z++) {
-                if (d < rA) ia[d] = ir_subst(k, ia[d], zv[z], ir_int(k, 0));
-                if (d < rB) ib[d] = ir_subst(k, ib[d], zv[z], ir_int(k, 0));
-                if (d < 2) ic[d] = ir_subst(k, ic[d], zv[z], ir_int(k, 0));
-            }
-        for (int d = 0; d < 8; d++) {
-            if (d < rA) ia[d] = ir_simplify(k, ia[d]);
-            if (d < rB) ib[d] = ir_simplify(k, ib[d]);
-            if (d < 2) ic[d] = ir_simplify(k, ic[d]);
-        }
-        if (!cval(e, ic[0], &r0[t]) || !cval(e, ic[1], &c0[t]) || r0[t] % 64 || c0[t] % 8 || r0[t] < 0 ||
-            c0[t] < 0 || r0[t] + 64 > e->fext[ab][0] || c0[t] + N > e->fext[ab][1]) {
+        int64_t r0, c0;
+        product_indices(e, chain, nc, ext, t, mn, A, B, ia, ib, ic);
+        if (!cval(e, ic[0], &r0) || !cval(e, ic[1], &c0) || r0 % 64 || c0 % 8 || r0 < 0 || c0 < 0 ||
+            r0 + 64 > e->fext[ab][0] || c0 + N > e->fext[ab][1]) {
             diag_error(e->d, mn->span, "wgmma loop %s: each product's accumulator tile must be a constant "
                        "64 x %" PRId64 " tile of the warpgroup's, starting at a row that is a multiple of 64 "
                        "(unroll the loops around the triple)", vi->name, N);
@@ -2097,7 +2076,7 @@ static void emit_wgmma_group(Em *e, const Node **chain, int nc, const Node *mn)
             wg_helper(e, ty, N, ta, tb);
         }
         sb_printf(&body, "pf_wgmma_%s_n%" PRId64 "_%d%d(&%s[%" PRId64 "][%" PRId64 "][0], %s, %s);\n",
-                  ty ? "bf16" : "f16", N, ta, tb, bn(e, acc), r0[t] / 64, c0[t] / 8, da.s, db.s);
+                  ty ? "bf16" : "f16", N, ta, tb, bn(e, acc), r0 / 64, c0 / 8, da.s, db.s);
         sb_free(&da);
         sb_free(&db);
     }
@@ -2118,7 +2097,6 @@ static void emit_wgmma_group(Em *e, const Node **chain, int nc, const Node *mn)
     }
     e->nmma += (int)total;
     sb_free(&body);
-    free(r0);
     e->ind--;
     line(e, "}");
 }

@@ -2871,7 +2871,9 @@ static bool split_padded(Fn *f, const Node *L, int64_t lo, int64_t hi)
     if (!f->g->lean || f->vw || !cg_list_padded(&L->u.loop.body))
         return false;
     int64_t a = INT64_MIN, b = INT64_MAX;
-    Binding sv = bind(f, L->u.loop.var, S(ci64(f->g, lo))); /* a placeholder: v's range unknown */
+    /* v is bound only so that affine() accepts indices that use it; an empty range
+     * (min > max) keeps aff_range from reading anything into the value bound */
+    Binding sv = bind(f, L->u.loop.var, S(ci64(f->g, lo)));
     f->vmin[L->u.loop.var->id] = 1, f->vmax[L->u.loop.var->id] = 0;
     pad_range_list(f, &L->u.loop.body, L->u.loop.var, &a, &b);
     unbind(f, L->u.loop.var, sv);
