@@ -40,6 +40,7 @@ struct GpuDevice {
     CUdeviceptr flush;      /* written between timed repetitions to evict L2 */
     bool flush_queued;      /* a flush is queued ahead of the next timed run (crt_flush) */
     size_t flush_bytes;
+    int wake_writes;        /* writes of the flush buffer that keep the GPU busy ~1.5 ms first */
     CUevent ev0, ev1;
 };
 
@@ -100,6 +101,11 @@ GpuDevice *gpu_open(int ordinal, Diags *d)
     g->flush_bytes = (size_t)(in->l2_bytes > 0 ? in->l2_bytes : 64 << 20) * 2;
     if (cu->MemAlloc(&g->flush, g->flush_bytes) != 0)
         g->flush = 0;
+    /* About 1.5 ms of writes at the memory's peak rate (clock x 2 for DDR x bus width),
+     * 64 writes when the attributes are missing.  See queue_flush for why. */
+    double bw = 2.0 * in->mem_clock_khz * 1e3 * (in->bus_bits / 8.0);
+    double w = bw > 0 ? ceil(1.5e-3 * bw / (double)g->flush_bytes) : 64;
+    g->wake_writes = w < 1 ? 1 : w > 512 ? 512 : (int)w;
     return g;
 }
 
@@ -346,6 +352,26 @@ CUdeviceptr *gpu_bufs_args(const GpuKernelBufs *b, const CgCudaModule *m)
 
 /* ---- timing ---- */
 
+/* Queues, without waiting, what goes ahead of every timed run: about 1.5 ms of
+ * writes to the flush buffer, then the L2 flush itself (the last write).  The first
+ * part is there because the GPU is idle before each repetition (the harness poisons
+ * the outputs and checks the last run from the host, tens of milliseconds), and a
+ * GPU that has been idle for a millisecond or more runs the next kernel slowly while
+ * its clocks come back: on an H100, a 4096^3 bf16 product measured 0.18 ms right
+ * behind other work and 0.26-0.37 ms after an idle gap of 1-20 ms (torch and
+ * cuBLASLt alike), and 200 us of work ahead of it were not enough, 1 ms was
+ * (docs/cuda.md, "Running and timing").  Without it every GPU time perfc reports
+ * would be a cold start, and ratios would depend on how long each kernel is. */
+static bool queue_flush(GpuDevice *g)
+{
+    if (!g->flush)
+        return true;
+    for (int i = 0; i < g->wake_writes; i++)
+        if (g->cu->MemsetD32Async(g->flush, 0x3f800000u + (unsigned)i, g->flush_bytes / 4, NULL) != 0)
+            return false;
+    return true;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -363,8 +389,10 @@ static bool time_once(GpuDevice *g, GpuWorkFn work, void *ctx, double *ms, Diags
     const CudaDriver *cu = g->cu;
     if (!gpu_sync(g, d))
         return false;
-    if (g->flush && !cuda_check(cu->MemsetD32Async(g->flush, 0x3f800000u, g->flush_bytes / 4, NULL), "L2 flush", d))
+    if (!queue_flush(g)) {
+        diag_plain(d, DIAG_ERROR, "the L2 flush ahead of a timed run could not be queued");
         return false;
+    }
     if (!cuda_check(cu->EventRecord(g->ev0, NULL), "cuEventRecord", d) || !work(ctx, d) ||
         !cuda_check(cu->EventRecord(g->ev1, NULL), "cuEventRecord", d) ||
         !cuda_check(cu->EventSynchronize(g->ev1), "cuEventSynchronize (a kernel failed)", d))
@@ -406,6 +434,8 @@ bool gpu_time(GpuDevice *g, GpuWorkFn work, void *ctx, double target_s, int max_
 typedef struct CudaRt {
     GpuDevice *g;
     Cublas *blas;           /* opened on the first library() call */
+    CublasLt *lt;           /* likewise; NULL when libcublasLt cannot be loaded */
+    bool lt_tried;
 } CudaRt;
 
 typedef struct CudaExec {
@@ -414,6 +444,7 @@ typedef struct CudaExec {
     CgCudaModule m;
     GpuProgram *prog;
     RtGemm gemm;
+    LtPlan *lt;             /* the baseline through cuBLASLt; NULL: cublasGemmEx */
     bool tf32;
 } CudaExec;
 
@@ -496,6 +527,16 @@ static RtExec *crt_library(RtDevice *dev, const char *lib, const RtGemm *g, char
     x->x.impl = x;
     x->is_lib = true;
     x->gemm = *g;
+    /* cuBLASLt with its heuristic and a workspace is the library at its best, the way
+     * frameworks call it (runtime/cublaslt.c); cublasGemmEx stays as the fallback */
+    if (!c->lt_tried) {
+        c->lt_tried = true;
+        c->lt = cublaslt_open(c->g);
+    }
+    x->lt = cublaslt_plan(c->lt, g->ta, g->tc, g->trans_a, g->trans_b, g->batch, g->m, g->n, g->k, g->stride_a,
+                          g->stride_b, g->stride_c, x->tf32);
+    if (x->lt)
+        x->x.what = cublaslt_plan_what(x->lt);
     return &x->x;
 }
 
@@ -545,6 +586,9 @@ static bool crt_gemm_f64(RtDevice *dev, const RtGemm *g, const double *a, const 
 
 static bool crt_launch(CudaRt *c, CudaExec *x, void **bufs, Diags *d)
 {
+    if (x->is_lib && x->lt)
+        return cublaslt_run(x->lt, (CUdeviceptr)(uintptr_t)bufs[0], (CUdeviceptr)(uintptr_t)bufs[1],
+                            (CUdeviceptr)(uintptr_t)bufs[2], d);
     if (x->is_lib) {
         const RtGemm *g = &x->gemm;
         return cublas_gemm(c->blas, g->ta, g->tc, g->trans_a, g->trans_b, g->batch, g->m, g->n, g->k, g->stride_a,
@@ -591,8 +635,7 @@ static void crt_flush(RtDevice *dev)
     GpuDevice *g = ((CudaRt *)dev->impl)->g;
     g->cu->CtxSynchronize();
     g->flush_queued = false;
-    if (g->flush)
-        g->flush_queued = g->cu->MemsetD32Async(g->flush, 0x3f800000u, g->flush_bytes / 4, NULL) == 0;
+    g->flush_queued = g->flush && queue_flush(g);
 }
 
 static void crt_release(RtDevice *dev, RtExec *ex)
@@ -600,6 +643,7 @@ static void crt_release(RtDevice *dev, RtExec *ex)
     (void)dev;
     if (!ex) return;
     CudaExec *x = ex->impl;
+    cublaslt_plan_free(x->lt);
     gpu_program_free(x->prog);
     cg_cuda_module_free(&x->m);
     free(x);
@@ -608,6 +652,7 @@ static void crt_release(RtDevice *dev, RtExec *ex)
 static void crt_close(RtDevice *dev)
 {
     CudaRt *c = dev->impl;
+    cublaslt_close(c->lt);
     cublas_close(c->blas);
     gpu_close(c->g);
     free(c);

@@ -148,6 +148,23 @@ bool cublas_gemm(Cublas *c, DType ab, DType cd, bool ta, bool tb, int64_t batch,
                  int64_t sa, int64_t sb, int64_t sc, CUdeviceptr A, CUdeviceptr B, CUdeviceptr C, bool allow_tf32,
                  Diags *d);
 
+/* ---- runtime/cublaslt.c: cuBLASLt, the baseline at its best ---- */
+typedef struct CublasLt CublasLt;
+typedef struct LtPlan LtPlan;
+/* NULL (silently) when libcublasLt cannot be loaded or its workspace allocated. */
+CublasLt *cublaslt_open(GpuDevice *g);
+void cublaslt_close(CublasLt *c);
+/* The same product as cublas_gemm, planned: descriptors and up to 8 algorithms from
+ * the heuristic.  NULL when c is NULL or the heuristic offers nothing. */
+LtPlan *cublaslt_plan(CublasLt *c, DType ab, DType cd, bool ta, bool tb, int64_t batch, int64_t M, int64_t N,
+                      int64_t K, int64_t sa, int64_t sb, int64_t sc, bool allow_tf32);
+/* Runs the product; the first call times every candidate on these buffers and
+ * keeps the fastest (so the first call must not be a timed one). */
+bool cublaslt_run(LtPlan *p, CUdeviceptr A, CUdeviceptr B, CUdeviceptr C, Diags *d);
+/* "cublasLtMatmul (fastest of N heuristic algorithms, 32 MiB workspace)" once chosen. */
+const char *cublaslt_plan_what(const LtPlan *p);
+void cublaslt_plan_free(LtPlan *p);
+
 /* ---- runtime/cuda_device.c: the harness' RtDevice (runtime/runtime.h) ---- */
 /* The GPU as an RtDevice for targets sm_*: compile() generates CUDA C, compiles it
  * with NVRTC for `target` and loads it (refusing a target that is not this GPU's);

@@ -431,6 +431,8 @@ static int baseline(H *h)
         memcpy(kept, r->reason, sizeof kept);
         double rel = 0;
         rc = time_loop(h, x, abc, &w, 1, false, false, r->base_name, &rel, &r->base_time);
+        /* a library may choose its algorithm on the (untimed) warm-up run and say so */
+        snprintf(r->base_call, sizeof r->base_call, "%s", x->what);
         if (rc == EXIT_INVALID) {
             char reason[sizeof r->reason];
             memcpy(reason, r->reason, sizeof reason);
