@@ -160,17 +160,43 @@ bool gpu_sync(GpuDevice *g, Diags *d)
 
 /* ---- programs ---- */
 
+/* How code for target `arch` runs on this GPU: CODE_CUBIN when it is this GPU's own
+ * architecture (sm_90a on a 9.0 GPU too), CODE_PTX when it is an older one without
+ * the `a` suffix (the driver compiles its PTX for this GPU at load, as it does for
+ * nvcc's compute_80 code), CODE_NONE otherwise (newer than the GPU, or `a` code for
+ * another architecture: its instructions exist on that one only). */
+enum { CODE_NONE, CODE_CUBIN, CODE_PTX };
+static int code_fits(const char *arch, const GpuInfo *in)
+{
+    const CgArch *a = arch ? cg_cuda_arch(arch) : NULL;
+    if (!a)
+        return CODE_NONE;
+    if (a->major == in->cc_major && a->minor == in->cc_minor)
+        return CODE_CUBIN;
+    bool suffixed = arch[strlen(arch) - 1] == 'a';
+    if (!suffixed && (a->major < in->cc_major || (a->major == in->cc_major && a->minor < in->cc_minor)))
+        return CODE_PTX;
+    return CODE_NONE;
+}
+
+static void refuse_code(const char *arch, const GpuInfo *in, Diags *d)
+{
+    diag_plain(d, DIAG_ERROR, "-target %s cannot run on this GPU, %s (%s): code for %s runs on that architecture "
+               "%s; use -target %s (or an older sm_XY without the `a`, run through its PTX)", arch, in->name,
+               in->arch, arch, arch[strlen(arch) - 1] == 'a' ? "only" : "and newer ones", in->arch);
+}
+
 GpuProgram *gpu_load(GpuDevice *g, CgCudaModule *m, Diags *d)
 {
     const GpuInfo *in = &g->info;
-    if (!m->cubin) {
+    if (!m->cubin || !m->ptx) {
         diag_plain(d, DIAG_ERROR, "internal error: module not compiled before loading");
         return NULL;
     }
     /* a cubin for another architecture fails to load with an unhelpful code: say it */
-    if (strncmp(m->arch, in->arch, strlen(in->arch)) != 0) {
-        diag_plain(d, DIAG_ERROR, "the code was compiled for %s but %s is %s: use -target %s", m->arch,
-                   in->name, in->arch, in->arch);
+    int how = code_fits(m->arch, in);
+    if (how == CODE_NONE) {
+        refuse_code(m->arch, in, d);
         return NULL;
     }
     for (int i = 0; i < m->nlaunches; i++) {
@@ -191,7 +217,9 @@ GpuProgram *gpu_load(GpuDevice *g, CgCudaModule *m, Diags *d)
     p->g = g;
     p->m = m;
     p->fn = xcalloc((size_t)m->nlaunches + 1, sizeof *p->fn);
-    if (!cuda_check(g->cu->ModuleLoadData(&p->mod, m->cubin), "cuModuleLoadData", d)) {
+    const void *image = how == CODE_CUBIN ? (const void *)m->cubin : (const void *)m->ptx;
+    if (!cuda_check(g->cu->ModuleLoadData(&p->mod, image),
+                    how == CODE_CUBIN ? "cuModuleLoadData" : "cuModuleLoadData (PTX, compiled by the driver)", d)) {
         free(p->fn);
         free(p);
         return NULL;
@@ -436,6 +464,7 @@ typedef struct CudaRt {
     Cublas *blas;           /* opened on the first library() call */
     CublasLt *lt;           /* likewise; NULL when libcublasLt cannot be loaded */
     bool lt_tried;
+    char code[96];          /* which architecture's code runs, for the report */
 } CudaRt;
 
 typedef struct CudaExec {
@@ -458,6 +487,7 @@ static void crt_describe(RtDevice *dev, RtMachine *m)
     sb_free(&b);
     rt_machine_fact(m, "gpu", "%s", in->name);
     rt_machine_fact(m, "arch", "%s", in->arch);
+    rt_machine_fact(m, "code", "%s", c->code);
     rt_machine_fact(m, "sms", "%d", in->sms);
     rt_machine_fact(m, "sm_clock_max_mhz", "%d", in->clock_khz / 1000);
     rt_machine_fact(m, "mem_clock_mhz", "%d", in->mem_clock_khz / 1000);
@@ -665,15 +695,20 @@ RtDevice *rt_cuda_open(const char *target, Diags *d)
     if (!g)
         return NULL;
     const GpuInfo *in = gpu_info(g);
-    /* sm_90a code runs on a 9.0 GPU; anything else must match exactly */
-    if (target && strncmp(target, in->arch, strlen(in->arch)) != 0) {
-        diag_plain(d, DIAG_ERROR, "-target %s cannot run on this GPU, %s (%s): use -target %s", target, in->name,
-                   in->arch, in->arch);
+    /* sm_90a code runs on a 9.0 GPU only; plain sm_XY code on that architecture or a
+     * newer one (through its PTX) */
+    int how = target ? code_fits(target, in) : CODE_CUBIN;
+    if (how == CODE_NONE) {
+        refuse_code(target, in, d);
         gpu_close(g);
         return NULL;
     }
     CudaRt *c = xcalloc(1, sizeof *c);
     c->g = g;
+    if (how == CODE_PTX)
+        snprintf(c->code, sizeof c->code, "%s PTX, compiled by the driver for %s", target, in->arch);
+    else
+        snprintf(c->code, sizeof c->code, "%s cubin", target ? target : in->arch);
     RtDevice *dev = xcalloc(1, sizeof *dev);
     dev->name = "cuda";
     dev->impl = c;

@@ -2,7 +2,8 @@
  * kernel passes with a complete report and the cuBLAS baseline beside it, at a
  * small shape (interpreter reference) and a large one (dgemm reference), in f32 and
  * with f16 inputs; wrong loop nests compiled by the CUDA back end are rejected, which
- * shows the poison reaches device memory before every run.  Exits 77 (skipped)
+ * shows the poison reaches device memory before every run; code for an older
+ * architecture runs through its PTX and the report names it.  Exits 77 (skipped)
  * without a GPU. */
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,8 @@ static void run(const char *arch, Kernel *k, const Kernel *u, int want, bool bas
         } else {
             const JVal *facts = json_get(json_get(rep, "machine"), "facts");
             CHECK(json_get(facts, "gpu") != NULL);
+            const JVal *code = json_get(facts, "code");
+            CHECK(code && code->kind == JN_STR && strncmp(code->str, arch, strlen(arch)) == 0);
             const JVal *gn = json_get(rep, "golden");
             if (golden && (!gn || gn->kind != JN_STR || strcmp(gn->str, golden))) {
                 fprintf(stderr, "%s: golden %s, wanted %s\n", k->name, gn && gn->kind == JN_STR ? gn->str : "?",
@@ -84,6 +87,13 @@ int main(void)
     /* large: the reference is cuBLAS DGEMM on the GPU itself */
     Kernel *large = rt_test_gemm(512, 384, 1024, DT_F32, DT_F32, true, false, GEMM_OK);
     run(arch, large, NULL, 0, true, "cublas-dgemm");
+    /* code for an older architecture runs on a newer GPU through its PTX, and the
+     * report says so; on an sm_80 GPU, sm_90a code is refused with status 1 */
+    if (strcmp(arch, "sm_80") != 0) {
+        run("sm_80", right, NULL, 0, true, "interpreter-f64");
+    } else {
+        run("sm_90a", right, NULL, 1, false, NULL);
+    }
     GemmVariant bad[] = {GEMM_K_FROM_1, GEMM_SKIP_LAST_ROW, GEMM_CONSTANT};
     for (int i = 0; i < 3; i++) {
         Kernel *k = rt_test_gemm(37, 29, 53, DT_F32, DT_F32, false, false, bad[i]);
