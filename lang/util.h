@@ -10,7 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* set by CMake from project(perfc VERSION ...); the fallback serves other builds */
+#ifndef PERFC_VERSION
 #define PERFC_VERSION "0.1.0"
+#endif
 
 /* ---- fatal errors (internal bugs only; user errors go through Diags) ---- */
 _Noreturn void die_at(const char *file, int line, const char *fmt, ...)
