@@ -5,6 +5,7 @@
  *                                                         row), or every row
  *   perfc tune --export [--db FILE] [-k KERNEL]           the winning schedule of
  *                                                         each key, as PDL */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,18 @@ int cli_tune_autotune(Compilation *c)
     to.db_path = c->o->db;
     to.json = c->o->json;
     to.verbose = c->o->verbose;
+    to.use_model = !c->o->no_model;
+    /* progress on stderr: a status line on a terminal, else a line per phase */
+    ProgressTerm term;
+    Progress prog = {progress_term_fn, &term};
+    progress_term_init(&term, stderr, -1);
+    to.progress = 0;
+    if (!c->o->quiet)
+        to.prog = &prog;
+    /* Ctrl-C stops the search between candidates; the best so far is validated,
+     * reported and stored (a second Ctrl-C ends perfc at once). */
+    progress_catch_sigint();
+    to.stop = progress_stop_flag();
     /* Fresh inputs on every run unless the user pins them (as --run does). */
     to.seed = c->o->seed_given ? c->o->seed
                                : (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)getpid() ^
@@ -51,6 +64,13 @@ int cli_tune_autotune(Compilation *c)
         to.retune = true;
     TuneResult res;
     int rc = tune_kernel(&in, &to, &res, &c->diags);
+    progress_term_clear(&term);
+    signal(SIGINT, SIG_DFL);
+    if (c->o->plot && res.has_final) {
+        int prc = cli_plot_run(c, &res.final, &res);
+        if (rc == 0)
+            rc = prc;
+    }
     tune_result_free(&res);
     return rc;
 }
