@@ -2,11 +2,12 @@
  *
  * The FMA loop: each thread runs 12 independent vector accumulators (two FMA
  * pipes of four cycles' latency need at least eight in flight; twelve leave a
- * margin) for a fixed number of iterations, the best of three timings counts.  The
+ * margin) for a fixed number of iterations.  The
  * widest ISA the CPU reports is used through GCC/Clang target attributes, so perfc
- * itself needs no -march.  The copy: each thread memcpy's its share of a 64 MiB
- * buffer into another (twice the largest last-level caches this runs on), best of
- * five, counting the bytes read and written. */
+ * itself needs no -march; twenty short runs, the best counts (on a shared machine
+ * one of them finds the cores free).  The copy: each thread memcpy's its share of a
+ * 64 MiB buffer (at least twice the last-level cache) into another, best of eight,
+ * counting the bytes read and written. */
 #include "peak.h"
 
 #include <math.h>
@@ -133,9 +134,10 @@ void rt_peak_measure_cpu(int threads, RtPeak *p)
         lanes = 8, isa = "AVX2";
 #endif
     Job *jobs = xcalloc((size_t)threads, sizeof *jobs);
-    long iters = lanes == 1 ? FMA_ITERS / 8 : FMA_ITERS / 4;
+    /* short runs, the best of many: on a shared machine one of them finds the cores free */
+    long iters = lanes == 1 ? FMA_ITERS / 32 : FMA_ITERS / 16;
     double best = 1e30;
-    for (int rep = 0; rep < 3; rep++) {
+    for (int rep = 0; rep < 20; rep++) {
         for (int i = 0; i < threads; i++)
             jobs[i] = (Job){.lanes = lanes, .iters = iters};
         best = fmin(best, on_threads(fma_job, jobs, threads));
@@ -151,7 +153,7 @@ void rt_peak_measure_cpu(int threads, RtPeak *p)
     memset(dst, 0, total); /* touch every page before timing */
     size_t share = total / (size_t)threads & ~(size_t)63;
     best = 1e30;
-    for (int rep = 0; rep < 5; rep++) {
+    for (int rep = 0; rep < 8; rep++) {
         for (int i = 0; i < threads; i++)
             jobs[i] = (Job){.src = src + share * (size_t)i, .dst = dst + share * (size_t)i, .bytes = share};
         best = fmin(best, on_threads(copy_job, jobs, threads));

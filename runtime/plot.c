@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { W = 960, ML = 84, MR = 230, MT = 56, MB = 64, H_ROOF = 470, H_TIME = 420 };
+enum { W = 1000, ML = 84, MR = 270, MT = 56, MB = 64, H_ROOF = 470, H_TIME = 420 };
 
 static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
                                      "#e377c2", "#17becf"};
@@ -95,9 +95,10 @@ static void grid(StrBuf *b, const Axis *a, bool vert, double x0, double x1, doub
         }
         return;
     }
-    double span = a->hi - a->lo, step = pow(10, floor(log10(span / 5)));
-    if (span / step > 10)
-        step *= 2;
+    /* a step of 1, 2 or 5 times a power of ten, for at most ten ticks */
+    double span = a->hi - a->lo, step = pow(10, floor(log10(span / 10)));
+    while (span / step > 10)
+        step *= span / (step * 2) > 10 ? 5 : 2;
     for (double v = ceil(a->lo / step) * step; v <= a->hi + step * 1e-6; v += step) {
         double p = map(a, v);
         char l[32];
@@ -162,13 +163,14 @@ static void roofline(StrBuf *b, const PlotSpec *s, double top)
                   px, py, c);
         text(b, px + 9, py + 4, "start", 12, NULL, p->label ? p->label : "");
         /* legend with the numbers */
-        double ly = y0 + 18 + 36 * i;
+        double ly = y0 + 18 + 50 * i;
         sb_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"/>\n", x1 + 16, ly - 4, c);
         text(b, x1 + 26, ly, "start", 12, NULL, p->label ? p->label : "");
         double roof = fmin(s->peak_gflops, s->peak_gbps * p->ai);
-        snprintf(l, sizeof l, "%.4g GFLOP/s, %.3g FLOP/B (%.0f%% of roof)", p->gflops, p->ai,
-                 100 * p->gflops / roof);
+        snprintf(l, sizeof l, "%.4g GFLOP/s at %.3g FLOP/B", p->gflops, p->ai);
         text(b, x1 + 26, ly + 15, "start", 11, "fill=\"#555\"", l);
+        snprintf(l, sizeof l, "%.0f%% of the roof there", 100 * p->gflops / roof);
+        text(b, x1 + 26, ly + 29, "start", 11, "fill=\"#555\"", l);
     }
     text(b, (x0 + x1) / 2, y1 + 40, "middle", 13, NULL, "arithmetic intensity (FLOP per byte of inputs and outputs)");
     sb_printf(b, "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" font-size=\"13\" text-anchor=\"middle\">"

@@ -898,8 +898,9 @@ static int cmp_pred(const void *a, const void *b)
     return (x->pred > y->pred) - (x->pred < y->pred);
 }
 
-/* Proposes four times as many candidates as a batch needs (the whole space when it
- * fits the budget), schedules them on every core (IR only), and hands out the
+/* Proposes four times as many candidates as a batch needs by the usual rules and
+ * twelve times as many at random (the whole space when it fits the budget),
+ * schedules them on every core (IR only), and hands out the
  * `want` the model predicts fastest; the rest wait in a reserve ranked with the
  * next round's proposals.  The model is refitted as this search's own measurements
  * come in (every eight). */
@@ -912,8 +913,21 @@ static int propose_ranked(Tuner *T, bool exhaustive, Cand **out, int want, int *
     int pool = exhaustive ? (int)T->sp.size : 4 * want;
     if (pool < want)
         pool = want;
-    Cand **fresh = xmalloc(sizeof *fresh * (size_t)pool);
+    /* with a model to filter them, random candidates are cheap: they let it look
+     * across the whole space, not only near the parents */
+    int extra = exhaustive ? 0 : 12 * want;
+    Cand **fresh = xmalloc(sizeof *fresh * (size_t)(pool + extra));
     int nf = propose(T, exhaustive, fresh, pool);
+    for (int tries = 0; extra > 0 && tries < 50 * extra; tries++) {
+        Cand c;
+        memset(&c, 0, sizeof c);
+        random_cand(T, &c);
+        Cand *x = cand_push(T, &c);
+        if (x) {
+            fresh[nf++] = x;
+            extra--;
+        }
+    }
     run_batch(T, fresh, nf, true);
     T->reserve = xrealloc(T->reserve, sizeof *T->reserve * (size_t)(T->nreserve + nf + 1));
     for (int i = 0; i < nf; i++) {
