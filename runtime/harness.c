@@ -625,7 +625,6 @@ int rt_evaluate(RtDevice *dev, const Kernel *k, const Kernel *u, const RunOption
     }
 
 release:
-    phase(&h->o, PROG_TIME, PROG_END, 0, 0, NULL, 0, -1);
     if (x)
         dev->release(dev, x);
 out:

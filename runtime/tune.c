@@ -877,6 +877,7 @@ static void model_start(Tuner *T)
     diag_init(&q);
     tunedb_foreach(T->db, true, NULL, model_row, T, &q);
     diag_free(&q);
+    tm_thin(&T->model, 3000);
     int rows = T->model.n;
     if (!tm_fit(&T->model)) {
         if (rows)

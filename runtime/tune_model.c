@@ -312,6 +312,21 @@ void tm_add(TuneModel *m, const double *f, double work, double median_ms, uint64
     m->n++;
 }
 
+void tm_thin(TuneModel *m, int max)
+{
+    if (max <= 0 || m->n <= max)
+        return;
+    int k = 0;
+    for (int i = 0; i < max; i++) {
+        int j = (int)((int64_t)i * m->n / max);
+        memmove(m->x + (size_t)k * NCOL, m->x + (size_t)j * NCOL, sizeof *m->x * NCOL);
+        m->y[k] = m->y[j];
+        m->group[k] = m->group[j];
+        k++;
+    }
+    m->n = k;
+}
+
 /* Coordinate descent for min 1/(2n) |y - X b|^2 + lam |b|_1 on standardised,
  * centred X (columns of unit variance: x_j'x_j = n), from the warm start b. */
 static void lasso_cd(const double *X, const double *y, const int *rows, int n, int p, double lam, double *b)

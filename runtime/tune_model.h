@@ -44,6 +44,9 @@ void tm_init(TuneModel *m);
 void tm_free(TuneModel *m);
 /* One measured row (ignored when median_ms or work is not positive). */
 void tm_add(TuneModel *m, const double *f, double work, double median_ms, uint64_t group);
+/* Keeps at most max rows, evenly spaced (the fit's cost grows with the rows; a
+ * database of years need not be read whole). */
+void tm_thin(TuneModel *m, int max);
 /* Fits; false (and no model) with fewer than TM_MIN_ROWS rows. */
 bool tm_fit(TuneModel *m);
 /* The predicted log time per unit of work, up to a constant per kernel: smaller is
