@@ -661,6 +661,16 @@ static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags
         diag_init(&q);
         int rc = measure(T, x->k, u, &ro, r, x->x, &q);
         x->x = NULL;
+        if (with_lib && rc != 0 && rc != 2) {
+            /* the library could not be run (none built in, a wrong kind of device): the
+             * final run will say so; the candidate is measured alone */
+            T->lib_tried = true;
+            ro.compare = NULL;
+            diag_free(&q);
+            diag_init(&q);
+            memset(r, 0, sizeof *r);
+            rc = measure(T, x->k, u, &ro, r, NULL, &q);
+        }
         x->measured = true;
         x->status = rc;
         /* a time that is no number cannot rank a candidate */
