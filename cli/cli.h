@@ -41,5 +41,10 @@ int cli_run(Compilation *c);
 int cli_emit_code(Compilation *c);
 int cli_actions(Compilation *c);
 int cli_autotune(Compilation *c);
+/* --plot FILE.svg of a run (r) or of a tuning run (tr, may be NULL): cli/plot.c.
+ * Returns 0, or 1 with a diagnostic when the file cannot be written. */
+struct RtResult;
+struct TuneResult;
+int cli_plot_run(Compilation *c, const struct RtResult *r, const struct TuneResult *tr);
 
 #endif

@@ -2,6 +2,7 @@
  * target, or code for -emit llvm|asm|obj|cuda|ptx|cubin.  Each back end is reached
  * through its module's header; this file only routes. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <time.h>
@@ -10,6 +11,7 @@
 #include "cli.h"
 #include "codegen/cuda/cg_cuda.h"
 #include "passes/xform.h"
+#include "runtime/progress.h"
 #include "runtime/runtime.h"
 #ifdef PERFC_HAVE_LLVM
 #include "codegen/llvm/cg_llvm.h"
@@ -57,7 +59,22 @@ int cli_run(Compilation *c)
     /* Fresh inputs on every run unless the user pins them. */
     ro.seed = c->o->seed_given ? c->o->seed
                                : (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)getpid() ^ (uint64_t)(now_seconds() * 1e9);
-    return rt_run(c->kernel, c->unscheduled, &ro, &c->diags);
+    ProgressTerm term;
+    Progress prog = {progress_term_fn, &term};
+    progress_term_init(&term, stderr, -1);
+    if (!c->o->quiet)
+        ro.progress = &prog;
+    RtResult *keep = c->o->plot ? xcalloc(1, sizeof *keep) : NULL;
+    ro.keep = keep;
+    int rc = rt_run(c->kernel, c->unscheduled, &ro, &c->diags);
+    progress_term_clear(&term);
+    if (keep && (rc == 0 || rc == 2)) {
+        int prc = cli_plot_run(c, keep, NULL);
+        if (rc == 0)
+            rc = prc;
+    }
+    free(keep);
+    return rc;
 }
 
 int cli_emit_code(Compilation *c)

@@ -31,6 +31,9 @@ void options_usage(FILE *f)
           "  --seed N         seed of the random inputs (default: fresh each run)\n"
           "  --json           the report as one JSON object on stdout\n"
           "  --verbose        the harness says on stderr what each check and phase took\n"
+          "  --quiet          no progress on stderr (by default a status line on a terminal, else a line per phase)\n"
+          "  --plot FILE.svg  draw the run: the kernel on the machine's roofline; for --autotune the search too\n"
+          "  --no-model       --autotune without the cost model fitted from the tuning database\n"
           "  -Werror          treat warnings as errors\n"
           "  --help, --version\n"
           "\n"
@@ -170,6 +173,13 @@ int options_parse(Options *o, int argc, char **argv)
             o->threads = (int)v;
         } else if (!strcmp(a, "--verbose")) {
             o->verbose = true;
+        } else if (!strcmp(a, "--quiet")) {
+            o->quiet = true;
+        } else if (!strcmp(a, "--no-model")) {
+            o->no_model = true;
+        } else if (!strcmp(a, "--plot")) {
+            NEXT();
+            o->plot = argv[i];
         } else if (!strcmp(a, "--seed")) {
             NEXT();
             if (!parse_int(argv[i], &v))

@@ -30,6 +30,9 @@ typedef struct Options {
     const char *scheds[MAX_SCHEDS]; /* -s, in order */
     int nscheds;
     bool run, json, autotune, actions, no_schedule, werror, verbose;
+    bool quiet;                /* no progress on stderr */
+    bool no_model;             /* --autotune without the cost model */
+    const char *plot;          /* --plot FILE.svg */
     const char *compare;
     const char *dump_after;
     const char *db;

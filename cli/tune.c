@@ -4,7 +4,10 @@
  *   perfc tune --show   [--db FILE] [-k KERNEL] [--all]   one line per key (its best
  *                                                         row), or every row
  *   perfc tune --export [--db FILE] [-k KERNEL]           the winning schedule of
- *                                                         each key, as PDL */
+ *                                                         each key, as PDL
+ *   perfc tune --show --plot FILE.svg [-k KERNEL]         the database's history
+ *                                                         as a picture (cli/plot.c) */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +19,7 @@
 
 int cli_tune_autotune(Compilation *c);
 int cli_tune_main(int argc, char **argv);
+int cli_plot_history(TuneDb *db, const char *kernel, const char *path, Diags *d); /* cli/plot.c */
 
 int cli_tune_autotune(Compilation *c)
 {
@@ -43,6 +47,18 @@ int cli_tune_autotune(Compilation *c)
     to.db_path = c->o->db;
     to.json = c->o->json;
     to.verbose = c->o->verbose;
+    to.use_model = !c->o->no_model;
+    /* progress on stderr: a status line on a terminal, else a line per phase */
+    ProgressTerm term;
+    Progress prog = {progress_term_fn, &term};
+    progress_term_init(&term, stderr, -1);
+    to.progress = 0;
+    if (!c->o->quiet)
+        to.prog = &prog;
+    /* Ctrl-C stops the search between candidates; the best so far is validated,
+     * reported and stored (a second Ctrl-C ends perfc at once). */
+    progress_catch_sigint();
+    to.stop = progress_stop_flag();
     /* Fresh inputs on every run unless the user pins them (as --run does). */
     to.seed = c->o->seed_given ? c->o->seed
                                : (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)getpid() ^
@@ -51,18 +67,26 @@ int cli_tune_autotune(Compilation *c)
         to.retune = true;
     TuneResult res;
     int rc = tune_kernel(&in, &to, &res, &c->diags);
+    progress_term_clear(&term);
+    signal(SIGINT, SIG_DFL);
+    if (c->o->plot && res.has_final) {
+        int prc = cli_plot_run(c, &res.final, &res);
+        if (rc == 0)
+            rc = prc;
+    }
     tune_result_free(&res);
     return rc;
 }
 
 static void tune_usage(FILE *f)
 {
-    fputs("usage: perfc tune --show [--all] [--db FILE] [-k KERNEL]\n"
+    fputs("usage: perfc tune --show [--all] [--db FILE] [-k KERNEL] [--plot FILE.svg]\n"
           "       perfc tune --export [--db FILE] [-k KERNEL]\n"
           "\n"
           "Reads the tuning database (default $XDG_CACHE_HOME/perfc/tune.db, else ~/.cache/perfc/tune.db).\n"
           "  --show     one line per tuned key with its best measurement (--all: every measurement)\n"
-          "  --export   the winning schedule of each key, in PDL syntax, ready to paste into the .pdl\n",
+          "  --export   the winning schedule of each key, in PDL syntax, ready to paste into the .pdl\n"
+          "  --plot F   with --show: also draw every measurement of each key over time into the SVG file F\n",
           f);
 }
 
@@ -101,7 +125,7 @@ static void show_row(void *ctx, const TuneRecord *r)
 
 int cli_tune_main(int argc, char **argv)
 {
-    const char *db = NULL, *kernel = NULL;
+    const char *db = NULL, *kernel = NULL, *plot = NULL;
     ShowCtx s = {0};
     bool show = false;
     for (int i = 1; i < argc; i++) {
@@ -116,6 +140,8 @@ int cli_tune_main(int argc, char **argv)
             db = argv[++i];
         } else if (!strcmp(a, "-k") && i + 1 < argc) {
             kernel = argv[++i];
+        } else if (!strcmp(a, "--plot") && i + 1 < argc) {
+            plot = argv[++i];
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             tune_usage(stdout);
             return 0;
@@ -128,6 +154,10 @@ int cli_tune_main(int argc, char **argv)
     if (show == s.export) {
         fputs("perfc: error: tune: give exactly one of --show and --export\n", stderr);
         tune_usage(stderr);
+        return 1;
+    }
+    if (plot && !show) {
+        fputs("perfc: error: tune: --plot goes with --show\n", stderr);
         return 1;
     }
     char *path = db ? xstrdup(db) : tunedb_default_path();
@@ -148,6 +178,8 @@ int cli_tune_main(int argc, char **argv)
                    "best median", "", "measured (UTC)", "parameters");
         int n = tunedb_foreach(t, s.all && !s.export, kernel, show_row, &s, &d);
         if (n < 0)
+            rc = 1;
+        else if (plot && n > 0 && cli_plot_history(t, kernel, plot, &d))
             rc = 1;
         else if (n == 0)
             fprintf(stderr, "perfc: tune: no %s in %s%s%s\n", s.export ? "valid winner" : "record", path,

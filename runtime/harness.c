@@ -26,6 +26,18 @@
 #include <string.h>
 
 #include "pool.h"
+#include "progress.h"
+
+/* A progress event of this run (runtime/progress.h): phases and repetitions. */
+static void phase(const RunOptions *o, ProgPhase ph, ProgKind kind, int done, int total, const char *what,
+                  double value_ms, double eta_s)
+{
+    if (!o->progress)
+        return;
+    ProgEvent e = {.phase = ph, .kind = kind, .done = done, .total = total, .what = what, .value_ms = value_ms,
+                   .eta_s = eta_s};
+    progress_emit(o->progress, &e);
+}
 
 void rt_options_init(RunOptions *o)
 {
@@ -233,6 +245,8 @@ static int time_loop(H *h, RtExec *x, void **bufs, const Watch *w, int nw, bool 
 
     double budget_s = fmax(2.0, 10 * h->o.min_time_s);
     double start = now_seconds(), sum_ms = 0;
+    ProgPhase ph = kernel_run ? PROG_TIME : PROG_BASELINE;
+    phase(&h->o, ph, PROG_BEGIN, 0, 0, who, 0, h->o.min_time_s);
     int n = 0, cap = 64;
     double *v = xmalloc(sizeof *v * (size_t)cap);
     int rc = EXIT_OK;
@@ -260,6 +274,8 @@ static int time_loop(H *h, RtExec *x, void **bufs, const Watch *w, int nw, bool 
         }
         if (h->o.verbose)
             fprintf(stderr, "perfc: %s repetition %d: %.4f ms\n", who, n, ms);
+        phase(&h->o, ph, PROG_TICK, n, 0, who, ms, fmax(0, fmin(h->o.min_time_s - sum_ms * 1e-3,
+                                                                budget_s - (now_seconds() - start))));
         if (n >= h->o.max_reps)
             break;
         if (sum_ms >= h->o.min_time_s * 1e3 && n >= 3)
@@ -369,11 +385,13 @@ static int validate(H *h, RtExec *x)
                 return EXIT_RUNTIME;
         }
         double t0 = now_seconds();
+        phase(&h->o, PROG_GOLDEN, PROG_BEGIN, c + 1, h->o.checks, rt_golden_name(h->golden), 0, -1);
         if (!rt_golden_compute(h->golden, h->gb, h->d)) {
             diag_plain(h->d, DIAG_ERROR, "the golden reference (%s) failed", rt_golden_name(h->golden));
             return EXIT_RUNTIME;
         }
         double t1 = now_seconds();
+        phase(&h->o, PROG_VALIDATE, PROG_BEGIN, c + 1, h->o.checks, NULL, 0, -1);
         if (!poison(h, h->w, h->nw, true) || !h->dev->run(h->dev, x, h->devbufs, &h->check_ms, h->d))
             return EXIT_RUNTIME;
         char when[64];
@@ -564,6 +582,7 @@ int rt_evaluate(RtDevice *dev, const Kernel *k, const Kernel *u, const RunOption
     }
 
     double t0 = now_seconds();
+    phase(&h->o, PROG_COMPILE, PROG_BEGIN, 0, 0, k->name, 0, -1);
     x = dev->compile(dev, k, h->o.target, d);
     r->compile_ms = (now_seconds() - t0) * 1e3;
     if (h->o.verbose)
@@ -654,6 +673,10 @@ int rt_run(const Kernel *k, const Kernel *u, const RunOptions *o, Diags *d)
         return rc;
     RtResult *r = xcalloc(1, sizeof *r);
     rc = rt_evaluate(dev, k, u, o, r, d);
+    if (o->keep)
+        *o->keep = *r;
+    if (o->progress && o->progress->fn)
+        progress_emit(o->progress, &(ProgEvent){.phase = PROG_TIME, .kind = PROG_DONE, .eta_s = -1});
     if (rc == EXIT_OK || rc == EXIT_INVALID) {
         FILE *f = o->out ? o->out : stdout;
         if (o->json)

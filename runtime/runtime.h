@@ -236,6 +236,8 @@ typedef struct RunOptions {
      * so one fresh input set proves it as the first of the usual checks does. */
     bool validate_only;
     FILE *out;            /* where the report goes; NULL: stdout */
+    const struct Progress *progress; /* phase events (runtime/progress.h); NULL: none */
+    struct RtResult *keep;  /* rt_run copies its result here (the caller draws it); NULL: not */
 } RunOptions;
 
 /* Zero everything, then the defaults above (target "host", seed 1). */

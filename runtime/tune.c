@@ -23,6 +23,7 @@
 #include "../passes/passes.h"
 #include "../passes/xform.h"
 #include "../codegen/cuda/cg_cuda.h"
+#include "tune_model.h"
 
 void tune_options_init(TuneOptions *o)
 {
@@ -30,6 +31,7 @@ void tune_options_init(TuneOptions *o)
     o->target = "host";
     o->progress = -1;
     o->seed = 1;
+    o->use_model = true;
 }
 
 /* ---- candidates ---- */
@@ -38,6 +40,9 @@ typedef struct Cand {
     int t;                       /* template */
     int idx[TUNE_MAX_PARAMS];
     /* filled by a worker */
+    bool scheduled;              /* the schedule step ran (k or why set) */
+    double feat[TM_NFEAT], work; /* the cost model's features (tune_model.h) */
+    double pred;                 /* the model's prediction: smaller is faster */
     Kernel *k;
     RtExec *x;
     double compile_ms;
@@ -80,6 +85,19 @@ typedef struct Tuner {
         int n;
     } reasons[8];                /* why candidates were pruned, for the report */
     int nreasons;
+    const Progress *prog;        /* where progress events go (NULL: nowhere) */
+    Progress own_prog;           /* the status line when the caller gave none */
+    ProgressTerm term;
+    int total;                   /* candidates the search expects to measure */
+    double lib_ms;               /* the library, timed beside the first candidate (--compare) */
+    bool lib_tried;
+    /* the cost model: rows of earlier searches, then this one's as they come */
+    TuneModel model;
+    bool use_model;
+    uint64_t group;              /* this search's group in the model */
+    double caches[3];
+    Cand **reserve;              /* scheduled, ranked, not yet chosen */
+    int nreserve;
 } Tuner;
 
 static char *params_text(const struct Tuner *T, const Cand *c);
@@ -300,12 +318,16 @@ typedef struct Batch {
     Tuner *T;
     Cand **c;
     int n;
+    bool schedule_only;          /* rank first: schedule, do not compile */
     int next;
     pthread_mutex_t lock;
 } Batch;
 
-static void prepare(Tuner *T, Cand *c)
+/* The schedule step: lower, apply the candidate's schedule, prune, read the cost
+ * model's features.  IR only; cheap beside a compilation. */
+static void schedule_cand(Tuner *T, Cand *c)
 {
+    c->scheduled = true;
     Diags d;
     diag_init(&d);
     ParamChoice ch[TUNE_MAX_PARAMS];
@@ -338,19 +360,29 @@ static void prepare(Tuner *T, Cand *c)
         return;
     }
     c->k = k;
+    c->work = tm_features(k, T->threads, T->lanes, T->caches, c->feat);
     StrBuf ir = {0};
     ir_print_kernel(k, &ir);
     c->ir = ir.s;
-    if (T->parallel_compile) {
-        double t0 = now_seconds();
-        c->x = T->dev->compile(T->dev, k, T->target, &d);
-        c->compile_ms = (now_seconds() - t0) * 1e3;
-        if (!c->x) {
-            const char *msg = d.text.s ? d.text.s : "compile failed";
-            c->why = xstrdup(msg);
-            ir_free(k);
-            c->k = NULL;
-        }
+    diag_free(&d);
+}
+
+static void prepare(Tuner *T, Cand *c)
+{
+    if (!c->scheduled)
+        schedule_cand(T, c);
+    if (!c->k || !T->parallel_compile || c->x)
+        return;
+    Diags d;
+    diag_init(&d);
+    double t0 = now_seconds();
+    c->x = T->dev->compile(T->dev, c->k, T->target, &d);
+    c->compile_ms = (now_seconds() - t0) * 1e3;
+    if (!c->x) {
+        const char *msg = d.text.s ? d.text.s : "compile failed";
+        c->why = xstrdup(msg);
+        ir_free(c->k);
+        c->k = NULL;
     }
     diag_free(&d);
 }
@@ -364,13 +396,18 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&b->lock);
         if (i >= b->n)
             return NULL;
-        prepare(b->T, b->c[i]);
+        if (b->schedule_only) {
+            if (!b->c[i]->scheduled)
+                schedule_cand(b->T, b->c[i]);
+        } else {
+            prepare(b->T, b->c[i]);
+        }
     }
 }
 
-static void prepare_batch(Tuner *T, Cand **c, int n)
+static void run_batch(Tuner *T, Cand **c, int n, bool schedule_only)
 {
-    Batch b = {.T = T, .c = c, .n = n};
+    Batch b = {.T = T, .c = c, .n = n, .schedule_only = schedule_only};
     pthread_mutex_init(&b.lock, NULL);
     int nt = T->jobs < n ? T->jobs : n;
     pthread_t th[64];
@@ -388,6 +425,8 @@ static void prepare_batch(Tuner *T, Cand **c, int n)
         pthread_join(th[i], NULL);
     pthread_mutex_destroy(&b.lock);
 }
+
+static void prepare_batch(Tuner *T, Cand **c, int n) { run_batch(T, c, n, false); }
 
 /* ---- the proxy device: hands rt_evaluate a compilation made beforehand ---- */
 
@@ -494,6 +533,10 @@ static void record(Tuner *T, const Cand *c, const RtResult *fin, double compile_
     r.status = c->status;
     r.final = final;
     r.created = (double)time(NULL);
+    StrBuf feat = {0};
+    if (c->work > 0)
+        tm_features_text(c->feat, c->work, &feat);
+    r.features = feat.s;
     if (fin) {
         r.reps = fin->time.reps;
         if (fin->has_base) {
@@ -510,6 +553,7 @@ static void record(Tuner *T, const Cand *c, const RtResult *fin, double compile_
     if (!tunedb_add(T->db, &r, &q) && !T->o->quiet)
         fprintf(stderr, "perfc: warning: %s", q.text.s ? q.text.s : "the tuning database refused a row\n");
     diag_free(&q);
+    sb_free(&feat);
     (void)d;
 }
 
@@ -527,21 +571,33 @@ static RunOptions cand_options(const Tuner *T, double min_time, uint64_t seed, c
     return ro;
 }
 
-static void progress(Tuner *T, int done, int total)
+static bool stopped(const Tuner *T)
 {
-    if (!T->o->progress || T->o->quiet)
-        return;
+    return T->o->stop && *T->o->stop;
+}
+
+/* One more candidate measured: the progress event and the trace. */
+static void progress(Tuner *T, const Cand *c)
+{
+    TuneResult *res = T->res;
     double el = now_seconds() - T->t0;
-    double eta = done ? el / done * (total - done) : 0;
+    res->trace = xrealloc(res->trace, sizeof *res->trace * (size_t)(res->ntrace + 1));
+    res->trace[res->ntrace++] =
+        (TunePoint){.t_s = el, .ms = c->valid ? c->median : 0, .best_ms = T->best ? T->best->median : 0};
+    if (!T->prog)
+        return;
+    int done = res->measured, total = T->total;
+    double eta = done ? el / done * (total - done) : -1;
     double left = (T->o->time_limit > 0 ? T->o->time_limit : 300) - el;
     if (eta > left)
         eta = left > 0 ? left : 0;
-    char best[96] = "none yet";
-    if (T->best)
-        snprintf(best, sizeof best, "%.4g ms (%.4g GFLOP/s)", T->best->median, T->best->gflops);
-    fprintf(stderr, "\r\033[Kperfc tune: %d/%d measured, %d pruned   best %s   ETA %d:%02d", done, total,
-            T->res->pruned, best, (int)eta / 60, (int)eta % 60);
-    fflush(stderr);
+    ProgEvent e = {.phase = PROG_SEARCH, .kind = PROG_TICK, .done = done, .total = total, .eta_s = eta,
+                   .what = c->params, .value_ms = c->valid ? c->median : 0, .lib = T->o->compare};
+    if (T->best) {
+        e.best_ms = T->best->median;
+        e.ratio = T->lib_ms > 0 ? T->lib_ms / T->best->median : 0;
+    }
+    progress_emit(T->prog, &e);
 }
 
 static void note_reason(Tuner *T, const char *why)
@@ -565,6 +621,7 @@ static void note_reason(Tuner *T, const char *why)
 /* Measures the prepared candidates of a batch, one at a time. */
 static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags *d)
 {
+    T->total = total;
     const Kernel *u = NULL;
     Kernel *uk = NULL;
     for (int i = 0; i < n; i++) {
@@ -577,7 +634,8 @@ static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags
         if (!x->k)
             continue;
         double limit = T->o->time_limit > 0 ? T->o->time_limit : 300;
-        if (T->res->measured >= budget || (T->res->measured && now_seconds() - T->t0 >= limit)) {
+        if (T->res->measured >= budget || (T->res->measured && now_seconds() - T->t0 >= limit) ||
+            (T->res->measured && stopped(T))) {
             if (x->x)
                 T->dev->release(T->dev, x->x);
             x->x = NULL;
@@ -593,17 +651,36 @@ static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags
                 return 1;
             u = uk;
         }
-        RunOptions ro = cand_options(T, T->o->cand_min_time_s > 0 ? T->o->cand_min_time_s : 0.05, T->o->seed, NULL);
+        /* The library is timed once, beside the first candidate that validates, so
+         * the progress line can say how the best so far compares with it. */
+        bool with_lib = T->o->compare && T->lib_ms <= 0 && T->dev && !T->o->measure && !T->lib_tried;
+        RunOptions ro = cand_options(T, T->o->cand_min_time_s > 0 ? T->o->cand_min_time_s : 0.05, T->o->seed,
+                                     with_lib ? T->o->compare : NULL);
         RtResult *r = xcalloc(1, sizeof *r);
         Diags q;
         diag_init(&q);
         int rc = measure(T, x->k, u, &ro, r, x->x, &q);
         x->x = NULL;
+        if (with_lib && rc != 0 && rc != 2) {
+            /* the library could not be run (none built in, a wrong kind of device): the
+             * final run will say so; the candidate is measured alone */
+            T->lib_tried = true;
+            ro.compare = NULL;
+            diag_free(&q);
+            diag_init(&q);
+            memset(r, 0, sizeof *r);
+            rc = measure(T, x->k, u, &ro, r, NULL, &q);
+        }
         x->measured = true;
         x->status = rc;
         /* a time that is no number cannot rank a candidate */
         x->valid = rc == 0 && r->valid && isfinite(r->time.median) && r->time.median >= 0;
         x->rel_error = r->rel_error;
+        if (with_lib && rc == 0) {
+            T->lib_tried = true;
+            if (r->has_base && r->base_time.median > 0)
+                T->lib_ms = T->res->lib_ms = r->base_time.median;
+        }
         if (x->valid) {
             x->median = r->time.median;
             x->min = r->time.min;
@@ -623,13 +700,15 @@ static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags
         schedule_print(T->sp.t[x->t].s, ch, T->sp.t[x->t].nparams, &s);
         x->sched = s.s ? s.s : xstrdup("");
         record(T, x, NULL, x->compile_ms, d);
+        if (T->use_model && x->valid && x->work > 0)
+            tm_add(&T->model, x->feat, x->work, x->median, T->group);
         T->res->measured++;
         if (x->valid && (!T->best || x->median < T->best->median))
             T->best = x;
         free(r);
         ir_free(x->k);
         x->k = NULL;
-        progress(T, T->res->measured, total);
+        progress(T, x);
     }
     if (uk)
         ir_free(uk);
@@ -777,6 +856,119 @@ static int propose(Tuner *T, bool exhaustive, Cand **out, int want)
     return n;
 }
 
+/* ---- the cost model: ranking before compiling ---- */
+
+static uint64_t key_group(const char *id) { return tunedb_hash(id, strlen(id), TUNEDB_HASH0); }
+
+/* A database row the model may learn from: a valid candidate of another key on
+ * this target, device and thread count, with features. */
+static void model_row(void *ctx, const TuneRecord *r)
+{
+    Tuner *T = ctx;
+    if (!r->valid || r->final || r->median_ms <= 0 || !r->features || !*r->features)
+        return;
+    if (strcmp(r->key.target, T->key.target) || strcmp(r->key.device, T->key.device) ||
+        r->key.threads != T->key.threads || !strcmp(r->key.id, T->key.id))
+        return;
+    double f[TM_NFEAT], w;
+    if (tm_features_parse(r->features, f, &w))
+        tm_add(&T->model, f, w, r->median_ms, key_group(r->key.id));
+}
+
+/* Fits the model on the database's other searches; with too few rows there is no
+ * model and the search keeps its usual order. */
+static void model_start(Tuner *T)
+{
+    tm_init(&T->model);
+    T->group = key_group(T->key.id);
+    if (!T->o->use_model || !T->db)
+        return;
+    Diags q;
+    diag_init(&q);
+    tunedb_foreach(T->db, true, NULL, model_row, T, &q);
+    diag_free(&q);
+    tm_thin(&T->model, 3000);
+    int rows = T->model.n;
+    if (!tm_fit(&T->model)) {
+        if (rows)
+            snprintf(T->res->model, sizeof T->res->model,
+                     "none: %d usable rows in the database, %d needed (candidates in the usual order)", rows,
+                     TM_MIN_ROWS);
+        return;
+    }
+    T->use_model = true;
+    StrBuf b = {0};
+    tm_describe(&T->model, &b);
+    snprintf(T->res->model, sizeof T->res->model, "%s", b.s ? b.s : "");
+    sb_free(&b);
+}
+
+static int cmp_pred(const void *a, const void *b)
+{
+    const Cand *x = *(Cand *const *)a, *y = *(Cand *const *)b;
+    return (x->pred > y->pred) - (x->pred < y->pred);
+}
+
+/* Proposes four times as many candidates as a batch needs by the usual rules and
+ * twelve times as many at random (the whole space when it fits the budget),
+ * schedules them on every core (IR only), and hands out the
+ * `want` the model predicts fastest; the rest wait in a reserve ranked with the
+ * next round's proposals.  The model is refitted as this search's own measurements
+ * come in (every eight). */
+static int propose_ranked(Tuner *T, bool exhaustive, Cand **out, int want, int *fitted_at)
+{
+    if (T->model.n >= *fitted_at + 8) {
+        tm_fit(&T->model);
+        *fitted_at = T->model.n;
+    }
+    int pool = exhaustive ? (int)T->sp.size : 4 * want;
+    if (pool < want)
+        pool = want;
+    /* with a model to filter them, random candidates are cheap: they let it look
+     * across the whole space, not only near the parents */
+    int extra = exhaustive ? 0 : 12 * want;
+    Cand **fresh = xmalloc(sizeof *fresh * (size_t)(pool + extra));
+    int nf = propose(T, exhaustive, fresh, pool);
+    for (int tries = 0; extra > 0 && tries < 50 * extra; tries++) {
+        Cand c;
+        memset(&c, 0, sizeof c);
+        random_cand(T, &c);
+        Cand *x = cand_push(T, &c);
+        if (x) {
+            fresh[nf++] = x;
+            extra--;
+        }
+    }
+    run_batch(T, fresh, nf, true);
+    T->reserve = xrealloc(T->reserve, sizeof *T->reserve * (size_t)(T->nreserve + nf + 1));
+    for (int i = 0; i < nf; i++) {
+        if (!fresh[i]->k) { /* pruned: counted now, never compiled */
+            if (fresh[i]->why) {
+                T->res->pruned++;
+                note_reason(T, fresh[i]->why);
+            }
+            continue;
+        }
+        T->reserve[T->nreserve++] = fresh[i];
+    }
+    free(fresh);
+    for (int i = 0; i < T->nreserve; i++)
+        T->reserve[i]->pred = tm_predict(&T->model, T->reserve[i]->feat);
+    qsort(T->reserve, (size_t)T->nreserve, sizeof *T->reserve, cmp_pred);
+    int n = T->nreserve < want ? T->nreserve : want;
+    memcpy(out, T->reserve, sizeof *out * (size_t)n);
+    memmove(T->reserve, T->reserve + n, sizeof *T->reserve * (size_t)(T->nreserve - n));
+    T->nreserve -= n;
+    /* the reserve keeps its best 256: the tail is unlikely ever to be chosen */
+    while (T->nreserve > 256) {
+        Cand *c = T->reserve[--T->nreserve];
+        if (c->k)
+            ir_free(c->k);
+        c->k = NULL;
+    }
+    return n;
+}
+
 /* ---- the key and the report ---- */
 
 void tune_make_key(const AstKernel *ast, const Kernel *k, const char *target, const char *device, int threads,
@@ -837,6 +1029,7 @@ void tune_result_free(TuneResult *r)
     }
     free(r->best_block);
     free(r->best_ir);
+    free(r->trace);
     memset(r, 0, sizeof *r);
 }
 
@@ -860,6 +1053,15 @@ static void report(const Tuner *T, const TuneResult *res, const char *db_path, F
                     "(compiled on %d thread%s)\n",
                 T->sp.size <= (o->budget > 0 ? o->budget : 48) ? "exhaustive" : "evolutionary", res->measured,
                 res->pruned, res->invalid, res->failed, res->search_s, T->jobs, T->jobs == 1 ? "" : "s");
+        if (res->interrupted || res->time_limited)
+            fprintf(tf, "stopped    %s after %d of %d candidates: the best so far is the answer%s\n",
+                    res->interrupted ? "by an interrupt" : "by the time limit", res->measured, T->total,
+                    res->interrupted ? " (the search is not complete)" : "");
+        if (res->t_within5 >= 0)
+            fprintf(tf, "converged  within 5%% of the search's best after %.1f s (%d of %d measured)\n",
+                    res->t_within5, res->n_within5, res->measured);
+        if (res->model[0])
+            fprintf(tf, "model      %s\n", res->model);
         int top = -1;
         for (int i = 0; i < T->nreasons; i++)
             if (top < 0 || T->reasons[i].n > T->reasons[top].n)
@@ -913,6 +1115,9 @@ static int final_run(Tuner *T, const AstSchedule *tmpl, const ParamChoice *ch, i
     free(res->best_ir);
     res->best_ir = ir.s;
     RunOptions ro = cand_options(T, min_time, seed, T->o->compare);
+    ro.progress = T->prog;
+    progress_emit(T->prog, &(ProgEvent){.phase = PROG_FINAL, .kind = PROG_BEGIN, .what = "the winner on fresh inputs",
+                                        .eta_s = -1});
     if (validate_only) {
         ro.validate_only = true;
         ro.checks = 1;
@@ -963,6 +1168,24 @@ static AstSchedule *parse_stored(Tuner *T, const char *text, Diags *d)
     return s;
 }
 
+/* How long the search took to come within 5% of its own best (the figure the cost
+ * model is judged by, docs/autotune.md). */
+static void within5(TuneResult *res)
+{
+    res->t_within5 = -1;
+    res->n_within5 = 0;
+    double best = 0;
+    for (int i = 0; i < res->ntrace; i++)
+        if (res->trace[i].ms > 0 && (best <= 0 || res->trace[i].ms < best))
+            best = res->trace[i].ms;
+    for (int i = 0; best > 0 && i < res->ntrace; i++)
+        if (res->trace[i].best_ms > 0 && res->trace[i].best_ms <= 1.05 * best) {
+            res->t_within5 = res->trace[i].t_s;
+            res->n_within5 = i + 1;
+            return;
+        }
+}
+
 int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diags *d)
 {
     memset(res, 0, sizeof *res);
@@ -980,10 +1203,24 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
     T->jobs = o->jobs > 0 ? o->jobs : rt_cpu_count();
     if (T->jobs > 64)
         T->jobs = 64;
+    T->lanes = tune_vector_lanes(T->target, DT_F32);
+    {
+        int64_t llc = rt_llc_bytes();
+        T->caches[0] = 32 << 10;
+        T->caches[1] = 1 << 20;
+        T->caches[2] = llc > T->caches[1] ? (double)llc : 32 << 20;
+    }
     TuneOptions oo = *o;
     if (oo.progress < 0)
         oo.progress = isatty(2);
     T->o = o = &oo;
+    if (o->prog) {
+        T->prog = o->prog;
+    } else if (o->progress && !o->quiet) {
+        progress_term_init(&T->term, stderr, 1);
+        T->own_prog = (Progress){progress_term_fn, &T->term};
+        T->prog = &T->own_prog;
+    }
     FILE *out = o->out ? o->out : stdout;
     int rc = 1;
     char *db_path = NULL;
@@ -1094,9 +1331,11 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
     /* The space is built only now: checking its templates runs the dependence tests
      * of every statement (about 1 s for the six tensor-core templates), which a warm
      * answer does not need. */
+    progress_emit(T->prog, &(ProgEvent){.phase = PROG_SPACE, .kind = PROG_BEGIN, .what = in->ast->name, .eta_s = -1});
     if (!tune_space(in, u, T->target, T->arena, &T->sp, d))
         goto done;
     res->space_size = T->sp.size;
+    model_start(T);
 
     /* The search. */
     {
@@ -1108,10 +1347,11 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
         if (batch < 4)
             batch = 4;
         Cand **cs = xmalloc(sizeof *cs * (size_t)batch);
-        int stale = 0;
-        while (res->measured < budget && now_seconds() - T->t0 < limit) {
+        int stale = 0, fitted_at = T->model.n;
+        while (res->measured < budget && now_seconds() - T->t0 < limit && !stopped(T)) {
             int want = batch;
-            int n = propose(T, exhaustive, cs, want);
+            int n = T->use_model ? propose_ranked(T, exhaustive, cs, want, &fitted_at)
+                                 : propose(T, exhaustive, cs, want);
             if (n == 0) {
                 if (exhaustive || ++stale > 3)
                     break;
@@ -1128,9 +1368,12 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
         }
         free(cs);
         res->search_s = now_seconds() - T->t0;
-        if (o->progress && !o->quiet)
-            fputs("\r\033[K", stderr);
+        if (res->measured < total) {
+            res->interrupted = stopped(T);
+            res->time_limited = !res->interrupted && now_seconds() - T->t0 >= limit;
+        }
     }
+    within5(res);
 
     /* Every candidate pruned (a space that does not fit these sizes): the
      * unscheduled kernel is still a valid answer, so measure it rather than fail. */
@@ -1200,6 +1443,7 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
     }
 
 report:
+    progress_emit(T->prog, &(ProgEvent){.phase = PROG_FINAL, .kind = PROG_DONE, .eta_s = -1});
     res->wall_s = now_seconds() - T->t0;
     res->status = rc;
     if (rc == 0 || rc == 2)
@@ -1217,6 +1461,8 @@ done:
     }
     free(T->all);
     free(T->seen);
+    free(T->reserve);
+    tm_free(&T->model);
     if (T->fk)
         ir_free(T->fk);
     if (T->fu)

@@ -26,6 +26,7 @@
 
 #include "../lang/ast.h"
 #include "../passes/xform.h"
+#include "progress.h"
 #include "runtime.h"
 #include "tunedb.h"
 
@@ -76,7 +77,12 @@ typedef struct TuneOptions {
     bool retune;            /* measure even when the database has a winner */
     uint64_t seed;          /* search randomness and the inputs of each check */
     int jobs;               /* compile threads; <= 0: every core */
-    int progress;           /* 1 on, 0 off, -1: when stderr is a terminal */
+    int progress;           /* with prog NULL: 1 a status line on stderr, 0 off, -1: when stderr is a terminal */
+    const Progress *prog;   /* progress events (runtime/progress.h); overrides `progress` */
+    /* Set (to nonzero) from outside, e.g. by a SIGINT handler: the search stops
+     * between candidates and the best so far is validated, reported and stored. */
+    volatile sig_atomic_t *stop;
+    bool use_model;         /* rank candidates by the cost model fitted from the database (default on) */
     FILE *out;              /* the final report; NULL: stdout */
     bool json;              /* the winner's report as JSON (the table goes to stderr) */
     bool verbose;           /* the harness traces each check and phase on stderr (--verbose) */
@@ -96,6 +102,14 @@ typedef struct TuneEntry {
     double median_ms, min_ms, max_ms, gflops;
 } TuneEntry;
 
+/* One measured candidate of a search, in order: for the best-so-far plot and the
+ * time-to-within-5% figure. */
+typedef struct TunePoint {
+    double t_s;             /* seconds since the tuner started */
+    double ms;              /* its median; 0 when invalid or failed */
+    double best_ms;         /* the best median so far (0: none yet) */
+} TunePoint;
+
 typedef struct TuneResult {
     int status;             /* exit status (DESIGN.md) */
     bool from_db;           /* the winner came from the database */
@@ -109,6 +123,14 @@ typedef struct TuneResult {
     char *best_ir;          /* ir_print_kernel of the winner as measured */
     RtResult final;         /* the winner on fresh inputs (valid when status 0) */
     bool has_final;
+    bool interrupted;       /* stopped early (o->stop) with candidates left in the budget */
+    bool time_limited;      /* stopped by the time limit with candidates left */
+    TunePoint *trace;       /* every measured candidate, in order */
+    int ntrace;
+    double t_within5;       /* seconds until the best so far was within 5% of the search's best; < 0 none */
+    int n_within5;          /* candidates measured by then */
+    double lib_ms;          /* the library (--compare) timed in the search, 0 when not */
+    char model[320];        /* the cost model used, in words; empty when none */
 } TuneResult;
 
 /* ---- runtime/tune.c ---- */

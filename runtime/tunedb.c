@@ -113,12 +113,13 @@ static const struct {
 } added[] = {
     {"reps", "INTEGER"},       {"base_call", "TEXT"},   {"base_median_ms", "REAL"}, {"base_min_ms", "REAL"},
     {"base_max_ms", "REAL"},   {"base_gflops", "REAL"}, {"base_reps", "INTEGER"},
+    {"features", "TEXT"},
 };
 
 static const char cols[] = "id, key, kernel, fingerprint, shape, dtypes, target, device, version, threads, schedule, "
                            "params, median_ms, min_ms, max_ms, gflops, compile_ms, valid, rel_error, status, final, "
                            "created, reps, base_call, base_median_ms, base_min_ms, base_max_ms, base_gflops, "
-                           "base_reps";
+                           "base_reps, features";
 
 static bool has_column(sqlite3 *db, const char *name)
 {
@@ -229,9 +230,9 @@ bool tunedb_add(TuneDb *t, const TuneRecord *r, Diags *d)
     static const char sql[] =
         "INSERT INTO measurement(key, kernel, fingerprint, shape, dtypes, target, device, version, threads,"
         " schedule, params, median_ms, min_ms, max_ms, gflops, compile_ms, valid, rel_error, status, final, created,"
-        " reps, base_call, base_median_ms, base_min_ms, base_max_ms, base_gflops, base_reps)"
+        " reps, base_call, base_median_ms, base_min_ms, base_max_ms, base_gflops, base_reps, features)"
         " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,"
-        "?22,?23,?24,?25,?26,?27,?28)";
+        "?22,?23,?24,?25,?26,?27,?28,?29)";
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(t->db, sql, -1, &s, NULL) != SQLITE_OK)
         return fail(t, t->db, d, "cannot prepare an insert");
@@ -266,6 +267,8 @@ bool tunedb_add(TuneDb *t, const TuneRecord *r, Diags *d)
         sqlite3_bind_double(s, 27, r->base_gflops);
         sqlite3_bind_int(s, 28, r->base_reps);
     } /* else NULL: no baseline was timed beside this row */
+    if (r->features && *r->features)
+        sqlite3_bind_text(s, 29, r->features, -1, SQLITE_TRANSIENT);
     /* Autocommit: this INSERT is its own transaction, durable when step returns. */
     int rc = sqlite3_step(s);
     sqlite3_finalize(s);
@@ -318,6 +321,7 @@ static void read_row(sqlite3_stmt *s, TuneRecord *r)
     r->base_max_ms = sqlite3_column_double(s, 26);
     r->base_gflops = sqlite3_column_double(s, 27);
     r->base_reps = sqlite3_column_int(s, 28);
+    r->features = col_text(s, 29);
 }
 
 /* Copies the row's strings into slots (freeing what they held) and points the row
@@ -330,6 +334,7 @@ static void keep_strings(char **slots, TuneRecord *r)
         slots[i] = xstrdup(*f[i]);
         *f[i] = slots[i];
     }
+    r->features = NULL; /* not kept: tunedb_foreach hands it out, the cost model reads it there */
 }
 
 bool tunedb_best(TuneDb *t, const TuneKey *key, TuneRecord *out)

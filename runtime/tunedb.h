@@ -55,6 +55,10 @@ typedef struct TuneRecord {
     const char *base_call; /* "cblas_sgemm" */
     double base_median_ms, base_min_ms, base_max_ms, base_gflops;
     int base_reps;
+    /* The cost model's features of the scheduled candidate ("w=WORK f0 f1 ...",
+     * runtime/tune_model.h); empty in rows written before it existed.  Handed out by
+     * tunedb_foreach only. */
+    const char *features;
 } TuneRecord;
 
 typedef struct TuneDb TuneDb;

@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(build-essential cmake re2c lemon llvm-19-dev clang-19 libclang-rt-19-dev
       libzstd-dev zlib1g-dev libopenblas-dev libsqlite3-dev jq
       qemu-user gcc-aarch64-linux-gnu gcc-riscv64-linux-gnu
-      libc6-dev-arm64-cross libc6-dev-riscv64-cross)
+      libc6-dev-arm64-cross libc6-dev-riscv64-cross chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

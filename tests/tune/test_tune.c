@@ -25,6 +25,7 @@
 #include "passes/xform.h"
 #include "runtime/tune.h"
 #include "runtime/tunedb.h"
+#include "runtime/tune_model.h"
 #ifdef PERFC_HAVE_SQLITE
 #include <sqlite3.h>
 #endif
@@ -652,6 +653,75 @@ static int test_repro(const char *dir, bool warm)
 #endif
 }
 
+/* The cost model on rows whose cost is a known function of two features: the LASSO
+ * must keep those two, rank unseen candidates of a new group in the right order,
+ * refuse to fit on too few rows, and be deterministic.  Each group has its own
+ * offset (a kernel's own speed), which the within-group centring must ignore. */
+static double model_truth(const double *f) { return 0.8 * f[TM_VEC_REGS] - 0.5 * f[TM_REUSE_L2]; }
+
+static int test_model(void)
+{
+    Rng r;
+    rng_seed(&r, 42);
+    TuneModel m, m2;
+    tm_init(&m);
+    tm_init(&m2);
+    double f[TM_NFEAT];
+    for (int i = 0; i < TM_MIN_ROWS - 1; i++) {
+        for (int j = 0; j < TM_NFEAT; j++)
+            f[j] = rng_uniform(&r, 0, 4);
+        tm_add(&m, f, 1e6, exp(model_truth(f)), 1);
+        tm_add(&m2, f, 1e6, exp(model_truth(f)), 1);
+    }
+    CHECK(!tm_fit(&m), "a model was fitted on %d rows", m.n);
+    for (int g = 0; g < 4; g++)
+        for (int i = 0; i < 60; i++) {
+            for (int j = 0; j < TM_NFEAT; j++)
+                f[j] = rng_uniform(&r, 0, 4);
+            double work = 1e6 * (g + 1);
+            double ms = work * exp(model_truth(f) + 3.0 * g + rng_uniform(&r, -0.05, 0.05));
+            tm_add(&m, f, work, ms, (uint64_t)g + 10);
+            tm_add(&m2, f, work, ms, (uint64_t)g + 10);
+        }
+    CHECK(tm_fit(&m), "no fit on %d rows", m.n);
+    tm_fit(&m2);
+    CHECK(m.w[TM_VEC_REGS] > 0.5 && m.w[TM_REUSE_L2] < -0.3, "weights %g %g: the two true features not kept",
+          m.w[TM_VEC_REGS], m.w[TM_REUSE_L2]);
+    CHECK(m.cv_r2 > 0.9, "cross-validated R^2 %g on a nearly exact linear cost", m.cv_r2);
+    /* ranking: every pair of new candidates ordered as the truth orders them
+     * (pairs closer than the noise aside) */
+    int wrong = 0, pairs = 0;
+    double fa[TM_NFEAT], fb[TM_NFEAT];
+    for (int i = 0; i < 200; i++) {
+        for (int j = 0; j < TM_NFEAT; j++) {
+            fa[j] = rng_uniform(&r, 0, 4);
+            fb[j] = rng_uniform(&r, 0, 4);
+        }
+        double dt = model_truth(fa) - model_truth(fb);
+        if (fabs(dt) < 0.2)
+            continue;
+        pairs++;
+        wrong += (tm_predict(&m, fa) - tm_predict(&m, fb)) * dt < 0;
+    }
+    CHECK(pairs > 50 && wrong == 0, "%d of %d pairs ranked wrongly", wrong, pairs);
+    CHECK(m.nonzero == m2.nonzero && m.lambda == m2.lambda && tm_predict(&m, fa) == tm_predict(&m2, fa),
+          "two fits of the same rows differ");
+    /* the database's text form round-trips */
+    StrBuf b = {0};
+    tm_features_text(fa, 12345, &b);
+    double back[TM_NFEAT], w = 0;
+    CHECK(tm_features_parse(b.s, back, &w) && w == 12345, "features text '%s' does not parse back", b.s);
+    for (int j = 0; j < TM_NFEAT; j++)
+        CHECK(fabs(back[j] - fa[j]) < 1e-3 * (1 + fabs(fa[j])), "feature %s: %g back as %g", tm_feature_name(j), fa[j],
+              back[j]);
+    CHECK(!tm_features_parse("w=1 2 3", back, &w), "a short feature text parsed");
+    CHECK(!tm_features_parse("", back, &w), "an empty feature text parsed");
+    sb_free(&b);
+    tm_free(&m);
+    tm_free(&m2);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -678,6 +748,8 @@ int main(int argc, char **argv)
         rc = test_repro(dir, true);
     else if (!strcmp(what, "golden_hook"))
         rc = test_golden_hook();
+    else if (!strcmp(what, "model"))
+        rc = test_model();
     else {
         fprintf(stderr, "unknown test %s\n", what);
         return 2;
