@@ -474,11 +474,11 @@ static int validate(H *h, RtExec *x)
             h->nsamples = ns;
         if (h->o.verbose)
             fprintf(stderr,
-                    "perfc: check %d/%d: inputs %.1f ms, golden %s%s%s in %.1f ms (%lld sampled elements), run %.1f "
+                    "perfc: check %d/%d: inputs %.1f ms, golden %s (%s%s%.0lld%s) in %.1f ms, run %.1f "
                     "ms, compare %.1f ms: relative error %.3g (tolerance %.3g)%s\n",
                     c + 1, h->o.checks, (t0 - ti) * 1e3, rt_golden_name(h->golden),
-                    rt_golden_full(h->golden) ? ", every element" : "",
-                    rt_golden_full(h->golden) && ns ? " + samples" : "", (t1 - t0) * 1e3, (long long)ns,
+                    rt_golden_full(h->golden) ? "every element" : "", rt_golden_full(h->golden) && ns ? " and " : "",
+                    (long long)ns, ns ? " sampled" : "", (t1 - t0) * 1e3,
                     (t2 - t1) * 1e3, (now_seconds() - t2) * 1e3, this_check, h->r->tolerance,
                     ok ? "" : ": FAILED");
         if (!ok)
