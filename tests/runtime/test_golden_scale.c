@@ -252,19 +252,20 @@ static void test_user_gemms(void)
             for (int i = 0; i < u->nbufs; i++)
                 if (u->bufs[i]->kind == BUF_OUT)
                     oc = i;
-            for (int r = 0; r < 2; r++) {
+            int nr = rt_blas_available() ? 2 : 1;
+            out[1] = NULL;
+            for (int r = 0; r < nr; r++) {
                 RtGolden *g = rt_golden_new(u, NULL, &w, NULL, "host", r ? RT_GOLDEN_BLAS : RT_GOLDEN_INTERP, &d);
                 CHECK(g);
                 double **b = fresh_buffers(u, 9);
                 CHECK(g && rt_golden_compute(g, b, 1, true, &d));
-                CHECK(!g || !strcmp(rt_golden_name(g), r ? "openblas-dgemm+interpreter" : "interpreter-f64") ||
-                      !rt_blas_available());
+                CHECK(!g || !strcmp(rt_golden_name(g), r ? "openblas-dgemm+interpreter" : "interpreter-f64"));
                 out[r] = b[oc];
                 b[oc] = NULL;
                 free_buffers(u, b);
                 rt_golden_free(g);
             }
-            for (int64_t i = 0; i < 37 * 29; i++)
+            for (int64_t i = 0; out[1] && i < 37 * 29; i++)
                 CHECK(fabs(out[0][i] - out[1][i]) <= 1e-13 * fmax(1, fabs(out[0][i])));
             free(out[0]);
             free(out[1]);
