@@ -29,7 +29,9 @@
  * tile boundaries the schedule introduced (indices t*f - 1 and t*f for each factor
  * f found in the scheduled kernel's subscripts of that output, and the last index
  * of each dimension), as all combinations when they are few, else at random; then
- * uniformly random elements, until max_samples or the work budget is reached.  A
+ * uniformly random elements, until max_samples, the work budget or half a second
+ * of wall time is reached (whichever comes first: a loaded machine samples less
+ * rather than wait).  A
  * sample whose row (along the last dimension) costs little more than the element
  * alone (softmax, attention: the row's statistics dominate) is widened to a window
  * of up to 64 elements of that row. */
@@ -88,6 +90,7 @@ struct RtSampler {
     /* results */
     int64_t max_samples;
     double budget;
+    double max_seconds; /* wall time of the random samples per run */
     int64_t *nsamp;     /* per buffer */
     int64_t **at;
     double **ref;
@@ -294,6 +297,7 @@ RtSampler *rt_sampler_new(const Kernel *u, const Kernel *k, Diags *d)
     }
     s->max_samples = 4096;
     s->budget = 4e7;
+    s->max_seconds = 0.5;
     return s;
 }
 
@@ -301,8 +305,10 @@ void rt_sampler_limits(RtSampler *s, int64_t max_samples, double budget)
 {
     if (max_samples > 0)
         s->max_samples = max_samples;
-    if (budget > 0)
+    if (budget > 0) {
         s->budget = budget;
+        s->max_seconds = budget / 8e7 * 1.25 + 0.5; /* the budget decides, not the clock */
+    }
 }
 
 void rt_sampler_free(RtSampler *s)
@@ -767,7 +773,7 @@ bool rt_sampler_run(RtSampler *s, double **bufs, uint64_t seed, Diags *d)
             for (;;) {
                 if (s->work - start > budget / 2)
                     break;
-                if (!eval_point(s, bufs, b, x, false, &rng, d))
+                if (!eval_point(s, bufs, b, x, true, &rng, d))
                     return false;
                 c++;
                 int q = r - 1;
@@ -786,13 +792,13 @@ bool rt_sampler_run(RtSampler *s, double **bufs, uint64_t seed, Diags *d)
                     for (int t = 0; t < r; t++)
                         x[t] = E->nidx[t] ? E->idx[t][rnd(&rng, E->nidx[t])] : rnd(&rng, s->dims[b][t]);
                     x[q] = E->idx[q][j];
-                    if (!eval_point(s, bufs, b, x, false, &rng, d))
+                    if (!eval_point(s, bufs, b, x, true, &rng, d))
                         return false;
                 }
             for (int64_t i = s->nsamp[b]; i < nedge && s->work - start <= budget / 2; i++) {
                 for (int t = 0; t < r; t++)
                     x[t] = E->nidx[t] ? E->idx[t][rnd(&rng, E->nidx[t])] : rnd(&rng, s->dims[b][t]);
-                if (!eval_point(s, bufs, b, x, false, &rng, d))
+                if (!eval_point(s, bufs, b, x, true, &rng, d))
                     return false;
             }
         }
@@ -810,8 +816,10 @@ bool rt_sampler_run(RtSampler *s, double **bufs, uint64_t seed, Diags *d)
         } else {
             /* uniformly random elements, widened when a row is cheap; repeats are
              * dropped and replaced while the budget lasts */
+            double t0 = now_seconds();
             for (int round = 0; round < 8 && s->nsamp[b] < want && s->work - start <= budget; round++) {
-                while (s->nsamp[b] < want && s->work - start <= budget) {
+                while (s->nsamp[b] < want && s->work - start <= budget &&
+                       now_seconds() - t0 < s->max_seconds / nout) {
                     for (int q = 0; q < r; q++)
                         x[q] = rnd(&rng, s->dims[b][q]);
                     if (!eval_point(s, bufs, b, x, true, &rng, d))
