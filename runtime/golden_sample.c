@@ -216,7 +216,8 @@ static void collect(RtSampler *s, NodeList *l, int *chain, int depth)
             st->n = n;
             st->nloops = depth;
             st->loops = xmalloc(sizeof(int) * (size_t)(depth ? depth : 1));
-            memcpy(st->loops, chain, sizeof(int) * (size_t)depth);
+            if (depth)
+                memcpy(st->loops, chain, sizeof(int) * (size_t)depth);
         } else if (n->kind == N_LOOP) {
             if (s->nloops == s->caploops) {
                 s->caploops = s->caploops ? 2 * s->caploops : 32;
@@ -225,7 +226,8 @@ static void collect(RtSampler *s, NodeList *l, int *chain, int depth)
             int id = s->nloops++;
             s->loops[id] = (Loop){.n = n, .lo = n->u.loop.lo, .hi = n->u.loop.hi};
             int *c2 = xmalloc(sizeof(int) * (size_t)(depth + 1));
-            memcpy(c2, chain, sizeof(int) * (size_t)depth);
+            if (depth)
+                memcpy(c2, chain, sizeof(int) * (size_t)depth);
             c2[depth] = id;
             collect(s, &n->u.loop.body, c2, depth + 1);
             free(c2);
@@ -766,7 +768,6 @@ bool rt_sampler_run(RtSampler *s, double **bufs, uint64_t seed, Diags *d)
             combos *= E->nidx[q] ? E->nidx[q] : 1;
         int64_t nedge = want / 2;
         if (combos <= (double)nedge) {
-            int64_t c = 0;
             for (int q = 0; q < r; q++)
                 x[q] = E->idx[q][0];
             int pos[MAX_RANK] = {0};
@@ -775,7 +776,6 @@ bool rt_sampler_run(RtSampler *s, double **bufs, uint64_t seed, Diags *d)
                     break;
                 if (!eval_point(s, bufs, b, x, true, &rng, d))
                     return false;
-                c++;
                 int q = r - 1;
                 while (q >= 0 && ++pos[q] >= E->nidx[q]) {
                     pos[q] = 0;
