@@ -29,9 +29,9 @@
  * tile boundaries the schedule introduced (indices t*f - 1 and t*f for each factor
  * f found in the scheduled kernel's subscripts of that output, and the last index
  * of each dimension), as all combinations when they are few, else at random; then
- * uniformly random elements, until max_samples, the work budget or half a second
- * of wall time is reached (whichever comes first: a loaded machine samples less
- * rather than wait).  A
+ * uniformly random elements, until max_samples, the work budget or (past 1024
+ * samples) half a second of wall time is reached, whichever comes first: a loaded
+ * machine samples less rather than wait.  A
  * sample whose row (along the last dimension) costs little more than the element
  * alone (softmax, attention: the row's statistics dominate) is widened to a window
  * of up to 64 elements of that row. */
@@ -43,7 +43,8 @@
 
 #include "golden_sample.h"
 
-enum { MAX_RANK = 16, WINDOW = 64 };
+/* MIN_TIMED: the wall-time cap on random samples applies only past this many. */
+enum { MAX_RANK = 16, WINDOW = 64, MIN_TIMED = 1024 };
 
 /* Interpreter units a box costs beyond its statements: building and compiling
  * the clamped program once more (about 20 us at 8e7 units a second). */
@@ -802,6 +803,7 @@ bool rt_sampler_run(RtSampler *s, double **bufs, uint64_t seed, Diags *d)
                     return false;
             }
         }
+        dedup(s, b); /* widened edge windows overlap: count distinct elements */
         if (want == total) {
             /* a small output: every element, row by row */
             for (int64_t i = 0; i < total && s->work - start <= budget; i++) {
@@ -819,7 +821,7 @@ bool rt_sampler_run(RtSampler *s, double **bufs, uint64_t seed, Diags *d)
             double t0 = now_seconds();
             for (int round = 0; round < 8 && s->nsamp[b] < want && s->work - start <= budget; round++) {
                 while (s->nsamp[b] < want && s->work - start <= budget &&
-                       now_seconds() - t0 < s->max_seconds / nout) {
+                       (now_seconds() - t0 < s->max_seconds / nout || s->nsamp[b] < MIN_TIMED)) {
                     for (int q = 0; q < r; q++)
                         x[q] = rnd(&rng, s->dims[b][q]);
                     if (!eval_point(s, bufs, b, x, true, &rng, d))

@@ -14,7 +14,7 @@ typedef struct RtSampler RtSampler;
 RtSampler *rt_sampler_new(const Kernel *u, const Kernel *k, Diags *d);
 /* At most max_samples elements per output, and about budget interpreter units
  * (flops + statement executions, ~8e7 a second) per run; <= 0 keeps the default
- * (4096 and 4e7, with the random samples also stopped after 0.5 s of wall time). */
+ * (4096 and 4e7, with the random samples also stopped after 0.5 s of wall time once 1024 are taken). */
 void rt_sampler_limits(RtSampler *s, int64_t max_samples, double budget);
 /* Draws the samples (seeded) and computes them.  bufs: u's buffers as doubles,
  * inputs filled, outputs and temporaries allocated at full size (only the slices
