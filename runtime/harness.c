@@ -472,6 +472,7 @@ static int validate(H *h, RtExec *x)
             ns += h->w[i].nsamp;
         if (ns > h->nsamples)
             h->nsamples = ns;
+        /* "%.0lld" prints nothing for 0: "(every element)", "(4096 sampled)", or both */
         if (h->o.verbose)
             fprintf(stderr,
                     "perfc: check %d/%d: inputs %.1f ms, golden %s (%s%s%.0lld%s) in %.1f ms, run %.1f "

@@ -501,6 +501,7 @@ static bool match_gemm(const Kernel *k, const Node *s, const Node *const *anc, i
     /* zero initialisation of all of T before the reduction */
     const Node *nodes[2] = {NULL, NULL};
     int tops[2] = {-1, -1};
+    bool nest_rest = false; /* statements after the k loop in the product's nest */
     for (int i = 0; i + 1 < nanc; i++)
         if (i != r - 1 && !single_child(anc[i], anc[i + 1]))
             goto separate_init;
@@ -523,6 +524,7 @@ static bool match_gemm(const Kernel *k, const Node *s, const Node *const *anc, i
                 nodes[0] = init;
                 nodes[1] = anc[r];
                 tops[0] = top;
+                nest_rest = l->n > 2;
                 goto found;
             }
         }
@@ -571,7 +573,7 @@ found:
     g->stride_a = a_batched ? g->m * g->k : 0;
     g->stride_b = b_batched ? g->k * g->n : 0;
     g->stride_c = g->m * g->n;
-    g->epilogue = T->kind == BUF_TEMP || k->body.n > (tops[1] >= 0 ? 2 : 1);
+    g->epilogue = T->kind == BUF_TEMP || nest_rest || k->body.n > (tops[1] >= 0 ? 2 : 1);
     w->gemm_nodes[0] = nodes[0];
     w->gemm_nodes[1] = nodes[1];
     return true;

@@ -225,6 +225,42 @@ static void test_user_gemms(void)
         "kernel scaled(M, N, K) {\n  in A: f16[M, K]\n  in B: f16[K, N]\n  out C: f16[M, N]\n"
         "  C[i, j] = sum(k) f32(A[i, k]) * f32(B[k, j]) * 0.5\n}\n",
     };
+    /* and a hand-built nest: an f32 product C with a second output D = 2 C after
+     * the k loop in the same nest; the dgemm reference must still compute D */
+    {
+        Kernel *k = rt_test_gemm(37, 29, 53, DT_F32, DT_F32, false, false, GEMM_OK);
+        Buffer *C = k->bufs[2];
+        Buffer *D = ir_add_buffer(k, "D", DT_F32, BUF_OUT, 2, C->span);
+        D->shape[0] = ir_param(k, 0);
+        D->shape[1] = ir_param(k, 1);
+        Node *lj = k->body.v[0]->u.loop.body.v[0];
+        Expr *ci[2] = {ir_var(k, lj->parent->u.loop.var), ir_var(k, lj->u.loop.var)};
+        Expr *di[2] = {ir_var(k, lj->parent->u.loop.var), ir_var(k, lj->u.loop.var)};
+        ir_list_push(&lj->u.loop.body,
+                     ir_stmt(k, D, di, SOP_ASSIGN, ir_bin(k, IE_MUL, ir_load(k, C, ci), ir_flt(k, 2, DT_F32)), C->span),
+                     lj);
+        Diags d;
+        diag_init(&d);
+        RtWork w;
+        CHECK(ir_verify(k, &d));
+        CHECK(rt_analyse(k, &w, &d) && w.is_gemm && w.gemm.epilogue);
+        if (w.is_gemm && rt_blas_available()) {
+            RtGolden *g = rt_golden_new(k, NULL, &w, NULL, "host", RT_GOLDEN_BLAS, &d);
+            double **b = fresh_buffers(k, 4), **r = fresh_buffers(k, 4);
+            Kernel *p = ir_promote_f64(k);
+            CHECK(g && rt_golden_compute(g, b, 1, true, &d) && ir_interp(p, r, &d));
+            for (int64_t i = 0; i < 37 * 29; i++)
+                CHECK(fabs(b[3][i] - r[3][i]) <= 1e-13 * fmax(1, fabs(r[3][i])));
+            fprintf(stderr, "ok: a second output in the product's nest is computed after dgemm\n");
+            ir_free(p);
+            free_buffers(k, b);
+            free_buffers(k, r);
+            rt_golden_free(g);
+        }
+        diag_flush(&d, stderr);
+        diag_free(&d);
+        ir_free(k);
+    }
     for (size_t t = 0; t < sizeof src / sizeof *src; t++) {
         Front f;
         CHECK(front(&f, "user.pdl", xstrdup(src[t])));
