@@ -52,7 +52,10 @@ typedef struct RtWork {
     int64_t reduce_len; /* longest reduction: product of the trips of the reduced loops, >= 1 */
     bool is_gemm;
     RtGemm gemm;
-    int gemm_nodes[2];  /* top-level nodes that compute the product (-1: unused) */
+    /* The nodes that compute the product, in the analysed kernel: the zero
+     * initialisation of T (a statement or a top-level nest) and the reduction (the
+     * k loop, or a top-level nest).  What remains without them is the epilogue. */
+    const Node *gemm_nodes[2];
     double rest_work;   /* flops + statement executions outside gemm_nodes */
 } RtWork;
 
@@ -185,22 +188,42 @@ void rt_blas_free(void *call);
 Kernel *ir_promote_f64(const Kernel *k);
 
 typedef enum RtGoldenKind {
-    RT_GOLDEN_INTERP,   /* the f64 interpreter on ir_promote_f64(u) */
+    RT_GOLDEN_INTERP,   /* the f64 interpreter on ir_promote_f64(u), every element */
     RT_GOLDEN_BLAS,     /* dgemm in f64 (the device's library, else OpenBLAS), then the interpreter
                          * for any epilogue */
-    RT_GOLDEN_JIT,      /* ir_promote_f64(u) JIT-compiled for the host */
+    RT_GOLDEN_DEVICE,   /* ir_promote_f64(u) compiled for the device (host: one loop per nest on
+                         * threads), every element */
+    RT_GOLDEN_SAMPLED,  /* the interpreter on sampled elements' slices (runtime/golden_sample.c)
+                         * every check, plus DEVICE on the last check */
+    RT_GOLDEN_SAMPLED_ONLY, /* the samples alone: where DEVICE would take too long */
 } RtGoldenKind;
 
 typedef struct RtGolden RtGolden;
-/* Chooses the reference for u from its workload (docs/harness.md).  dev (may be NULL)
- * is the device the kernel runs on: its gemm_f64, when it has one, is preferred for
- * large GEMMs. */
-RtGolden *rt_golden_new(const Kernel *u, const RtWork *w, RtDevice *dev, Diags *d);
+/* Chooses the reference for u from its workload (docs/harness.md, section 3); force
+ * >= 0 imposes a kind (tests).  k (may be NULL) is the scheduled kernel, whose
+ * output subscripts give the tile boundaries the sampled check visits.  dev (may be
+ * NULL: a host device is opened when one is needed) is the device the kernel runs
+ * on, target its -target: its gemm_f64 serves large GEMMs and it compiles the f64
+ * copy for the full-tensor check. */
+RtGolden *rt_golden_new(const Kernel *u, const Kernel *k, const RtWork *w, RtDevice *dev, const char *target,
+                        int force, Diags *d);
 RtGoldenKind rt_golden_kind(const RtGolden *g);
+/* "interpreter-f64", "cublas-dgemm+interpreter", "sampled-interpreter+device-f64", ... */
 const char *rt_golden_name(const RtGolden *g);
 /* bufs[i]: u's buffer i as doubles; inputs filled (rounded to their dtype), every
- * other buffer allocated.  On return outputs and temporaries hold the reference. */
-bool rt_golden_compute(RtGolden *g, double **bufs, Diags *d);
+ * other buffer allocated at full size.  seed draws the samples; last says this is
+ * the last input set (the one the timed runs reuse), where SAMPLED adds its
+ * full-tensor check.  On return the outputs hold the reference everywhere when
+ * rt_golden_full(g), and rt_golden_samples lists sampled elements and values. */
+bool rt_golden_compute(RtGolden *g, double **bufs, uint64_t seed, bool last, Diags *d);
+bool rt_golden_full(const RtGolden *g);
+/* Sampled elements of output buf (u's id) of the last compute, sorted, with their
+ * values; 0 when this reference samples nothing. */
+int64_t rt_golden_samples(const RtGolden *g, int buf, const int64_t **at, const double **ref);
+/* Caps of the sampled check (<= 0: default 4096 elements, 4e7 work units). */
+void rt_golden_set_samples(RtGolden *g, int64_t max_samples, double budget);
+/* The node of p (an ir_promote_f64 copy of k) at n's place in k. */
+const Node *rt_golden_twin(const Kernel *k, const Kernel *p, const Node *n);
 void rt_golden_free(RtGolden *g);
 
 /* ---------------------------------------------------------------------------
@@ -230,6 +253,8 @@ typedef struct RunOptions {
     int max_reps;         /* <= 0: 10000 */
     int checks;           /* validation input sets; clamped to >= 2 */
     bool verbose;         /* a line per check and per repetition on stderr */
+    /* 0: the harness chooses the golden reference; else RtGoldenKind + 1 (tests). */
+    int golden_kind;
     /* Validate only (checks may then be 1, on inputs no earlier run saw): no timing,
      * no baseline.  For re-proving a kernel whose times are already known, e.g. the
      * tuning database's winner; a freshly compiled kernel holds no earlier output,

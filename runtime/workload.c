@@ -353,6 +353,21 @@ static bool match_operand(const Kernel *k, const Expr *ld, Var *const *tv, const
     return true;
 }
 
+static bool expr_loads(const Expr *e, const Buffer *b)
+{
+    if (!e)
+        return false;
+    if (e->kind == IE_LOAD) {
+        if (e->u.load.buf == b)
+            return true;
+        for (int p = 0; p < e->u.load.buf->rank; p++)
+            if (expr_loads(e->u.load.idx[p], b))
+                return true;
+        return false;
+    }
+    return expr_loads(e->args[0], b) || expr_loads(e->args[1], b) || expr_loads(e->args[2], b);
+}
+
 static bool writes_buffer(const Node *n, const Buffer *b)
 {
     if (n->kind == N_STMT)
@@ -392,6 +407,38 @@ static bool is_zero_init_nest(const Kernel *k, const Node *n, const Buffer *T)
         if (q == depth || !dim_of(k, T, p, &dim) || ext[q] != dim)
             return false;
     }
+    return true;
+}
+
+/* Every load of T in e is T[v0, v1, ..] with exactly the variables tv. */
+static bool reads_only_at(const Expr *e, const Buffer *T, Var *const *tv)
+{
+    if (!e)
+        return true;
+    if (e->kind == IE_LOAD) {
+        if (e->u.load.buf == T) {
+            for (int p = 0; p < T->rank; p++)
+                if (e->u.load.idx[p]->kind != IE_VAR || e->u.load.idx[p]->u.var != tv[p])
+                    return false;
+            return true;
+        }
+        for (int p = 0; p < e->u.load.buf->rank; p++)
+            if (!reads_only_at(e->u.load.idx[p], T, tv) || expr_loads(e->u.load.idx[p], T))
+                return false;
+        return true;
+    }
+    for (int i = 0; i < 3; i++)
+        if (!reads_only_at(e->args[i], T, tv))
+            return false;
+    return true;
+}
+
+/* The statement's own subscripts do not read T (a gather through T). */
+static bool idx_reads_not(const Node *s, const Buffer *T)
+{
+    for (int p = 0; p < s->u.stmt.buf->rank; p++)
+        if (expr_loads(s->u.stmt.idx[p], T))
+            return false;
     return true;
 }
 
@@ -452,22 +499,32 @@ static bool match_gemm(const Kernel *k, const Node *s, const Node *const *anc, i
         return false;
 
     /* zero initialisation of all of T before the reduction */
-    int ngemm = 0;
-    int nodes[2] = {-1, -1};
+    const Node *nodes[2] = {NULL, NULL};
+    int tops[2] = {-1, -1};
+    bool nest_rest = false; /* statements after the k loop in the product's nest */
     for (int i = 0; i + 1 < nanc; i++)
         if (i != r - 1 && !single_child(anc[i], anc[i + 1]))
             goto separate_init;
     if (kpos == r && anc[r]->u.loop.body.n == 1 && anc[r]->u.loop.body.v[0] == s) {
+        /* T = 0, the k loop, then statements of the same nest that read T only at
+         * the element just reduced (an output conversion `C[i, j] = T[i, j]`, a
+         * scale): with all of T computed first they see the same values. */
         const NodeList *l = &anc[r - 1]->u.loop.body;
-        if (l->n == 2 && l->v[1] == anc[r] && l->v[0]->kind == N_STMT) {
+        if (l->n >= 2 && l->v[1] == anc[r] && l->v[0]->kind == N_STMT) {
             const Node *init = l->v[0];
             Var *iv[MAX_RANK];
             bool same = init->u.stmt.buf == T && init->u.stmt.op == SOP_ASSIGN &&
                         is_zero(init->u.stmt.value) && plain_vars(init->u.stmt.idx, r, iv);
             for (int p = 0; same && p < r; p++)
                 same = iv[p] == tv[p];
+            for (int i = 2; same && i < l->n; i++)
+                same = l->v[i]->kind == N_STMT && l->v[i]->u.stmt.buf != T &&
+                       reads_only_at(l->v[i]->u.stmt.value, T, tv) && idx_reads_not(l->v[i], T);
             if (same) {
-                nodes[ngemm++] = top;
+                nodes[0] = init;
+                nodes[1] = anc[r];
+                tops[0] = top;
+                nest_rest = l->n > 2;
                 goto found;
             }
         }
@@ -484,8 +541,10 @@ separate_init:
             continue;
         if (!is_zero_init_nest(k, k->body.v[i], T))
             return false;
-        nodes[ngemm++] = i;
-        nodes[ngemm++] = top;
+        nodes[0] = k->body.v[i];
+        nodes[1] = k->body.v[top];
+        tops[0] = i;
+        tops[1] = top;
         goto found;
     }
     return false;
@@ -493,7 +552,7 @@ separate_init:
 found:
     /* nothing else may write T */
     for (int i = 0; i < k->body.n; i++)
-        if (i != nodes[0] && i != nodes[1] && writes_buffer(k->body.v[i], T))
+        if (i != tops[0] && i != tops[1] && writes_buffer(k->body.v[i], T))
             return false;
     RtGemm *g = &w->gemm;
     memset(g, 0, sizeof *g);
@@ -514,7 +573,7 @@ found:
     g->stride_a = a_batched ? g->m * g->k : 0;
     g->stride_b = b_batched ? g->k * g->n : 0;
     g->stride_c = g->m * g->n;
-    g->epilogue = T->kind == BUF_TEMP || k->body.n > ngemm;
+    g->epilogue = T->kind == BUF_TEMP || nest_rest || k->body.n > (tops[1] >= 0 ? 2 : 1);
     w->gemm_nodes[0] = nodes[0];
     w->gemm_nodes[1] = nodes[1];
     return true;
@@ -576,7 +635,7 @@ static void search(Search *s, const NodeList *l)
 bool rt_analyse(const Kernel *k, RtWork *w, Diags *d)
 {
     memset(w, 0, sizeof *w);
-    w->gemm_nodes[0] = w->gemm_nodes[1] = -1;
+    w->gemm_nodes[0] = w->gemm_nodes[1] = NULL;
     if (!ir_all_bound(k, d))
         return false;
 
@@ -610,10 +669,12 @@ bool rt_analyse(const Kernel *k, RtWork *w, Diags *d)
     if (!c.failed && s->ncand == 1 &&
         match_gemm(k, s->cand, s->cand_anc, s->cand_depth, s->cand_top, w)) {
         w->is_gemm = true;
-        w->rest_work = w->flops + w->execs;
-        for (int j = 0; j < 2; j++)
-            if (w->gemm_nodes[j] >= 0)
-                w->rest_work -= per[w->gemm_nodes[j]].flops + per[w->gemm_nodes[j]].execs;
+        /* The recognised nodes cost exactly batch·M·N executions of T = 0 and
+         * batch·M·N·K of T += A·B (one multiply, one update): every loop spans
+         * its buffer from 0, so the count needs no walk. */
+        const RtGemm *g = &w->gemm;
+        double mn = (double)g->batch * (double)g->m * (double)g->n;
+        w->rest_work = fmax(0, w->flops + w->execs - mn - 3 * mn * (double)g->k);
     }
     free(s);
     free(per);

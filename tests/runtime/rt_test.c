@@ -163,7 +163,8 @@ const char *rt_test_report_problem(const JVal *rep, bool valid, bool baseline)
 
 static const char *const cheat_names[] = {
     "right", "off-by-one", "skipped tail", "constant output", "stale output",
-    "right on the first input set only", "lazy once timed", "one Inf",
+    "right on the first input set only", "lazy once timed", "one Inf", "one wrong element",
+    "wrong tail", "one element off by 1e-3",
 };
 
 const char *rt_test_cheat_name(Cheat c)
@@ -176,6 +177,8 @@ typedef struct Planted {
     int64_t M, N, K;
     int calls;
     float *memo;
+    int64_t at;         /* CHEAT_ONE_ELEMENT: the element; CHEAT_WRONG_TAIL: the first row */
+    RtExec *(*honest)(RtDevice *, const Kernel *, const char *, Diags *);
 } Planted;
 
 static Planted planted_ctx;
@@ -225,24 +228,50 @@ static void planted_run(void *ctx, void **bufs)
         product(p, bufs, p->M, 0);
         C[p->M * p->N / 2] = INFINITY;
         break;
+    case CHEAT_ONE_ELEMENT:
+    case CHEAT_ONE_SLIGHT:
+        product(p, bufs, p->M, 0);
+        C[p->at] += p->cheat == CHEAT_ONE_ELEMENT ? 1.0f : 1e-3f;
+        break;
+    case CHEAT_WRONG_TAIL: {
+        /* the rows of the last tile reduce over one k too few, as a split whose
+         * tail loop stops early would */
+        product(p, bufs, p->M, 0);
+        const float *A = bufs[0], *B = bufs[1];
+        for (int64_t i = p->at; i < p->M; i++)
+            for (int64_t j = 0; j < p->N; j++)
+                C[i * p->N + j] -= A[i * p->K + p->K - 1] * B[(p->K - 1) * p->N + j];
+        break;
+    }
     case CHEAT_COUNT: break;
     }
 }
 
+/* The planted function stands in for the kernel under test; the f64 copy that a
+ * golden reference compiles for the device (its buffers are f64, the planted
+ * product's f32) is compiled honestly. */
 static RtExec *planted_compile(RtDevice *dev, const Kernel *k, const char *target, Diags *d)
 {
-    (void)k, (void)target, (void)d;
+    if (k->nbufs && k->bufs[0]->dtype == DT_F64)
+        return planted_ctx.honest(dev, k, target, d);
     return rt_host_exec_fn(dev, planted_run, &planted_ctx, "planted kernel");
 }
 
 RtDevice *rt_test_planted_device(RtDevice *host, Cheat c, int64_t M, int64_t N, int64_t K)
 {
     free(planted_ctx.memo);
-    planted_ctx = (Planted){.cheat = c, .M = M, .N = N, .K = K};
+    planted_ctx = (Planted){.cheat = c, .M = M, .N = N, .K = K, .honest = host->compile};
     RtDevice *dev = malloc(sizeof *dev);
     if (!dev)
         abort();
     *dev = *host;
     dev->compile = planted_compile;
+    return dev;
+}
+
+RtDevice *rt_test_planted_device_at(RtDevice *host, Cheat c, int64_t M, int64_t N, int64_t K, int64_t at)
+{
+    RtDevice *dev = rt_test_planted_device(host, c, M, N, K);
+    planted_ctx.at = at;
     return dev;
 }

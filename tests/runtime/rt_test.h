@@ -44,12 +44,17 @@ typedef enum {
     CHEAT_FIRST_INPUTS, /* remembers its first result and replays it */
     CHEAT_LAZY_TIMED,   /* right for 3 calls (what validation watches), then half the rows */
     CHEAT_INF,          /* right, except one Inf */
+    CHEAT_ONE_ELEMENT,  /* right, except one element off by 1 (rt_test_planted_device_at) */
+    CHEAT_WRONG_TAIL,   /* rows from `at` on miss the last term of the sum */
+    CHEAT_ONE_SLIGHT,   /* one element off by 1e-3: under every norm, over the per-element bound */
     CHEAT_COUNT
 } Cheat;
 const char *rt_test_cheat_name(Cheat c);
 /* A device that is the host device except that compile() returns the planted
  * function (whatever the kernel).  Free with free(); the host stays the caller's. */
 RtDevice *rt_test_planted_device(RtDevice *host, Cheat c, int64_t M, int64_t N, int64_t K);
+/* The same, with the element (flat index) or first row the cheat spoils. */
+RtDevice *rt_test_planted_device_at(RtDevice *host, Cheat c, int64_t M, int64_t N, int64_t K, int64_t at);
 
 /* NULL when rep is a complete report (valid with timings; with a baseline object
  * holding a time and a rate when baseline), else what is missing or wrong. */
