@@ -44,9 +44,12 @@ int cli_lib_main(int argc, char **argv);
 
 enum { LIB_MAX_FILES = 64, LIB_MAX_SETS = 32, LIB_MAX_KSEL = 64, LIB_MAX_ISAS = 4 };
 
+/* One size set; it applies to a kernel when every name in it is one of the kernel's
+ * parameters (and, with `KERNEL:` in front, only to that kernel). */
 typedef struct SizeSet {
     Define d[MAX_DEFINES];
     int n;
+    char *kernel;
 } SizeSet;
 
 typedef struct LibOpts {
@@ -104,7 +107,8 @@ static void lib_usage(FILE *f)
           "                   time), or one CPU target: x86_64[-avx2|-avx512], aarch64[-sve], riscv64[-v]\n"
           "  -D NAME=VALUE    a size the library is specialised (scheduled, compiled) for; the -D\n"
           "                   options together form one size set\n"
-          "  --sizes 'A=1,B=2' another size set; repeatable\n"
+          "  --sizes 'A=1,B=2' another size set; repeatable.  A set applies to the kernels that have\n"
+          "                   every size it names; 'KERNEL:A=1,B=2' applies to that kernel only\n"
           "  -k KERNEL        export only these kernels (repeatable; default: every kernel)\n"
           "  --autotune       specialise with the tuner's winning schedule (--budget, --time, --db)\n"
           "  --keep           keep the build folder (its path is printed)\n"
@@ -163,9 +167,11 @@ static bool parse_define(const char *s, size_t len, Define *d)
 
 static void opts_free(LibOpts *o)
 {
-    for (int s = 0; s < o->nsets; s++)
+    for (int s = 0; s < o->nsets; s++) {
         for (int i = 0; i < o->sets[s].n; i++)
             free((char *)o->sets[s].d[i].name);
+        free(o->sets[s].kernel);
+    }
     free(o->dir);
     free(o->name);
 }
@@ -217,7 +223,13 @@ static int parse_lib_args(LibOpts *o, int argc, char **argv)
                 return lib_error("too many size sets (the limit is %s)", "32");
             SizeSet *s = &o->sets[o->nsets++];
             memset(s, 0, sizeof *s);
-            const char *p = argv[i];
+            const char *p = argv[i], *colon = strchr(p, ':'), *eq = strchr(p, '=');
+            if (colon && (!eq || colon < eq)) {
+                s->kernel = xmalloc((size_t)(colon - p) + 1);
+                memcpy(s->kernel, p, (size_t)(colon - p));
+                s->kernel[colon - p] = 0;
+                p = colon + 1;
+            }
             while (*p) {
                 const char *e = strchr(p, ',');
                 size_t len = e ? (size_t)(e - p) : strlen(p);
@@ -442,11 +454,18 @@ static bool build_variant(Lib *L, LibKernel *lk, const SizeSet *set, bool defaul
         if (ak) {
             /* the set's values for this kernel's parameters; other names are for
              * other kernels */
-            if (!defaults_only)
-                for (int i = 0; i < set->n; i++)
-                    for (int j = 0; j < ak->nparams; j++)
-                        if (!strcmp(ak->params[j].name, set->d[i].name))
-                            o.defines[o.ndefines++] = set->d[i];
+            bool applies = defaults_only || !set->kernel || !strcmp(set->kernel, lk->name);
+            for (int i = 0; !defaults_only && applies && i < set->n; i++) {
+                bool found = false;
+                for (int j = 0; j < ak->nparams; j++)
+                    if (!strcmp(ak->params[j].name, set->d[i].name)) {
+                        o.defines[o.ndefines++] = set->d[i];
+                        found = true;
+                    }
+                applies = found;
+            }
+            if (!applies)
+                o.ndefines = 0;
             int bound = 0;
             for (int j = 0; j < ak->nparams; j++) {
                 bool b = ak->params[j].has_default;
@@ -757,7 +776,7 @@ static void gen_header(Lib *L, StrBuf *h)
             const Buffer *bf = k->bufs[b];
             if (bf->kind == BUF_TEMP)
                 continue;
-            sb_printf(h, " %s %s %s[", bf->kind == BUF_IN ? "in" : "out", bf->name, dtype_name(bf->dtype));
+            sb_printf(h, "%s %s %s %s[", b ? "," : "", bf->kind == BUF_IN ? "in" : "out", bf->name, dtype_name(bf->dtype));
             for (int d = 0; d < bf->rank; d++) {
                 if (d)
                     sb_puts(h, ", ");
@@ -1280,6 +1299,17 @@ int cli_lib_main(int argc, char **argv)
         status = 1;
     }
     /* every -D/--sizes name must be a parameter of some exported kernel */
+    for (int s = 0; !status && s < o.nsets; s++)
+        if (o.sets[s].kernel) {
+            bool found = false;
+            for (int j = 0; j < L.nk; j++)
+                found |= !strcmp(L.k[j].name, o.sets[s].kernel);
+            if (!found) {
+                diag_plain(&d, DIAG_ERROR, "perfc lib: --sizes %s:...: no exported kernel has that name",
+                           o.sets[s].kernel);
+                status = 1;
+            }
+        }
     for (int s = 0; !status && s < o.nsets; s++)
         for (int i = 0; i < o.sets[s].n; i++) {
             bool found = false;

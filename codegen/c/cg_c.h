@@ -46,7 +46,7 @@ bool cg_c_size_expr(const Kernel *k, const Expr *e, StrBuf *out);
 
 /* A size expression in the spelling tools read: parameter names, + - *, `//` and
  * `%` for the IR's floor division and modulo (Python's operators agree), max(a, b)
- * and min(a, b), fully parenthesised. */
+ * and min(a, b), with the parentheses precedence needs. */
 bool cg_c_size_text(const Kernel *k, const Expr *e, StrBuf *out);
 
 /* C type of a buffer element in storage (uint16_t for f16/bf16, uint8_t for bool). */

@@ -263,49 +263,65 @@ bool cg_c_size_expr(const Kernel *k, const Expr *e, StrBuf *out)
     return size_expr(k, e, "p[%d]", out);
 }
 
-bool cg_c_size_text(const Kernel *k, const Expr *e, StrBuf *o)
+static int prec(const Expr *e)
+{
+    switch (e->kind) {
+    case IE_ADD: case IE_SUB: return 1;
+    case IE_MUL: case IE_DIV: case IE_MOD: return 2;
+    case IE_NEG: return 3;
+    case IE_CAST: return prec(e->args[0]);
+    default: return 4;
+    }
+}
+
+/* Prints e, parenthesised when its precedence is below `need`. */
+static bool size_text(const Kernel *k, const Expr *e, int need, StrBuf *o)
 {
     static const char *const op[IE_COUNT] = {
         [IE_ADD] = " + ", [IE_SUB] = " - ", [IE_MUL] = " * ", [IE_DIV] = " // ", [IE_MOD] = " % ",
     };
     if (!e)
         return false;
+    int p = prec(e);
+    bool paren = p < need, ok = true;
+    if (paren)
+        sb_puts(o, "(");
     switch (e->kind) {
-    case IE_INT: sb_printf(o, "%" PRId64, e->u.i); return true;
+    case IE_INT: sb_printf(o, "%" PRId64, e->u.i); break;
     case IE_PARAM:
         if (e->u.param < 0 || e->u.param >= k->nparams)
             return false;
         sb_puts(o, k->params[e->u.param].name);
-        return true;
-    case IE_CAST: return is_int(e->args[0]->dtype) && cg_c_size_text(k, e->args[0], o);
+        break;
+    case IE_CAST: ok = is_int(e->args[0]->dtype) && size_text(k, e->args[0], need, o); break;
     case IE_NEG:
-        sb_puts(o, "-(");
-        if (!cg_c_size_text(k, e->args[0], o))
-            return false;
-        sb_puts(o, ")");
-        return true;
+        sb_puts(o, "-");
+        ok = size_text(k, e->args[0], 4, o);
+        break;
     case IE_MAX:
     case IE_MIN:
         sb_puts(o, e->kind == IE_MAX ? "max(" : "min(");
-        if (!cg_c_size_text(k, e->args[0], o))
-            return false;
+        ok = size_text(k, e->args[0], 0, o);
         sb_puts(o, ", ");
-        if (!cg_c_size_text(k, e->args[1], o))
-            return false;
+        ok = ok && size_text(k, e->args[1], 0, o);
         sb_puts(o, ")");
-        return true;
+        break;
     case IE_ADD: case IE_SUB: case IE_MUL: case IE_DIV: case IE_MOD:
-        sb_puts(o, "(");
-        if (!cg_c_size_text(k, e->args[0], o))
-            return false;
+        /* left-associative: the right operand of the same level needs parentheses */
+        ok = size_text(k, e->args[0], p, o);
         sb_puts(o, op[e->kind]);
-        if (!cg_c_size_text(k, e->args[1], o))
-            return false;
-        sb_puts(o, ")");
-        return true;
-    default:
-        return false;
+        ok = ok && size_text(k, e->args[1], p + 1, o);
+        break;
+    default: return false;
     }
+    if (paren)
+        sb_puts(o, ")");
+    return ok;
+}
+
+bool cg_c_size_text(const Kernel *k, const Expr *e, StrBuf *o)
+{
+    return size_text(k, e, 0, o);
 }
 
 /* ---- interval of an index expression (range check) ---- */

@@ -9,6 +9,10 @@
  *   lib_check LIB.so NAME FILE.pdl KERNEL 'M=..' --errors
  *       bad calls get their error code and a message, never a crash: a NULL tensor,
  *       a negative size, a size whose byte count overflows, an unknown kernel.
+ *   lib_check LIB.so NAME FILE.pdl KERNEL 'N=10,M=9,W=3' --expect CODE
+ *       the call with these sizes (tensors of 1 MiB each) must fail with CODE:
+ *       2 for a shape that is negative or undefined, 3 for reads that would leave
+ *       a tensor.
  * Exit status 0 when everything agrees. */
 #include <dlfcn.h>
 #include <errno.h>
@@ -70,12 +74,15 @@ int main(int argc, char **argv)
     }
     const char *lib = argv[1], *name = argv[2], *file = argv[3], *kname = argv[4], *sizes = argv[5];
     bool aligned = false, errors = false;
+    int expect = -1;
     uint64_t seed = 1;
     for (int i = 6; i < argc; i++) {
         if (!strcmp(argv[i], "--aligned"))
             aligned = true;
         else if (!strcmp(argv[i], "--errors"))
             errors = true;
+        else if (!strcmp(argv[i], "--expect") && i + 1 < argc)
+            expect = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 0);
     }
@@ -133,6 +140,25 @@ int main(int argc, char **argv)
             fprintf(stderr, "lib_check: no value for size %s\n", ak->params[j].name);
             return 1;
         }
+    if (expect >= 0) {
+        /* the sizes are bad on purpose: no reference, just the error code */
+        Kernel *u = lower_kernel(p, ak, NULL, NULL, &d);
+        if (!u) {
+            diag_flush(&d, stderr);
+            return 1;
+        }
+        void *t[64] = {0};
+        int n = 0;
+        for (int b = 0; b < u->nbufs && n < 64; b++)
+            if (u->bufs[b]->kind != BUF_TEMP)
+                t[n++] = calloc(1, 1 << 20);
+        int rc = call(kname, t, values);
+        printf("%s %s: %d %s\n", kname, sizes, rc, err());
+        for (int i = 0; i < n; i++)
+            free(t[i]);
+        ir_free(u);
+        return rc == expect && *err() ? 0 : 1;
+    }
     Kernel *k = lower_kernel(p, ak, values, bound, &d);
     if (!k || d.nerrors) {
         diag_flush(&d, stderr);
