@@ -31,7 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "lib.h"
 #include "codegen/c/cg_c.h"
 #include "passes/passes.h"
 #include "pool_src.h"
@@ -41,60 +41,6 @@
 #endif
 
 int cli_lib_main(int argc, char **argv);
-
-enum { LIB_MAX_FILES = 64, LIB_MAX_SETS = 32, LIB_MAX_KSEL = 64, LIB_MAX_ISAS = 4 };
-
-/* One size set; it applies to a kernel when every name in it is one of the kernel's
- * parameters (and, with `KERNEL:` in front, only to that kernel). */
-typedef struct SizeSet {
-    Define d[MAX_DEFINES];
-    int n;
-    char *kernel;
-} SizeSet;
-
-typedef struct LibOpts {
-    const char *files[LIB_MAX_FILES];
-    int nfiles;
-    const char *targets;
-    SizeSet sets[LIB_MAX_SETS];
-    int nsets;
-    const char *ksel[LIB_MAX_KSEL];
-    int nksel;
-    bool autotune, keep, verbose;
-    int budget;
-    double time_limit;
-    const char *db;
-    const char *out;           /* DIR/NAME */
-    char *dir, *name;
-} LibOpts;
-
-/* One specialised variant: the size values and the object's symbols per ISA. */
-typedef struct Variant {
-    int64_t *values;           /* per kernel parameter */
-    char *sym[LIB_MAX_ISAS];   /* NULL: not built for that ISA */
-    bool *priv;                /* per buffer: kept by the generated code (MEM_LOCAL) */
-    int64_t *temp_bytes;       /* per buffer: bytes of a caller-provided temporary */
-} Variant;
-
-typedef struct LibKernel {
-    const char *file;
-    char *name;                /* PDL name */
-    Kernel *gen;               /* unscheduled, every size unbound */
-    Variant *var;
-    int nvar;
-} LibKernel;
-
-typedef struct Lib {
-    LibOpts *o;
-    Diags *d;
-    const char *isas[LIB_MAX_ISAS];
-    int nisa;
-    LibKernel *k;
-    int nk, capk;
-    char *tmp;                 /* build folder */
-    char **objs;
-    int nobjs;
-} Lib;
 
 static void lib_usage(FILE *f)
 {
@@ -605,7 +551,7 @@ static bool load_file(Lib *L, const char *file)
     Options o;
     memset(&o, 0, sizeof o);
     o.file = file;
-    o.target = L->isas[0];
+    o.target = L->nisa ? L->isas[0] : "host";
     Compilation c;
     compilation_init(&c, &o);
     bool ok = compile_front(&c) == 0;
@@ -671,7 +617,7 @@ static void json_str(StrBuf *o, const char *s)
 }
 
 /* A C string literal holding s. */
-static void c_str(StrBuf *o, const char *s)
+void lib_c_str(StrBuf *o, const char *s)
 {
     sb_putc(o, '"');
     for (; *s; s++) {
@@ -695,10 +641,10 @@ static int nio(const Kernel *k)
     return n;
 }
 
-static void signature(const Lib *L, const LibKernel *lk, StrBuf *o)
+void lib_signature(const Lib *L, const LibKernel *lk, const char *suffix, bool stream, StrBuf *o)
 {
     const Kernel *k = lk->gen;
-    sb_printf(o, "int %s_%s(", L->o->name, lk->name);
+    sb_printf(o, "int %s_%s%s(", L->o->name, lk->name, suffix);
     int n = 0;
     for (int b = 0; b < k->nbufs; b++) {
         const Buffer *bf = k->bufs[b];
@@ -709,6 +655,8 @@ static void signature(const Lib *L, const LibKernel *lk, StrBuf *o)
     }
     for (int i = 0; i < k->nparams; i++)
         sb_printf(o, "%sint64_t %s", n++ ? ", " : "", k->params[i].name);
+    if (stream)
+        sb_printf(o, "%svoid *stream", n++ ? ", " : "");
     if (!n)
         sb_puts(o, "void");
     sb_puts(o, ")");
@@ -724,7 +672,9 @@ static const char HEADER_COMMON[] =
     "    PERFC_LIB_ESIZE = 2,     /* a size is negative, or a shape or byte count does not fit */\n"
     "    PERFC_LIB_ERANGE = 3,    /* under these sizes an index would leave its tensor */\n"
     "    PERFC_LIB_ENOMEM = 4,    /* a temporary could not be allocated */\n"
-    "    PERFC_LIB_ENOKERNEL = 5  /* NAME_call: no kernel of that name */\n"
+    "    PERFC_LIB_ENOKERNEL = 5, /* NAME_call: no kernel of that name */\n"
+    "    PERFC_LIB_EDEVICE = 6    /* no CUDA driver or GPU, no code for this GPU or these sizes,\n"
+    "                                or a CUDA call failed */\n"
     "};\n"
     "/* One tensor argument: shape[i] is an expression of the size parameters in which\n"
     " * `//` and `%` are floor division and modulo (Python's operators). */\n"
@@ -792,10 +742,19 @@ static void gen_header(Lib *L, StrBuf *h)
                     sb_printf(h, "%s%s=%" PRId64, p ? "," : " ", k->params[p].name, lk->var[v].values[p]);
             }
         }
+        if (lk->ngvar) {
+            sb_puts(h, "\n * GPU code for");
+            for (int v = 0; v < lk->ngvar; v++) {
+                sb_puts(h, v ? ";" : "");
+                for (int p = 0; p < k->nparams; p++)
+                    sb_printf(h, "%s%s=%" PRId64, p ? "," : " ", k->params[p].name, lk->gvar[v].values[p]);
+            }
+        }
         sb_puts(h, " */\n");
-        signature(L, lk, h);
+        lib_signature(L, lk, "", false, h);
         sb_puts(h, ";\n\n");
     }
+    lib_cuda_header(L, h);
     sb_printf(h, "/* Any kernel by name: tensors[] in argument order, sizes[] in argument order. */\n"
                  "int %s_call(const char *kernel, void *const *tensors, const int64_t *sizes);\n"
                  "/* What the last failed call of this thread said (\"\" when none failed). */\n"
@@ -814,9 +773,11 @@ static bool gen_run(Lib *L, const LibKernel *lk, StrBuf *o)
 {
     const char *N = L->o->name;
     const Kernel *k = lk->gen;
-    sb_printf(o, "\nstatic int %s__run_%s(void *const *t, const int64_t *p)\n{\n", N, lk->name);
-    sb_printf(o, "    void *bufs[%d] = {0};\n    int64_t bytes[%d] = {0};\n    int ovf = 0;\n    (void)bytes;\n",
-              k->nbufs + 1, k->nbufs + 1);
+    /* the checks every call makes, on the CPU and on the GPU alike: sizes, shapes,
+     * byte counts, NULL pointers; they fill bufs[] (temporaries NULL) and bytes[] */
+    sb_printf(o, "\nstatic int %s__check_%s(void *const *t, const int64_t *p, void **bufs, int64_t *bytes)\n{\n"
+                 "    int ovf = 0;\n",
+              N, lk->name);
     for (int i = 0; i < k->nparams; i++)
         sb_printf(o, "    if (p[%d] < 0)\n        return pf_fail(PERFC_LIB_ESIZE, \"%s: size %s = %%lld is negative\", "
                      "(long long)p[%d]);\n",
@@ -837,7 +798,7 @@ static bool gen_run(Lib *L, const LibKernel *lk, StrBuf *o)
             sb_puts(o, ";\n          if (ovf || x < 0)\n            return pf_fail(PERFC_LIB_ESIZE, ");
             StrBuf msg = {0};
             sb_printf(&msg, "%s: dimension %d of %s (%s) is %s for these sizes", lk->name, d, bf->name, txt.s, "%s");
-            c_str(o, msg.s);
+            lib_c_str(o, msg.s);
             sb_puts(o, ", ovf ? \"undefined or too large\" : \"negative\");\n          n = pf_smul(n, x, &ovf); }\n");
             sb_free(&msg);
             sb_free(&txt);
@@ -857,6 +818,10 @@ static bool gen_run(Lib *L, const LibKernel *lk, StrBuf *o)
         }
         sb_puts(o, "    }\n");
     }
+    sb_printf(o, "    return PERFC_LIB_OK;\n}\n\nstatic int %s__run_%s(void *const *t, const int64_t *p)\n{\n", N,
+              lk->name);
+    sb_printf(o, "    void *bufs[%d] = {0};\n    int64_t bytes[%d] = {0};\n", k->nbufs + 1, k->nbufs + 1);
+    sb_printf(o, "    int rc = %s__check_%s(t, p, bufs, bytes);\n    if (rc)\n        return rc;\n", N, lk->name);
     /* specialised variants */
     for (int v = 0; v < lk->nvar; v++) {
         const Variant *va = &lk->var[v];
@@ -902,7 +867,7 @@ static bool gen_run(Lib *L, const LibKernel *lk, StrBuf *o)
     for (int b = 0; b < k->nbufs; b++)
         if (k->bufs[b]->kind == BUF_TEMP)
             sb_printf(o, "        bufs[%d] = pf_alloc(bytes[%d]);\n        ok &= bufs[%d] != 0;\n", b, b, b);
-    sb_printf(o, "        int rc = ok ? %s__%s__general(bufs, p) : -1;\n", N, lk->name);
+    sb_printf(o, "        rc = ok ? %s__%s__general(bufs, p) : -1;\n", N, lk->name);
     sb_printf(o, "        if (pf_trace())\n            fprintf(stderr, \"%s: general variant\\n\");\n", lk->name);
     for (int b = 0; b < k->nbufs; b++)
         if (k->bufs[b]->kind == BUF_TEMP)
@@ -990,7 +955,7 @@ static bool gen_source(Lib *L, StrBuf *s)
             return false;
         const Kernel *k = lk->gen;
         StrBuf sig = {0};
-        signature(L, lk, &sig);
+        lib_signature(L, lk, "", false, &sig);
         sb_printf(s, "\n%s\n{\n", sig.s);
         sb_free(&sig);
         int n = nio(k);
@@ -1024,6 +989,7 @@ static bool gen_source(Lib *L, StrBuf *s)
     sb_printf(s, "    return pf_fail(PERFC_LIB_ENOKERNEL, \"%s_call: no kernel '%%.200s' in this library\", kernel);\n"
                  "}\n\nconst char *%s_last_error(void)\n{\n    return pf_err;\n}\n",
               N, N);
+    lib_cuda_source(L, s);
     /* the table */
     StrBuf js = {0};
     sb_printf(&js, "{\"library\": \"%s\", \"perfc\": \"%s\", \"kernels\": [", N, PERFC_VERSION);
@@ -1045,7 +1011,7 @@ static bool gen_source(Lib *L, StrBuf *s)
             for (int d = 0; d < bf->rank; d++) {
                 StrBuf t = {0};
                 cg_c_size_text(k, bf->shape[d], &t);
-                c_str(s, t.s);
+                lib_c_str(s, t.s);
                 sb_puts(s, ", ");
                 sb_free(&t);
             }
@@ -1108,6 +1074,21 @@ static bool gen_source(Lib *L, StrBuf *s)
             sb_puts(&js, is ? ", " : "");
             json_str(&js, L->isas[is]);
         }
+        sb_puts(&js, "], \"gpu_targets\": [");
+        for (int g = 0; g < L->ngpu; g++) {
+            sb_puts(&js, g ? ", " : "");
+            json_str(&js, L->gpus[g]);
+        }
+        sb_puts(&js, "], \"gpu_specialised\": [");
+        for (int v = 0; v < lk->ngvar; v++) {
+            sb_puts(&js, v ? ", {" : "{");
+            for (int j = 0; j < k->nparams; j++) {
+                sb_puts(&js, j ? ", " : "");
+                json_str(&js, k->params[j].name);
+                sb_printf(&js, ": %" PRId64, lk->gvar[v].values[j]);
+            }
+            sb_puts(&js, "}");
+        }
         sb_puts(&js, "]}");
     }
     sb_puts(&js, "]}");
@@ -1115,13 +1096,13 @@ static bool gen_source(Lib *L, StrBuf *s)
     for (int i = 0; i < L->nk; i++) {
         const LibKernel *lk = &L->k[i];
         sb_printf(s, "    {\"%s\", \"%s_%s\", ", lk->name, N, lk->name);
-        c_str(s, lk->file);
+        lib_c_str(s, lk->file);
         sb_printf(s, ", %d, %s__sizes_%d, %d, %s__tensors_%d, %d, %s__variants_%d, \"%s\"},\n", lk->gen->nparams, N, i,
                   nio(lk->gen), N, i, lk->nvar, N, i, tgt.s);
     }
     sb_printf(s, "    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};\nconst int %s_nkernels = %d;\nconst char *const %s_manifest =\n    ",
               N, L->nk, N);
-    c_str(s, js.s);
+    lib_c_str(s, js.s);
     sb_puts(s, ";\n");
     sb_free(&js);
     sb_free(&tgt);
@@ -1189,6 +1170,8 @@ static bool build(Lib *L)
             argv[n++] = L->objs[i];
         argv[n++] = "-lm";
         argv[n++] = "-lpthread";
+        if (L->ngpu)
+            argv[n++] = "-ldl";
         argv[n] = NULL;
         ok = ok && run_argv(L, argv);
         free(argv);
@@ -1245,12 +1228,15 @@ int cli_lib_main(int argc, char **argv)
     Lib L = {.o = &o, .d = &d};
     int status = 0;
     /* targets: a comma-separated list; GPU code is not generated yet */
-    char *tl = xstrdup(o.targets);
+    char *tl = L.targets = xstrdup(o.targets);
     for (char *save = NULL, *t = strtok_r(tl, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (target_is_gpu(t)) {
-            diag_plain(&d, DIAG_ERROR, "perfc lib: -target %s: GPU code in libraries is not implemented yet "
-                                       "(CPU targets only: host, x86_64[-avx2|-avx512], aarch64[-sve], riscv64[-v])", t);
-            status = 1;
+            if (!cg_cuda_arch(t)) {
+                diag_plain(&d, DIAG_ERROR, "perfc lib: unknown GPU target '%s' (%s)", t, cg_cuda_targets());
+                status = 1;
+            } else if (L.ngpu < LIB_MAX_GPUS) {
+                L.gpus[L.ngpu++] = t;
+            }
             continue;
         }
 #ifdef PERFC_HAVE_LLVM
@@ -1265,9 +1251,9 @@ int cli_lib_main(int argc, char **argv)
             continue; /* one CPU target per library */
         pick_isas(&L, t);
     }
-    free(tl);
-    if (!status && !L.nisa) {
-        diag_plain(&d, DIAG_ERROR, "perfc lib: -target names no CPU target");
+    /* with GPU targets only, the CPU part is the general variant alone */
+    if (!status && !L.nisa && !L.ngpu) {
+        diag_plain(&d, DIAG_ERROR, "perfc lib: -target names no target");
         status = 1;
     }
     char tmpl[] = "/tmp/perfc-lib-XXXXXX";
@@ -1329,6 +1315,10 @@ int cli_lib_main(int argc, char **argv)
                 status = 1;
         if (!status && !build_variant(&L, &L.k[i], NULL, true, &skip))
             status = 1;
+        for (int s = 0; !status && L.ngpu && s < o.nsets; s++)
+            lib_cuda_variants(&L, &L.k[i], &o.sets[s], false);
+        if (!status && L.ngpu)
+            lib_cuda_variants(&L, &L.k[i], NULL, true);
     }
     if (!status && !build(&L))
         status = 1;
@@ -1363,10 +1353,12 @@ int cli_lib_main(int argc, char **argv)
             free(L.k[i].var[v].temp_bytes);
         }
         free(L.k[i].var);
+        lib_cuda_free(&L.k[i]);
         free(L.k[i].name);
         ir_free(L.k[i].gen);
     }
     free(L.k);
+    free(L.targets);
     for (int i = 0; i < L.nobjs; i++)
         free(L.objs[i]);
     free(L.objs);

@@ -6,8 +6,10 @@
     lib.gemm(A, B, C)                              # or written into the given arrays
     lib.conv2d(X, F, U=2, P=1)                     # sizes that no dimension shows
 
-Tensors are NumPy arrays or PyTorch CPU tensors, C-contiguous, of the kernel's dtype
-(f16 as float16; bf16 as torch.bfloat16 or NumPy uint16 holding the bits).  Every
+Tensors are NumPy arrays or PyTorch tensors, C-contiguous, of the kernel's dtype
+(f16 as float16; bf16 as torch.bfloat16 or NumPy uint16 holding the bits).  CUDA
+tensors run the library's GPU code (built with -target ...,sm_XY) on the current
+stream of their device; all tensors of a call must then be on that one device.  Every
 size is checked against every shape before the call; a wrong dtype raises
 TypeError, a wrong shape or size ValueError, and an error the library reports
 (an index that would leave a tensor, say) perfc.LibraryError.  The kernels'
@@ -86,10 +88,10 @@ class _Tensor:
             self.kind = "torch"
             self.dtype = str(obj.dtype).replace("torch.", "")
             self.shape = tuple(int(s) for s in obj.shape)
-            self.device = obj.device.type
-            if self.device != "cpu":
-                raise ValueError("perfc: %s is a %s tensor, and this library has CPU code only"
-                                 % (arg, self.device))
+            self.device = str(obj.device)
+            if obj.device.type not in ("cpu", "cuda"):
+                raise ValueError("perfc: %s is a %s tensor; perfc libraries run on the CPU and CUDA GPUs"
+                                 % (arg, obj.device.type))
             if not obj.is_contiguous():
                 raise ValueError("perfc: %s must be contiguous (call .contiguous())" % arg)
             self.ptr = obj.data_ptr()
@@ -103,6 +105,7 @@ class _Tensor:
                 raise ValueError("perfc: %s must be C-contiguous (numpy.ascontiguousarray)" % arg)
             self.ptr = ai["data"][0] or 0
             self.writeable = not ai["data"][1]
+            self.device = "cpu"
         else:
             raise TypeError("perfc: %s must be a NumPy array or a PyTorch tensor, not %s"
                             % (arg, type(obj).__name__))
@@ -181,6 +184,14 @@ class Kernel:
                                    " or ".join(ok_torch if w.kind == "torch" else ok_np), w.dtype))
             if t["output"] and not w.writeable:
                 raise ValueError("perfc: %s: output %s is read-only" % (self.name, t["name"]))
+        devices = sorted(set(w.device for w in wrapped))
+        if len(devices) > 1:
+            raise ValueError("perfc: %s: the tensors are on different devices (%s)"
+                             % (self.name, ", ".join(devices)))
+        device = devices[0] if devices else "cpu"
+        if device != "cpu" and self._lib._call_cuda is None:
+            raise ValueError("perfc: %s: %s tensors given, but library %s has no GPU code (build it with "
+                             "-target host,sm_XY)" % (self.name, device, self._lib.name))
         sizes = dict(sizes)
         self._infer(list(zip(self.tensors, wrapped)), sizes)
         missing = [s for s in self.sizes if s not in sizes]
@@ -203,7 +214,7 @@ class Kernel:
                     import torch
                     dt = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64",
                           "i32": "int32", "i64": "int64", "bool": "bool"}[t["dtype"]]
-                    a = torch.empty(shape, dtype=getattr(torch, dt))
+                    a = torch.empty(shape, dtype=getattr(torch, dt), device=device)
                 else:
                     import numpy
                     a = numpy.empty(shape, dtype=_NUMPY_NEW[t["dtype"]])
@@ -215,7 +226,13 @@ class Kernel:
                 raise ValueError("perfc: %s: %s has no data" % (self.name, t["name"]))
         ptrs = (ctypes.c_void_p * max(1, len(wrapped)))(*[w.ptr or None for w in wrapped])
         vals = (ctypes.c_int64 * max(1, len(self.sizes)))(*[sizes[s] for s in self.sizes])
-        rc = self._lib._call(self.name.encode(), ptrs, vals)
+        if device == "cpu":
+            rc = self._lib._call(self.name.encode(), ptrs, vals)
+        else:
+            import torch
+            stream = torch.cuda.current_stream(torch.device(device)).cuda_stream
+            with torch.cuda.device(torch.device(device)):  # its context is the current one
+                rc = self._lib._call_cuda(self.name.encode(), ptrs, vals, ctypes.c_void_p(stream))
         if rc != 0:
             raise LibraryError(rc, "perfc: %s" % self._lib._error().decode(errors="replace"))
         if made:
@@ -244,6 +261,11 @@ class Library:
             raise ValueError("perfc: %s is not a library built by perfc lib under the name %r" % (path, name))
         self._call.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int64)]
         self._call.restype = ctypes.c_int
+        self._call_cuda = getattr(self._dll, name + "_call_cuda", None)
+        if self._call_cuda is not None:
+            self._call_cuda.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p),
+                                        ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p]
+            self._call_cuda.restype = ctypes.c_int
         self._error.argtypes = []
         self._error.restype = ctypes.c_char_p
         self.manifest = json.loads(manifest.decode())
