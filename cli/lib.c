@@ -473,8 +473,13 @@ static bool build_variant(Lib *L, LibKernel *lk, const SizeSet *set, bool defaul
                 v.values = xcalloc((size_t)k->nparams + 1, sizeof(int64_t));
                 for (int j = 0; j < k->nparams; j++)
                     v.values[j] = k->params[j].value;
-                v.priv = xcalloc((size_t)k->nbufs + 1, sizeof(bool));
-                v.temp_bytes = xcalloc((size_t)k->nbufs + 1, sizeof(int64_t));
+            }
+            if (k->nbufs > v.nbufs) { /* each ISA's schedule may add buffers of its own */
+                v.priv = xrealloc(v.priv, sizeof(bool) * (size_t)(k->nbufs + 1));
+                v.temp_bytes = xrealloc(v.temp_bytes, sizeof(int64_t) * (size_t)(k->nbufs + 1));
+                memset(v.priv + v.nbufs, 0, sizeof(bool) * (size_t)(k->nbufs + 1 - v.nbufs));
+                memset(v.temp_bytes + v.nbufs, 0, sizeof(int64_t) * (size_t)(k->nbufs + 1 - v.nbufs));
+                v.nbufs = k->nbufs;
             }
             /* temporaries: their bytes for the caller; the last ISA's schedule wins,
              * so record the largest of all */
@@ -820,7 +825,10 @@ static bool gen_run(Lib *L, const LibKernel *lk, StrBuf *o)
     }
     sb_printf(o, "    return PERFC_LIB_OK;\n}\n\nstatic int %s__run_%s(void *const *t, const int64_t *p)\n{\n", N,
               lk->name);
-    sb_printf(o, "    void *bufs[%d] = {0};\n    int64_t bytes[%d] = {0};\n", k->nbufs + 1, k->nbufs + 1);
+    int nb = k->nbufs;
+    for (int v = 0; v < lk->nvar; v++)
+        nb = lk->var[v].nbufs > nb ? lk->var[v].nbufs : nb;
+    sb_printf(o, "    void *bufs[%d] = {0};\n    int64_t bytes[%d] = {0};\n", nb + 1, nb + 1);
     sb_printf(o, "    int rc = %s__check_%s(t, p, bufs, bytes);\n    if (rc)\n        return rc;\n", N, lk->name);
     /* specialised variants */
     for (int v = 0; v < lk->nvar; v++) {
@@ -845,8 +853,8 @@ static bool gen_run(Lib *L, const LibKernel *lk, StrBuf *o)
                 sb_printf(o, "        if (!fn) fn = %s;\n", va->sym[is]);
         }
         sb_puts(o, "        if (fn) {\n            int ok = 1;\n");
-        for (int b = 0; b < k->nbufs; b++)
-            if (k->bufs[b]->kind == BUF_TEMP && va->temp_bytes[b] > 0)
+        for (int b = 0; b < va->nbufs; b++)
+            if (va->temp_bytes[b] > 0)
                 sb_printf(o, "            bufs[%d] = pf_alloc(INT64_C(%" PRId64 "));\n            ok &= bufs[%d] != 0;\n",
                           b, va->temp_bytes[b], b);
         sb_puts(o, "            if (ok)\n                fn(bufs);\n");
@@ -855,8 +863,8 @@ static bool gen_run(Lib *L, const LibKernel *lk, StrBuf *o)
             if (va->sym[is])
                 sb_printf(o, "fn == %s ? \"%s\" : ", va->sym[is], L->isas[is]);
         sb_puts(o, "\"?\");\n");
-        for (int b = 0; b < k->nbufs; b++)
-            if (k->bufs[b]->kind == BUF_TEMP && va->temp_bytes[b] > 0)
+        for (int b = 0; b < va->nbufs; b++)
+            if (va->temp_bytes[b] > 0)
                 sb_printf(o, "            free(bufs[%d]);\n            bufs[%d] = 0;\n", b, b);
         sb_printf(o, "            if (!ok)\n                return pf_fail(PERFC_LIB_ENOMEM, \"%s: cannot allocate a "
                      "temporary\");\n            return PERFC_LIB_OK;\n        }\n    }\n",

@@ -38,6 +38,7 @@ typedef struct Variant {
     char *sym[LIB_MAX_ISAS];   /* NULL: not built for that ISA */
     bool *priv;                /* per buffer: kept by the generated code (MEM_LOCAL) */
     int64_t *temp_bytes;       /* per buffer: bytes of a caller-provided temporary */
+    int nbufs;                 /* buffers of the scheduled kernel (schedules may add some) */
 } Variant;
 
 /* One GPU variant: the size values and, per architecture of Lib.gpus, its module. */
@@ -46,6 +47,7 @@ typedef struct GpuVariant {
     CgCudaModule mod[LIB_MAX_GPUS];
     bool built[LIB_MAX_GPUS];
     int64_t *temp_bytes;       /* per buffer: bytes of a global temporary */
+    int nbufs;                 /* buffers of the scheduled kernel (schedules may add some) */
 } GpuVariant;
 
 typedef struct LibKernel {

@@ -75,7 +75,11 @@ void lib_cuda_variants(Lib *L, LibKernel *lk, const SizeSet *set, bool defaults_
                 v.values = xcalloc((size_t)k->nparams + 1, sizeof(int64_t));
                 for (int j = 0; j < k->nparams; j++)
                     v.values[j] = k->params[j].value;
-                v.temp_bytes = xcalloc((size_t)k->nbufs + 1, sizeof(int64_t));
+            }
+            if (k->nbufs > v.nbufs) { /* each architecture's schedule may add buffers */
+                v.temp_bytes = xrealloc(v.temp_bytes, sizeof(int64_t) * (size_t)(k->nbufs + 1));
+                memset(v.temp_bytes + v.nbufs, 0, sizeof(int64_t) * (size_t)(k->nbufs + 1 - v.nbufs));
+                v.nbufs = k->nbufs;
             }
             for (int b = 0; b < k->nbufs; b++)
                 if (k->bufs[b]->kind == BUF_TEMP && k->bufs[b]->mem == MEM_GLOBAL) {
@@ -381,15 +385,18 @@ void lib_cuda_source(const Lib *L, StrBuf *s)
             for (int a = 0; a < nargs; a++)
                 sb_printf(s, "%d, ", args[a]);
             sb_printf(s, "0};\nstatic const int64_t %s__%s__g%d_temp[] = {", N, lk->name, v);
-            for (int b = 0; b < k->nbufs; b++)
+            for (int b = 0; b < gv->nbufs; b++)
                 sb_printf(s, "INT64_C(%" PRId64 "), ", gv->temp_bytes[b]);
             sb_printf(s, "0};\nstatic pf_cu_variant %s__%s__g%d = {%s__%s__g%d_code, %d, %s__%s__g%d_arg, %d, "
                          "%s__%s__g%d_temp, %d, 0, 0, 0, 0, 0, 0};\n",
-                      N, lk->name, v, N, lk->name, v, ncode, N, lk->name, v, nargs, N, lk->name, v, k->nbufs);
+                      N, lk->name, v, N, lk->name, v, ncode, N, lk->name, v, nargs, N, lk->name, v, gv->nbufs);
         }
         /* the runner: checks, then the variant of these sizes */
         sb_printf(s, "\nstatic int %s__cuda_run_%s(void *const *t, const int64_t *p, void *stream)\n{\n", N, lk->name);
-        sb_printf(s, "    void *bufs[%d] = {0};\n    int64_t bytes[%d] = {0};\n", k->nbufs + 1, k->nbufs + 1);
+        int nb = k->nbufs;
+        for (int v = 0; v < lk->ngvar; v++)
+            nb = lk->gvar[v].nbufs > nb ? lk->gvar[v].nbufs : nb;
+        sb_printf(s, "    void *bufs[%d] = {0};\n    int64_t bytes[%d] = {0};\n", nb + 1, nb + 1);
         sb_printf(s, "    int rc = %s__check_%s(t, p, bufs, bytes);\n    if (rc)\n        return rc;\n", N, lk->name);
         for (int v = 0; v < lk->ngvar; v++) {
             sb_puts(s, "    if (");

@@ -97,6 +97,41 @@ gcc "$W/use_gcc.o" "$W/libtk.a" -lm -lpthread -o "$W/use" || fail "linking libtk
 "$W/use" || fail "the C program on libtk.a"
 echo "C11/C++17 header and static link: ok"
 
+# GPU code: built with NVRTC when it is there; on a machine without a GPU the _cuda
+# entry points answer PERFC_LIB_EDEVICE with a reason (bench/gpu/lib_gemm.sh runs them)
+if "$PERFC" lib "$S/gemm.pdl" -k gemm_tiled --sizes gemm_tiled:M=256,N=256,K=64 -target host,sm_80,sm_90 \
+        -o "$W/gk" >"$W/gk.log" 2>&1; then
+    grep -q 'int gk_gemm_tiled_cuda(const float \*A, const float \*B, float \*C, int64_t M, int64_t N, int64_t K, void \*stream);' \
+        "$W/gk.h" || fail "gk.h lacks gk_gemm_tiled_cuda"
+    cat > "$W/gk.c" <<'C'
+#include "gk.h"
+#include <stdio.h>
+#include <string.h>
+int main(void)
+{
+    float x[4] = {0};
+    int rc = gk_gemm_tiled_cuda(x, x, x, 256, 256, 64, NULL);
+    printf("gk_gemm_tiled_cuda: %d %s\n", rc, gk_last_error());
+    if (rc != PERFC_LIB_OK && (rc != PERFC_LIB_EDEVICE || !strstr(gk_last_error(), "CUDA")))
+        return 1;
+    rc = gk_gemm_tiled_cuda(x, x, x, 100, 256, 64, NULL); /* no GPU code for these sizes */
+    printf("other sizes: %d %s\n", rc, gk_last_error());
+    return rc == PERFC_LIB_EDEVICE ? 0 : 1;
+}
+C
+    gcc -std=c11 -Wall -Wextra -Werror -pedantic -I"$W" "$W/gk.c" "$W/libgk.a" -lm -lpthread -ldl -o "$W/gk" \
+        || fail "gk.h with GPU entry points as C11"
+    cp "$W/gk.c" "$W/gk.cpp"
+    g++ -std=c++17 -Wall -Wextra -Werror -pedantic -I"$W" -c "$W/gk.cpp" -o "$W/gk_cpp.o" || fail "gk.h as C++17"
+    if command -v nvidia-smi >/dev/null && nvidia-smi >/dev/null 2>&1; then
+        echo "a GPU is present: the GPU entry points are checked by bench/gpu/lib_gemm.sh"
+    else
+        "$W/gk" || fail "GPU entry points without a GPU"
+    fi
+else
+    grep -qi nvrtc "$W/gk.log" && echo "NVRTC is missing: the GPU library check is skipped" || { cat "$W/gk.log"; fail "perfc lib with GPU targets"; }
+fi
+
 # Python on NumPy arrays
 PY=""
 for p in python3 /usr/bin/python3; do
