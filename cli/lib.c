@@ -573,15 +573,7 @@ static bool load_file(Lib *L, const char *file)
         if (!ok)
             break;
         /* sizes unbound: defaults are ignored, so the nest is right for any value */
-        bool *had = xcalloc((size_t)ak->nparams + 1, sizeof(bool));
-        for (int j = 0; j < ak->nparams; j++) {
-            had[j] = ak->params[j].has_default;
-            ak->params[j].has_default = false;
-        }
-        Kernel *g = lower_kernel(c.prog, ak, NULL, NULL, &c.diags);
-        for (int j = 0; j < ak->nparams; j++)
-            ak->params[j].has_default = had[j];
-        free(had);
+        Kernel *g = lib_general_kernel(c.prog, ak, L->arena, &c.diags);
         if (!g || c.diags.nerrors || !ir_verify(g, &c.diags)) {
             if (g)
                 ir_free(g);
@@ -1233,7 +1225,7 @@ int cli_lib_main(int argc, char **argv)
     }
     Diags d;
     diag_init(&d);
-    Lib L = {.o = &o, .d = &d};
+    Lib L = {.o = &o, .d = &d, .arena = arena_new()};
     int status = 0;
     /* targets: a comma-separated list; GPU code is not generated yet */
     char *tl = L.targets = xstrdup(o.targets);
@@ -1367,6 +1359,7 @@ int cli_lib_main(int argc, char **argv)
     }
     free(L.k);
     free(L.targets);
+    arena_free(L.arena);
     for (int i = 0; i < L.nobjs; i++)
         free(L.objs[i]);
     free(L.objs);

@@ -72,9 +72,14 @@ typedef struct Lib {
     char **objs;
     int nobjs;
     const char *gpus[LIB_MAX_GPUS];  /* GPU architectures, in -target order */
+    Arena *arena;              /* what the general variants' schedules parsed: lives as long as they */
     int ngpu;
 } Lib;
 
+
+/* cli/lib_general.c: the general variant's nest, every size unbound, reordered
+ * for memory where the compiler proves it legal.  NULL with diagnostics. */
+Kernel *lib_general_kernel(Program *p, AstKernel *ak, Arena *a, Diags *d);
 
 /* cli/lib_cuda.c.  Builds the GPU variants of one kernel for a size set (NULL with
  * defaults_only: the kernel's defaults) on every architecture of L->gpus; a kernel

@@ -22,6 +22,13 @@ static const char PRELUDE[] =
     "#include <string.h>\n"
     "\n"
     "/* ---- helpers of the general variants (perfc codegen/c) ---- */\n"
+    "/* x86-64 with GCC or Clang on glibc: each general variant is compiled for AVX-512,\n"
+    " * AVX2 and the baseline, and the loader picks one by the CPU's features (ifunc) */\n"
+    "#if defined(__x86_64__) && defined(__gnu_linux__) && (defined(__clang__) ? __clang_major__ >= 14 : __GNUC__ >= 8)\n"
+    "#define PF_CLONES __attribute__((target_clones(\"arch=x86-64-v4\", \"arch=x86-64-v3\", \"default\")))\n"
+    "#else\n"
+    "#define PF_CLONES\n"
+    "#endif\n"
     "typedef struct pf_iv { int64_t lo, hi; } pf_iv;\n"
     "static inline float pf_h2f(uint16_t h)\n"
     "{\n"
@@ -807,7 +814,7 @@ bool cg_c_emit_general(const Kernel *k, const char *fname, StrBuf *out, Diags *d
         sb_printf(out, "#define pf_gl%d %s_gl_%d\n", i, fname, i);
         sb_free(&el);
     }
-    sb_printf(out, "static int %s(void *const *bufs, const int64_t *p)\n{\n    int ovf = 0;\n", fname);
+    sb_printf(out, "PF_CLONES static int %s(void *const *bufs, const int64_t *p)\n{\n    int ovf = 0;\n", fname);
     for (int i = 0; i < k->nparams; i++)
         sb_printf(out, "    const int64_t pf_p%d = p[%d]; /* %s */\n", i, i, k->params[i].name);
     for (int i = 0; i < k->nbufs; i++) {
