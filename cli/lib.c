@@ -1164,6 +1164,8 @@ static bool build(Lib *L)
         argv[n++] = (char *)env_or("CC", "cc");
         argv[n++] = "-shared";
         argv[n++] = sonameopt;
+        /* never unmapped by dlclose: the thread pool's workers live on in its code */
+        argv[n++] = "-Wl,-z,nodelete";
         argv[n++] = "-o";
         argv[n++] = sopath;
         for (int i = 0; i < L->nobjs; i++)

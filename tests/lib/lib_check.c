@@ -157,7 +157,14 @@ int main(int argc, char **argv)
         for (int i = 0; i < n; i++)
             free(t[i]);
         ir_free(u);
-        return rc == expect && *err() ? 0 : 1;
+        int ok = rc == expect && *err();
+        free(values);
+        free(bound);
+        arena_free(a);
+        free(text);
+        diag_free(&d);
+        dlclose(h);
+        return ok ? 0 : 1;
     }
     Kernel *k = lower_kernel(p, ak, values, bound, &d);
     if (!k || d.nerrors) {
