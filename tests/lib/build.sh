@@ -63,6 +63,24 @@ check "$S/conv2d.pdl" conv2d N=1,C=1,H=1,W=1,K=1,R=3,S=3,U=1,P=0 --expect 2   # 
 check "$S/conv2d.pdl" conv2d N=1,C=1,H=5,W=5,K=1,R=3,S=3,U=0,P=0 --expect 2   # stride 0
 check "$SRC/tests/lib/window.pdl" window N=10,M=9,W=3 --expect 3             # X[i + w] leaves X
 
+# bad use of perfc lib: exit status 1 and one message that names the problem
+bad() { # bad EXPECTED-TEXT ARGS...
+    local want=$1 out; shift
+    out=$("$@" 2>&1) && fail "perfc lib $* succeeded"
+    grep -q -- "$want" <<<"$out" || { echo "$out"; fail "perfc lib $*: no '$want' in the message"; }
+}
+bad "-o DIR/NAME is required" "$PERFC" lib "$S/gemm.pdl"
+bad "must be a C identifier" "$PERFC" lib "$S/gemm.pdl" -o "$W/1bad"
+bad "does not exist" "$PERFC" lib "$S/gemm.pdl" -o "$W/nowhere/x"
+bad "no input file has a kernel" "$PERFC" lib "$S/gemm.pdl" -k nope -o "$W/x"
+bad "unknown target 'pdp11'" "$PERFC" lib "$S/gemm.pdl" -target pdp11 -o "$W/x"
+bad "unknown GPU target 'sm_99'" "$PERFC" lib "$S/gemm.pdl" -target sm_99 -o "$W/x"
+bad "not a parameter of any exported kernel" "$PERFC" lib "$S/gemm.pdl" -D Q=3 -o "$W/x"
+bad "defined in both" "$PERFC" lib "$S/gemm.pdl" "$S/gemm.pdl" -o "$W/x"
+bad "non-negative integer" "$PERFC" lib "$S/gemm.pdl" -D M=-1 -o "$W/x"
+bad "'false' failed" env CC=false "$PERFC" lib "$S/gemm.pdl" -k gemm -o "$W/x"
+[ -e "$W/libx.a" ] && fail "a failed build left libx.a"
+
 # the header as C11 and C++17, and a program linked with the static library
 cat > "$W/use.c" <<'C'
 #include "tk.h"
