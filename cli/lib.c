@@ -378,6 +378,51 @@ static const char *isa_suffix(const char *isa)
     return "base";
 }
 
+/* --autotune: replaces c's schedule by the tuner's winner for these sizes on
+ * target (the tuning database answers at once when it has one), applied as -s to a
+ * fresh compile without the file's schedule.  When tuning fails (no device to
+ * measure on, no valid candidate) the file's schedule stays, with a note.  *sched
+ * receives the schedule text, which c's compilation points into: free it after c.
+ * Returns the exit status of the compilation. */
+int lib_autotune(Lib *L, const char *kname, const char *target, Compilation *c, Options *o, char **sched)
+{
+    Diags td;
+    diag_init(&td);
+    TuneInput in = {.prog = c->prog, .ast = c->ast, .values = c->values, .bound = c->bound,
+                    .scheds = c->scheds, .nscheds = c->nscheds};
+    TuneOptions to;
+    tune_options_init(&to);
+    to.target = target;
+    to.budget = L->o->budget;
+    to.time_limit = L->o->time_limit;
+    to.db_path = L->o->db;
+    to.quiet = true;
+    to.progress = 0;
+    TuneResult res;
+    memset(&res, 0, sizeof res);
+    int trc = tune_kernel(&in, &to, &res, &td);
+    if (trc != 0 || res.ntop < 1 || !res.top[0].schedule) {
+        fprintf(stderr, "perfc lib: note: %s for %s: tuning gave no schedule, the file's is used:\n", kname, target);
+        diag_flush(&td, stderr);
+        diag_free(&td);
+        tune_result_free(&res);
+        return 0;
+    }
+    diag_free(&td);
+    *sched = xstrdup(res.top[0].schedule);
+    fprintf(stderr, "perfc lib: %s for %s: tuned schedule%s\n", kname, target,
+            res.from_db ? " (from the tuning database)" : "");
+    tune_result_free(&res);
+    diag_flush(&c->diags, stderr);
+    compilation_free(c);
+    compilation_init(c, o);
+    o->no_schedule = true;
+    o->nscheds = 0;
+    o->scheds[o->nscheds++] = *sched;
+    int st = compile_front(c);
+    return st ? st : compile_kernel(c);
+}
+
 /* Compiles one specialised variant of kernel `kname` from `file` for every ISA.
  * Returns false on an error that should stop the build; *skip when the size set
  * does not bind every parameter of the kernel (no variant, not an error). */
@@ -427,42 +472,8 @@ static bool build_variant(Lib *L, LibKernel *lk, const SizeSet *set, bool defaul
                 break;
             }
             st = compile_kernel(&c);
-            if (!st && L->o->autotune) {
-                /* the tuner's winner for these sizes (the database answers at once
-                 * when it has one), applied as -s to a fresh, unscheduled compile */
-                TuneInput in = {.prog = c.prog, .ast = c.ast, .values = c.values, .bound = c.bound,
-                                .scheds = c.scheds, .nscheds = c.nscheds};
-                TuneOptions to;
-                tune_options_init(&to);
-                to.target = L->isas[is];
-                to.budget = L->o->budget;
-                to.time_limit = L->o->time_limit;
-                to.db_path = L->o->db;
-                to.quiet = true;
-                to.progress = 0;
-                TuneResult res;
-                memset(&res, 0, sizeof res);
-                int trc = tune_kernel(&in, &to, &res, &c.diags);
-                if (trc == 0 && res.ntop > 0 && res.top[0].schedule) {
-                    sched = xstrdup(res.top[0].schedule);
-                    fprintf(stderr, "perfc lib: %s for %s: tuned schedule%s\n", lk->name, L->isas[is],
-                            res.from_db ? " (from the tuning database)" : "");
-                    tune_result_free(&res);
-                    diag_flush(&c.diags, stderr);
-                    compilation_free(&c);
-                    compilation_init(&c, &o);
-                    o.no_schedule = true;
-                    o.scheds[o.nscheds++] = sched;
-                    st = compile_front(&c);
-                    if (!st)
-                        st = compile_kernel(&c);
-                } else {
-                    tune_result_free(&res);
-                    fprintf(stderr, "perfc lib: %s for %s: tuning found no valid schedule; the file's schedule "
-                                    "is used\n", lk->name, L->isas[is]);
-                    st = 0;
-                }
-            }
+            if (!st && L->o->autotune)
+                st = lib_autotune(L, lk->name, L->isas[is], &c, &o, &sched);
         } else if (!st) {
             st = 1;
         }

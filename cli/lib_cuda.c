@@ -10,6 +10,9 @@
  * architecture, else the PTX of the newest older architecture without the `a`
  * suffix (the driver compiles it for the GPU, so new GPUs run old libraries).
  *
+ * With --autotune each GPU variant gets the tuner's winner (which needs that GPU at
+ * build time; without one the file's schedule stays, with a note).
+ *
  * GPU code serves the sizes it was built for: the CUDA back end compiles sizes in,
  * and there is no general GPU variant yet.  A call with other sizes is refused with
  * PERFC_LIB_EDEVICE and a message listing the sizes that have GPU code.  Global
@@ -45,6 +48,7 @@ void lib_cuda_variants(Lib *L, LibKernel *lk, const SizeSet *set, bool defaults_
     memset(&v, 0, sizeof v);
     bool any = false;
     for (int g = 0; g < L->ngpu; g++) {
+        char *sched = NULL; /* a tuned schedule, freed after the compilation */
         Options o;
         memset(&o, 0, sizeof o);
         o.file = lk->file;
@@ -68,6 +72,8 @@ void lib_cuda_variants(Lib *L, LibKernel *lk, const SizeSet *set, bool defaults_
                 return; /* the set is not for this kernel: no variant on any GPU */
             }
             ok = compile_kernel(&c) == 0;
+            if (ok && L->o->autotune)
+                ok = lib_autotune(L, lk->name, L->gpus[g], &c, &o, &sched) == 0;
         }
         if (ok && ak) {
             Kernel *k = c.kernel;
@@ -105,6 +111,7 @@ void lib_cuda_variants(Lib *L, LibKernel *lk, const SizeSet *set, bool defaults_
             diag_flush(&c.diags, stderr);
         }
         compilation_free(&c);
+        free(sched);
     }
     bool dup = false;
     for (int i = 0; any && i < lk->ngvar; i++)
