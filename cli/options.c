@@ -11,6 +11,7 @@
 void options_usage(FILE *f)
 {
     fputs("usage: perfc FILE.pdl [options]\n"
+          "       perfc lib FILE.pdl... -o DIR/NAME [options]   a library to link (perfc lib --help)\n"
           "\n"
           "Compiles the tensor kernels of a PDL file; validates and times them with --run.\n"
           "\n"

@@ -3,7 +3,7 @@
 # not root.  Called by `make demo` and `make test`; safe to run again.
 set -euo pipefail
 pkgs=(build-essential cmake re2c lemon llvm-19-dev clang-19 libclang-rt-19-dev
-      libzstd-dev zlib1g-dev libopenblas-dev libsqlite3-dev jq
+      libzstd-dev zlib1g-dev libopenblas-dev libsqlite3-dev jq python3-numpy
       qemu-user gcc-aarch64-linux-gnu gcc-riscv64-linux-gnu
       libc6-dev-arm64-cross libc6-dev-riscv64-cross chromium)
 missing=()
