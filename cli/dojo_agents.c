@@ -17,8 +17,15 @@
 
 #include "dojo.h"
 
+typedef struct Seen {
+    char fp[24];
+    double ms;
+} Seen;
+
 typedef struct Agent {
     DojoSession *s;
+    Seen *seen;               /* states measured, by fingerprint */
+    int nseen, capseen;
     const DojoAgentOpts *o;
     Rng rng;
     int used;                 /* measurements made */
@@ -85,9 +92,25 @@ static void keep_best(Agent *a, const DojoMeasure *m)
         a->best_moves[i] = xstrdup(dojo_move(a->s, i));
 }
 
+static double seen_ms(Agent *a)
+{
+    const char *fp = dojo_fingerprint(a->s);
+    for (int i = 0; i < a->nseen; i++)
+        if (!strcmp(a->seen[i].fp, fp))
+            return a->seen[i].ms;
+    return -1;
+}
+
 /* Measures the current state; INFINITY when invalid or failed. */
 static double measure(Agent *a, DojoMeasure *m)
 {
+    if (a->nseen == a->capseen) {
+        a->capseen = a->capseen ? 2 * a->capseen : 64;
+        a->seen = xrealloc(a->seen, sizeof *a->seen * (size_t)a->capseen);
+    }
+    Seen *sn = &a->seen[a->nseen++];
+    snprintf(sn->fp, sizeof sn->fp, "%s", dojo_fingerprint(a->s));
+    sn->ms = INFINITY;
     StrBuf e = {0};
     int rc = dojo_measure(a->s, m, NULL, NULL, &e);
     a->used++;
@@ -101,6 +124,8 @@ static double measure(Agent *a, DojoMeasure *m)
         fprintf(stderr, "perfc: dojo agent: INVALID kernel after %s: %s\n",
                 dojo_depth(a->s) ? dojo_move(a->s, dojo_depth(a->s) - 1) : "(start)", m->reason);
     keep_best(a, m);
+    sn = &a->seen[a->nseen - 1];
+    sn->ms = m->valid ? m->median_ms : INFINITY;
     if (!a->o->quiet)
         fprintf(stderr, "  [%3d] %8.4g ms  x%-7.3g %s%s\n", a->used, m->valid ? m->median_ms : NAN,
                 m->valid ? m->speedup : NAN, dojo_depth(a->s) ? dojo_move(a->s, dojo_depth(a->s) - 1) : "(start)",
@@ -188,8 +213,17 @@ static double prior(const char *move, const LoopInfo *ls, int nl, int depth_now)
         return nested_parallel ? 0 : l && l->depth == 0 ? 90 : l && l->depth == 1 ? 40 : 10;
     if (!strcmp(name, "unroll"))
         return l && !l->innermost && l->extent >= 2 && l->extent <= 8 ? 80 : 15;
-    if (!strcmp(name, "cache"))
-        return strstr(move, "(C,") ? 70 : 20;
+    if (!strcmp(name, "cache")) {
+        /* staging a staged copy again (its name has the loop's suffix) gains nothing */
+        if (strchr(a0, '_'))
+            return 0;
+        char buf[64];
+        const char *comma = strchr(move, ',');
+        snprintf(buf, sizeof buf, "%s", comma ? comma + 2 : "");
+        buf[strcspn(buf, ")")] = 0;
+        const LoopInfo *at = find_loop(ls, nl, buf);
+        return at && !at->innermost && at->depth >= 1 ? 50 : 10;
+    }
     if (!strcmp(name, "distribute"))
         return 65;
     if (!strcmp(name, "reorder"))
@@ -328,6 +362,11 @@ static void play_beam(Agent *a)
                 StrBuf e = {0};
                 dojo_step(a->s, c[i].id, NULL, &legal, &e);
                 sb_free(&e);
+                if (seen_ms(a) >= 0) { /* reached before by other moves: no new information */
+                    go_to(a->s, &beam[b]);
+                    per++;
+                    continue;
+                }
                 double t = measure(a, &m);
                 Path *k = xmalloc(sizeof *k);
                 *k = path_here(a->s, t > 0 ? t : INFINITY);
@@ -413,5 +452,6 @@ int dojo_run_agent(DojoSession *s, const DojoAgentOpts *o)
     for (int i = 0; i < a.nbest; i++)
         free(a.best_moves[i]);
     free(a.best_moves);
+    free(a.seen);
     return rc;
 }

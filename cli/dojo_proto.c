@@ -638,7 +638,7 @@ static int replay(const char *path, const char *db)
                         path, lineno, action, dojo_fingerprint(r->s), want);
                 rc = 2;
             }
-            r->moves += legal;
+            r->moves++;
         } else if (!strcmp(type, "undo")) {
             const char *want = jv_str(q, "next_state", &bad);
             if (!dojo_undo(r->s)) {
@@ -655,7 +655,7 @@ static int replay(const char *path, const char *db)
                         (long long)ep, dojo_fingerprint(r->s), want ? want : "(none)");
                 rc = 2;
             } else {
-                printf("episode %lld: %d moves replayed (%d kept), reached kernel %s as recorded\n", (long long)ep,
+                printf("episode %lld: %d steps replayed (%d moves kept), reached kernel %s as recorded\n", (long long)ep,
                        r->moves, dojo_depth(r->s), want);
                 episodes++;
             }

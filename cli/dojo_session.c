@@ -67,6 +67,7 @@ struct DojoSession {
     /* the episode recorder (--record): one JSON line per event */
     FILE *rec;
     int episode;
+    bool ended;                /* the episode's end line is written */
 };
 
 void dojo_record_to(DojoSession *s, FILE *f) { s->rec = f; }
@@ -206,8 +207,9 @@ static Kernel *build_measured(DojoSession *s, Diags *d)
 
 void dojo_record_end(DojoSession *s)
 {
-    if (!s->rec || !s->active)
+    if (!s->rec || !s->active || s->ended)
         return;
+    s->ended = true;
     StrBuf b = {0};
     bool ff = true;
     rec_begin(s, &b, "end", &ff);
@@ -312,6 +314,7 @@ bool dojo_reset(DojoSession *s, const DojoResetArgs *a, StrBuf *err)
     s->auto_measure = a->auto_measure;
     snprintf(s->compare, sizeof s->compare, "%s", a->compare ? a->compare : "");
     s->active = true;
+    s->ended = false;
     state_changed(s);
     s->episode++;
     if (s->rec) {
