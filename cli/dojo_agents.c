@@ -143,8 +143,9 @@ typedef struct LoopInfo {
     char kind[16];
 } LoopInfo;
 
-/* The loop features of the state, read from the same JSON a client gets. */
-static int loop_infos(DojoSession *s, LoopInfo *out, int cap)
+/* The loop features of the state, read from the same JSON a client gets; *gpu:
+ * the target is a GPU. */
+static int loop_infos(DojoSession *s, LoopInfo *out, int cap, bool *gpu)
 {
     StrBuf b = {0};
     dojo_state_json(s, &b, false);
@@ -152,6 +153,9 @@ static int loop_infos(DojoSession *s, LoopInfo *out, int cap)
     Jv *st = jv_parse(b.s, b.len, err, sizeof err);
     sb_free(&b);
     const Jv *loops = jv_get(st, "loops");
+    bool bad = false;
+    const char *t = jv_str(st, "target", &bad);
+    *gpu = t && !strncmp(t, "sm_", 3);
     int n = 0;
     for (int i = 0; loops && i < loops->n && n < cap; i++) {
         const Jv *l = loops->items[i];
@@ -197,13 +201,41 @@ static void move_parts(const char *t, char *name, size_t nn, char *a0, size_t na
     }
 }
 
+/* GPU targets: map outer loops to blocks and inner ones to threads, tile first. */
+static double gpu_prior(const char *name, const char *move, const LoopInfo *l, long long a1)
+{
+    if (!strcmp(name, "bind")) {
+        bool block = strstr(move, "block.") != NULL;
+        if (!l)
+            return 1;
+        if (block)
+            return l->depth <= 1 ? 90 - l->depth : 15;
+        return l->depth >= 1 && l->extent >= 8 && l->extent <= 32 ? 85 : 10;
+    }
+    if (!strcmp(name, "vectorize") || !strcmp(name, "parallel"))
+        return 0; /* CPU marks */
+    if (!strcmp(name, "split"))
+        return strstr(move, "tail") ? 5 : l && l->depth <= 1 && (a1 == 16 || a1 == 32 || a1 == 64) ? 60 : 35;
+    if (!strcmp(name, "unroll"))
+        return l && !l->innermost && l->extent <= 8 ? 55 : 10;
+    if (!strcmp(name, "distribute"))
+        return 65;
+    if (!strcmp(name, "reorder"))
+        return 50;
+    if (!strcmp(name, "cache"))
+        return 40;
+    return 1;
+}
+
 /* Higher is tried first. */
-static double prior(const char *move, const LoopInfo *ls, int nl, int depth_now)
+static double prior(const char *move, const LoopInfo *ls, int nl, int depth_now, bool gpu)
 {
     char name[32], a0[64];
     long long a1;
     move_parts(move, name, sizeof name, a0, sizeof a0, &a1);
     const LoopInfo *l = find_loop(ls, nl, a0);
+    if (gpu && strcmp(name, "cache"))
+        return gpu_prior(name, move, l, a1);
     bool nested_parallel = false;
     for (int i = 0; i < nl; i++)
         nested_parallel |= !strcmp(ls[i].kind, "parallel");
@@ -256,13 +288,14 @@ static int by_score(const void *x, const void *y)
 static Cand *ranked(Agent *a, int *n)
 {
     LoopInfo ls[256];
-    int nl = loop_infos(a->s, ls, 256);
+    bool gpu;
+    int nl = loop_infos(a->s, ls, 256, &gpu);
     *n = dojo_nactions(a->s);
     Cand *c = xcalloc((size_t)*n + 1, sizeof *c);
     for (int i = 0; i < *n; i++) {
         c[i].id = i;
         /* a little noise breaks ties differently per seed */
-        c[i].score = prior(dojo_action_text(a->s, i), ls, nl, dojo_depth(a->s)) + rng_uniform(&a->rng, 0, 0.5);
+        c[i].score = prior(dojo_action_text(a->s, i), ls, nl, dojo_depth(a->s), gpu) + rng_uniform(&a->rng, 0, 0.5);
     }
     qsort(c, (size_t)*n, sizeof *c, by_score);
     return c;
@@ -357,14 +390,16 @@ static void play_beam(Agent *a)
             go_to(a->s, &beam[b]);
             int n;
             Cand *c = ranked(a, &n);
-            for (int i = 0; i < n && i < per && a->used < a->o->budget; i++) {
+            /* the fastest state of the beam gets twice the children of the others */
+            int mine = b == 0 && nb > 1 ? 2 * per : per;
+            for (int i = 0; i < n && i < mine && a->used < a->o->budget; i++) {
                 bool legal;
                 StrBuf e = {0};
                 dojo_step(a->s, c[i].id, NULL, &legal, &e);
                 sb_free(&e);
                 if (seen_ms(a) >= 0) { /* reached before by other moves: no new information */
                     go_to(a->s, &beam[b]);
-                    per++;
+                    mine++;
                     continue;
                 }
                 double t = measure(a, &m);
@@ -396,7 +431,9 @@ static void play_beam(Agent *a)
                 for (int q = 0; dup && q < all[i].n; q++)
                     dup = !strcmp(all[j].moves[q], all[i].moves[q]);
             }
-            if (nn < W && !dup && isfinite(all[i].ms))
+            /* a state several times slower than the best is not worth measurements:
+             * the budget goes to the ones that can still win */
+            if (nn < W && !dup && isfinite(all[i].ms) && all[i].ms <= 4 * all[0].ms)
                 all[nn++] = all[i];
             else
                 path_free(&all[i]);

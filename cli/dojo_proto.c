@@ -73,8 +73,10 @@ static void reply_start(Reply *r, const Jv *id)
     jw_key(&r->b, "id", &r->first);
     if (id && id->kind == JV_STR)
         sb_json_str(&r->b, id->str);
+    else if (id && id->kind == JV_NUM && id->is_int)
+        sb_printf(&r->b, "%lld", (long long)id->i);
     else if (id && id->kind == JV_NUM)
-        jw_num(&r->b, id->num);
+        sb_printf(&r->b, "%.17g", id->num);
     else
         sb_puts(&r->b, "null");
 }

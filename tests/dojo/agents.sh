@@ -12,8 +12,11 @@ for a in random greedy beam; do
   grep -q "^agent      $a" "$dir/$a.txt"
   if grep -q INVALID "$dir/$a.err"; then exit 1; fi
   sed -n '/^schedule gemm for cpu {/,/^}/p' "$dir/$a.txt" > "$dir/$a.sched"
-  cat "$root/stdlib/gemm.pdl" "$dir/$a.sched" > "$dir/$a.pdl"
-  "$perfc" "$dir/$a.pdl" -k gemm --no-schedule -D M=32 -D N=32 -D K=32 -emit ir > /dev/null
+  # the kernel alone (the stdlib file also holds its own schedule) and the block: it
+  # applies, and compiles to the kernel the agent measured
+  sed -n '/^kernel gemm(M, N, K) {/,/^}/p' "$root/stdlib/gemm.pdl" > "$dir/$a.pdl"
+  cat "$dir/$a.sched" >> "$dir/$a.pdl"
+  "$perfc" "$dir/$a.pdl" -k gemm -D M=32 -D N=32 -D K=32 --run --seed 1 > /dev/null
   "$perfc" dojo --replay "$dir/$a.jsonl" | grep -q "as recorded"
 done
 # a GPU target: states and legal moves (bind among them) with no GPU needed

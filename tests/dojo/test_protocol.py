@@ -56,7 +56,8 @@ err(send_raw(p, b'{"cmd": 3}\n'), "bad_request")
 err(send_raw(p, b'{"id": 1}\n'), "bad_request")
 err(send_raw(p, b'{"cmd": "reset", "cmd": "state"}\n'), "bad_json")  # duplicate key
 err(send_raw(p, b'{"cmd": "fly", "id": 9}\n'), "unknown_cmd")
-assert send_raw(p, b'{"cmd": "fly", "id": 9}\n')["id"] == 9
+assert send_raw(p, b'{"cmd": "fly", "id": 1234567891}\n')["id"] == 1234567891
+assert send_raw(p, b'{"cmd": "fly", "id": 0.25}\n')["id"] == 0.25
 err(send_raw(p, b'{"cmd": "undo", "force": true}\n'), "bad_request")  # unknown field
 err(send_raw(p, ("[" * 100 + "]" * 100 + "\n").encode()), "bad_json")  # nesting
 err(send_raw(p, b'{"cmd": "\xff"}\n'), "bad_json")  # not UTF-8
