@@ -357,10 +357,67 @@ static void play_greedy(Agent *a)
     }
 }
 
+/* The rollout of a state (as in Monte-Carlo tree search, with a fixed policy): the
+ * finishing moves that the prior ranks highest (vectorise an innermost loop, after
+ * splitting it by 16 when it is longer; parallelise the outermost loop; unroll a
+ * short loop; on GPUs bind loops to blocks and threads) are played without being
+ * measured, and the finished kernel is measured.  A structural move (split,
+ * reorder, distribute, cache) is then judged by what it enables rather than by its
+ * own time, which is about unchanged until the finishing moves follow. */
+static void rollout(Agent *a)
+{
+    for (int r = 0; r < 8; r++) {
+        LoopInfo ls[256];
+        bool gpu;
+        int nl = loop_infos(a->s, ls, 256, &gpu);
+        int n = dojo_nactions(a->s), best = -1;
+        double bestp = 0;
+        for (int i = 0; i < n; i++) {
+            const char *t = dojo_action_text(a->s, i);
+            char name[32], a0[64];
+            long long a1;
+            move_parts(t, name, sizeof name, a0, sizeof a0, &a1);
+            double p = prior(t, ls, nl, dojo_depth(a->s), gpu);
+            bool finishing = !strcmp(name, "vectorize") || !strcmp(name, "parallel") || !strcmp(name, "unroll") ||
+                             !strcmp(name, "bind");
+            if (!gpu && !strcmp(name, "split") && a1 == 16 && !strstr(t, "tail")) {
+                /* a long innermost loop: split it so that its inner part can be a vector */
+                const LoopInfo *l = find_loop(ls, nl, a0);
+                finishing = l && l->innermost && l->extent > 32 && l->extent % 16 == 0 && !strcmp(l->kind, "serial");
+                p = finishing ? 81 : 0;
+            }
+            if (finishing && p >= 80 && p > bestp) {
+                bestp = p;
+                best = i;
+            }
+        }
+        if (best < 0)
+            break;
+        bool legal;
+        StrBuf e = {0};
+        dojo_step(a->s, best, NULL, &legal, &e);
+        sb_free(&e);
+    }
+}
+
+/* The time of the state's rollout (measured once per rolled-out kernel); the
+ * session is left on the state itself. */
+static double evaluate(Agent *a, DojoMeasure *m)
+{
+    int d0 = dojo_depth(a->s);
+    rollout(a);
+    double t = seen_ms(a);
+    if (t < 0)
+        t = measure(a, m);
+    while (dojo_depth(a->s) > d0)
+        dojo_undo(a->s);
+    return t;
+}
+
 static int by_ms(const void *x, const void *y)
 {
     const Path *a = x, *b = y;
-    return a->ms < b->ms ? -1 : a->ms > b->ms ? 1 : a->n - b->n;
+    return a->ms < b->ms ? -1 : a->ms > b->ms ? 1 : b->n - a->n; /* deeper first among equals */
 }
 
 /* Beam search: each level expands every state of the beam by its best-ranked moves,
@@ -372,7 +429,7 @@ static void play_beam(Agent *a)
     int W = a->o->width > 0 ? a->o->width : 4;
     DojoMeasure m;
     Path root = path_here(a->s, 0);
-    root.ms = measure(a, &m);
+    root.ms = evaluate(a, &m);
     Path *beam = xcalloc((size_t)W, sizeof *beam);
     int nb = 1;
     beam[0] = root;
@@ -385,6 +442,7 @@ static void play_beam(Agent *a)
             per = 2;
         if (per > 6)
             per = 6;
+        per <<= stale < 4 ? stale : 4; /* a level that found nothing widens the next */
         PtrVec kids = {0};
         for (int b = 0; b < nb && a->used < a->o->budget; b++) {
             go_to(a->s, &beam[b]);
@@ -402,7 +460,7 @@ static void play_beam(Agent *a)
                     mine++;
                     continue;
                 }
-                double t = measure(a, &m);
+                double t = evaluate(a, &m);
                 Path *k = xmalloc(sizeof *k);
                 *k = path_here(a->s, t > 0 ? t : INFINITY);
                 vec_push(&kids, k);
@@ -446,7 +504,7 @@ static void play_beam(Agent *a)
         stale = beam[0].ms < old_best * 0.99 ? 0 : stale + 1;
         if (!a->o->quiet)
             fprintf(stderr, "level %d: best %.4g ms (%d measured)\n", level + 1, beam[0].ms, a->used);
-        if (stale >= 3)
+        if (stale >= 8)
             break;
     }
     for (int i = 0; i < nb; i++)

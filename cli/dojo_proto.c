@@ -703,7 +703,7 @@ int cli_dojo_main(int argc, char **argv)
 {
     const char *sock = NULL, *record = NULL, *replay_file = NULL, *db = NULL;
     bool no_db = false;
-    DojoAgentOpts ao = {.budget = 200, .steps = 50, .width = 4, .depth = 16};
+    DojoAgentOpts ao = {.budget = 200, .steps = 50, .width = 4, .depth = 40};
     DojoResetArgs ra = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

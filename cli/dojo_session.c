@@ -404,6 +404,27 @@ static bool has_loop_below(const NodeList *l)
     return false;
 }
 
+/* True when an update (`+=`, `max=`, ...) below l stores to an element whose indices
+ * do not mention v: v is a reduction loop of that statement. */
+static bool reduces_over(const NodeList *l, const Var *v)
+{
+    for (int i = 0; i < l->n; i++) {
+        const Node *n = l->v[i];
+        if (n->kind == N_STMT) {
+            if (n->u.stmt.op == SOP_ASSIGN)
+                continue;
+            bool uses = false;
+            for (int d = 0; d < n->u.stmt.buf->rank && !uses; d++)
+                uses = ir_expr_uses_var(n->u.stmt.idx[d], v);
+            if (!uses)
+                return true;
+        } else if ((n->kind == N_LOOP || n->kind == N_IF) && reduces_over(ir_body((Node *)n), v)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static void loops_json(FeatCtx *f, const NodeList *l, const char *parent, int depth)
 {
     for (int i = 0; i < l->n; i++) {
@@ -445,6 +466,8 @@ static void loops_json(FeatCtx *f, const NodeList *l, const char *parent, int de
         sb_puts(b, has_loop_below(&n->u.loop.body) ? "false" : "true");
         jw_key(b, "statements", &ff);
         sb_printf(b, "%d", count_kind(&n->u.loop.body, N_STMT));
+        jw_key(b, "reduction", &ff);
+        sb_puts(b, reduces_over(&n->u.loop.body, n->u.loop.var) ? "true" : "false");
         sb_putc(b, '}');
         loops_json(f, &n->u.loop.body, n->u.loop.var->name, depth + 1);
     }
