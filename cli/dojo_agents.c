@@ -306,7 +306,8 @@ static Cand *ranked(Agent *a, int *n)
 static void play_random(Agent *a)
 {
     DojoMeasure m;
-    measure(a, &m);
+    if (measure(a, &m) < 0)
+        return;
     for (int t = 0; t < a->o->steps && a->used < a->o->budget; t++) {
         int n = dojo_nactions(a->s);
         if (!n)
@@ -324,6 +325,8 @@ static void play_greedy(Agent *a)
 {
     DojoMeasure m;
     double cur = measure(a, &m);
+    if (cur < 0)
+        return;
     int per = 8; /* children measured per step */
     while (a->used < a->o->budget) {
         int n;
@@ -430,6 +433,10 @@ static void play_beam(Agent *a)
     DojoMeasure m;
     Path root = path_here(a->s, 0);
     root.ms = evaluate(a, &m);
+    if (root.ms < 0) { /* no device, or the start does not compile: nothing to search */
+        path_free(&root);
+        return;
+    }
     Path *beam = xcalloc((size_t)W, sizeof *beam);
     int nb = 1;
     beam[0] = root;
