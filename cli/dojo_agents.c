@@ -432,6 +432,12 @@ static void play_beam(Agent *a)
     int W = a->o->width > 0 ? a->o->width : 4;
     DojoMeasure m;
     Path root = path_here(a->s, 0);
+    /* the start itself too: on a small kernel every finishing move may cost more
+     * than it gains (threads), and the answer must never be worse than the start */
+    if (measure(a, &m) < 0) {
+        path_free(&root);
+        return;
+    }
     root.ms = evaluate(a, &m);
     if (root.ms < 0) { /* no device, or the start does not compile: nothing to search */
         path_free(&root);
