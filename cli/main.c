@@ -32,6 +32,10 @@ int main(int argc, char **argv)
         int cli_lib_main(int argc, char **argv); /* cli/lib.c */
         return cli_lib_main(argc - 1, argv + 1);
     }
+    if (argc >= 2 && !strcmp(argv[1], "dojo")) {
+        int cli_dojo_main(int argc, char **argv); /* cli/dojo_proto.c */
+        return cli_dojo_main(argc - 1, argv + 1);
+    }
     Options o;
     int r = options_parse(&o, argc, argv);
     if (r) {

@@ -198,6 +198,59 @@ void sb_puts(StrBuf *b, const char *s)
     b->len += n;
 }
 
+/* Length of the well-formed UTF-8 sequence at p (1 to 4), or 0 when it is not one
+ * (overlong forms, surrogates and code points past U+10FFFF included). */
+static int utf8_len(const unsigned char *p)
+{
+    if (p[0] < 0x80)
+        return 1;
+    int n = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
+    if (!n || p[0] > 0xf4)
+        return 0;
+    for (int i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) || (p[0] == 0xf0 && p[1] < 0x90) ||
+        (p[0] == 0xf4 && p[1] >= 0x90))
+        return 0;
+    return n;
+}
+
+void sb_json_str(StrBuf *b, const char *s)
+{
+    if (!s) {
+        sb_puts(b, "null");
+        return;
+    }
+    sb_putc(b, '"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"': sb_puts(b, "\\\""); break;
+        case '\\': sb_puts(b, "\\\\"); break;
+        case '\n': sb_puts(b, "\\n"); break;
+        case '\t': sb_puts(b, "\\t"); break;
+        case '\r': sb_puts(b, "\\r"); break;
+        default:
+            if (*p < 0x20) {
+                sb_printf(b, "\\u%04x", *p);
+            } else if (*p >= 0x80) {
+                /* a reader decoding UTF-8 must never meet a broken sequence */
+                int n = utf8_len(p);
+                if (!n) {
+                    sb_puts(b, "\\ufffd");
+                } else {
+                    for (int i = 0; i < n; i++)
+                        sb_putc(b, (char)p[i]);
+                    p += n - 1;
+                }
+            } else {
+                sb_putc(b, (char)*p);
+            }
+        }
+    }
+    sb_putc(b, '"');
+}
+
 void sb_free(StrBuf *b)
 {
     free(b->s);

@@ -52,6 +52,9 @@ void sb_vprintf(StrBuf *b, const char *fmt, va_list ap);
 void sb_putc(StrBuf *b, char c);
 void sb_puts(StrBuf *b, const char *s);
 void sb_free(StrBuf *b);
+/* s as a JSON string literal (quotes, escapes; NULL gives null): the one JSON string
+ * writer of the tree (the run report's --json and the dojo protocol use it). */
+void sb_json_str(StrBuf *b, const char *s);
 
 /* ---- files ---- */
 /* Reads a whole file; NULL and errno set on failure. The buffer is NUL-terminated

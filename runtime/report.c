@@ -155,26 +155,10 @@ void rt_report_human(const RtResult *r, FILE *f)
 
 static void jstr(FILE *f, const char *s)
 {
-    if (!s) {
-        fputs("null", f);
-        return;
-    }
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
-        case '"': fputs("\\\"", f); break;
-        case '\\': fputs("\\\\", f); break;
-        case '\n': fputs("\\n", f); break;
-        case '\t': fputs("\\t", f); break;
-        case '\r': fputs("\\r", f); break;
-        default:
-            if (*p < 0x20)
-                fprintf(f, "\\u%04x", *p);
-            else
-                fputc(*p, f);
-        }
-    }
-    fputc('"', f);
+    StrBuf b = {0};
+    sb_json_str(&b, s);
+    fputs(b.s, f);
+    sb_free(&b);
 }
 
 static void jnum(FILE *f, double v)

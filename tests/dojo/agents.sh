@@ -1,0 +1,33 @@
+#!/bin/sh
+# The built-in agents play small games through the session API: each must end on a
+# valid measured kernel and print a schedule that perfc accepts back; a recorded
+# agent game replays to the same kernel; a GPU target gives states and legal moves
+# without a GPU.
+set -eu
+perfc=$1 root=$2 dir=$3
+rm -rf "$dir" && mkdir -p "$dir"
+for a in random greedy beam; do
+  "$perfc" dojo --agent $a "$root/stdlib/gemm.pdl" -k gemm -D M=32 -D N=32 -D K=32 --seed 2 --budget 12 \
+    --steps 8 --width 2 --depth 3 --db "$dir/a.db" --record "$dir/$a.jsonl" > "$dir/$a.txt" 2>"$dir/$a.err"
+  grep -q "^agent      $a" "$dir/$a.txt"
+  if grep -q INVALID "$dir/$a.err"; then exit 1; fi
+  sed -n '/^schedule gemm for cpu {/,/^}/p' "$dir/$a.txt" > "$dir/$a.sched"
+  # the kernel alone (the stdlib file also holds its own schedule) and the block: it
+  # applies, and compiles to the kernel the agent measured
+  sed -n '/^kernel gemm(M, N, K) {/,/^}/p' "$root/stdlib/gemm.pdl" > "$dir/$a.pdl"
+  cat "$dir/$a.sched" >> "$dir/$a.pdl"
+  "$perfc" "$dir/$a.pdl" -k gemm -D M=32 -D N=32 -D K=32 --run --seed 1 > /dev/null
+  "$perfc" dojo --replay "$dir/$a.jsonl" | grep -q "as recorded"
+done
+# a GPU target: states and legal moves (bind among them) with no GPU needed
+printf '%s\n' '{"cmd":"reset","file":"'"$root"'/stdlib/gemm.pdl","kernel":"gemm","target":"sm_90","sizes":{"M":256,"N":256,"K":256}}' \
+  '{"cmd":"actions"}' '{"cmd":"step","action":"bind(i, block.x)"}' '{"cmd":"close"}' |
+  "$perfc" dojo --no-db > "$dir/gpu.jsonl"
+grep -q '"move":"bind(i, block.x)"' "$dir/gpu.jsonl"
+grep -q '"legal":true' "$dir/gpu.jsonl"
+# bad command lines
+if "$perfc" dojo --agent beam 2>/dev/null; then exit 1; fi
+if "$perfc" dojo --agent chess "$root/stdlib/gemm.pdl" -k gemm -D M=8 -D N=8 -D K=8 --no-db 2>/dev/null; then exit 1; fi
+if "$perfc" dojo --replay "$dir/none.jsonl" 2>/dev/null; then exit 1; fi
+if "$perfc" dojo -D M 2>/dev/null; then exit 1; fi
+echo ok
