@@ -522,6 +522,33 @@ static bool crt_download(RtDevice *dev, void *dst, const void *src, size_t bytes
     return gpu_sync(g, d) && gpu_download(g, dst, (CUdeviceptr)(uintptr_t)src, bytes, d);
 }
 
+/* Poison filled by the GPU, queued on the stream the runs use (so it lands before
+ * the next run and outside its events).  The patterns are NaNs for floats (f64: the
+ * 32-bit word 0x7ff80000 twice, a quiet NaN), INT32_MIN for i32, 0x80000000 twice
+ * for i64 (a large negative no kernel of ours writes by accident) and 0xa5 for
+ * bool, as rt_poison does on the host but for i64. */
+static bool crt_poison(RtDevice *dev, void *dst, DType t, int64_t n, Diags *d)
+{
+    GpuDevice *g = ((CudaRt *)dev->impl)->g;
+    const CudaDriver *cu = g->cu;
+    CUdeviceptr p = (CUdeviceptr)(uintptr_t)dst;
+    size_t bytes = (size_t)n * (size_t)dtype_bytes(t);
+    CUresult r;
+    switch (t) {
+    case DT_F64: r = cu->MemsetD32Async(p, 0x7ff80000u, bytes / 4, NULL); break;
+    case DT_F32: r = cu->MemsetD32Async(p, 0x7fc00000u, bytes / 4, NULL); break;
+    case DT_F16: r = cu->MemsetD16Async(p, 0x7e00, bytes / 2, NULL); break;
+    case DT_BF16: r = cu->MemsetD16Async(p, 0x7fc0, bytes / 2, NULL); break;
+    case DT_I32:
+    case DT_I64: r = cu->MemsetD32Async(p, 0x80000000u, bytes / 4, NULL); break;
+    case DT_BOOL: r = cu->MemsetD8Async(p, 0xa5, bytes, NULL); break;
+    default:
+        diag_plain(d, DIAG_ERROR, "internal error: no poison for dtype %s", dtype_name(t));
+        return false;
+    }
+    return cuda_check(r, "cuMemsetAsync (poison)", d);
+}
+
 static RtExec *crt_compile(RtDevice *dev, const Kernel *k, const char *target, Diags *d)
 {
     CudaRt *c = dev->impl;
@@ -717,6 +744,7 @@ RtDevice *rt_cuda_open(const char *target, Diags *d)
     dev->free = crt_free;
     dev->upload = crt_upload;
     dev->download = crt_download;
+    dev->poison = crt_poison;
     dev->compile = crt_compile;
     dev->library = crt_library;
     dev->run = crt_run;

@@ -66,6 +66,8 @@ const CudaDriver *cuda_driver(char *why, size_t n)
             S(MemcpyDtoH, "cuMemcpyDtoH_v2", "cuMemcpyDtoH");
             S(MemsetD32, "cuMemsetD32_v2", "cuMemsetD32");
             S(MemsetD32Async, "cuMemsetD32Async", NULL);
+            S(MemsetD16Async, "cuMemsetD16Async", NULL);
+            S(MemsetD8Async, "cuMemsetD8Async", NULL);
             S(EventCreate, "cuEventCreate", NULL);
             S(EventDestroy, "cuEventDestroy_v2", "cuEventDestroy");
             S(EventRecord, "cuEventRecord", NULL);

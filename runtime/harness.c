@@ -261,17 +261,25 @@ static bool check_watch(H *h, const Watch *w, int nw, const char *when, double *
 }
 
 /* Poisons the watched buffers (and k's temporaries when kernel_run). */
+/* Poisons every watched output, and for a kernel run every temporary: on the
+ * device itself where it can (a GPU's memset), else by uploading the pattern. */
 static bool poison(H *h, const Watch *w, int nw, bool kernel_run)
 {
+    RtDevice *dev = h->dev;
     for (int i = 0; i < nw; i++)
-        if (!h->dev->upload(h->dev, w[i].dev, w[i].poison, (size_t)w[i].n * (size_t)dtype_bytes(w[i].t),
-                            h->d))
+        if (!(dev->poison ? dev->poison(dev, w[i].dev, w[i].t, w[i].n, h->d)
+                          : dev->upload(dev, w[i].dev, w[i].poison, (size_t)w[i].n * (size_t)dtype_bytes(w[i].t),
+                                        h->d)))
             return !(h->device_error = true);
     if (kernel_run)
-        for (int i = 0; i < h->ns; i++)
-            if (h->s[i].b->kind == BUF_TEMP &&
-                !h->dev->upload(h->dev, h->s[i].dev, h->s[i].poison, h->s[i].bytes, h->d))
+        for (int i = 0; i < h->ns; i++) {
+            const Buffer *b = h->s[i].b;
+            if (b->kind != BUF_TEMP)
+                continue;
+            if (!(dev->poison ? dev->poison(dev, h->s[i].dev, b->dtype, h->s[i].n, h->d)
+                              : dev->upload(dev, h->s[i].dev, h->s[i].poison, h->s[i].bytes, h->d)))
                 return !(h->device_error = true);
+        }
     return true;
 }
 

@@ -120,6 +120,11 @@ struct RtDevice {
     void (*free)(RtDevice *dev, void *p);
     bool (*upload)(RtDevice *dev, void *dst, const void *src, size_t bytes, Diags *d);
     bool (*download)(RtDevice *dev, void *dst, const void *src, size_t bytes, Diags *d);
+    /* Optional (NULL: the harness uploads rt_poison's pattern): fills n elements of
+     * dtype t at dst with a poison the kernel never produces, on the device itself.
+     * A GPU fills half a gigabyte of attention scores in a fraction of a millisecond
+     * where an upload over PCIe takes a fifth of a second per run. */
+    bool (*poison)(RtDevice *dev, void *dst, DType t, int64_t n, Diags *d);
     /* Compiles the kernel for target.  The harness times this call (compile_ms). */
     RtExec *(*compile)(RtDevice *dev, const Kernel *k, const char *target, Diags *d);
     /* The library `lib` ("openblas", "cublas") doing g.  Its buffers at run time are

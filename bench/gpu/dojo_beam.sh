@@ -6,18 +6,18 @@
 # `perfc --run` (three times each, median).  Also checks, on the GPU, that 30
 # random moves measured after each stay valid and that the recorded game replays.
 #
-# Runs from the repository root on the device machine with carry/dojo/perfc.xz, a
+# Runs from the repository root on the device machine with carry/gpu/perfc.xz, a
 # static perfc built on the development machine:
 #   cmake -S . -B build-static -DCMAKE_BUILD_TYPE=Release -DPERFC_LLVM_STATIC=ON -DPERFC_TESTS=OFF
 #   cmake --build build-static -j2 --target perfc
-#   mkdir -p carry/dojo && xz -T2 -c build-static/perfc > carry/dojo/perfc.xz
-# then: run(command="bash bench/gpu/dojo_beam.sh", carry=["carry/dojo"]).  Logs in $OUT.
+#   mkdir -p carry/gpu && xz -T2 -c build-static/perfc > carry/gpu/perfc.xz
+# then: run(command="bash bench/gpu/dojo_beam.sh", carry=["carry/gpu"]).  Logs in $OUT.
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 O=${OUT:-/tmp/dojo_gpu}
 N=${N:-4096} BUDGET=${BUDGET:-200} T=${TARGET:-sm_90}
 mkdir -p "$O" /tmp/pf
-xz -dc carry/dojo/perfc.xz > /tmp/pf/perfc && chmod +x /tmp/pf/perfc
+xz -dc carry/gpu/perfc.xz > /tmp/pf/perfc && chmod +x /tmp/pf/perfc
 P=/tmp/pf/perfc
 sizes="-D M=$N -D N=$N -D K=$N"
 rc=0

@@ -5,7 +5,7 @@
 # linear layer (Y = X W^T), and stdlib attention and causal attention at S = 4096,
 # with the golden reference each used and its seconds (--verbose).  Bar: under 5 s
 # in all on an H100/H200.  It builds nothing: perfc is the static binary carried as
-# carry/golden/perfc.xz (or PERFC=path).  Logs go to $OUT.
+# carry/gpu/perfc.xz (or PERFC=path).  Logs go to $OUT.
 #
 #   bench/gpu/golden_scale.sh [target] [extra perfc args...]
 #   SMALL=1 PERFC=build/perfc bench/gpu/golden_scale.sh host   # smoke test on the CPU, small sizes
@@ -16,7 +16,7 @@ O=${OUT:-/tmp/golden_scale}
 mkdir -p "$O"
 if [ -z "${PERFC:-}" ]; then
   mkdir -p /tmp/pf
-  xz -dc carry/golden/perfc.xz > /tmp/pf/perfc && chmod +x /tmp/pf/perfc
+  xz -dc carry/gpu/perfc.xz > /tmp/pf/perfc && chmod +x /tmp/pf/perfc
   PERFC=/tmp/pf/perfc
 fi
 target=${1:-sm_90}

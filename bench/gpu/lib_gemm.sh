@@ -2,7 +2,7 @@
 # GPU check of `perfc lib` (docs/library.md): a library built with GPU code, called
 # from C on device pointers and from PyTorch on CUDA tensors, against the same
 # kernel under `perfc --run`.  Run from the repository root on the GPU machine with
-# the carried folder carry/lib (perfc.xz: perfc built with -DPERFC_LLVM_STATIC=ON):
+# the carried folder carry/gpu (perfc.xz: perfc built with -DPERFC_LLVM_STATIC=ON):
 #
 #   bash bench/gpu/lib_gemm.sh            # logs and lib_gemm.json in $OUT (default /tmp/lib_gemm)
 #
@@ -16,7 +16,7 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 O=${OUT:-/tmp/lib_gemm}
 W=/tmp/lib_gemm_work
 mkdir -p "$O" "$W"
-xz -dc carry/lib/perfc.xz > "$W/perfc" && chmod +x "$W/perfc"
+xz -dc carry/gpu/perfc.xz > "$W/perfc" && chmod +x "$W/perfc"
 P=$W/perfc
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader | tee "$O/gpu.txt"
 CC_=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .')

@@ -16,8 +16,8 @@
 #
 #   here:   cmake -S . -B build-static -DCMAKE_BUILD_TYPE=Release -DPERFC_LLVM_STATIC=ON
 #           cmake --build build-static -j2 --target perfc
-#           mkdir -p carry/tune_model && xz -T2 -c build-static/perfc > carry/tune_model/perfc.xz
-#   device: bench/gpu/tune_model.sh train      (carry: carry/tune_model)
+#           mkdir -p carry/gpu && xz -T2 -c build-static/perfc > carry/gpu/perfc.xz
+#   device: bench/gpu/tune_model.sh train      (carry: carry/gpu)
 #           bench/gpu/tune_model.sh measure    (logs and the table under $OUT)
 #
 # BUDGET (default 48, the tuner's default) and REPS (default 1) may be set.
@@ -32,7 +32,7 @@ REPS=${REPS:-1}
 T=${TARGET:-sm_90a}
 mkdir -p "$WORK" "$OUT"
 P=$WORK/perfc
-[ -x "$P" ] || { xz -dc carry/tune_model/perfc.xz > "$P" && chmod +x "$P"; }
+[ -x "$P" ] || { xz -dc carry/gpu/perfc.xz > "$P" && chmod +x "$P"; }
 base=$WORK/base.db
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader || true
 
