@@ -74,6 +74,28 @@ Kernel *xt_lower(XtFile *f, const char *kname, const char *defs, int64_t dflt)
     return k;
 }
 
+Kernel *xt_lower_scheduled(XtFile *f, const char *kname, const char *defs, const char *target)
+{
+    Kernel *k = xt_lower(f, kname, defs, 0);
+    if (!k)
+        return NULL;
+    Diags d;
+    diag_init(&d);
+    for (int i = 0; i < f->prog->nschedules; i++) {
+        const AstSchedule *s = f->prog->schedules[i];
+        if (strcmp(s->kernel, k->name) || !schedule_matches_target(s->target, target))
+            continue;
+        if (!schedule_apply(k, s, NULL, 0, &d)) {
+            diag_flush(&d, stderr);
+            ir_free(k);
+            k = NULL;
+            break;
+        }
+    }
+    diag_free(&d);
+    return k;
+}
+
 bool xt_schedule(Kernel *k, const char *text, Diags *d)
 {
     Arena *a = arena_new();
