@@ -99,6 +99,8 @@ typedef struct TuneEntry {
 typedef struct TuneResult {
     int status;             /* exit status (DESIGN.md) */
     bool from_db;           /* the winner came from the database */
+    TuneStatus found;       /* the search state the database held for the key at the start */
+    int resumed;            /* measurements taken from an interrupted search, not re-measured */
     TuneKey key;
     double space_size;
     int generated, pruned, measured, invalid, failed;
