@@ -21,7 +21,7 @@ bool xt_open(XtFile *f, const char *path)
         return false;
     }
     f->arena = arena_new();
-    f->src.path = path;
+    f->src.path = arena_strdup(f->arena, path); /* diagnostics print it long after */
     f->src.text = f->text;
     f->src.len = len;
     Diags d;
