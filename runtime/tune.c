@@ -1306,7 +1306,9 @@ report:
     /* The search completed: final when its winner held on fresh inputs (a search
      * that found nothing valid is complete too); otherwise it is left to be resumed. */
     if (T->db && searched) {
-        TuneStatus end = !T->best || (rc == 0 && res->has_final && res->final.valid) ? TUNE_FINAL : TUNE_INTERRUPTED;
+        TuneStatus end = res->interrupted ? TUNE_INTERRUPTED
+                         : !T->best || (rc == 0 && res->has_final && res->final.valid) ? TUNE_FINAL
+                                                                                      : TUNE_INTERRUPTED;
         Diags q;
         diag_init(&q);
         if (!tunedb_search_end(T->db, &T->key, end, &q) && !o->quiet)

@@ -101,6 +101,9 @@ typedef struct TuneResult {
     bool from_db;           /* the winner came from the database */
     TuneStatus found;       /* the search state the database held for the key at the start */
     int resumed;            /* measurements taken from an interrupted search, not re-measured */
+    bool interrupted;       /* set by whatever stops the search before it is done (Ctrl-C):
+                             * the database then records the search as interrupted, so the
+                             * next run resumes it instead of serving its best so far */
     TuneKey key;
     double space_size;
     int generated, pruned, measured, invalid, failed;
