@@ -609,6 +609,24 @@ static void rows_under(TuneDb *t, const TuneKey *key, bool *any, bool *final)
     sqlite3_finalize(s);
 }
 
+/* Whether process pid of this host has ended: no such process, or a zombie that its
+ * parent has not reaped yet (it runs no more code either). */
+static bool process_gone(int64_t pid)
+{
+    if (pid <= 0 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH))
+        return true;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%lld/stat", (long long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false; /* no /proc: alive as far as kill() can tell */
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *close = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+    return close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X');
+}
+
 TuneStatus tunedb_search_status(TuneDb *t, const TuneKey *key, TuneSearch *out)
 {
     TuneSearch x;
@@ -651,8 +669,7 @@ TuneStatus tunedb_search_status(TuneDb *t, const TuneKey *key, TuneSearch *out)
          * row from another host that has not moved for a day, will never end it */
         char host[64];
         host_name(host, sizeof host);
-        bool gone = !strcmp(host, x.host) ? (x.pid <= 0 || (kill((pid_t)x.pid, 0) != 0 && errno == ESRCH))
-                                          : (double)time(NULL) - x.updated > TUNEDB_STALE_S;
+        bool gone = !strcmp(host, x.host) ? process_gone(x.pid) : (double)time(NULL) - x.updated > TUNEDB_STALE_S;
         if (gone)
             x.status = TUNE_INTERRUPTED;
     }
@@ -746,6 +763,24 @@ bool tunedb_search_end(TuneDb *t, const TuneKey *key, TuneStatus status, Diags *
     no_sqlite(d);
     return false;
 }
+/* Whether process pid of this host has ended: no such process, or a zombie that its
+ * parent has not reaped yet (it runs no more code either). */
+static bool process_gone(int64_t pid)
+{
+    if (pid <= 0 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH))
+        return true;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%lld/stat", (long long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false; /* no /proc: alive as far as kill() can tell */
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *close = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+    return close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X');
+}
+
 TuneStatus tunedb_search_status(TuneDb *t, const TuneKey *key, TuneSearch *out)
 {
     (void)t, (void)key;
