@@ -160,7 +160,7 @@ static void minimise(Seq *s, int t, int kind)
         char *dropped = s->steps[i];
         memmove(s->steps + i, s->steps + i + 1, sizeof(char *) * (size_t)(s->n - i - 1));
         s->n--;
-        char why[1024];
+        char why[2048];
         if (check_all(s, t, why, sizeof why) == kind) {
             free(dropped);
         } else {
@@ -178,7 +178,7 @@ static void report(Seq *s, int t, int kind, const char *why)
     g_fails++;
     printf("FAIL: %s\n", why);
     minimise(s, t, kind);
-    char w2[1024] = "";
+    char w2[2048] = "";
     bool again = check_all(s, t, w2, sizeof w2) != PASS;
     xo_case_free(s->c);
     s->c = NULL;
@@ -217,8 +217,13 @@ static void run_batch(Seq *b, int n)
             int t = 0;
             while (!((b[i].c->failed >> t) & 1))
                 t++;
-            char why[600];
-            snprintf(why, sizeof why, "%s", b[i].c->why);
+            char why[2600];
+            int at = snprintf(why, sizeof why, "%s [wrong on:", b[i].c->why);
+            for (int u = 0; u < xo_ntargets; u++)
+                if ((b[i].c->failed >> u) & 1 && at < (int)sizeof why)
+                    at += snprintf(why + at, sizeof why - (size_t)at, " %s;", xo_targets[u].name);
+            if (at < (int)sizeof why)
+                snprintf(why + at, sizeof why - (size_t)at, "]");
             report(&b[i], t, WRONG, why);
         }
         free_seq(&b[i]);
@@ -294,7 +299,7 @@ static int run_regressions(const char *root)
             char *sched = bar + 1;
             sched[strcspn(sched, "\n")] = 0;
             s->steps[s->n++] = xstrdup(sched);
-            char why[1024];
+            char why[2048];
             count++;
             if (!st->ref || check_inproc(s, nb, why, sizeof why) != PASS) {
                 printf("FAIL: regression %s  %s\n", line, st->ref ? why : "unknown kernel");
@@ -473,7 +478,7 @@ int main(int argc, char **argv)
         /* every other sequence also runs on a cross target, the four in turn */
         s->cross = q % 2 ? 1 + ncross++ % (xo_ntargets - 1) : 0;
         crossed += s->cross && xo_available(s->cross);
-        char why[1024];
+        char why[2048];
         int r = check_inproc(s, nb, why, sizeof why);
         if (r != PASS) {
             report(s, -1, r, why);

@@ -131,6 +131,9 @@ void xo_case_free(XoCase *c)
  * the interpreter's; appends to why and returns false on a mismatch. */
 static bool check_output(XoCase *c, int ob, const double *got, const char *where)
 {
+    /* the first failure of a case is the one reported */
+    char scratch[sizeof c->why];
+    char *why = c->failed ? scratch : c->why;
     const Kernel *k = c->k;
     const Buffer *b = k->bufs[ob];
     int r = ref_index(c->ref, b);
@@ -146,7 +149,7 @@ static bool check_output(XoCase *c, int ob, const double *got, const char *where
         if (!isfinite(want[j]))
             continue; /* the interpreter's own non-finite values (none on these inputs) */
         if (!isfinite(got[j])) {
-            snprintf(c->why, sizeof c->why, "%s: %s[%lld] is %g, expected %.9g (not written, or not finite)", where,
+            snprintf(why, sizeof c->why, "%s: %s[%lld] is %g, expected %.9g (not written, or not finite)", where,
                      b->name, (long long)j, got[j], want[j]);
             return false;
         }
@@ -160,7 +163,7 @@ static bool check_output(XoCase *c, int ob, const double *got, const char *where
     }
     double e = den > 0 ? sqrt(num / den) : sqrt(num);
     if (!(e <= c->tol)) {
-        snprintf(c->why, sizeof c->why, "%s: %s relative error %.3g > tolerance %.3g (%s); worst %s[%lld] = %.9g, expected %.9g",
+        snprintf(why, sizeof c->why, "%s: %s relative error %.3g > tolerance %.3g (%s); worst %s[%lld] = %.9g, expected %.9g",
                  where, b->name, e, c->tol, c->tol_why, b->name, (long long)worst_at, got[worst_at], want[worst_at]);
         return false;
     }
@@ -287,8 +290,8 @@ static int hexval(int ch) { return ch >= 'a' ? ch - 'a' + 10 : ch - '0'; }
 
 static void fail_case(XoCase *c, int t, const char *fmt, const char *arg)
 {
-    if (!(c->failed & (1u << t))) {
-        char msg[400];
+    if (!c->failed) {
+        char msg[1100];
         snprintf(msg, sizeof msg, fmt, arg);
         snprintf(c->why, sizeof c->why, "object for %s: %s", xo_targets[t].name, msg);
     }

@@ -30,7 +30,7 @@ typedef struct XoCase {
     size_t *bytes;    /* per buffer of k */
     double tol;       /* the harness's tolerance for ref */
     char tol_why[96];
-    char why[512];    /* the first failure */
+    char why[1400];   /* the first failure */
     unsigned failed;  /* bit t: failed on xo_targets[t]; bit 31: the JIT */
 } XoCase;
 
