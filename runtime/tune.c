@@ -44,6 +44,7 @@ typedef struct Cand {
     char *why;                   /* pruned or refused: the reason */
     /* filled by the measurement */
     bool measured, valid;
+    bool stored;                 /* measured by an interrupted search and read back */
     int status;
     double median, min, max, gflops, rel_error;
     char *params, *sched, *ir;
@@ -610,6 +611,7 @@ static bool resume_from_store(Tuner *T, Cand *x, const ParamChoice *ch)
         if (strcmp(y->params, x->params) || strcmp(y->sched, sched))
             continue;
         x->measured = true;
+        x->stored = true;
         x->valid = y->valid;
         x->status = y->status;
         x->median = y->median;
@@ -907,6 +909,7 @@ static void entry_from(TuneEntry *e, const Cand *c)
     e->min_ms = c->min;
     e->max_ms = c->max;
     e->gflops = c->gflops;
+    e->stored = c->stored;
 }
 
 void tune_result_free(TuneResult *r)
@@ -954,8 +957,9 @@ static void report(const Tuner *T, const TuneResult *res, const char *db_path, F
             fprintf(tf, "top %d      %-4s %10s %10s %10s %9s  %s\n", res->ntop, "rank", "median ms", "min", "max",
                     "GFLOP/s", "parameters");
             for (int i = 0; i < res->ntop; i++)
-                fprintf(tf, "           %-4d %10.4g %10.4g %10.4g %9.4g  %s\n", i + 1, res->top[i].median_ms,
-                        res->top[i].min_ms, res->top[i].max_ms, res->top[i].gflops, res->top[i].params);
+                fprintf(tf, "           %-4d %10.4g %10.4g %10.4g %9.4g  %s%s\n", i + 1, res->top[i].median_ms,
+                        res->top[i].min_ms, res->top[i].max_ms, res->top[i].gflops, res->top[i].params,
+                        res->top[i].stored ? "   [stored]" : "");
         }
     }
     if (res->has_final) {
@@ -1158,6 +1162,7 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
             res->top[0].min_ms = best.min_ms;
             res->top[0].max_ms = best.max_ms;
             res->top[0].gflops = best.gflops;
+            res->top[0].stored = true;
             res->ntop = 1;
             rc = 0;
             diag_free(&q);

@@ -94,6 +94,7 @@ typedef struct TuneEntry {
     char *params;           /* "TI=4 TJ=64" */
     char *schedule;         /* schedule_print text */
     double median_ms, min_ms, max_ms, gflops;
+    bool stored;            /* times read back from an interrupted search, not measured in this run */
 } TuneEntry;
 
 typedef struct TuneResult {
