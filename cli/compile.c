@@ -148,6 +148,11 @@ int compile_kernel(Compilation *c)
     po.nschedules = c->nscheds;
     po.dump_after = c->o->dump_after;
     po.dump = &dump;
+    /* Moves listed by --actions are appended as -s statements, which apply before
+     * `simplify`: list them on that kernel, or a one-trip loop that simplify removes
+     * would change the names and nesting the moves refer to. */
+    if (c->o->actions)
+        po.stop_after = "schedule";
     if (c->o->dump_after) {
         bool known = !strcmp(c->o->dump_after, "all");
         for (int i = 0; pipeline_pass_name(i); i++)

@@ -93,6 +93,7 @@ static void tune_usage(FILE *f)
 typedef struct ShowCtx {
     bool all, export;
     int n;
+    TuneDb *db; /* for the state of each key's search */
 } ShowCtx;
 
 static void show_row(void *ctx, const TuneRecord *r)
@@ -108,6 +109,9 @@ static void show_row(void *ctx, const TuneRecord *r)
                r->key.target, r->key.threads, r->key.device, when);
         printf("# median %.4g ms, %.4g GFLOP/s, relative error %.2e; key %s\n", r->median_ms, r->gflops,
                r->rel_error, r->key.id);
+        TuneStatus st = tunedb_search_status(s->db, &r->key, NULL);
+        if (st != TUNE_FINAL)
+            printf("# search %s: the best so far, not the winner of a finished search\n", tune_status_name(st));
         StrBuf b = {0};
         tune_block(r->key.kernel, r->key.target, r->schedule, &b);
         fputs(b.s, stdout);
@@ -117,8 +121,9 @@ static void show_row(void *ctx, const TuneRecord *r)
                r->key.kernel, r->key.shape, r->key.target, r->key.threads, r->median_ms, r->gflops,
                r->valid ? "valid" : "INVALID", r->final ? " final" : "", when, r->params);
     } else {
-        printf("%-16s %-14s %-24s %-7s t%-2d %10.4g ms %9.4g GF/s  %s  %s\n", r->key.id, r->key.kernel, r->key.shape,
-               r->key.target, r->key.threads, r->median_ms, r->gflops, when, r->params);
+        printf("%-16s %-14s %-24s %-7s t%-2d %10.4g ms %9.4g GF/s  %s  %-11s  %s\n", r->key.id, r->key.kernel,
+               r->key.shape, r->key.target, r->key.threads, r->median_ms, r->gflops, when,
+               tune_status_name(tunedb_search_status(s->db, &r->key, NULL)), r->params);
     }
     s->n++;
 }
@@ -170,12 +175,13 @@ int cli_tune_main(int argc, char **argv)
     diag_init(&d);
     TuneDb *t = tunedb_open(path, &d);
     int rc = 0;
+    s.db = t;
     if (!t) {
         rc = 1;
     } else {
         if (show && !s.all)
-            printf("%-16s %-14s %-24s %-7s %-3s %13s %14s  %-19s  %s\n", "key", "kernel", "shape", "target", "thr",
-                   "best median", "", "measured (UTC)", "parameters");
+            printf("%-16s %-14s %-24s %-7s %-3s %13s %14s  %-19s  %-11s  %s\n", "key", "kernel", "shape", "target",
+                   "thr", "best median", "", "measured (UTC)", "search", "parameters");
         int n = tunedb_foreach(t, s.all && !s.export, kernel, show_row, &s, &d);
         if (n < 0)
             rc = 1;

@@ -8,6 +8,8 @@
  * right-hand side and never over a left-hand index, masks that are comparisons,
  * one defining statement per tensor.  It keeps going after an error so one run
  * reports as many independent problems as it can, and it never exits. */
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -850,6 +852,42 @@ static bool order_stmts(Sema *S)
 
 /* ---- kernels ---- */
 
+
+/* A pad value must be one the tensor's dtype holds: reads outside the tensor yield
+ * it, and the interpreter (f64) and the generated code (the storage type) would
+ * otherwise disagree about what they read.  Whole numbers within range for i32; for
+ * floats, a finite value that does not round to infinity or to zero (inf and -inf
+ * are held by every float type). */
+static void check_pad(Sema *S, const AstTensor *t)
+{
+    double v = t->pad_value;
+    const char *dt = dtype_name(t->dtype);
+    if (!dtype_is_float(t->dtype)) {
+        if (isnan(v) || isinf(v) || v != floor(v) || v < (double)INT32_MIN || v > (double)INT32_MAX)
+            diag_error(S->d, t->pad_span,
+                       "pad(%.15g) cannot be held by %s tensor %s: its pad value must be a whole number from %d "
+                       "to %d",
+                       v, dt, t->name, INT32_MIN, INT32_MAX);
+        return;
+    }
+    if (isinf(v) || v == 0)
+        return;
+    double held;
+    switch (t->dtype) {
+    case DT_F16: held = (double)f16_bits_to_f32(f32_to_f16_bits((float)v)); break;
+    case DT_BF16: held = (double)bf16_bits_to_f32(f32_to_bf16_bits((float)v)); break;
+    case DT_F32: held = (double)(float)v; break;
+    default: held = v; break;
+    }
+    if (isinf(held))
+        diag_error(S->d, t->pad_span,
+                   "pad(%.15g) cannot be held by %s tensor %s: it is beyond the largest finite %s (write "
+                   "pad(inf) or pad(-inf) for an infinite pad)",
+                   v, dt, t->name, dt);
+    else if (held == 0)
+        diag_error(S->d, t->pad_span, "pad(%.15g) cannot be held by %s tensor %s: it rounds to 0 in %s", v, dt, t->name,
+                   dt);
+}
 static bool check_kernel(Sema *S)
 {
     Program *p = S->prog;
@@ -877,6 +915,8 @@ static bool check_kernel(Sema *S)
             diag_error(d, t->span, "tensor %s has the name of a size parameter", t->name);
         for (int r = 0; r < t->rank; r++)
             check_size(S, t->shape[r], "a shape");
+        if (t->has_pad)
+            check_pad(S, t);
     }
 
     /* Defining statements; temporaries come into being here. */

@@ -124,6 +124,8 @@ bool pipeline_run(Kernel *k, const PipelineOpts *o, Diags *d)
             sb_printf(o->dump, "; after %s\n", passes[i].name);
             ir_print_kernel(k, o->dump);
         }
+        if (o->stop_after && strcmp(o->stop_after, passes[i].name) == 0)
+            break;
     }
     return true;
 }

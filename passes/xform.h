@@ -110,6 +110,10 @@ typedef struct PipelineOpts {
     int nchoices;
     const char *dump_after;              /* a pass name, "all", or NULL */
     StrBuf *dump;                        /* receives `; after PASS` and the IR */
+    const char *stop_after;              /* a pass name: the passes after it do not run
+                                          * (--actions lists moves on the kernel that a
+                                          * further -s statement would be applied to,
+                                          * which is the kernel before `simplify`) */
 } PipelineOpts;
 /* Runs the post-lowering passes in their fixed order, verifying the IR after each.
  * Returns false with diagnostics on a refused schedule or a verifier failure. */

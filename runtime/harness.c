@@ -688,7 +688,9 @@ int rt_evaluate(RtDevice *dev, const Kernel *k, const Kernel *u, const RunOption
     if (!rt_analyse(h->u, &r->work, d))
         return EXIT_RUNTIME;
     r->tol_dtype = rt_tolerance_dtype(h->u);
-    r->tolerance = rt_tolerance(r->tol_dtype, r->work.reduce_len);
+    r->tolerance = rt_tolerance_why(r->tol_dtype, r->work.reduce_len, r->tol_note, sizeof r->tol_note);
+    if (h->o.verbose && r->tol_note[0])
+        fprintf(stderr, "perfc: tolerance %g (%s): %s\n", r->tolerance, dtype_name(r->tol_dtype), r->tol_note);
     if (!map_buffers(h)) {
         rc = EXIT_USAGE;
         goto out;

@@ -108,11 +108,15 @@ void rt_report_human(const RtResult *r, FILE *f)
         fprintf(f, "%-10s NO: %s\n", "valid", r->reason);
         fprintf(f, "%-10s golden %s, tolerance %.3g (%s), seed %llu\n", "", r->golden, r->tolerance,
                 dtype_name(r->tol_dtype), (unsigned long long)r->seed);
+        if (r->tol_note[0])
+            fprintf(f, "%-10s tolerance %s\n", "", r->tol_note);
         fprintf(f, "%-10s validation failed: no time is reported for a wrong kernel\n", "");
         return;
     }
     fprintf(f, "%-10s yes: relative error %.3g <= tolerance %.3g (%s, reduction length %lld)\n", "valid",
             r->rel_error, r->tolerance, dtype_name(r->tol_dtype), (long long)r->work.reduce_len);
+    if (r->tol_note[0])
+        fprintf(f, "%-10s tolerance %s\n", "", r->tol_note);
     char when[40] = "";
     if (r->measured_at > 0) {
         time_t t = (time_t)r->measured_at;
@@ -126,7 +130,11 @@ void rt_report_human(const RtResult *r, FILE *f)
                 r->checks, (unsigned long long)r->seed);
     }
     fprintf(f, "%-10s %.3g ms (reported apart from run times)\n", "compile", r->compile_ms);
-    print_stats_line(f, "time", &r->time);
+    if (when[0])
+        fprintf(f, "%-10s median %.4g ms   min %.4g   max %.4g   (%d reps)   [stored: measured %s, not now]\n",
+                "time", r->time.median, r->time.min, r->time.max, r->time.reps, when);
+    else
+        print_stats_line(f, "time", &r->time);
     if (when[0])
         fprintf(f, "%-10s times from the tuning database: measured %s, validated and every timed run checked then;\n"
                    "%-10s not re-timed now (PERFC_RETUNE=1 searches and times again)\n", "", when, "");
@@ -144,8 +152,9 @@ void rt_report_human(const RtResult *r, FILE *f)
     }
     char label[48];
     snprintf(label, sizeof label, "%s", r->base_name);
-    fprintf(f, "%-10s %s: median %.4g ms   min %.4g   max %.4g   (%d reps)   %.4g GFLOP/s\n", label, r->base_call,
-            r->base_time.median, r->base_time.min, r->base_time.max, r->base_time.reps, r->base_gflops);
+    fprintf(f, "%-10s %s: median %.4g ms   min %.4g   max %.4g   (%d reps)   %.4g GFLOP/s%s\n", label, r->base_call,
+            r->base_time.median, r->base_time.min, r->base_time.max, r->base_time.reps, r->base_gflops,
+            r->measured_at > 0 ? "   [stored]" : "");
     fprintf(f, "%-10s perfc / %s = %.3gx\n", "ratio", r->base_name, r->vs_baseline);
     if (r->base_note[0])
         fprintf(f, "%-10s %s\n", "", r->base_note);
@@ -281,6 +290,8 @@ void rt_report_json(const RtResult *r, FILE *f)
     jnum(f, r->tolerance);
     jkey(f, "tolerance_dtype", &first);
     jstr(f, dtype_name(r->tol_dtype));
+    jkey(f, "tolerance_note", &first);
+    jstr(f, r->tol_note[0] ? r->tol_note : NULL);
     jkey(f, "reduction_length", &first);
     fprintf(f, "%lld", (long long)r->work.reduce_len);
     jkey(f, "seed", &first);
@@ -296,6 +307,21 @@ void rt_report_json(const RtResult *r, FILE *f)
         jnum(f, r->measured_at);
     else
         fputs("null", f);
+    /* Times read back from the tuning database are marked as such: `measured` is
+     * false and `stored_at` says when they were measured (ISO 8601, UTC). */
+    jkey(f, "measured", &first);
+    fputs(r->measured_at > 0 ? "false" : "true", f);
+    jkey(f, "stored_at", &first);
+    if (r->measured_at > 0) {
+        char iso[40];
+        time_t t = (time_t)r->measured_at;
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        jstr(f, iso);
+    } else {
+        fputs("null", f);
+    }
     jkey(f, "flops", &first);
     jnum(f, r->work.flops);
     jkey(f, "flops_exact", &first);
@@ -359,6 +385,8 @@ void rt_report_json(const RtResult *r, FILE *f)
             fputs("null", f);
         jkey(f, "note", &bf2);
         jstr(f, r->base_note[0] ? r->base_note : NULL);
+        jkey(f, "measured", &bf2);
+        fputs(r->measured_at > 0 ? "false" : "true", f);
         fputc('}', f);
     }
     jkey(f, "vs_baseline", &first);

@@ -65,8 +65,12 @@ bool rt_analyse(const Kernel *k, RtWork *w, Diags *d);
  * outputs, the temporaries and the float casts in statement values.  DT_I32 when
  * the kernel holds no float at all (then results must match exactly). */
 DType rt_tolerance_dtype(const Kernel *k);
-/* The tolerance on the relative Frobenius error (docs/harness.md). */
+/* The tolerance on the relative Frobenius error (docs/harness.md): per dtype,
+ * scaled with the reduction length for f32, never above RT_TOL_CAP. */
+#define RT_TOL_CAP 1e-2
 double rt_tolerance(DType t, int64_t reduce_len);
+/* The same; why (cap bytes) receives the reason when the cap applied, else "". */
+double rt_tolerance_why(DType t, int64_t reduce_len, char *why, size_t cap);
 
 /* ---------------------------------------------------------------------------
  * runtime/machine.c: the machine a report names
@@ -290,6 +294,7 @@ typedef struct RtResult {
     double rel_error;     /* worst over every check, timed runs included */
     double tolerance;
     DType tol_dtype;
+    char tol_note[192];   /* why the tolerance is capped (rt_tolerance_why), or "" */
     char golden[64];      /* name of the reference */
     int checks;           /* fresh input sets validated */
     double compile_ms;

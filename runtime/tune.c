@@ -49,6 +49,7 @@ typedef struct Cand {
     char *why;                   /* pruned or refused: the reason */
     /* filled by the measurement */
     bool measured, valid;
+    bool stored;                 /* measured by an interrupted search and read back */
     int status;
     double median, min, max, gflops, rel_error;
     char *params, *sched, *ir;
@@ -77,6 +78,14 @@ typedef struct Tuner {
     TuneDb *db;
     TuneKey key;
     TuneResult *res;
+    /* the measurements of an interrupted search under this key, to resume it */
+    struct Stored {
+        char *params, *sched;
+        bool valid;
+        int status;
+        double median, min, max, gflops, rel_error, compile_ms;
+    } *stored;
+    int nstored, capstored;
     Cand *best;
     double t0;
     Kernel *fk, *fu;             /* the winner's final run, kept for the report */
@@ -618,6 +627,66 @@ static void note_reason(Tuner *T, const char *why)
     }
 }
 
+/* ---- resuming an interrupted search ---- */
+
+static void keep_stored(void *ctx, const TuneRecord *r)
+{
+    Tuner *T = ctx;
+    if (strcmp(r->key.id, T->key.id) || r->final)
+        return;
+    if (T->nstored == T->capstored) {
+        T->capstored = T->capstored ? 2 * T->capstored : 64;
+        T->stored = xrealloc(T->stored, sizeof *T->stored * (size_t)T->capstored);
+    }
+    struct Stored *x = &T->stored[T->nstored++];
+    x->params = xstrdup(r->params);
+    x->sched = xstrdup(r->schedule);
+    x->valid = r->valid;
+    x->status = r->status;
+    x->median = r->median_ms;
+    x->min = r->min_ms;
+    x->max = r->max_ms;
+    x->gflops = r->gflops;
+    x->rel_error = r->rel_error;
+    x->compile_ms = r->compile_ms;
+}
+
+/* A candidate that the interrupted search already measured takes its stored
+ * result (same key: same kernel, sizes, device, threads and perfc), so resuming
+ * costs no measurement twice.  Only the measurements: the winner is re-validated
+ * and re-timed by the final run as in any search. */
+static bool resume_from_store(Tuner *T, Cand *x, const ParamChoice *ch)
+{
+    if (!T->nstored)
+        return false;
+    StrBuf s = {0};
+    schedule_print(T->sp.t[x->t].s, ch, T->sp.t[x->t].nparams, &s);
+    const char *sched = s.s ? s.s : "";
+    for (int i = 0; i < T->nstored; i++) {
+        const struct Stored *y = &T->stored[i];
+        if (strcmp(y->params, x->params) || strcmp(y->sched, sched))
+            continue;
+        x->measured = true;
+        x->stored = true;
+        x->valid = y->valid;
+        x->status = y->status;
+        x->median = y->median;
+        x->min = y->min;
+        x->max = y->max;
+        x->gflops = y->gflops;
+        x->rel_error = y->rel_error;
+        x->compile_ms = y->compile_ms;
+        x->sched = s.s ? s.s : xstrdup("");
+        if (y->status == 2)
+            T->res->invalid++;
+        else if (y->status != 0)
+            T->res->failed++;
+        return true;
+    }
+    sb_free(&s);
+    return false;
+}
+
 /* Measures the prepared candidates of a batch, one at a time. */
 static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags *d)
 {
@@ -641,6 +710,21 @@ static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags
             x->x = NULL;
             ir_free(x->k);
             x->k = NULL;
+            continue;
+        }
+        ParamChoice ch[TUNE_MAX_PARAMS];
+        choices_of(T, x, ch);
+        if (resume_from_store(T, x, ch)) {
+            if (x->x)
+                T->dev->release(T->dev, x->x);
+            x->x = NULL;
+            ir_free(x->k);
+            x->k = NULL;
+            T->res->measured++;
+            T->res->resumed++;
+            if (x->valid && (!T->best || x->median < T->best->median))
+                T->best = x;
+            progress(T, x);
             continue;
         }
         if (!uk) {
@@ -694,8 +778,6 @@ static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags
         if (rc != 0 && rc != 2 && !T->o->quiet && q.text.s)
             fprintf(stderr, "\r\033[Kperfc: candidate %s failed: %s", x->params, q.text.s);
         diag_free(&q);
-        ParamChoice ch[TUNE_MAX_PARAMS];
-        choices_of(T, x, ch);
         StrBuf s = {0};
         schedule_print(T->sp.t[x->t].s, ch, T->sp.t[x->t].nparams, &s);
         x->sched = s.s ? s.s : xstrdup("");
@@ -1019,6 +1101,7 @@ static void entry_from(TuneEntry *e, const Cand *c)
     e->min_ms = c->min;
     e->max_ms = c->max;
     e->gflops = c->gflops;
+    e->stored = c->stored;
 }
 
 void tune_result_free(TuneResult *r)
@@ -1049,6 +1132,10 @@ static void report(const Tuner *T, const TuneResult *res, const char *db_path, F
                 T->sp.n == 1 ? "" : "s", T->sp.size);
         for (int i = 0; i < T->sp.n; i++)
             fprintf(tf, "%s%s", i ? "; " : ": ", T->sp.t[i].origin);
+        if (res->resumed)
+            fprintf(tf, "\nresumed    an interrupted search under key %s: %d of its measurements reused, not "
+                        "re-measured",
+                    T->key.id, res->resumed);
         fprintf(tf, "\nsearch     %s: %d measured, %d pruned before compiling, %d invalid, %d failed, %.1f s "
                     "(compiled on %d thread%s)\n",
                 T->sp.size <= (o->budget > 0 ? o->budget : 48) ? "exhaustive" : "evolutionary", res->measured,
@@ -1072,8 +1159,9 @@ static void report(const Tuner *T, const TuneResult *res, const char *db_path, F
             fprintf(tf, "top %d      %-4s %10s %10s %10s %9s  %s\n", res->ntop, "rank", "median ms", "min", "max",
                     "GFLOP/s", "parameters");
             for (int i = 0; i < res->ntop; i++)
-                fprintf(tf, "           %-4d %10.4g %10.4g %10.4g %9.4g  %s\n", i + 1, res->top[i].median_ms,
-                        res->top[i].min_ms, res->top[i].max_ms, res->top[i].gflops, res->top[i].params);
+                fprintf(tf, "           %-4d %10.4g %10.4g %10.4g %9.4g  %s%s\n", i + 1, res->top[i].median_ms,
+                        res->top[i].min_ms, res->top[i].max_ms, res->top[i].gflops, res->top[i].params,
+                        res->top[i].stored ? "   [stored]" : "");
         }
     }
     if (res->has_final) {
@@ -1224,7 +1312,7 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
     FILE *out = o->out ? o->out : stdout;
     int rc = 1;
     char *db_path = NULL;
-    bool own_dev = false;
+    bool own_dev = false, searched = false;
 
     Kernel *u = lower_kernel(in->prog, in->ast, in->values, in->bound, d);
     if (!u)
@@ -1289,7 +1377,8 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
      * times (an older database, or a baseline now asked for that was not then) is
      * re-timed as before. */
     TuneRecord best, fin;
-    if (T->db && !o->retune && tunedb_best(T->db, &T->key, &best)) {
+    res->found = T->db ? tunedb_search_status(T->db, &T->key, NULL) : TUNE_NONE;
+    if (T->db && !o->retune && res->found == TUNE_FINAL && tunedb_best(T->db, &T->key, &best)) {
         Diags q;
         diag_init(&q);
         AstSchedule *s = parse_stored(T, best.schedule, &q);
@@ -1310,6 +1399,7 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
             res->top[0].min_ms = best.min_ms;
             res->top[0].max_ms = best.max_ms;
             res->top[0].gflops = best.gflops;
+            res->top[0].stored = true;
             res->ntop = 1;
             rc = 0;
             diag_free(&q);
@@ -1325,6 +1415,24 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
         free(params);
         memset(&res->final, 0, sizeof res->final);
         res->has_final = false;
+        diag_free(&q);
+    }
+
+    /* A search under this key that did not finish (interrupted on purpose, or its
+     * process killed) is resumed, never served: its measurements are reused and
+     * the search goes on from there.  The state is `running` until the end. */
+    if (T->db) {
+        if (!o->retune && (res->found == TUNE_INTERRUPTED || res->found == TUNE_RUNNING)) {
+            Diags q;
+            diag_init(&q);
+            tunedb_foreach(T->db, true, T->key.kernel, keep_stored, T, &q);
+            diag_free(&q);
+        }
+        Diags q;
+        diag_init(&q);
+        searched = true;
+        if (!tunedb_search_begin(T->db, &T->key, &q) && !o->quiet)
+            fprintf(stderr, "perfc: warning: %s", q.text.s ? q.text.s : "cannot record the search state\n");
         diag_free(&q);
     }
 
@@ -1443,6 +1551,18 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
     }
 
 report:
+    /* The search completed: final when its winner held on fresh inputs (a search
+     * that found nothing valid is complete too); otherwise it is left to be resumed. */
+    if (T->db && searched) {
+        TuneStatus end = res->interrupted ? TUNE_INTERRUPTED
+                         : !T->best || (rc == 0 && res->has_final && res->final.valid) ? TUNE_FINAL
+                                                                                      : TUNE_INTERRUPTED;
+        Diags q;
+        diag_init(&q);
+        if (!tunedb_search_end(T->db, &T->key, end, &q) && !o->quiet)
+            fprintf(stderr, "perfc: warning: %s", q.text.s ? q.text.s : "cannot record the search state\n");
+        diag_free(&q);
+    }
     progress_emit(T->prog, &(ProgEvent){.phase = PROG_FINAL, .kind = PROG_DONE, .eta_s = -1});
     res->wall_s = now_seconds() - T->t0;
     res->status = rc;
@@ -1461,6 +1581,11 @@ done:
     }
     free(T->all);
     free(T->seen);
+    for (int i = 0; i < T->nstored; i++) {
+        free(T->stored[i].params);
+        free(T->stored[i].sched);
+    }
+    free(T->stored);
     free(T->reserve);
     tm_free(&T->model);
     if (T->fk)

@@ -100,6 +100,7 @@ typedef struct TuneEntry {
     char *params;           /* "TI=4 TJ=64" */
     char *schedule;         /* schedule_print text */
     double median_ms, min_ms, max_ms, gflops;
+    bool stored;            /* times read back from an interrupted search, not measured in this run */
 } TuneEntry;
 
 /* One measured candidate of a search, in order: for the best-so-far plot and the
@@ -113,6 +114,12 @@ typedef struct TunePoint {
 typedef struct TuneResult {
     int status;             /* exit status (DESIGN.md) */
     bool from_db;           /* the winner came from the database */
+    TuneStatus found;       /* the search state the database held for the key at the start */
+    int resumed;            /* measurements taken from an interrupted search, not re-measured */
+    bool interrupted;       /* stopped early (Ctrl-C: o->stop) with candidates left in the budget:
+                             * the best so far is reported and stored, and the database records
+                             * the search as interrupted, so the next run resumes it instead of
+                             * serving that best as final */
     TuneKey key;
     double space_size;
     int generated, pruned, measured, invalid, failed;
@@ -123,7 +130,6 @@ typedef struct TuneResult {
     char *best_ir;          /* ir_print_kernel of the winner as measured */
     RtResult final;         /* the winner on fresh inputs (valid when status 0) */
     bool has_final;
-    bool interrupted;       /* stopped early (o->stop) with candidates left in the budget */
     bool time_limited;      /* stopped by the time limit with candidates left */
     TunePoint *trace;       /* every measured candidate, in order */
     int ntrace;

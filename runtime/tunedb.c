@@ -9,13 +9,26 @@
 #include "tunedb.h"
 
 #include <errno.h>
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../lang/util.h"
+
+const char *tune_status_name(TuneStatus s)
+{
+    switch (s) {
+    case TUNE_RUNNING: return "running";
+    case TUNE_INTERRUPTED: return "interrupted";
+    case TUNE_FINAL: return "final";
+    default: return "none";
+    }
+}
 
 uint64_t tunedb_hash(const void *p, size_t n, uint64_t h)
 {
@@ -65,6 +78,9 @@ struct TuneDb {
     sqlite3 *db;
     sqlite3_stmt *best;
     char *path;
+    int64_t *warned; /* ids of rows ignored (and warned about) so far */
+    int nwarned, capwarned;
+    int ignored;
     /* strings of the last row handed out: [0] by tunedb_best, [1] by tunedb_final_of */
     char *str[2][3];
 };
@@ -103,7 +119,10 @@ static const char schema[] =
     " median_ms REAL, min_ms REAL, max_ms REAL, gflops REAL, compile_ms REAL,"
     " valid INTEGER NOT NULL, rel_error REAL, status INTEGER NOT NULL, final INTEGER NOT NULL,"
     " created REAL NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS measurement_key ON measurement(key, valid, median_ms);";
+    "CREATE INDEX IF NOT EXISTS measurement_key ON measurement(key, valid, median_ms);"
+    "CREATE TABLE IF NOT EXISTS search("
+    " key TEXT PRIMARY KEY, status TEXT NOT NULL, pid INTEGER NOT NULL, host TEXT NOT NULL,"
+    " started REAL NOT NULL, updated REAL NOT NULL);";
 
 /* Columns added after the first release of the file format; a database written by
  * an older perfc gains them on open (ALTER TABLE ... ADD COLUMN keeps its rows, which
@@ -201,7 +220,7 @@ TuneDb *tunedb_open(const char *path, Diags *d)
     }
     StrBuf q = {0};
     sb_printf(&q, "SELECT %s FROM measurement WHERE key = ?1 AND valid = 1 AND median_ms > 0 "
-                  "ORDER BY median_ms, final DESC, id LIMIT 1", cols);
+                  "ORDER BY median_ms, final DESC, id", cols);
     int rc = sqlite3_prepare_v2(t->db, q.s, -1, &t->best, NULL);
     sb_free(&q);
     if (rc != SQLITE_OK) {
@@ -219,6 +238,7 @@ void tunedb_close(TuneDb *t)
     sqlite3_finalize(t->best);
     sqlite3_close(t->db);
     free(t->path);
+    free(t->warned);
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 3; j++)
             free(t->str[i][j]);
@@ -288,19 +308,46 @@ static void copy_field(char *dst, size_t n, const char *src)
     snprintf(dst, n, "%s", src);
 }
 
-/* Reads the current row; strings point into the statement (valid until it steps). */
-static void read_row(sqlite3_stmt *s, TuneRecord *r)
+/* Reads the current row; strings point into the statement (valid until it steps).
+ * Returns NULL, or what is wrong with the row: a value of the wrong type, out of
+ * its range, a string too long for its field, or key fields that do not hash to
+ * the row's key (a row edited or damaged outside perfc).  Such a row is never used:
+ * a stored time read as a measurement would be reported as one. */
+static const char *read_row(sqlite3_stmt *s, TuneRecord *r)
 {
     memset(r, 0, sizeof *r);
     r->id = sqlite3_column_int64(s, 0);
-    copy_field(r->key.id, sizeof r->key.id, col_text(s, 1));
-    copy_field(r->key.kernel, sizeof r->key.kernel, col_text(s, 2));
-    copy_field(r->key.fingerprint, sizeof r->key.fingerprint, col_text(s, 3));
-    copy_field(r->key.shape, sizeof r->key.shape, col_text(s, 4));
-    copy_field(r->key.dtypes, sizeof r->key.dtypes, col_text(s, 5));
-    copy_field(r->key.target, sizeof r->key.target, col_text(s, 6));
-    copy_field(r->key.device, sizeof r->key.device, col_text(s, 7));
-    copy_field(r->key.version, sizeof r->key.version, col_text(s, 8));
+    static const struct {
+        int col;
+        size_t off, cap;
+    } texts[] = {
+        {1, offsetof(TuneKey, id), sizeof r->key.id},
+        {2, offsetof(TuneKey, kernel), sizeof r->key.kernel},
+        {3, offsetof(TuneKey, fingerprint), sizeof r->key.fingerprint},
+        {4, offsetof(TuneKey, shape), sizeof r->key.shape},
+        {5, offsetof(TuneKey, dtypes), sizeof r->key.dtypes},
+        {6, offsetof(TuneKey, target), sizeof r->key.target},
+        {7, offsetof(TuneKey, device), sizeof r->key.device},
+        {8, offsetof(TuneKey, version), sizeof r->key.version},
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        int c = texts[i].col;
+        if (sqlite3_column_type(s, c) != SQLITE_TEXT || (size_t)sqlite3_column_bytes(s, c) >= texts[i].cap)
+            return "a key field is not text of its size";
+        copy_field((char *)&r->key + texts[i].off, texts[i].cap, col_text(s, c));
+    }
+    for (int c = 9; c <= 22; c++) {
+        int ty = sqlite3_column_type(s, c);
+        bool integer = c == 9 || c == 17 || c == 19 || c == 20 || c == 22;
+        if (c == 10 || c == 11) {
+            if (ty != SQLITE_TEXT)
+                return "the schedule or its parameters are not text";
+        } else if (c == 22 && ty == SQLITE_NULL) {
+            /* reps: NULL in rows written before the column existed */
+        } else if (integer ? ty != SQLITE_INTEGER : ty != SQLITE_FLOAT && ty != SQLITE_INTEGER) {
+            return "a number column holds something else";
+        }
+    }
     r->key.threads = sqlite3_column_int(s, 9);
     r->schedule = col_text(s, 10);
     r->params = col_text(s, 11);
@@ -309,19 +356,83 @@ static void read_row(sqlite3_stmt *s, TuneRecord *r)
     r->max_ms = sqlite3_column_double(s, 14);
     r->gflops = sqlite3_column_double(s, 15);
     r->compile_ms = sqlite3_column_double(s, 16);
-    r->valid = sqlite3_column_int(s, 17) != 0;
+    int valid = sqlite3_column_int(s, 17), fin = sqlite3_column_int(s, 20);
+    r->valid = valid != 0;
     r->rel_error = sqlite3_column_double(s, 18);
     r->status = sqlite3_column_int(s, 19);
-    r->final = sqlite3_column_int(s, 20) != 0;
+    r->final = fin != 0;
     r->created = sqlite3_column_double(s, 21);
-    r->reps = sqlite3_column_int(s, 22);
+    sqlite3_int64 reps = sqlite3_column_int64(s, 22);
+    r->reps = (int)reps;
     r->base_call = col_text(s, 23);
     r->base_median_ms = sqlite3_column_double(s, 24);
     r->base_min_ms = sqlite3_column_double(s, 25);
     r->base_max_ms = sqlite3_column_double(s, 26);
     r->base_gflops = sqlite3_column_double(s, 27);
-    r->base_reps = sqlite3_column_int(s, 28);
+    sqlite3_int64 breps = sqlite3_column_int64(s, 28);
+    r->base_reps = (int)breps;
     r->features = col_text(s, 29);
+
+    TuneKey k = r->key;
+    tunekey_finish(&k);
+    if (strcmp(k.id, r->key.id))
+        return "its key fields do not hash to its key";
+    if ((valid != 0 && valid != 1) || (fin != 0 && fin != 1) || r->status < 0 || r->status > 3)
+        return "a flag or status out of range";
+    if (r->key.threads < 1 || r->key.threads > 1 << 20 || reps < 0 || reps > INT32_MAX)
+        return "a thread or repetition count out of range";
+    double now = (double)time(NULL);
+    if (!isfinite(r->created) || r->created < 946684800.0 || r->created > now + 86400)
+        return "its creation time is not a time";
+    if (!isfinite(r->compile_ms) || r->compile_ms < 0 || !isfinite(r->rel_error) || r->rel_error < 0)
+        return "a compile time or error out of range";
+    if (r->valid && !(isfinite(r->median_ms) && r->median_ms > 0 && isfinite(r->min_ms) && r->min_ms > 0 &&
+                      isfinite(r->max_ms) && r->min_ms <= r->median_ms && r->median_ms <= r->max_ms &&
+                      isfinite(r->gflops) && r->gflops >= 0))
+        return "its times are not ordered positive numbers";
+    if (sqlite3_column_type(s, 23) != SQLITE_NULL) {
+        if (sqlite3_column_type(s, 23) != SQLITE_TEXT || sqlite3_column_bytes(s, 23) >= 32)
+            return "the baseline call is not a short text";
+        for (int c = 24; c <= 28; c++)
+            if (c == 28 ? sqlite3_column_type(s, c) != SQLITE_INTEGER
+                        : sqlite3_column_type(s, c) != SQLITE_FLOAT && sqlite3_column_type(s, c) != SQLITE_INTEGER)
+                return "a baseline number column holds something else";
+        if (!(isfinite(r->base_median_ms) && r->base_median_ms > 0 && isfinite(r->base_min_ms) &&
+              r->base_min_ms > 0 && isfinite(r->base_max_ms) && r->base_min_ms <= r->base_median_ms &&
+              r->base_median_ms <= r->base_max_ms && isfinite(r->base_gflops) && r->base_gflops >= 0 &&
+              breps >= 0 && breps <= INT32_MAX))
+            return "its baseline times are not ordered positive numbers";
+    }
+    return NULL;
+}
+
+/* Warns (once per row and handle) that a row is ignored. */
+static void ignore_row(TuneDb *t, int64_t id, const char *why)
+{
+    for (int i = 0; i < t->nwarned; i++)
+        if (t->warned[i] == id)
+            return;
+    if (t->nwarned == t->capwarned) {
+        t->capwarned = t->capwarned ? 2 * t->capwarned : 16;
+        t->warned = xrealloc(t->warned, sizeof *t->warned * (size_t)t->capwarned);
+    }
+    t->warned[t->nwarned++] = id;
+    t->ignored++;
+    fprintf(stderr, "perfc: warning: tuning database %s: row %lld ignored: %s\n", t->path, (long long)id, why);
+}
+
+int tunedb_ignored(const TuneDb *t) { return t ? t->ignored : 0; }
+
+/* Steps s to the next row that passes read_row; false at the end. */
+static bool next_good_row(TuneDb *t, sqlite3_stmt *s, TuneRecord *r)
+{
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        const char *why = read_row(s, r);
+        if (!why)
+            return true;
+        ignore_row(t, r->id, why);
+    }
+    return false;
 }
 
 /* Copies the row's strings into slots (freeing what they held) and points the row
@@ -341,11 +452,10 @@ bool tunedb_best(TuneDb *t, const TuneKey *key, TuneRecord *out)
 {
     sqlite3_reset(t->best);
     sqlite3_bind_text(t->best, 1, key->id, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(t->best) != SQLITE_ROW) {
+    if (!next_good_row(t, t->best, out)) {
         sqlite3_reset(t->best);
         return false;
     }
-    read_row(t->best, out);
     keep_strings(t->str[0], out);
     sqlite3_reset(t->best);
     return true;
@@ -355,7 +465,7 @@ bool tunedb_final_of(TuneDb *t, const TuneKey *key, const char *schedule, TuneRe
 {
     StrBuf q = {0};
     sb_printf(&q, "SELECT %s FROM measurement WHERE key = ?1 AND schedule = ?2 AND final = 1 AND valid = 1"
-                  " AND median_ms > 0 ORDER BY id DESC LIMIT 1", cols);
+                  " AND median_ms > 0 ORDER BY id DESC", cols);
     sqlite3_stmt *s;
     int rc = sqlite3_prepare_v2(t->db, q.s, -1, &s, NULL);
     sb_free(&q);
@@ -363,11 +473,9 @@ bool tunedb_final_of(TuneDb *t, const TuneKey *key, const char *schedule, TuneRe
         return false;
     sqlite3_bind_text(s, 1, key->id, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(s, 2, schedule, -1, SQLITE_TRANSIENT);
-    bool found = sqlite3_step(s) == SQLITE_ROW;
-    if (found) {
-        read_row(s, out);
+    bool found = next_good_row(t, s, out);
+    if (found)
         keep_strings(t->str[1], out);
-    }
     sqlite3_finalize(s);
     return found;
 }
@@ -397,7 +505,11 @@ int tunedb_foreach(TuneDb *t, bool all, const char *kernel, void (*fn)(void *ctx
     int n = 0;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         TuneRecord r;
-        read_row(s, &r);
+        const char *why = read_row(s, &r);
+        if (why) {
+            ignore_row(t, r.id, why);
+            continue;
+        }
         fn(ctx, &r);
         n++;
     }
@@ -428,6 +540,147 @@ char *tunedb_integrity(TuneDb *t)
     char *r = xstrdup(sqlite3_step(s) == SQLITE_ROW ? col_text(s, 0) : sqlite3_errmsg(t->db));
     sqlite3_finalize(s);
     return r;
+}
+
+/* ---- the state of a search ---- */
+
+static void host_name(char *out, size_t n)
+{
+    if (gethostname(out, n) != 0)
+        snprintf(out, n, "?");
+    out[n - 1] = 0;
+}
+
+bool tunedb_search_begin(TuneDb *t, const TuneKey *key, Diags *d)
+{
+    static const char sql[] =
+        "INSERT INTO search(key, status, pid, host, started, updated) VALUES(?1, 'running', ?2, ?3, ?4, ?4)"
+        " ON CONFLICT(key) DO UPDATE SET status = 'running', pid = excluded.pid, host = excluded.host,"
+        " updated = excluded.updated,"
+        " started = CASE WHEN search.status = 'final' THEN excluded.started ELSE search.started END";
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(t->db, sql, -1, &s, NULL) != SQLITE_OK)
+        return fail(t, t->db, d, "cannot prepare the search state");
+    char host[64];
+    host_name(host, sizeof host);
+    sqlite3_bind_text(s, 1, key->id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 2, (sqlite3_int64)getpid());
+    sqlite3_bind_text(s, 3, host, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(s, 4, (double)time(NULL));
+    int rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    return rc == SQLITE_DONE || fail(t, t->db, d, "cannot record that a search started");
+}
+
+bool tunedb_search_end(TuneDb *t, const TuneKey *key, TuneStatus status, Diags *d)
+{
+    if (status != TUNE_FINAL && status != TUNE_INTERRUPTED) {
+        diag_plain(d, DIAG_ERROR, "tuning database %s: a search ends final or interrupted, not %s", t->path,
+                   tune_status_name(status));
+        return false;
+    }
+    static const char sql[] =
+        "INSERT INTO search(key, status, pid, host, started, updated) VALUES(?1, ?2, ?3, ?4, ?5, ?5)"
+        " ON CONFLICT(key) DO UPDATE SET status = excluded.status, pid = excluded.pid, host = excluded.host,"
+        " updated = excluded.updated";
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(t->db, sql, -1, &s, NULL) != SQLITE_OK)
+        return fail(t, t->db, d, "cannot prepare the search state");
+    char host[64];
+    host_name(host, sizeof host);
+    sqlite3_bind_text(s, 1, key->id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, tune_status_name(status), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 3, (sqlite3_int64)getpid());
+    sqlite3_bind_text(s, 4, host, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(s, 5, (double)time(NULL));
+    int rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    return rc == SQLITE_DONE || fail(t, t->db, d, "cannot record the end of a search");
+}
+
+/* Whether measurement rows under key exist, and whether one of them is final. */
+static void rows_under(TuneDb *t, const TuneKey *key, bool *any, bool *final)
+{
+    *any = *final = false;
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(t->db, "SELECT count(*), coalesce(max(final = 1), 0) FROM measurement WHERE key = ?1",
+                           -1, &s, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_text(s, 1, key->id, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(s) == SQLITE_ROW) {
+        *any = sqlite3_column_int64(s, 0) > 0;
+        *final = sqlite3_column_int(s, 1) == 1;
+    }
+    sqlite3_finalize(s);
+}
+
+/* Whether process pid of this host has ended: no such process, or a zombie that its
+ * parent has not reaped yet (it runs no more code either). */
+static bool process_gone(int64_t pid)
+{
+    if (pid <= 0 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH))
+        return true;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%lld/stat", (long long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false; /* no /proc: alive as far as kill() can tell */
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *close = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+    return close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X');
+}
+
+TuneStatus tunedb_search_status(TuneDb *t, const TuneKey *key, TuneSearch *out)
+{
+    TuneSearch x;
+    memset(&x, 0, sizeof x);
+    sqlite3_stmt *s;
+    bool have = false;
+    if (sqlite3_prepare_v2(t->db, "SELECT status, pid, host, started, updated, rowid FROM search WHERE key = ?1", -1,
+                           &s, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(s, 1, key->id, -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(s) == SQLITE_ROW) {
+            have = true;
+            const char *st = col_text(s, 0);
+            x.pid = sqlite3_column_int64(s, 1);
+            copy_field(x.host, sizeof x.host, col_text(s, 2));
+            x.started = sqlite3_column_double(s, 3);
+            x.updated = sqlite3_column_double(s, 4);
+            x.status = !strcmp(st, "running") ? TUNE_RUNNING
+                       : !strcmp(st, "interrupted") ? TUNE_INTERRUPTED
+                       : !strcmp(st, "final") ? TUNE_FINAL
+                                              : TUNE_NONE;
+            /* A state that is not one of the three, or not a plausible row, is
+             * damage: never read it as final. */
+            if (x.status == TUNE_NONE || sqlite3_column_type(s, 1) != SQLITE_INTEGER || !isfinite(x.started) ||
+                !isfinite(x.updated) || x.updated < x.started) {
+                char why[96];
+                snprintf(why, sizeof why, "search state `%.20s` of key %s is damaged; read as interrupted", st,
+                         key->id);
+                ignore_row(t, -sqlite3_column_int64(s, 5), why);
+                x.status = TUNE_INTERRUPTED;
+            }
+        }
+        sqlite3_finalize(s);
+    }
+    if (!have) {
+        bool any, fin;
+        rows_under(t, key, &any, &fin);
+        x.status = fin ? TUNE_FINAL : any ? TUNE_INTERRUPTED : TUNE_NONE;
+    } else if (x.status == TUNE_RUNNING && x.pid != (int64_t)getpid()) {
+        /* running elsewhere, or killed: a process of this host that is gone, or a
+         * row from another host that has not moved for a day, will never end it */
+        char host[64];
+        host_name(host, sizeof host);
+        bool gone = !strcmp(host, x.host) ? process_gone(x.pid) : (double)time(NULL) - x.updated > TUNEDB_STALE_S;
+        if (gone)
+            x.status = TUNE_INTERRUPTED;
+    }
+    if (out)
+        *out = x;
+    return x.status;
 }
 
 #else /* no SQLite */
@@ -497,5 +750,47 @@ char *tunedb_integrity(TuneDb *t)
 {
     (void)t;
     return xstrdup("no SQLite");
+}
+int tunedb_ignored(const TuneDb *t)
+{
+    (void)t;
+    return 0;
+}
+bool tunedb_search_begin(TuneDb *t, const TuneKey *key, Diags *d)
+{
+    (void)t, (void)key;
+    no_sqlite(d);
+    return false;
+}
+bool tunedb_search_end(TuneDb *t, const TuneKey *key, TuneStatus status, Diags *d)
+{
+    (void)t, (void)key, (void)status;
+    no_sqlite(d);
+    return false;
+}
+/* Whether process pid of this host has ended: no such process, or a zombie that its
+ * parent has not reaped yet (it runs no more code either). */
+static bool process_gone(int64_t pid)
+{
+    if (pid <= 0 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH))
+        return true;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%lld/stat", (long long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false; /* no /proc: alive as far as kill() can tell */
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *close = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+    return close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X');
+}
+
+TuneStatus tunedb_search_status(TuneDb *t, const TuneKey *key, TuneSearch *out)
+{
+    (void)t, (void)key;
+    if (out)
+        memset(out, 0, sizeof *out);
+    return TUNE_NONE;
 }
 #endif

@@ -9,6 +9,12 @@
  * finished and leaves a database that opens and passes integrity_check; several
  * tuners (processes) may write one file at once (busy timeout).
  *
+ * Beside the measurements, one row per key says where the search under that key
+ * stands (tunedb_search_*): a later run serves a stored answer only when the
+ * search that produced it finished (`final`); one that was interrupted is resumed.
+ * Every row read back is checked (ranges, types, the key's hash); a row that fails
+ * is ignored with a warning on stderr, never used.
+ *
  * Built without SQLite (PERFC_HAVE_SQLITE unset) every call fails with a
  * diagnostic that says so, and tuning still works without memory. */
 #ifndef PERFC_RUNTIME_TUNEDB_H
@@ -86,5 +92,43 @@ int tunedb_foreach(TuneDb *db, bool all, const char *kernel, void (*fn)(void *ct
 int tunedb_count(TuneDb *db, const TuneKey *key);
 /* "ok" from PRAGMA integrity_check, else its first line; malloc'd. */
 char *tunedb_integrity(TuneDb *db);
+/* Rows ignored so far by this handle because they failed the checks on reading
+ * (each is warned about once, on stderr). */
+int tunedb_ignored(const TuneDb *db);
+
+/* ---- the state of a search ----
+ *
+ * A search writes `running` when it starts (tunedb_search_begin) and `final` only
+ * once it has completed and its winner has been re-validated (tunedb_search_end
+ * with TUNE_FINAL).  A search that stops early on purpose (Ctrl-C, a time limit
+ * that keeps the best so far) ends with TUNE_INTERRUPTED: its rows are the best so
+ * far, not an answer.  A search killed outright (SIGKILL, a crash, a power cut)
+ * never writes its end: its `running` row names a process of this host that no
+ * longer exists (or a row older than TUNEDB_STALE_S from elsewhere), and reads as
+ * interrupted.  The tuner serves a stored winner only under TUNE_FINAL; under
+ * TUNE_INTERRUPTED it resumes the search, reusing the measured rows.  A database
+ * written before search states existed has no such row: a key with a final
+ * measurement row reads as final (only a finished search wrote one), any other key
+ * with rows as interrupted. */
+typedef enum TuneStatus { TUNE_NONE, TUNE_RUNNING, TUNE_INTERRUPTED, TUNE_FINAL } TuneStatus;
+enum { TUNEDB_STALE_S = 24 * 3600 };
+
+typedef struct TuneSearch {
+    TuneStatus status;
+    int64_t pid;        /* the process that wrote it */
+    char host[64];      /* its host name */
+    double started;     /* Unix time the search (or its first part) started */
+    double updated;     /* Unix time of the last status change */
+} TuneSearch;
+
+/* "none", "running", "interrupted", "final". */
+const char *tune_status_name(TuneStatus s);
+/* Marks the search under key as running in this process (keeping the first start
+ * time of a search that is resumed). */
+bool tunedb_search_begin(TuneDb *db, const TuneKey *key, Diags *d);
+/* Ends the search under key: TUNE_FINAL or TUNE_INTERRUPTED. */
+bool tunedb_search_end(TuneDb *db, const TuneKey *key, TuneStatus status, Diags *d);
+/* Where the search under key stands (see above); out may be NULL. */
+TuneStatus tunedb_search_status(TuneDb *db, const TuneKey *key, TuneSearch *out);
 
 #endif

@@ -19,6 +19,7 @@
 #include "runtime.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -731,14 +732,29 @@ DType rt_tolerance_dtype(const Kernel *k)
     return worst;
 }
 
-double rt_tolerance(DType t, int64_t reduce_len)
+double rt_tolerance_why(DType t, int64_t reduce_len, char *why, size_t cap)
 {
-    double len = reduce_len > 1 ? (double)reduce_len : 1.0;
+    double len = reduce_len > 1 ? (double)reduce_len : 1.0, tol;
+    if (why && cap)
+        why[0] = 0;
     switch (t) {
-    case DT_F64: return 1e-10;
-    case DT_F32: return fmax(1e-5, 1e-6 * sqrt(len));
-    case DT_F16: return 1e-2;
-    case DT_BF16: return 2e-2;
+    case DT_F64: tol = 1e-10; break;
+    case DT_F32: tol = fmax(1e-5, 1e-6 * sqrt(len)); break;
+    case DT_F16:
+    case DT_BF16: tol = 1e-2; break;
     default: return 0; /* integer results must match exactly */
     }
+    /* The scaled tolerance grows without bound (1e-6 * sqrt(2^63) = 3037): past
+     * RT_TOL_CAP a kernel that is off by a whole percent would pass. */
+    if (tol > RT_TOL_CAP) {
+        if (why && cap)
+            snprintf(why, cap,
+                     "capped at %g: 1e-6*sqrt(L) = %.3g for reduction length L = %lld would accept a kernel that is "
+                     "more than 1%% off",
+                     RT_TOL_CAP, tol, (long long)reduce_len);
+        tol = RT_TOL_CAP;
+    }
+    return tol;
 }
+
+double rt_tolerance(DType t, int64_t reduce_len) { return rt_tolerance_why(t, reduce_len, NULL, 0); }

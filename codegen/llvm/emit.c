@@ -2261,6 +2261,92 @@ static bool loads_plain(const Cg *g, const Expr *e, const Var *v)
     return true;
 }
 
+static bool offset_aff(const Cg *g, const Buffer *b, Expr *const *idx, Aff *tot);
+
+/* Whether two affine forms are the same function of the loop variables. */
+static bool aff_same(const Aff *a, const Aff *b)
+{
+    Aff d = {0};
+    if (!aff_add(&d, a, 1) || !aff_add(&d, b, -1) || d.c != 0)
+        return false;
+    for (int i = 0; i < d.n; i++)
+        if (d.k[i] != 0)
+            return false;
+    return true;
+}
+
+/* Whether every load of b in e is of the element at offset *at (per lane: the same
+ * affine form of the loop variables). */
+static bool loads_at(const Cg *g, const Expr *e, const Buffer *b, const Aff *at)
+{
+    if (!e)
+        return true;
+    if (e->kind == IE_LOAD) {
+        Aff o;
+        if (e->u.load.buf == b && (!offset_aff(g, b, e->u.load.idx, &o) || !aff_same(&o, at)))
+            return false;
+        for (int i = 0; i < e->u.load.buf->rank; i++)
+            if (!loads_at(g, e->u.load.idx[i], b, at))
+                return false;
+        return true;
+    }
+    for (int i = 0; i < ir_expr_arity(e->kind); i++)
+        if (!loads_at(g, e->args[i], b, at))
+            return false;
+    return true;
+}
+
+/* Whether the statements of l (a serial loop over v) give the serial loop's result
+ * when run lane-parallel, each statement for all iterations before the next: every
+ * buffer written is written and read by every iteration at its own element (one
+ * affine offset, moving with v), or is a reduction into one element that no other
+ * statement of the loop touches (emitted as an ordered reduction).  A loop that a
+ * schedule marks `vector` was proven free of carried dependences by passes/deps.c;
+ * loops that the code generator vectorises on its own (vectorise_serial) were not,
+ * so this is checked here: a staged copy of one element, `t[0] = rf[c]` followed by
+ * `s += t[0]` (what `cache` of a partial result at its combination loop leaves once
+ * simplify has removed the one-trip copy loops), must stay serial. */
+static bool lanes_independent(const Cg *g, const NodeList *l, const Var *v)
+{
+    for (int i = 0; i < l->n; i++) {
+        const Node *s = l->v[i];
+        if (s->kind != N_STMT)
+            return false;
+        const Buffer *b = s->u.stmt.buf;
+        AccKind ak = access_kind(g, s->u.stmt.idx, b->rank, v);
+        if (ak == ACC_UNIFORM) {
+            if (s->u.stmt.op == SOP_ASSIGN)
+                return false;
+            for (int j = 0; j < l->n; j++) {
+                const Node *t = l->v[j];
+                if (j == i)
+                    continue;
+                if (t->u.stmt.buf == b || reads_buffer(t->u.stmt.value, b))
+                    return false;
+                for (int d = 0; d < t->u.stmt.buf->rank; d++)
+                    if (reads_buffer(t->u.stmt.idx[d], b))
+                        return false;
+            }
+            continue;
+        }
+        Aff at;
+        if (ak != ACC_CONTIG || !offset_aff(g, b, s->u.stmt.idx, &at))
+            return false;
+        for (int j = 0; j < l->n; j++) {
+            const Node *t = l->v[j];
+            Aff o;
+            if (t->u.stmt.buf == b && (!offset_aff(g, b, t->u.stmt.idx, &o) || !aff_same(&o, &at)))
+                return false;
+            if (!loads_at(g, t->u.stmt.value, b, &at))
+                return false;
+            for (int d = 0; d < t->u.stmt.buf->rank; d++)
+                if (!loads_at(g, t->u.stmt.idx[d], b, &at))
+                    return false;
+        }
+    }
+    return true;
+}
+
 /* A small serial loop whose statements touch a register tile (the initialisation
  * and the combination loops around an rfactor's partial results, a tile copied
  * with its layout unchanged) is emitted as a vector loop, so that every access to
@@ -2284,7 +2370,7 @@ static bool vectorise_serial(const Cg *g, const Node *n, int64_t ext)
     }
     char why[8];
     Span where;
-    return vector_check(g, l, v, why, sizeof why, &where);
+    return vector_check(g, l, v, why, sizeof why, &where) && lanes_independent(g, l, v);
 }
 
 /* ---- register tiles copied across a layout change ----

@@ -156,7 +156,15 @@ static void test_tolerance(void)
     CHECK(rt_tolerance(DT_F64, 1 << 20) == 1e-10);
     CHECK(rt_tolerance(DT_F32, 1) == 1e-5 && rt_tolerance(DT_F32, 100) == 1e-5);
     CHECK(fabs(rt_tolerance(DT_F32, 1000000) - 1e-3) < 1e-12);
-    CHECK(rt_tolerance(DT_F16, 4096) == 1e-2 && rt_tolerance(DT_BF16, 4096) == 2e-2);
+    CHECK(rt_tolerance(DT_F16, 4096) == 1e-2 && rt_tolerance(DT_BF16, 4096) == 1e-2);
+    /* capped: 1e-6 * sqrt(2^63) would be 3037 */
+    char why[192];
+    CHECK(rt_tolerance_why(DT_F32, INT64_MAX, why, sizeof why) == RT_TOL_CAP && strstr(why, "capped"));
+    CHECK(rt_tolerance_why(DT_F32, 90000000, why, sizeof why) < RT_TOL_CAP && !why[0]);
+    CHECK(rt_tolerance_why(DT_F32, 100000001, why, sizeof why) == RT_TOL_CAP && why[0]);
+    CHECK(rt_tolerance_why(DT_F32, 4096, why, sizeof why) < RT_TOL_CAP && !why[0]);
+    for (DType t = 0; t < DT_COUNT; t++)
+        CHECK(rt_tolerance(t, INT64_MAX) <= RT_TOL_CAP);
     CHECK(rt_tolerance(DT_I32, 10) == 0);
     Kernel *k = rt_test_gemm(4, 4, 4, DT_F16, DT_F32, false, false, GEMM_OK);
     CHECK(rt_tolerance_dtype(k) == DT_F32); /* half inputs are rounded for the reference too */

@@ -270,15 +270,29 @@ static int test_db_upgrade(const char *dir)
     unlink(path);
     sqlite3 *raw;
     CHECK(sqlite3_open(path, &raw) == SQLITE_OK, "create the old file");
-    const char *old =
-        "CREATE TABLE measurement(id INTEGER PRIMARY KEY, key TEXT NOT NULL, kernel TEXT NOT NULL,"
-        " fingerprint TEXT NOT NULL, shape TEXT NOT NULL, dtypes TEXT NOT NULL, target TEXT NOT NULL,"
-        " device TEXT NOT NULL, version TEXT NOT NULL, threads INTEGER NOT NULL, schedule TEXT NOT NULL,"
-        " params TEXT NOT NULL, median_ms REAL, min_ms REAL, max_ms REAL, gflops REAL, compile_ms REAL,"
-        " valid INTEGER NOT NULL, rel_error REAL, status INTEGER NOT NULL, final INTEGER NOT NULL,"
-        " created REAL NOT NULL);"
-        "INSERT INTO measurement VALUES(1, 'oldkey', 'g', 'f', 'M=1', 'A:f32', 'host', 'dev', '0.1.0', 1,"
-        " 'split(i, 4)\n', 'T=4', 1.5, 1.4, 1.6, 2.0, 3.0, 1, 1e-7, 0, 1, 1700000000);";
+    /* the row's key fields hash to its key, as perfc wrote it */
+    TuneKey k;
+    memset(&k, 0, sizeof k);
+    snprintf(k.kernel, sizeof k.kernel, "g");
+    snprintf(k.fingerprint, sizeof k.fingerprint, "f");
+    snprintf(k.shape, sizeof k.shape, "M=1");
+    snprintf(k.dtypes, sizeof k.dtypes, "A:f32");
+    snprintf(k.target, sizeof k.target, "host");
+    snprintf(k.device, sizeof k.device, "dev");
+    snprintf(k.version, sizeof k.version, "0.1.0");
+    k.threads = 1;
+    tunekey_finish(&k);
+    char old[2048];
+    snprintf(old, sizeof old,
+             "CREATE TABLE measurement(id INTEGER PRIMARY KEY, key TEXT NOT NULL, kernel TEXT NOT NULL,"
+             " fingerprint TEXT NOT NULL, shape TEXT NOT NULL, dtypes TEXT NOT NULL, target TEXT NOT NULL,"
+             " device TEXT NOT NULL, version TEXT NOT NULL, threads INTEGER NOT NULL, schedule TEXT NOT NULL,"
+             " params TEXT NOT NULL, median_ms REAL, min_ms REAL, max_ms REAL, gflops REAL, compile_ms REAL,"
+             " valid INTEGER NOT NULL, rel_error REAL, status INTEGER NOT NULL, final INTEGER NOT NULL,"
+             " created REAL NOT NULL);"
+             "INSERT INTO measurement VALUES(1, '%s', 'g', 'f', 'M=1', 'A:f32', 'host', 'dev', '0.1.0', 1,"
+             " 'split(i, 4)\n', 'T=4', 1.5, 1.4, 1.6, 2.0, 3.0, 1, 1e-7, 0, 1, 1700000000);",
+             k.id);
     CHECK(sqlite3_exec(raw, old, NULL, NULL, NULL) == SQLITE_OK, "old schema and row");
     sqlite3_close(raw);
     Diags d;
@@ -287,9 +301,8 @@ static int test_db_upgrade(const char *dir)
     CHECK(db, "open the old file: %s", d.text.s ? d.text.s : "");
     if (!db)
         return 1;
-    TuneKey k;
-    memset(&k, 0, sizeof k);
-    snprintf(k.id, sizeof k.id, "oldkey");
+    /* no search state in an old file: a key with a final row was a finished search */
+    CHECK(tunedb_search_status(db, &k, NULL) == TUNE_FINAL, "an old final row reads as a final search");
     TuneRecord r;
     CHECK(tunedb_best(db, &k, &r) && r.median_ms == 1.5 && r.reps == 0 && !r.base_call[0], "old row read");
     CHECK(tunedb_final_of(db, &k, "split(i, 4)\n", &r) && r.reps == 0, "old final row, no stored reps");
@@ -368,6 +381,60 @@ static int test_db(const char *dir)
           "final row read back (reps %d, base %s %g)", g.reps, g.base_call, g.base_median_ms);
     CHECK(!tunedb_final_of(db, &k2, f.schedule, &g), "no final row under k2");
     CHECK(!tunedb_final_of(db, &k1, "split(i, 8)\n", &g), "no final row for another schedule");
+
+    /* The state of a search: running in this process, then interrupted or final. */
+    TuneSearch ss;
+    CHECK(tunedb_search_status(db, &k2, &ss) == TUNE_INTERRUPTED, "rows without a state or a final row");
+    CHECK(tunedb_search_begin(db, &k2, &d) && tunedb_search_status(db, &k2, &ss) == TUNE_RUNNING &&
+              ss.pid == (int64_t)getpid(),
+          "begin: %s", tune_status_name(ss.status));
+    CHECK(tunedb_search_end(db, &k2, TUNE_INTERRUPTED, &d) && tunedb_search_status(db, &k2, NULL) == TUNE_INTERRUPTED,
+          "end interrupted");
+    double started = ss.started;
+    CHECK(tunedb_search_begin(db, &k2, &d) && tunedb_search_status(db, &k2, &ss) == TUNE_RUNNING &&
+              ss.started == started,
+          "a resumed search keeps its start");
+    CHECK(tunedb_search_end(db, &k2, TUNE_FINAL, &d) && tunedb_search_status(db, &k2, NULL) == TUNE_FINAL, "end final");
+    CHECK(!tunedb_search_end(db, &k2, TUNE_RUNNING, &d), "a search does not end running");
+    diag_free(&d);
+    diag_init(&d);
+    tunedb_close(db);
+
+    /* Values read back are checked: rows damaged outside perfc (a time that is
+     * text, times out of order, a key field that no longer hashes to the key, a
+     * negative time) are ignored with a warning, never used; a damaged search
+     * state never reads as final. */
+    sqlite3 *raw;
+    CHECK(sqlite3_open(path, &raw) == SQLITE_OK, "raw open");
+    const char *damage =
+        "UPDATE measurement SET median_ms = 'fast' WHERE params = 'T=3' AND final = 0;"
+        "INSERT INTO measurement(key, kernel, fingerprint, shape, dtypes, target, device, version, threads,"
+        " schedule, params, median_ms, min_ms, max_ms, gflops, compile_ms, valid, rel_error, status, final, created)"
+        " SELECT key, kernel, fingerprint, shape, dtypes, target, device, version, threads, schedule, 'T=5',"
+        " 0.5, 0.9, 0.4, 2, 1, 1, 0, 0, 0, created FROM measurement WHERE params = 'T=1';"
+        "INSERT INTO measurement(key, kernel, fingerprint, shape, dtypes, target, device, version, threads,"
+        " schedule, params, median_ms, min_ms, max_ms, gflops, compile_ms, valid, rel_error, status, final, created)"
+        " SELECT key, 'h', fingerprint, shape, dtypes, target, device, version, threads, schedule, 'T=6',"
+        " 0.2, 0.2, 0.2, 5, 1, 1, 0, 0, 0, created FROM measurement WHERE params = 'T=1';"
+        "INSERT INTO measurement(key, kernel, fingerprint, shape, dtypes, target, device, version, threads,"
+        " schedule, params, median_ms, min_ms, max_ms, gflops, compile_ms, valid, rel_error, status, final, created)"
+        " SELECT key, kernel, fingerprint, shape, dtypes, target, device, version, threads, schedule, 'T=7',"
+        " 0.1, -1, 0.1, 10, 1, 1, 0, 0, 0, created FROM measurement WHERE params = 'T=1';"
+        "UPDATE search SET status = 'finale';";
+    CHECK(sqlite3_exec(raw, damage, NULL, NULL, NULL) == SQLITE_OK, "damage: %s", sqlite3_errmsg(raw));
+    sqlite3_close(raw);
+    db = tunedb_open(path, &d);
+    CHECK(db, "reopen after damage");
+    if (!db)
+        return 1;
+    CHECK(tunedb_best(db, &k1, &b) && !strcmp(b.params, "T=3") && b.final && b.median_ms == 2.5,
+          "best of k1 past the damaged rows: %s %g", b.params, b.median_ms);
+    /* the three that rank before it (the text time sorts after every number) */
+    CHECK(tunedb_ignored(db) == 3, "%d damaged rows ignored, want 3", tunedb_ignored(db));
+    n = 0;
+    tunedb_foreach(db, true, NULL, count_row, &n, &d);
+    CHECK(n == 4 && tunedb_ignored(db) == 4, "listing skips the damaged rows: %d of 8 listed", n);
+    CHECK(tunedb_search_status(db, &k2, NULL) == TUNE_INTERRUPTED, "a damaged state reads as interrupted");
     tunedb_close(db);
     diag_free(&d);
     return test_db_upgrade(dir);
@@ -478,7 +545,67 @@ static int test_crash(const char *dir)
     tunedb_foreach(db, true, NULL, count_row, &n, &d);
     /* measurement m is committed before measurement m + 1 starts */
     CHECK(n >= started - 1 && n <= started, "%d rows after %d measurements started", n, started);
+    /* The killed search never wrote its end: its `running` row names a process that
+     * is gone, so it reads as interrupted, and a later run resumes it instead of
+     * serving its best row as the answer. */
+    TuneKey key;
+    memset(&key, 0, sizeof key);
+    TuneStatus ts = TUNE_NONE;
+    char first_id[24] = "";
+    {
+        /* the key of the killed run: the one key in the file */
+        sqlite3 *raw;
+        if (sqlite3_open(path, &raw) == SQLITE_OK) {
+            sqlite3_stmt *q;
+            if (sqlite3_prepare_v2(raw, "SELECT key FROM search", -1, &q, NULL) == SQLITE_OK) {
+                if (sqlite3_step(q) == SQLITE_ROW)
+                    snprintf(first_id, sizeof first_id, "%s", (const char *)sqlite3_column_text(q, 0));
+                sqlite3_finalize(q);
+            }
+            sqlite3_close(raw);
+        }
+        snprintf(key.id, sizeof key.id, "%s", first_id);
+        ts = tunedb_search_status(db, &key, NULL);
+    }
+    CHECK(first_id[0] && ts == TUNE_INTERRUPTED, "the killed search reads as %s", tune_status_name(ts));
     tunedb_close(db);
+
+    Src s;
+    const char *t = "kernel g(M, N, K) {\n  in A: f32[M, K]\n  in B: f32[K, N]\n  out C: f32[M, N]\n"
+                    "  C[i, j] = sum(k) A[i, k] * B[k, j]\n}\n"
+                    "schedule g {\n  param TI in [1, 2, 4, 8, 16, 32, 64, 128]\n"
+                    "  param TJ in [128, 64, 32, 16, 8, 4, 2, 1]\n  tile(i, j, TI, TJ)\n}\n";
+    if (!src_open(&s, t, 128))
+        return 1;
+    Planted p = {.notify_fd = -1};
+    TuneOptions o;
+    planted_options(&o, &p, path);
+    o.budget = 64;
+    TuneResult r;
+    tune_kernel(&s.in, &o, &r, &d);
+    diag_flush(&d, stderr);
+    CHECK(r.status == 0 && !r.from_db && r.found == TUNE_INTERRUPTED, "resumed run: status %d, from_db %d, found %s",
+          r.status, r.from_db, tune_status_name(r.found));
+    CHECK(r.resumed == n && r.measured == 64 && p.calls == 64 - n + 1,
+          "resumed %d of %d stored rows, measured %d, measure called %d times", r.resumed, n, r.measured, p.calls);
+    CHECK(r.ntop && !strcmp(r.top[0].params, "TI=8 TJ=4"), "the resumed search's winner %s",
+          r.ntop ? r.top[0].params : "");
+    tune_result_free(&r);
+    db = tunedb_open(path, &d);
+    if (db) {
+        ts = tunedb_search_status(db, &key, NULL);
+        CHECK(ts == TUNE_FINAL, "after the resumed search finished: %s", tune_status_name(ts));
+        tunedb_close(db);
+    }
+    /* a finished search is served */
+    Planted p2 = {.notify_fd = -1};
+    planted_options(&o, &p2, path);
+    o.budget = 64;
+    tune_kernel(&s.in, &o, &r, &d);
+    CHECK(r.status == 0 && r.from_db && r.found == TUNE_FINAL && p2.calls == 1,
+          "third run: status %d, from_db %d, %d measurements", r.status, r.from_db, p2.calls);
+    tune_result_free(&r);
+    src_close(&s);
     diag_free(&d);
     return 0;
 }

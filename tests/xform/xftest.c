@@ -21,7 +21,7 @@ bool xt_open(XtFile *f, const char *path)
         return false;
     }
     f->arena = arena_new();
-    f->src.path = path;
+    f->src.path = arena_strdup(f->arena, path); /* diagnostics print it long after */
     f->src.text = f->text;
     f->src.len = len;
     Diags d;
@@ -70,6 +70,28 @@ Kernel *xt_lower(XtFile *f, const char *kname, const char *defs, int64_t dflt)
     Kernel *k = lower_kernel(f->prog, ak, vals, bound, &d);
     if (!k)
         diag_flush(&d, stderr);
+    diag_free(&d);
+    return k;
+}
+
+Kernel *xt_lower_scheduled(XtFile *f, const char *kname, const char *defs, const char *target)
+{
+    Kernel *k = xt_lower(f, kname, defs, 0);
+    if (!k)
+        return NULL;
+    Diags d;
+    diag_init(&d);
+    for (int i = 0; i < f->prog->nschedules; i++) {
+        const AstSchedule *s = f->prog->schedules[i];
+        if (strcmp(s->kernel, k->name) || !schedule_matches_target(s->target, target))
+            continue;
+        if (!schedule_apply(k, s, NULL, 0, &d)) {
+            diag_flush(&d, stderr);
+            ir_free(k);
+            k = NULL;
+            break;
+        }
+    }
     diag_free(&d);
     return k;
 }

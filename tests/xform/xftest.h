@@ -22,6 +22,9 @@ void xt_close(XtFile *f);
 /* Lowers kernel kname (NULL: the first) with "M=5,N=7" style sizes (missing ones
  * get `dflt`). */
 Kernel *xt_lower(XtFile *f, const char *kname, const char *defs, int64_t dflt);
+/* The same, then the file's schedule blocks that match `target` (as perfc applies
+ * them for -target TARGET); NULL with the diagnostics printed when one is refused. */
+Kernel *xt_lower_scheduled(XtFile *f, const char *kname, const char *defs, const char *target);
 /* Applies schedule statements given as text; the diagnostics go to d. */
 bool xt_schedule(Kernel *k, const char *text, Diags *d);
 /* Runs both kernels in the interpreter on the same inputs; returns the largest
