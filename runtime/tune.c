@@ -479,6 +479,10 @@ static bool px_run(RtDevice *d, RtExec *x, void **bufs, double *ms, Diags *g)
 static void px_flush(RtDevice *d) { REAL(d)->flush(REAL(d)); }
 static void px_release(RtDevice *d, RtExec *x) { REAL(d)->release(REAL(d), x); }
 static void px_close(RtDevice *d) { (void)d; }
+static bool px_poison(RtDevice *d, void *dst, DType t, int64_t n, Diags *g)
+{
+    return REAL(d)->poison(REAL(d), dst, t, n, g);
+}
 static bool px_gemm_f64(RtDevice *d, const RtGemm *g, const double *a, const double *b, double *c, Diags *dg)
 {
     return REAL(d)->gemm_f64(REAL(d), g, a, b, c, dg);
@@ -503,6 +507,7 @@ static void proxy_init(Proxy *p, RtDevice *real)
     p->dev.close = px_close;
     /* every hook forwards to the real device: none may see the proxy as its own */
     p->dev.gemm_f64 = real->gemm_f64 ? px_gemm_f64 : NULL;
+    p->dev.poison = real->poison ? px_poison : NULL;
 }
 
 /* ---- measuring ---- */
