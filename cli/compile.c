@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "lang/pdl_limits.h"
 #include "passes/passes.h"
 #include "passes/xform.h"
 
@@ -40,7 +41,12 @@ bool target_is_gpu(const char *t)
 int compile_front(Compilation *c)
 {
     size_t len;
-    c->text = read_file(c->o->file, &len);
+    c->text = read_file_max(c->o->file, PDL_MAX_INPUT_BYTES, &len);
+    if (!c->text && errno == EFBIG) {
+        diag_plain(&c->diags, DIAG_ERROR, "'%s' holds more than %d MiB: a PDL file is at most that long (is it the "
+                   "right file?)", c->o->file, PDL_MAX_INPUT_BYTES >> 20);
+        return 1;
+    }
     if (!c->text) {
         diag_plain(&c->diags, DIAG_ERROR, "cannot read '%s': %s", c->o->file, strerror(errno));
         return 1;

@@ -7,6 +7,7 @@
 
 #include "parse.h"
 #include "grammar.h"
+#include "lang/pdl_limits.h"
 
 static void *new_node(ParseCtx *c, size_t n)
 {
@@ -204,6 +205,10 @@ AstTensor *mk_tensor(ParseCtx *c, TensorKind kind, Token name, Token dtype, PtrV
         diag_error(c->d, dtype.span, "unknown dtype '%s': expected one of f64, f32, f16, bf16, i32", dtype.text);
     t->shape = scalar ? NULL : (AstExpr **)list_freeze(c, shape, &t->rank);
     t->id = -1;
+    if (t->rank > PDL_MAX_RANK && !c->failed) {
+        diag_error(c->d, name.span, "tensor %s has %d dimensions; the limit is %d", name.text, t->rank, PDL_MAX_RANK);
+        c->failed = true;
+    }
     return t;
 }
 
@@ -250,6 +255,21 @@ AstKernel *mk_kernel(ParseCtx *c, Token name, PtrVec *params, PtrVec *items, Tok
     int nt = 0, ns = 0;
     for (int i = 0; i < items->n; i++)
         ((uintptr_t)items->v[i] & 1) ? ns++ : nt++;
+    /* Checked here, before sema, lowering and code generation, whose cost grows
+     * with these counts (100 000 statements once took 8 GB and ended in an abort
+     * inside LLVM). */
+    if (ns > PDL_MAX_STMTS && !c->failed) {
+        diag_error(c->d, name.span, "kernel %s has %d statements; the limit is %d: split it into several kernels",
+                   name.text, ns, PDL_MAX_STMTS);
+        c->failed = true;
+    } else if (nt > PDL_MAX_TENSORS && !c->failed) {
+        diag_error(c->d, name.span, "kernel %s declares %d tensors; the limit is %d", name.text, nt, PDL_MAX_TENSORS);
+        c->failed = true;
+    } else if (params->n > PDL_MAX_PARAMS && !c->failed) {
+        diag_error(c->d, name.span, "kernel %s has %d size parameters; the limit is %d", name.text, params->n,
+                   PDL_MAX_PARAMS);
+        c->failed = true;
+    }
     /* room for temporaries, which sema adds: at most one per statement */
     k->tensors = arena_alloc(c->a, sizeof(AstTensor *) * (size_t)(nt + ns + 1));
     k->stmts = arena_alloc(c->a, sizeof(AstStmt *) * (size_t)(ns + 1));
@@ -276,6 +296,11 @@ AstSchedule *mk_schedule(ParseCtx *c, Token kw, Token kernel, const char *target
     s->kernel = kernel.text;
     s->target = target;
     s->nitems = items->n;
+    if (items->n > PDL_MAX_SCHED_ITEMS && !c->failed) {
+        Span at = kw.span.src ? kw.span : ((SchedItem *)items->v[PDL_MAX_SCHED_ITEMS])->span;
+        diag_error(c->d, at, "a schedule of %d statements; the limit is %d", items->n, PDL_MAX_SCHED_ITEMS);
+        c->failed = true;
+    }
     s->items = arena_alloc(c->a, sizeof(SchedItem) * (size_t)(items->n ? items->n : 1));
     for (int i = 0; i < items->n; i++)
         s->items[i] = *(SchedItem *)items->v[i];
@@ -371,6 +396,11 @@ SchedArg *sarg_keyword(ParseCtx *c, Token key, SchedArg *v)
 void add_kernel(ParseCtx *c, AstKernel *k)
 {
     Program *p = c->prog;
+    if (p->nkernels == PDL_MAX_KERNELS && !c->failed) {
+        diag_error(c->d, k->span, "more than %d kernels in one file", PDL_MAX_KERNELS);
+        c->failed = true;
+        return;
+    }
     if (p->nkernels % 8 == 0) {
         AstKernel **v = arena_alloc(c->a, sizeof(AstKernel *) * (size_t)(p->nkernels + 8));
         if (p->nkernels)

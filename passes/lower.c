@@ -19,6 +19,7 @@
  * arithmetic: a padded input gets a guarded load where it may leave its bounds,
  * any other tensor an error that names the index and its range. */
 #include "passes.h"
+#include "lang/checked.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -41,6 +42,8 @@ typedef struct Lower {
     Var **var_of;           /* by AstIndex id */
     DType ct;               /* compute type of the destination */
     DType fct;              /* the type float values are computed in */
+    int64_t iters;          /* iterations of the statement's nest so far (bound sizes) */
+    bool iters_reported;
 } Lower;
 
 static const ExprKind binop_of[] = {
@@ -455,8 +458,26 @@ static Node *open_loop(Lower *L, const AstStmt *s, int i, NodeList **list, Node 
     Span at = ix->span.src ? ix->span : s->span;
     lo = spanned(ir_simplify(k, lo), at);
     hi = spanned(ir_simplify(k, hi), at);
-    int64_t l, h;
-    if (L->all_bound && ir_eval_size(k, lo, &l) && ir_eval_size(k, hi, &h)) {
+    int64_t l, h, ext;
+    if (L->all_bound && (!ir_eval_size(k, lo, &l) || !ir_eval_size(k, hi, &h) || !ck_sub(h, l, &ext))) {
+        diag_error(L->d, at, "the range of index %s cannot be computed with these sizes (a 64-bit overflow or a "
+                   "division by zero)", ix->name);
+        L->ok = false;
+    } else if (L->all_bound && ext < 1) {
+        StrBuf a = {0}, b = {0};
+        ir_print_expr(k, lo, &a);
+        ir_print_expr(k, hi, &b);
+        diag_error(L->d, at, "index %s runs over %s..%s = %lld..%lld with these sizes: a range needs at least "
+                   "one element", ix->name, a.s, b.s, (long long)l, (long long)h);
+        sb_free(&a);
+        sb_free(&b);
+        L->ok = false;
+    } else if (L->all_bound && !ck_mul(L->iters, ext, &L->iters)) {
+        if (!L->iters_reported)
+            diag_error(L->d, at, "the loop nest of this statement runs more than 2^63 iterations with these sizes");
+        L->iters_reported = true;
+        L->ok = false;
+    } else if (L->all_bound) {
         L->vknown[v->id] = true;
         L->vempty[v->id] = h <= l;
         L->vlo[v->id] = l;
@@ -512,6 +533,8 @@ static void lower_stmt(Lower *L, const AstStmt *s, const char *const *names)
 
     NodeList *list = &k->body;
     Node *parent = NULL;
+    L->iters = 1;
+    L->iters_reported = false;
     for (int i = 0; i < s->nlhs; i++)
         open_loop(L, s, i, &list, &parent);
     if (s->rhs->kind != AST_REDUCE) {
@@ -638,7 +661,7 @@ static void add_buffers(Lower *L, BufKind want)
     }
 }
 
-/* With every size bound, each dimension must come out non-negative. */
+/* With every size bound, each dimension must come out at least 1. */
 static void check_shapes(Lower *L)
 {
     for (int i = 0; i < L->k->nbufs; i++) {
@@ -651,9 +674,9 @@ static void check_shapes(Lower *L)
                 diag_error(L->d, b->span, "dimension %d of %s, %s, cannot be computed with these sizes "
                            "(a division by zero or an overflow)", r, b->name, text.s);
                 L->ok = false;
-            } else if (v < 0) {
-                diag_error(L->d, b->span, "dimension %d of %s is %s = %lld with these sizes: a size must not be "
-                           "negative", r, b->name, text.s, (long long)v);
+            } else if (v < 1) {
+                diag_error(L->d, b->span, "dimension %d of %s is %s = %lld with these sizes: a size must be at "
+                           "least 1", r, b->name, text.s, (long long)v);
                 L->ok = false;
             }
             sb_free(&text);

@@ -1,0 +1,18 @@
+/* The limits perfc enforces on its input, in one place, so each is checked before
+ * the work it protects starts and reported as a clear error instead of exhausting
+ * memory or time.  docs/language.md ("Limits") lists them for users. */
+#ifndef PERFC_LANG_PDL_LIMITS_H
+#define PERFC_LANG_PDL_LIMITS_H
+
+enum {
+    PDL_MAX_INPUT_BYTES = 8 << 20, /* a .pdl file (stdlib files are a few kB) */
+    PDL_MAX_STMTS = 2000,          /* statements of one kernel, temporaries' included */
+    PDL_MAX_TENSORS = 4000,        /* tensors declared in one kernel */
+    PDL_MAX_KERNELS = 1000,        /* kernels in one file */
+    PDL_MAX_SCHED_ITEMS = 1000,    /* statements of one schedule block or -s text */
+    PDL_MAX_RANK = 8,              /* dimensions of a tensor */
+    PDL_MAX_INDICES = 16,          /* indices of one statement: the depth of its loop nest */
+    PDL_MAX_PARAMS = 64,           /* size parameters of one kernel */
+};
+
+#endif
