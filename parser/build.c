@@ -371,10 +371,37 @@ SchedArg *mk_sarg_float(ParseCtx *c, Token t, bool neg)
     return a;
 }
 
+/* Strings in schedules only ever name loops and buffers, and those names reach the
+ * generated code: a string must be a name (`"io"`, `"Y.r"`), so no other byte of a
+ * schedule (from a file, -s or a tuning database) can reach the output. */
+static bool name_text(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 255)
+        return false;
+    bool start = true;
+    for (const char *p = s; *p; p++) {
+        char ch = *p;
+        bool letter = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_';
+        if (letter || (!start && ch >= '0' && ch <= '9'))
+            start = false;
+        else if (ch == '.' && !start && p[1])
+            start = true;
+        else
+            return false;
+    }
+    return true;
+}
+
 SchedArg *mk_sarg_string(ParseCtx *c, Token t)
 {
     SchedArg *a = sarg_new(c, SARG_STRING, t.span);
     a->name = t.text;
+    if (!name_text(t.text) && !c->failed) {
+        diag_error(c->d, t.span, "a string in a schedule names a loop or a buffer: letters, digits, '_' and "
+                   "'.' between names, at most 255 characters");
+        c->failed = true;
+    }
     return a;
 }
 
