@@ -3272,10 +3272,11 @@ static void emit_parallel(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi
     int nslots = nb + nv + 1;
     region_end(f);
 
-    char name[256];
+    char name[320];
     int id = g->npar++;
     LLVMTypeRef wt[3] = {g->tptr, g->ti64, g->ti64};
-    snprintf(name, sizeof name, "%s.par%d", k->name, id);
+    char sym[300];
+    snprintf(name, sizeof name, "%s.par%d", cg_llvm_symbol(k->name, sym, sizeof sym), id);
     LLVMValueRef wrap = new_function(g, name, g->tvoid, wt, 3, true);
 
     /* Caller side: fill the context, hand the loop to the pool. */
@@ -3646,7 +3647,8 @@ LLVMModuleRef cg_build_module(const Kernel *k, const CgTarget *t, LLVMContextRef
     free(sc);
 
     /* NAME(ptr bufs): loads the buffer pointers and runs the loop nest. */
-    LLVMValueRef entry = new_function(&g, k->name, g.tvoid, &g.tptr, 1, false);
+    char sym[300];
+    LLVMValueRef entry = new_function(&g, cg_llvm_symbol(k->name, sym, sizeof sym), g.tvoid, &g.tptr, 1, false);
     LLVMSetValueName2(LLVMGetParam(entry, 0), "bufs", 4);
     Fn f;
     fn_begin(&g, &f, entry, NULL);
