@@ -43,8 +43,8 @@ bool size_eval(const AstExpr *e, const int64_t *params, const bool *bound, int64
     }
 }
 
-/* The first subexpression of a parameter-free size expression whose value cannot
- * be computed (an overflow or a division by zero), or NULL. */
+/* The first subexpression whose value cannot be computed whatever the parameters
+ * are: constants that overflow, or a division by a constant zero; NULL if none. */
 const AstExpr *size_overflows(const AstExpr *e)
 {
     int64_t v;
@@ -61,6 +61,10 @@ const AstExpr *size_overflows(const AstExpr *e)
             in = size_overflows(e->binary.b);
         if (in)
             return in;
+        /* a constant zero divisor fails whatever the parameters are */
+        int64_t z;
+        if ((e->binary.op == OP_DIV || e->binary.op == OP_MOD) && size_eval(e->binary.b, NULL, NULL, &z) && z == 0)
+            return e;
         break;
     }
     default:

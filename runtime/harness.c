@@ -19,6 +19,7 @@
  * report.  A failed validation leaves every speed field empty: there is no way to
  * get a number for a wrong kernel. */
 #include "runtime.h"
+#include "lang/checked.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -291,7 +292,11 @@ static bool map_buffers(H *h)
             diag_plain(h->d, DIAG_ERROR, "the size of buffer %s cannot be computed", s->b->name);
             return false;
         }
-        s->bytes = (size_t)s->n * (size_t)dtype_bytes(s->b->dtype);
+        if (!ck_bytes(s->n, (size_t)dtype_bytes(s->b->dtype), &s->bytes)) {
+            diag_plain(h->d, DIAG_ERROR, "buffer %s: %lld elements do not fit in a byte count", s->b->name,
+                       (long long)s->n);
+            return false;
+        }
         if (s->b->kind == BUF_TEMP)
             continue; /* the schedule may add, drop or reshape temporaries: nobody compares them */
         const Buffer *ub = ir_find_buffer(u, s->b->name);
