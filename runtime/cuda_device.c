@@ -130,6 +130,13 @@ void gpu_describe(const GpuDevice *g, StrBuf *out)
 bool gpu_alloc(GpuDevice *g, size_t bytes, CUdeviceptr *out, Diags *d)
 {
     *out = 0;
+    /* asked for more than the GPU has: say so with both numbers (cuMemAlloc would only
+     * say "out of memory") */
+    if (g->info.mem_bytes && bytes > g->info.mem_bytes) {
+        diag_plain(d, DIAG_ERROR, "a buffer needs %zu bytes, this GPU (%s) has %zu: bind smaller sizes with -D", bytes,
+                   g->info.name, g->info.mem_bytes);
+        return false;
+    }
     return cuda_check(g->cu->MemAlloc(out, bytes ? bytes : 16), "cuMemAlloc", d);
 }
 
