@@ -42,6 +42,7 @@ static void **list_freeze(ParseCtx *c, PtrVec *l, int *n)
 static AstExpr *expr_new(ParseCtx *c, AstExprKind k, Span sp)
 {
     AstExpr *e = new_node(c, sizeof *e);
+    c->nexprs++;
     e->kind = k;
     e->span = sp;
     e->dtype = DT_COUNT;
@@ -265,6 +266,10 @@ AstKernel *mk_kernel(ParseCtx *c, Token name, PtrVec *params, PtrVec *items, Tok
     } else if (nt > PDL_MAX_TENSORS && !c->failed) {
         diag_error(c->d, name.span, "kernel %s declares %d tensors; the limit is %d", name.text, nt, PDL_MAX_TENSORS);
         c->failed = true;
+    } else if (c->nexprs > PDL_MAX_EXPR_NODES && !c->failed) {
+        diag_error(c->d, name.span, "kernel %s holds %d operations and operands; the limit is %d (code generation "
+                   "time grows with it): split it into several kernels", name.text, c->nexprs, PDL_MAX_EXPR_NODES);
+        c->failed = true;
     } else if (params->n > PDL_MAX_PARAMS && !c->failed) {
         diag_error(c->d, name.span, "kernel %s has %d size parameters; the limit is %d", name.text, params->n,
                    PDL_MAX_PARAMS);
@@ -281,6 +286,7 @@ AstKernel *mk_kernel(ParseCtx *c, Token name, PtrVec *params, PtrVec *items, Tok
             k->tensors[k->ntensors++] = (AstTensor *)p;
     }
     (void)rb;
+    c->nexprs = 0;
     return k;
 }
 

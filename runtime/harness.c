@@ -553,7 +553,7 @@ int rt_evaluate(RtDevice *dev, const Kernel *k, const Kernel *u, const RunOption
         return EXIT_RUNTIME;
     r->tol_dtype = rt_tolerance_dtype(h->u);
     r->tolerance = rt_tolerance(r->tol_dtype, r->work.reduce_len);
-    if (!map_buffers(h)) {
+    if (!rt_check_sizes(k, 8, d) || !map_buffers(h)) { /* sizes before any allocation */
         rc = EXIT_USAGE;
         goto out;
     }

@@ -47,6 +47,11 @@ generate() {
     gen_too_many_statements)  # the statement limit is checked before sema, lowering and LLVM
       printf 'kernel k(N) {\n  in  A: f32[N]\n  out C: f32[N]\n  C[i] = A[i]\n'
       for ((i = 0; i < 2000; i++)); do printf '  t%d[i] = A[i]\n' $i; done; printf '}\n' ;;
+    gen_too_many_operations)  # 100 statements of 350 terms: over the limit on expression nodes
+      printf 'kernel k(N) {\n  in  A: f32[N]\n  out C: f32[N]\n  C[i] = A[i]\n'
+      for ((i = 0; i < 100; i++)); do
+        printf '  t%d[i] = A[i]' $i; yes ' + A[i]' | head -n 349 | tr -d '\n'; printf '\n'
+      done; printf '}\n' ;;
     gen_nul_byte)
       header; printf '  C[i] = A[i]\000 * 2.0\n}\n' ;;
     gen_non_utf8)  # a Latin-1 byte outside a comment
