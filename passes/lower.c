@@ -661,11 +661,35 @@ static void add_buffers(Lower *L, BufKind want)
     }
 }
 
-/* With every size bound, each dimension must come out at least 1. */
+/* With every size bound, each dimension must come out at least 1, and the tensor's
+ * element and byte counts must fit in 64 bits: index arithmetic in the generated
+ * code is 64-bit, so a larger tensor could not even be addressed. */
 static void check_shapes(Lower *L)
 {
     for (int i = 0; i < L->k->nbufs; i++) {
         const Buffer *b = L->k->bufs[i];
+        int64_t elems = 1, bytes;
+        bool counted = true;
+        for (int r = 0; r < b->rank; r++) {
+            int64_t v;
+            if (!ir_eval_size(L->k, b->shape[r], &v) || v < 1 || !ck_mul(elems, v, &elems))
+                counted = false;
+        }
+        if (counted && !ck_mul(elems, dtype_bytes(b->dtype), &bytes)) {
+            diag_error(L->d, b->span, "tensor %s has %lld elements of %d bytes at these sizes: more bytes than a "
+                       "64-bit count holds", b->name, (long long)elems, dtype_bytes(b->dtype));
+            L->ok = false;
+        }
+        bool dims_ok = true;
+        for (int r = 0; r < b->rank && dims_ok; r++) {
+            int64_t v;
+            dims_ok = ir_eval_size(L->k, b->shape[r], &v) && v >= 1;
+        }
+        if (dims_ok && !counted) {
+            diag_error(L->d, b->span, "tensor %s has more elements than a 64-bit count holds at these sizes",
+                       b->name);
+            L->ok = false;
+        }
         for (int r = 0; r < b->rank; r++) {
             int64_t v;
             StrBuf text = {0};
