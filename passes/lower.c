@@ -37,6 +37,7 @@ typedef struct Lower {
     bool *vknown, *vempty;
     int cap_vars;
     bool saw_empty;         /* an interval touched a variable whose loop never runs */
+    bool saw_overflow;      /* an interval's bound overflowed 64 bits */
     /* the statement being lowered */
     const AstStmt *s;
     Var **var_of;           /* by AstIndex id */
@@ -144,8 +145,12 @@ static bool interval(Lower *L, const Expr *e, int64_t *lo, int64_t *hi)
     case IE_CAST:
         return interval(L, e->args[0], lo, hi);
     case IE_NEG:
-        if (!interval(L, e->args[0], &a0, &a1) || a0 == INT64_MIN)
+        if (!interval(L, e->args[0], &a0, &a1))
             return false;
+        if (a0 == INT64_MIN) {
+            L->saw_overflow = true;
+            return false;
+        }
         *lo = -a1;
         *hi = -a0;
         return true;
@@ -158,14 +163,21 @@ static bool interval(Lower *L, const Expr *e, int64_t *lo, int64_t *hi)
     }
     switch (e->kind) {
     case IE_ADD:
-        return !__builtin_add_overflow(a0, b0, lo) && !__builtin_add_overflow(a1, b1, hi);
+        if (ck_add(a0, b0, lo) && ck_add(a1, b1, hi))
+            return true;
+        L->saw_overflow = true;
+        return false;
     case IE_SUB:
-        return !__builtin_sub_overflow(a0, b1, lo) && !__builtin_sub_overflow(a1, b0, hi);
+        if (ck_sub(a0, b1, lo) && ck_sub(a1, b0, hi))
+            return true;
+        L->saw_overflow = true;
+        return false;
     case IE_MUL: {
         int64_t p[4];
-        if (__builtin_mul_overflow(a0, b0, &p[0]) || __builtin_mul_overflow(a0, b1, &p[1]) ||
-            __builtin_mul_overflow(a1, b0, &p[2]) || __builtin_mul_overflow(a1, b1, &p[3]))
+        if (!ck_mul(a0, b0, &p[0]) || !ck_mul(a0, b1, &p[1]) || !ck_mul(a1, b0, &p[2]) || !ck_mul(a1, b1, &p[3])) {
+            L->saw_overflow = true;
             return false;
+        }
         *lo = *hi = p[0];
         for (int i = 1; i < 4; i++) {
             *lo = p[i] < *lo ? p[i] : *lo;
@@ -212,6 +224,20 @@ static bool check_read(Lower *L, const AstExpr *acc, const Buffer *b, Expr **idx
         if (!ir_eval_size(L->k, b->shape[i], &size))
             return b->has_pad; /* reported with the shapes */
         L->saw_empty = false;
+        L->saw_overflow = false;
+        if (!interval(L, idx[i], &lo, &hi) && L->saw_overflow && !L->saw_empty) {
+            /* the generated code computes indices in 64 bits: one that can overflow
+             * has no meaning to give it */
+            diag_error(L->d, acc->access.idx[i]->span, "index %d of %s overflows 64-bit integers over the loop's "
+                       "range with these sizes", i, b->name);
+            L->ok = false;
+            return false;
+        }
+        if (L->saw_overflow) {
+            /* an overflow under a loop that never runs: nothing is computed */
+            guarded |= b->has_pad;
+            continue;
+        }
         if (!interval(L, idx[i], &lo, &hi)) {
             /* not provable either way: guard a padded read; the interpreter
              * reports an unpadded one if it ever leaves the tensor */
