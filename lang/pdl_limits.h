@@ -13,6 +13,8 @@ enum {
     PDL_MAX_RANK = 8,              /* dimensions of a tensor */
     PDL_MAX_INDICES = 16,          /* indices of one statement: the depth of its loop nest */
     PDL_MAX_PARAMS = 64,           /* size parameters of one kernel */
+    PDL_MAX_LOOP_DEPTH = 64,       /* loops nested after scheduling (stdlib: at most ~20) */
+    PDL_MAX_IR_NODES = 100000,     /* loops, guards and statements after scheduling */
     PDL_MAX_EXPR_NODES = 100000,   /* operations and operands in one kernel: 300 000 took
                                       LLVM 20 s on a busy 2-core machine */
 };
