@@ -5,8 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "lang/pdl_limits.h"
 #include "passes/passes.h"
 #include "passes/xform.h"
 
@@ -40,7 +43,12 @@ bool target_is_gpu(const char *t)
 int compile_front(Compilation *c)
 {
     size_t len;
-    c->text = read_file(c->o->file, &len);
+    c->text = read_file_max(c->o->file, PDL_MAX_INPUT_BYTES, &len);
+    if (!c->text && errno == EFBIG) {
+        diag_plain(&c->diags, DIAG_ERROR, "'%s' holds more than %d MiB: a PDL file is at most that long (is it the "
+                   "right file?)", c->o->file, PDL_MAX_INPUT_BYTES >> 20);
+        return 1;
+    }
     if (!c->text) {
         diag_plain(&c->diags, DIAG_ERROR, "cannot read '%s': %s", c->o->file, strerror(errno));
         return 1;
@@ -174,45 +182,100 @@ int compile_kernel(Compilation *c)
     return ok ? 0 : 1;
 }
 
+static bool write_all(int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, data, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        data += n;
+        len -= (size_t)n;
+    }
+    return true;
+}
+
+/* Writes a complete file at path through a fresh temporary in the same directory,
+ * created with O_EXCL (mkstemp: an unpredictable name, never an existing file or a
+ * planted link), renamed over path only once every byte is written.  On any failure
+ * the temporary is removed and path is untouched. */
+static int replace_file(Compilation *c, const char *path, const char *data, size_t len, mode_t mode)
+{
+    const char *slash = strrchr(path, '/');
+    size_t dlen = slash ? (size_t)(slash - path) + 1 : 0;
+    size_t n = dlen + strlen(slash ? slash + 1 : path) + 16;
+    char *tmp = xmalloc(n);
+    snprintf(tmp, n, "%.*s.%s.XXXXXX", (int)dlen, path, slash ? slash + 1 : path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        diag_plain(&c->diags, DIAG_ERROR, "cannot write '%s': %s", path, strerror(errno));
+        free(tmp);
+        return 1;
+    }
+    bool ok = write_all(fd, data, len) && fchmod(fd, mode) == 0;
+    int err = errno;
+    if (close(fd) != 0 && ok) {
+        ok = false;
+        err = errno;
+    }
+    if (ok && rename(tmp, path) != 0) {
+        ok = false;
+        err = errno;
+    }
+    if (!ok) {
+        unlink(tmp);
+        diag_plain(&c->diags, DIAG_ERROR, "cannot write '%s': %s", path, strerror(err));
+    }
+    free(tmp);
+    return ok ? 0 : 1;
+}
+
 int write_output(Compilation *c, const char *data, size_t len)
 {
-    if (!c->o->out || !strcmp(c->o->out, "-")) {
+    const char *out = c->o->out;
+    if (!out || !strcmp(out, "-")) {
         fwrite(data, 1, len, stdout);
         return 0;
     }
-    /* A target that exists and is not a regular file (/dev/null, a FIFO, a symbolic
-     * link) is written in place: renaming over it would replace the device node or
-     * the link with a plain file (as root, `-o /dev/null` once did exactly that). */
+    /* A symbolic link is followed to what it names (the link stays); a link to
+     * nothing is refused rather than made to create a file wherever it points. */
+    char *real = NULL;
     struct stat st;
-    if (lstat(c->o->out, &st) == 0 && !S_ISREG(st.st_mode)) {
-        FILE *f = fopen(c->o->out, "wb");
-        bool ok = f && fwrite(data, 1, len, f) == len;
-        if (f && fclose(f) != 0)
-            ok = false;
-        if (!ok) {
-            diag_plain(&c->diags, DIAG_ERROR, "cannot write '%s': %s", c->o->out, strerror(errno));
+    bool exists = lstat(out, &st) == 0;
+    if (exists && S_ISLNK(st.st_mode)) {
+        real = realpath(out, NULL);
+        if (!real || stat(real, &st) != 0) {
+            diag_plain(&c->diags, DIAG_ERROR, "cannot write '%s': a symbolic link to a file that does not exist",
+                       out);
+            free(real);
             return 1;
         }
-        return 0;
     }
-    /* Write beside the target and rename, so a failure never leaves half a file. */
-    size_t n = strlen(c->o->out) + 16;
-    char *tmp = xmalloc(n);
-    snprintf(tmp, n, "%s.tmp", c->o->out);
-    FILE *f = fopen(tmp, "wb");
-    if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0) {
-        diag_plain(&c->diags, DIAG_ERROR, "cannot write '%s': %s", c->o->out, strerror(errno));
-        if (f)
-            remove(tmp);
-        free(tmp);
-        return 1;
+    const char *path = real ? real : out;
+    int rc;
+    if (exists && S_ISDIR(st.st_mode)) {
+        diag_plain(&c->diags, DIAG_ERROR, "cannot write '%s': it is a directory", out);
+        rc = 1;
+    } else if (exists && !S_ISREG(st.st_mode)) {
+        /* A FIFO or a device (/dev/null) is written in place: renaming over it would
+         * replace the node with a plain file (as root, `-o /dev/null` once did). */
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        bool ok = fd >= 0 && write_all(fd, data, len);
+        int err = errno;
+        if (fd >= 0 && close(fd) != 0 && ok) {
+            ok = false;
+            err = errno;
+        }
+        if (!ok)
+            diag_plain(&c->diags, DIAG_ERROR, "cannot write '%s': %s", out, strerror(err));
+        rc = ok ? 0 : 1;
+    } else {
+        /* a new file gets the usual permissions; a replaced one keeps its own */
+        mode_t mask = umask(0);
+        umask(mask);
+        rc = replace_file(c, path, data, len, exists ? st.st_mode & 07777 : 0666 & ~mask);
     }
-    if (rename(tmp, c->o->out) != 0) {
-        diag_plain(&c->diags, DIAG_ERROR, "cannot write '%s': %s", c->o->out, strerror(errno));
-        remove(tmp);
-        free(tmp);
-        return 1;
-    }
-    free(tmp);
-    return 0;
+    free(real);
+    return rc;
 }

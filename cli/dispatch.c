@@ -45,10 +45,13 @@ int cli_actions(Compilation *c)
 
 int cli_run(Compilation *c)
 {
-    if (!strcmp(c->o->target, "interp"))
-        return cli_run_interp(c);
     if (!ir_all_bound(c->kernel, &c->diags))
         return 1;
+    /* before any allocation: every tensor and the run's working set must fit */
+    if (!rt_check_sizes(c->kernel, 8, &c->diags))
+        return 1;
+    if (!strcmp(c->o->target, "interp"))
+        return cli_run_interp(c);
     RunOptions ro;
     rt_options_init(&ro);
     ro.target = c->o->target;

@@ -55,6 +55,27 @@ static bool parse_int(const char *s, int64_t *v)
     return true;
 }
 
+/* A -D value: decimal digits only, no sign, no leading zero (`010` is not read as
+ * octal 8, nor `0x10` as 16: both are refused), at most 2^63-1.  Returns NULL or
+ * what is wrong. */
+static const char *parse_size(const char *s, int64_t *v)
+{
+    if (!*s)
+        return "the value is empty";
+    uint64_t x = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return *p == '-' ? "a size is never negative" : "the value must be a decimal integer";
+        if (x > ((uint64_t)INT64_MAX - (uint64_t)(*p - '0')) / 10)
+            return "the value is too large (the limit is 2^63-1)";
+        x = x * 10 + (uint64_t)(*p - '0');
+    }
+    if (s[0] == '0' && s[1])
+        return "write the value in decimal without leading zeros (perfc does not read octal or hex)";
+    *v = (int64_t)x;
+    return NULL;
+}
+
 static const struct {
     const char *name;
     EmitKind kind;
@@ -119,8 +140,11 @@ int options_parse(Options *o, int argc, char **argv)
             const char *eq = strchr(def, '=');
             if (!eq || eq == def)
                 return usage_error("-D takes NAME=VALUE, not '%s'", def);
-            if (!parse_int(eq + 1, &v) || v < 0)
-                return usage_error("-D %s: the value must be a non-negative integer", def);
+            const char *why = parse_size(eq + 1, &v);
+            if (why) {
+                fprintf(stderr, "perfc: error: -D %s: %s\n(perfc --help lists the options)\n", def, why);
+                return 1;
+            }
             if (o->ndefines == MAX_DEFINES)
                 return usage_error("too many -D options (the limit is %s)", "64");
             char *name = xmalloc((size_t)(eq - def) + 1);

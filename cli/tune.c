@@ -28,7 +28,7 @@ int cli_tune_autotune(Compilation *c)
                                           "not the interpreter");
         return 1;
     }
-    if (!ir_all_bound(c->kernel, &c->diags))
+    if (!ir_all_bound(c->kernel, &c->diags) || !rt_check_sizes(c->kernel, 8, &c->diags))
         return 1;
     TuneInput in = {0};
     in.prog = c->prog;

@@ -5,6 +5,7 @@
  * floor division and floor modulo; overflow and division by zero fail rather than
  * produce a number. */
 #include "ir.h"
+#include "lang/checked.h"
 
 static bool eval(const Kernel *k, const Expr *e, int64_t *out)
 {
@@ -25,10 +26,7 @@ static bool eval(const Kernel *k, const Expr *e, int64_t *out)
             return false;
         return eval(k, e->args[0], out);
     case IE_NEG:
-        if (!eval(k, e->args[0], &a) || a == INT64_MIN)
-            return false;
-        *out = -a;
-        return true;
+        return eval(k, e->args[0], &a) && ck_neg(a, out);
     case IE_ADD: case IE_SUB: case IE_MUL: case IE_DIV: case IE_MOD: case IE_MAX: case IE_MIN:
         if (!eval(k, e->args[0], &a) || !eval(k, e->args[1], &b))
             return false;
@@ -37,21 +35,11 @@ static bool eval(const Kernel *k, const Expr *e, int64_t *out)
         return false; /* loop variables, loads, floats: not a size */
     }
     switch (e->kind) {
-    case IE_ADD: return !__builtin_add_overflow(a, b, out);
-    case IE_SUB: return !__builtin_sub_overflow(a, b, out);
-    case IE_MUL: return !__builtin_mul_overflow(a, b, out);
-    case IE_DIV:
-    case IE_MOD: {
-        if (b == 0 || (a == INT64_MIN && b == -1))
-            return false;
-        int64_t q = a / b, r = a % b;
-        if (r != 0 && ((r < 0) != (b < 0))) {
-            q--;
-            r += b;
-        }
-        *out = e->kind == IE_DIV ? q : r;
-        return true;
-    }
+    case IE_ADD: return ck_add(a, b, out);
+    case IE_SUB: return ck_sub(a, b, out);
+    case IE_MUL: return ck_mul(a, b, out);
+    case IE_DIV: return ck_floordiv(a, b, out);
+    case IE_MOD: return ck_floormod(a, b, out);
     case IE_MAX: *out = a > b ? a : b; return true;
     case IE_MIN: *out = a < b ? a : b; return true;
     default: return false;
@@ -68,7 +56,7 @@ int64_t ir_buffer_elems(const Kernel *k, const Buffer *b)
     int64_t n = 1;
     for (int i = 0; i < b->rank; i++) {
         int64_t d;
-        if (!eval(k, b->shape[i], &d) || d < 0 || __builtin_mul_overflow(n, d, &n))
+        if (!eval(k, b->shape[i], &d) || d < 0 || !ck_mul(n, d, &n))
             return -1;
     }
     return n;

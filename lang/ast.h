@@ -258,9 +258,14 @@ bool sema_program(Program *p, Diags *d);
 AstKernel *program_find_kernel(Program *p, const char *name);
 
 /* ---- lang/size.c: size expressions (over parameters and integer constants) ---- */
-/* Evaluates a checked size expression with the parameter values given;
- * returns false (and reports) on division by zero or an unbound parameter. */
+/* Evaluates a checked size expression with the parameter values given; returns
+ * false on an unbound parameter, a division by zero or a 64-bit overflow (checked
+ * arithmetic, lang/checked.h; nothing is reported here). */
 bool size_eval(const AstExpr *e, const int64_t *params, const bool *bound, int64_t *out);
+/* The first subexpression of e that cannot be computed whatever the parameters
+ * are (constants that overflow, a division by a constant zero), or NULL: sema
+ * reports it where it is written. */
+const AstExpr *size_overflows(const AstExpr *e);
 /* Structural equality after folding constants (used to check index ranges agree). */
 bool size_equal(const AstExpr *a, const AstExpr *b);
 

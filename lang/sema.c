@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "ast.h"
+#include "checked.h"
+#include "pdl_limits.h"
 
 /* Tensor names of one kernel, hashed: every access looks its tensor up, and a
  * linear search made a 10 000-statement kernel (10 000 temporaries) take seconds.
@@ -145,6 +147,21 @@ static bool check_size(Sema *S, AstExpr *e, const char *what)
         break;
     }
     diag_error(S->d, e->span, "%s must be built from size parameters and integers with + - * / %%", what);
+    return false;
+}
+
+/* A checked size expression whose constant part cannot be computed: an overflow of
+ * 64-bit integers or a division by zero, reported where it is written. */
+static bool size_computable(Sema *S, const AstExpr *e, const char *what)
+{
+    const AstExpr *bad = size_overflows(e);
+    if (!bad)
+        return true;
+    int64_t b;
+    bool div = bad->kind == AST_BINARY && (bad->binary.op == OP_DIV || bad->binary.op == OP_MOD);
+    diag_error(S->d, bad->span, "%s cannot be computed: %s", what,
+               div && size_eval(bad->binary.b, NULL, NULL, &b) && b == 0 ? "a division by zero"
+                                                                        : "it overflows 64-bit integers");
     return false;
 }
 
@@ -497,6 +514,12 @@ static bool check_stmt(Sema *S, AstStmt *s)
     int nred = s->rhs->kind == AST_REDUCE ? s->rhs->reduce.nvars : 0;
     s->indices = arena_alloc(S->a, sizeof(AstIndex *) * (size_t)(s->nlhs + nred + 1));
     bool ok = true;
+    /* One loop per index: bound the nest's depth before anything walks it. */
+    if (s->nlhs + nred > PDL_MAX_INDICES) {
+        diag_error(S->d, s->span, "this statement has %d indices (a loop nest %d deep); the limit is %d",
+                   s->nlhs + nred, s->nlhs + nred, PDL_MAX_INDICES);
+        return false;
+    }
 
     for (int i = 0; i < s->nlhs; i++) {
         AstExpr *n = s->lhs_idx[i];
@@ -553,6 +576,16 @@ static bool check_stmt(Sema *S, AstStmt *s)
             if (v->lo) {
                 bool rok = check_size(S, v->lo, "a reduction range");
                 rok = check_size(S, v->hi, "a reduction range") && rok;
+                rok = rok && size_computable(S, v->lo, "a reduction range") &&
+                      size_computable(S, v->hi, "a reduction range");
+                int64_t clo, chi, cext;
+                if (rok && size_eval(v->lo, NULL, NULL, &clo) && size_eval(v->hi, NULL, NULL, &chi) &&
+                    (!ck_sub(chi, clo, &cext) || cext < 1)) {
+                    diag_error(S->d, span_join(v->lo->span, v->hi->span),
+                               "the range %lld..%lld of %s is empty: a range lo..hi needs hi > lo",
+                               (long long)clo, (long long)chi, v->name);
+                    rok = false;
+                }
                 if (rok) {
                     v->index->lo = v->lo;
                     v->index->extent = size_sub(S, v->hi, v->lo);
@@ -913,8 +946,13 @@ static bool check_kernel(Sema *S)
         }
         if (find_param(k, t->name) >= 0)
             diag_error(d, t->span, "tensor %s has the name of a size parameter", t->name);
-        for (int r = 0; r < t->rank; r++)
-            check_size(S, t->shape[r], "a shape");
+        for (int r = 0; r < t->rank; r++) {
+            int64_t v;
+            if (check_size(S, t->shape[r], "a shape") && size_computable(S, t->shape[r], "a shape") &&
+                size_eval(t->shape[r], NULL, NULL, &v) && v < 1)
+                diag_error(d, t->shape[r]->span, "dimension %d of %s is %lld: a size must be at least 1", r, t->name,
+                           (long long)v);
+        }
         if (t->has_pad)
             check_pad(S, t);
     }

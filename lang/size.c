@@ -6,20 +6,11 @@
 #include <stdlib.h>
 
 #include "ast.h"
+#include "checked.h"
 
-static int64_t floordiv(int64_t a, int64_t b)
-{
-    int64_t q = a / b;
-    if ((a % b != 0) && ((a < 0) != (b < 0)))
-        q--;
-    return q;
-}
-
-static int64_t floormod(int64_t a, int64_t b)
-{
-    return a - floordiv(a, b) * b;
-}
-
+/* Overflow, a zero divisor and INT64_MIN / -1 make the value unknown (false):
+ * sema reports such a constant expression where it is written (size_overflows),
+ * lowering reports one that needs the bound sizes. */
 bool size_eval(const AstExpr *e, const int64_t *params, const bool *bound, int64_t *out)
 {
     int64_t a, b;
@@ -35,30 +26,59 @@ bool size_eval(const AstExpr *e, const int64_t *params, const bool *bound, int64
     case AST_UNARY:
         if (e->unary.op != OP_NEG || !size_eval(e->unary.a, params, bound, &a))
             return false;
-        *out = -a;
-        return true;
+        return ck_neg(a, out);
     case AST_BINARY:
         if (!size_eval(e->binary.a, params, bound, &a) || !size_eval(e->binary.b, params, bound, &b))
             return false;
         switch (e->binary.op) {
-        case OP_ADD: *out = a + b; return true;
-        case OP_SUB: *out = a - b; return true;
-        case OP_MUL: *out = a * b; return true;
-        case OP_DIV:
-            if (b == 0)
-                return false;
-            *out = floordiv(a, b);
-            return true;
-        case OP_MOD:
-            if (b == 0)
-                return false;
-            *out = floormod(a, b);
-            return true;
+        case OP_ADD: return ck_add(a, b, out);
+        case OP_SUB: return ck_sub(a, b, out);
+        case OP_MUL: return ck_mul(a, b, out);
+        case OP_DIV: return ck_floordiv(a, b, out);
+        case OP_MOD: return ck_floormod(a, b, out);
         default: return false;
         }
     default:
         return false;
     }
+}
+
+/* The first subexpression whose value cannot be computed whatever the parameters
+ * are: constants that overflow, or a division by a constant zero; NULL if none. */
+const AstExpr *size_overflows(const AstExpr *e)
+{
+    int64_t v;
+    switch (e->kind) {
+    case AST_UNARY: {
+        const AstExpr *in = size_overflows(e->unary.a);
+        if (in)
+            return in;
+        break;
+    }
+    case AST_BINARY: {
+        const AstExpr *in = size_overflows(e->binary.a);
+        if (!in)
+            in = size_overflows(e->binary.b);
+        if (in)
+            return in;
+        /* a constant zero divisor fails whatever the parameters are */
+        int64_t z;
+        if ((e->binary.op == OP_DIV || e->binary.op == OP_MOD) && size_eval(e->binary.b, NULL, NULL, &z) && z == 0)
+            return e;
+        break;
+    }
+    default:
+        return NULL;
+    }
+    /* operands are computable or mention parameters */
+    int64_t a;
+    if (e->kind == AST_UNARY)
+        return size_eval(e->unary.a, NULL, NULL, &a) && !size_eval(e, NULL, NULL, &v) ? e : NULL;
+    int64_t b;
+    if (size_eval(e->binary.a, NULL, NULL, &a) && size_eval(e->binary.b, NULL, NULL, &b) &&
+        !size_eval(e, NULL, NULL, &v))
+        return e;
+    return NULL;
 }
 
 /* Constant value of a size expression without parameters. */

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 _Noreturn void die_at(const char *file, int line, const char *fmt, ...)
 {
@@ -260,28 +263,65 @@ void sb_free(StrBuf *b)
 
 char *read_file(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    return read_file_max(path, SIZE_MAX / 2, len);
+}
+
+/* Reads with a cap, so /dev/zero or an endless pipe stops with EFBIG instead of
+ * growing until memory runs out.  The file is opened without blocking (a FIFO with
+ * no writer would otherwise hang in open) and then read normally. */
+char *read_file_max(const char *path, size_t max, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
         return NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return NULL;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        errno = EISDIR;
+        return NULL;
+    }
+    if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > (uint64_t)max) {
+        close(fd);
+        errno = EFBIG;
+        return NULL;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     size_t cap = 4096, n = 0;
     char *buf = xmalloc(cap);
     for (;;) {
         if (n + 1 >= cap) {
-            cap *= 2;
+            cap = cap > max ? max + 2 : cap * 2;
             buf = xrealloc(buf, cap);
         }
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
+        ssize_t got = read(fd, buf + n, cap - n - 1);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            errno = e == EAGAIN ? EIO : e;
+            return NULL;
+        }
         if (got == 0)
             break;
+        n += (size_t)got;
+        if (n > max) {
+            free(buf);
+            close(fd);
+            errno = EFBIG;
+            return NULL;
+        }
     }
-    int err = ferror(f);
-    fclose(f);
-    if (err) {
-        free(buf);
-        errno = EIO;
-        return NULL;
-    }
+    close(fd);
     buf[n] = 0;
     *len = n;
     return buf;

@@ -60,6 +60,10 @@ void sb_json_str(StrBuf *b, const char *s);
 /* Reads a whole file; NULL and errno set on failure. The buffer is NUL-terminated
  * (the lexer's sentinel) and *len excludes that NUL. */
 char *read_file(const char *path, size_t *len);
+/* read_file with a limit: NULL with errno EFBIG once the file holds more than max
+ * bytes (checked while reading, so /dev/zero and endless pipes stop), EISDIR for a
+ * directory.  FIFOs are opened without waiting for a writer. */
+char *read_file_max(const char *path, size_t max, size_t *len);
 
 /* ---- seeded random numbers (xoshiro256**): reproducible inputs everywhere ---- */
 typedef struct Rng {

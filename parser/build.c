@@ -7,6 +7,7 @@
 
 #include "parse.h"
 #include "grammar.h"
+#include "lang/pdl_limits.h"
 
 static void *new_node(ParseCtx *c, size_t n)
 {
@@ -41,6 +42,7 @@ static void **list_freeze(ParseCtx *c, PtrVec *l, int *n)
 static AstExpr *expr_new(ParseCtx *c, AstExprKind k, Span sp)
 {
     AstExpr *e = new_node(c, sizeof *e);
+    c->nexprs++;
     e->kind = k;
     e->span = sp;
     e->dtype = DT_COUNT;
@@ -204,6 +206,10 @@ AstTensor *mk_tensor(ParseCtx *c, TensorKind kind, Token name, Token dtype, PtrV
         diag_error(c->d, dtype.span, "unknown dtype '%s': expected one of f64, f32, f16, bf16, i32", dtype.text);
     t->shape = scalar ? NULL : (AstExpr **)list_freeze(c, shape, &t->rank);
     t->id = -1;
+    if (t->rank > PDL_MAX_RANK && !c->failed) {
+        diag_error(c->d, name.span, "tensor %s has %d dimensions; the limit is %d", name.text, t->rank, PDL_MAX_RANK);
+        c->failed = true;
+    }
     return t;
 }
 
@@ -250,6 +256,25 @@ AstKernel *mk_kernel(ParseCtx *c, Token name, PtrVec *params, PtrVec *items, Tok
     int nt = 0, ns = 0;
     for (int i = 0; i < items->n; i++)
         ((uintptr_t)items->v[i] & 1) ? ns++ : nt++;
+    /* Checked here, before sema, lowering and code generation, whose cost grows
+     * with these counts (100 000 statements once took 8 GB and ended in an abort
+     * inside LLVM). */
+    if (ns > PDL_MAX_STMTS && !c->failed) {
+        diag_error(c->d, name.span, "kernel %s has %d statements; the limit is %d: split it into several kernels",
+                   name.text, ns, PDL_MAX_STMTS);
+        c->failed = true;
+    } else if (nt > PDL_MAX_TENSORS && !c->failed) {
+        diag_error(c->d, name.span, "kernel %s declares %d tensors; the limit is %d", name.text, nt, PDL_MAX_TENSORS);
+        c->failed = true;
+    } else if (c->nexprs > PDL_MAX_EXPR_NODES && !c->failed) {
+        diag_error(c->d, name.span, "kernel %s holds %d operations and operands; the limit is %d (code generation "
+                   "time grows with it): split it into several kernels", name.text, c->nexprs, PDL_MAX_EXPR_NODES);
+        c->failed = true;
+    } else if (params->n > PDL_MAX_PARAMS && !c->failed) {
+        diag_error(c->d, name.span, "kernel %s has %d size parameters; the limit is %d", name.text, params->n,
+                   PDL_MAX_PARAMS);
+        c->failed = true;
+    }
     /* room for temporaries, which sema adds: at most one per statement */
     k->tensors = arena_alloc(c->a, sizeof(AstTensor *) * (size_t)(nt + ns + 1));
     k->stmts = arena_alloc(c->a, sizeof(AstStmt *) * (size_t)(ns + 1));
@@ -261,6 +286,7 @@ AstKernel *mk_kernel(ParseCtx *c, Token name, PtrVec *params, PtrVec *items, Tok
             k->tensors[k->ntensors++] = (AstTensor *)p;
     }
     (void)rb;
+    c->nexprs = 0;
     return k;
 }
 
@@ -276,6 +302,11 @@ AstSchedule *mk_schedule(ParseCtx *c, Token kw, Token kernel, const char *target
     s->kernel = kernel.text;
     s->target = target;
     s->nitems = items->n;
+    if (items->n > PDL_MAX_SCHED_ITEMS && !c->failed) {
+        Span at = kw.span.src ? kw.span : ((SchedItem *)items->v[PDL_MAX_SCHED_ITEMS])->span;
+        diag_error(c->d, at, "a schedule of %d statements; the limit is %d", items->n, PDL_MAX_SCHED_ITEMS);
+        c->failed = true;
+    }
     s->items = arena_alloc(c->a, sizeof(SchedItem) * (size_t)(items->n ? items->n : 1));
     for (int i = 0; i < items->n; i++)
         s->items[i] = *(SchedItem *)items->v[i];
@@ -346,10 +377,37 @@ SchedArg *mk_sarg_float(ParseCtx *c, Token t, bool neg)
     return a;
 }
 
+/* Strings in schedules only ever name loops and buffers, and those names reach the
+ * generated code: a string must be a name (`"io"`, `"Y.r"`), so no other byte of a
+ * schedule (from a file, -s or a tuning database) can reach the output. */
+static bool name_text(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 255)
+        return false;
+    bool start = true;
+    for (const char *p = s; *p; p++) {
+        char ch = *p;
+        bool letter = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_';
+        if (letter || (!start && ch >= '0' && ch <= '9'))
+            start = false;
+        else if (ch == '.' && !start && p[1])
+            start = true;
+        else
+            return false;
+    }
+    return true;
+}
+
 SchedArg *mk_sarg_string(ParseCtx *c, Token t)
 {
     SchedArg *a = sarg_new(c, SARG_STRING, t.span);
     a->name = t.text;
+    if (!name_text(t.text) && !c->failed) {
+        diag_error(c->d, t.span, "a string in a schedule names a loop or a buffer: letters, digits, '_' and "
+                   "'.' between names, at most 255 characters");
+        c->failed = true;
+    }
     return a;
 }
 
@@ -371,6 +429,11 @@ SchedArg *sarg_keyword(ParseCtx *c, Token key, SchedArg *v)
 void add_kernel(ParseCtx *c, AstKernel *k)
 {
     Program *p = c->prog;
+    if (p->nkernels == PDL_MAX_KERNELS && !c->failed) {
+        diag_error(c->d, k->span, "more than %d kernels in one file", PDL_MAX_KERNELS);
+        c->failed = true;
+        return;
+    }
     if (p->nkernels % 8 == 0) {
         AstKernel **v = arena_alloc(c->a, sizeof(AstKernel *) * (size_t)(p->nkernels + 8));
         if (p->nkernels)

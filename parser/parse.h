@@ -42,6 +42,7 @@ typedef struct ParseCtx {
     AstSchedule *sched_only;  /* parse_schedule_text's result */
     bool failed;              /* a syntax error stops the parse */
     PtrVec tmp;               /* scratch for list building */
+    int nexprs;               /* expression nodes since the last kernel was built */
 } ParseCtx;
 
 /* Builders called from grammar actions: one call per action. */

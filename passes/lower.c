@@ -19,6 +19,7 @@
  * arithmetic: a padded input gets a guarded load where it may leave its bounds,
  * any other tensor an error that names the index and its range. */
 #include "passes.h"
+#include "lang/checked.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -36,11 +37,14 @@ typedef struct Lower {
     bool *vknown, *vempty;
     int cap_vars;
     bool saw_empty;         /* an interval touched a variable whose loop never runs */
+    bool saw_overflow;      /* an interval's bound overflowed 64 bits */
     /* the statement being lowered */
     const AstStmt *s;
     Var **var_of;           /* by AstIndex id */
     DType ct;               /* compute type of the destination */
     DType fct;              /* the type float values are computed in */
+    int64_t iters;          /* iterations of the statement's nest so far (bound sizes) */
+    bool iters_reported;
 } Lower;
 
 static const ExprKind binop_of[] = {
@@ -141,8 +145,12 @@ static bool interval(Lower *L, const Expr *e, int64_t *lo, int64_t *hi)
     case IE_CAST:
         return interval(L, e->args[0], lo, hi);
     case IE_NEG:
-        if (!interval(L, e->args[0], &a0, &a1) || a0 == INT64_MIN)
+        if (!interval(L, e->args[0], &a0, &a1))
             return false;
+        if (a0 == INT64_MIN) {
+            L->saw_overflow = true;
+            return false;
+        }
         *lo = -a1;
         *hi = -a0;
         return true;
@@ -155,14 +163,21 @@ static bool interval(Lower *L, const Expr *e, int64_t *lo, int64_t *hi)
     }
     switch (e->kind) {
     case IE_ADD:
-        return !__builtin_add_overflow(a0, b0, lo) && !__builtin_add_overflow(a1, b1, hi);
+        if (ck_add(a0, b0, lo) && ck_add(a1, b1, hi))
+            return true;
+        L->saw_overflow = true;
+        return false;
     case IE_SUB:
-        return !__builtin_sub_overflow(a0, b1, lo) && !__builtin_sub_overflow(a1, b0, hi);
+        if (ck_sub(a0, b1, lo) && ck_sub(a1, b0, hi))
+            return true;
+        L->saw_overflow = true;
+        return false;
     case IE_MUL: {
         int64_t p[4];
-        if (__builtin_mul_overflow(a0, b0, &p[0]) || __builtin_mul_overflow(a0, b1, &p[1]) ||
-            __builtin_mul_overflow(a1, b0, &p[2]) || __builtin_mul_overflow(a1, b1, &p[3]))
+        if (!ck_mul(a0, b0, &p[0]) || !ck_mul(a0, b1, &p[1]) || !ck_mul(a1, b0, &p[2]) || !ck_mul(a1, b1, &p[3])) {
+            L->saw_overflow = true;
             return false;
+        }
         *lo = *hi = p[0];
         for (int i = 1; i < 4; i++) {
             *lo = p[i] < *lo ? p[i] : *lo;
@@ -209,6 +224,20 @@ static bool check_read(Lower *L, const AstExpr *acc, const Buffer *b, Expr **idx
         if (!ir_eval_size(L->k, b->shape[i], &size))
             return b->has_pad; /* reported with the shapes */
         L->saw_empty = false;
+        L->saw_overflow = false;
+        if (!interval(L, idx[i], &lo, &hi) && L->saw_overflow && !L->saw_empty) {
+            /* the generated code computes indices in 64 bits: one that can overflow
+             * has no meaning to give it */
+            diag_error(L->d, acc->access.idx[i]->span, "index %d of %s overflows 64-bit integers over the loop's "
+                       "range with these sizes", i, b->name);
+            L->ok = false;
+            return false;
+        }
+        if (L->saw_overflow) {
+            /* an overflow under a loop that never runs: nothing is computed */
+            guarded |= b->has_pad;
+            continue;
+        }
         if (!interval(L, idx[i], &lo, &hi)) {
             /* not provable either way: guard a padded read; the interpreter
              * reports an unpadded one if it ever leaves the tensor */
@@ -455,8 +484,26 @@ static Node *open_loop(Lower *L, const AstStmt *s, int i, NodeList **list, Node 
     Span at = ix->span.src ? ix->span : s->span;
     lo = spanned(ir_simplify(k, lo), at);
     hi = spanned(ir_simplify(k, hi), at);
-    int64_t l, h;
-    if (L->all_bound && ir_eval_size(k, lo, &l) && ir_eval_size(k, hi, &h)) {
+    int64_t l, h, ext;
+    if (L->all_bound && (!ir_eval_size(k, lo, &l) || !ir_eval_size(k, hi, &h) || !ck_sub(h, l, &ext))) {
+        diag_error(L->d, at, "the range of index %s cannot be computed with these sizes (a 64-bit overflow or a "
+                   "division by zero)", ix->name);
+        L->ok = false;
+    } else if (L->all_bound && ext < 1) {
+        StrBuf a = {0}, b = {0};
+        ir_print_expr(k, lo, &a);
+        ir_print_expr(k, hi, &b);
+        diag_error(L->d, at, "index %s runs over %s..%s = %lld..%lld with these sizes: a range needs at least "
+                   "one element", ix->name, a.s, b.s, (long long)l, (long long)h);
+        sb_free(&a);
+        sb_free(&b);
+        L->ok = false;
+    } else if (L->all_bound && !ck_mul(L->iters, ext, &L->iters)) {
+        if (!L->iters_reported)
+            diag_error(L->d, at, "the loop nest of this statement runs more than 2^63 iterations with these sizes");
+        L->iters_reported = true;
+        L->ok = false;
+    } else if (L->all_bound) {
         L->vknown[v->id] = true;
         L->vempty[v->id] = h <= l;
         L->vlo[v->id] = l;
@@ -512,6 +559,8 @@ static void lower_stmt(Lower *L, const AstStmt *s, const char *const *names)
 
     NodeList *list = &k->body;
     Node *parent = NULL;
+    L->iters = 1;
+    L->iters_reported = false;
     for (int i = 0; i < s->nlhs; i++)
         open_loop(L, s, i, &list, &parent);
     if (s->rhs->kind != AST_REDUCE) {
@@ -638,11 +687,35 @@ static void add_buffers(Lower *L, BufKind want)
     }
 }
 
-/* With every size bound, each dimension must come out non-negative. */
+/* With every size bound, each dimension must come out at least 1, and the tensor's
+ * element and byte counts must fit in 64 bits: index arithmetic in the generated
+ * code is 64-bit, so a larger tensor could not even be addressed. */
 static void check_shapes(Lower *L)
 {
     for (int i = 0; i < L->k->nbufs; i++) {
         const Buffer *b = L->k->bufs[i];
+        int64_t elems = 1, bytes;
+        bool counted = true;
+        for (int r = 0; r < b->rank; r++) {
+            int64_t v;
+            if (!ir_eval_size(L->k, b->shape[r], &v) || v < 1 || !ck_mul(elems, v, &elems))
+                counted = false;
+        }
+        if (counted && !ck_mul(elems, dtype_bytes(b->dtype), &bytes)) {
+            diag_error(L->d, b->span, "tensor %s has %lld elements of %d bytes at these sizes: more bytes than a "
+                       "64-bit count holds", b->name, (long long)elems, dtype_bytes(b->dtype));
+            L->ok = false;
+        }
+        bool dims_ok = true;
+        for (int r = 0; r < b->rank && dims_ok; r++) {
+            int64_t v;
+            dims_ok = ir_eval_size(L->k, b->shape[r], &v) && v >= 1;
+        }
+        if (dims_ok && !counted) {
+            diag_error(L->d, b->span, "tensor %s has more elements than a 64-bit count holds at these sizes",
+                       b->name);
+            L->ok = false;
+        }
         for (int r = 0; r < b->rank; r++) {
             int64_t v;
             StrBuf text = {0};
@@ -651,9 +724,9 @@ static void check_shapes(Lower *L)
                 diag_error(L->d, b->span, "dimension %d of %s, %s, cannot be computed with these sizes "
                            "(a division by zero or an overflow)", r, b->name, text.s);
                 L->ok = false;
-            } else if (v < 0) {
-                diag_error(L->d, b->span, "dimension %d of %s is %s = %lld with these sizes: a size must not be "
-                           "negative", r, b->name, text.s, (long long)v);
+            } else if (v < 1) {
+                diag_error(L->d, b->span, "dimension %d of %s is %s = %lld with these sizes: a size must be at "
+                           "least 1", r, b->name, text.s, (long long)v);
                 L->ok = false;
             }
             sb_free(&text);

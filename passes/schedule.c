@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "xform_int.h"
+#include "lang/pdl_limits.h"
 
 static int find_choice(const ParamChoice *ch, int n, const char *name)
 {
@@ -15,6 +16,39 @@ static int find_choice(const ParamChoice *ch, int n, const char *name)
         if (strcmp(ch[i].name, name) == 0)
             return ch[i].index;
     return 0;
+}
+
+/* The size of the loop nest a schedule has built so far: its deepest nest of loops
+ * and its number of nodes.  Each transformation is cheap alone, but a long schedule
+ * can nest hundreds of loops (200 splits took 1.3 GB, 400 exhausted memory) or
+ * double the tree with every peeled split; both are refused after the statement
+ * that crosses the limit, before the next one (or code generation) pays for it. */
+static void nest_size(Node *n, int depth, int *maxdepth, long *nodes)
+{
+    if (n->kind == N_LOOP && depth + 1 > *maxdepth)
+        *maxdepth = depth + 1;
+    (*nodes)++;
+    NodeList *b = ir_body(n);
+    for (int i = 0; b && i < b->n && *nodes <= PDL_MAX_IR_NODES && *maxdepth <= PDL_MAX_LOOP_DEPTH; i++)
+        nest_size(b->v[i], depth + (n->kind == N_LOOP), maxdepth, nodes);
+}
+
+static bool nest_within_limits(Kernel *k, const SchedItem *it, Diags *d)
+{
+    int depth = 0;
+    long nodes = 0;
+    for (int i = 0; i < k->body.n && nodes <= PDL_MAX_IR_NODES && depth <= PDL_MAX_LOOP_DEPTH; i++)
+        nest_size(k->body.v[i], 0, &depth, &nodes);
+    if (depth > PDL_MAX_LOOP_DEPTH) {
+        diag_error(d, it->span, "after this statement loops nest more than %d deep, the limit", PDL_MAX_LOOP_DEPTH);
+        return false;
+    }
+    if (nodes > PDL_MAX_IR_NODES) {
+        diag_error(d, it->span, "after this statement the kernel has more than %d loops, guards and statements, "
+                   "the limit", PDL_MAX_IR_NODES);
+        return false;
+    }
+    return true;
 }
 
 bool schedule_apply(Kernel *k, const AstSchedule *s, const ParamChoice *choices, int nchoices,
@@ -42,7 +76,7 @@ bool schedule_apply(Kernel *k, const AstSchedule *s, const ParamChoice *choices,
             }
             continue;
         }
-        ok = xf_apply(k, it, &env, d);
+        ok = xf_apply(k, it, &env, d) && nest_within_limits(k, it, d);
     }
     free(names);
     free(vals);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lang/checked.h"
 #include "cuda_driver.h"
 #include "runtime.h"
 
@@ -135,6 +136,13 @@ void gpu_describe(const GpuDevice *g, StrBuf *out)
 bool gpu_alloc(GpuDevice *g, size_t bytes, CUdeviceptr *out, Diags *d)
 {
     *out = 0;
+    /* asked for more than the GPU has: say so with both numbers (cuMemAlloc would only
+     * say "out of memory") */
+    if (g->info.mem_bytes && bytes > g->info.mem_bytes) {
+        diag_plain(d, DIAG_ERROR, "a buffer needs %zu bytes, this GPU (%s) has %zu: bind smaller sizes with -D", bytes,
+                   g->info.name, g->info.mem_bytes);
+        return false;
+    }
     return cuda_check(g->cu->MemAlloc(out, bytes ? bytes : 16), "cuMemAlloc", d);
 }
 
@@ -290,11 +298,10 @@ bool gpu_bufs_alloc(GpuDevice *g, const Kernel *k, GpuKernelBufs *b, Diags *d)
         const Buffer *bf = k->bufs[i];
         if (bf->mem != MEM_GLOBAL) continue;
         int64_t n = ir_buffer_elems(k, bf);
-        if (n < 0) {
-            diag_plain(d, DIAG_ERROR, "buffer %s has an unbound size", bf->name);
+        if (n < 0 || !ck_bytes(n, (size_t)dtype_bytes(bf->dtype), &b->bytes[i])) {
+            diag_plain(d, DIAG_ERROR, "buffer %s has an unbound size or one too large to count", bf->name);
             return false;
         }
-        b->bytes[i] = (size_t)n * (size_t)dtype_bytes(bf->dtype);
         if (!gpu_alloc(g, b->bytes[i], &b->ptr[i], d))
             return false;
     }

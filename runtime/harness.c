@@ -19,6 +19,7 @@
  * report.  A failed validation leaves every speed field empty: there is no way to
  * get a number for a wrong kernel. */
 #include "runtime.h"
+#include "lang/checked.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -379,7 +380,11 @@ static bool map_buffers(H *h)
             diag_plain(h->d, DIAG_ERROR, "the size of buffer %s cannot be computed", s->b->name);
             return false;
         }
-        s->bytes = (size_t)s->n * (size_t)dtype_bytes(s->b->dtype);
+        if (!ck_bytes(s->n, (size_t)dtype_bytes(s->b->dtype), &s->bytes)) {
+            diag_plain(h->d, DIAG_ERROR, "buffer %s: %lld elements do not fit in a byte count", s->b->name,
+                       (long long)s->n);
+            return false;
+        }
         if (s->b->kind == BUF_TEMP)
             continue; /* the schedule may add, drop or reshape temporaries: nobody compares them */
         const Buffer *ub = ir_find_buffer(u, s->b->name);
@@ -691,7 +696,7 @@ int rt_evaluate(RtDevice *dev, const Kernel *k, const Kernel *u, const RunOption
     r->tolerance = rt_tolerance_why(r->tol_dtype, r->work.reduce_len, r->tol_note, sizeof r->tol_note);
     if (h->o.verbose && r->tol_note[0])
         fprintf(stderr, "perfc: tolerance %g (%s): %s\n", r->tolerance, dtype_name(r->tol_dtype), r->tol_note);
-    if (!map_buffers(h)) {
+    if (!rt_check_sizes(k, 8, d) || !map_buffers(h)) { /* sizes before any allocation */
         rc = EXIT_USAGE;
         goto out;
     }

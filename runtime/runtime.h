@@ -102,6 +102,14 @@ int rt_cpu_count(void);
 bool rt_cpu_has(const char *feature);
 int64_t rt_llc_bytes(void);
 
+/* runtime/limits.c: this machine's memory in bytes (MemTotal, or the cgroup's
+ * memory.max when lower; PERFC_MEMORY_BYTES overrides), and the check run before
+ * anything is allocated for k: every tensor, and the working set of the harness
+ * (host and device copies plus golden_bytes_per_elem per element: 8 for f64 golden
+ * values), must fit, else an error at the tensor or kernel that gives both numbers. */
+int64_t rt_memory_bytes(void);
+bool rt_check_sizes(const Kernel *k, int64_t golden_bytes_per_elem, Diags *d);
+
 /* ---------------------------------------------------------------------------
  * Devices.  The harness calls only these pointers; every call that can fail
  * reports through Diags and returns false/NULL.  Pointers into device memory are

@@ -73,6 +73,17 @@ const char *cg_cuda_targets(void);
 bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *d);
 void cg_cuda_module_free(CgCudaModule *m);
 
+/* ---- codegen/cuda/names.c: user names in generated CUDA C ---- */
+/* A word no user name may be printed as: C/C++ keywords and alternative tokens,
+ * predefined macros, CUDA built-ins, what the emitter prints, `pf*`, `_*`. */
+bool cg_cuda_reserved(const char *s);
+/* A name printed as written: [A-Za-z][A-Za-z0-9_]* without `__`, not reserved. */
+bool cg_cuda_plain(const char *s);
+/* Appends the mangled form of name: "pf" + kind (an upper-case letter) + escape. */
+void cg_cuda_mangle(char kind, const char *name, StrBuf *out);
+/* Appends name for a comment, bytes other than [A-Za-z0-9_.] replaced by '?'. */
+void cg_cuda_comment_text(const char *name, StrBuf *out);
+
 /* ---- codegen/cuda/nvrtc.c: NVRTC, loaded at run time ---- */
 /* True when libnvrtc could be loaded; otherwise why[] says what was tried. */
 bool cg_nvrtc_available(char *why, size_t n);

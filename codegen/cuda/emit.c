@@ -98,65 +98,118 @@ typedef struct Em {
 
 /* ------------------------------------------------------------------ names */
 
-static const char *const reserved[] = {
-    "auto", "break", "case", "char", "const", "continue", "default", "do", "double",
-    "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long",
-    "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct",
-    "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool",
-    "true", "false", "class", "template", "typename", "namespace", "new", "delete",
-    "this", "operator", "private", "public", "protected", "virtual", "friend", "using",
-    "try", "catch", "throw", "asm", "constexpr", "nullptr", "and", "or", "not", "xor",
-    "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "min", "max", "abs",
-    "exp", "log", "sqrt", "rsqrt", "tanh", "erf", "fabs", "floor", "idx_t", "main",
-    "expf", "logf", "sqrtf", "rsqrtf", "tanhf", "erff", "fabsf", "fmaxf", "fminf",
-    "fmax", "fmin", "floorf", "half", "float4", "float2", "int4", "uint4", "uint2",
-    NULL};
+/* The printed names (codegen/cuda/names.c says why they cannot collide).  One table
+ * of every name printed so far: a plain name already taken (by a launch, or a name
+ * of another kind) is mangled instead.  Two variables of one name (never made by
+ * lowering or the transformations) keep printing alike, as they are alike in the IR. */
+typedef struct NameSet {
+    const char **s;
+    char *kind;
+    size_t cap, n;
+} NameSet;
 
-static char *cname(Kernel *k, const char *name, const char *suffix_if_taken, char **taken, int ntaken)
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603u; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+/* The kind that took name, or 0. */
+static char names_find(const NameSet *t, const char *name)
+{
+    if (!t->cap)
+        return 0;
+    for (uint64_t i = name_hash(name);; i++) {
+        const char *x = t->s[i & (t->cap - 1)];
+        if (!x)
+            return 0;
+        if (strcmp(x, name) == 0)
+            return t->kind[i & (t->cap - 1)];
+    }
+}
+
+static void names_add(NameSet *t, const char *name, char kind)
+{
+    if (2 * (t->n + 1) > t->cap) {
+        NameSet g = {0};
+        g.cap = t->cap ? t->cap * 2 : 64;
+        g.s = xcalloc(g.cap, sizeof *g.s);
+        g.kind = xcalloc(g.cap, 1);
+        for (size_t i = 0; i < t->cap; i++)
+            if (t->s[i])
+                names_add(&g, t->s[i], t->kind[i]);
+        free(t->s);
+        free(t->kind);
+        *t = g;
+    }
+    for (uint64_t i = name_hash(name);; i++) {
+        size_t j = i & (t->cap - 1);
+        if (!t->s[j]) {
+            t->s[j] = name;
+            t->kind[j] = kind;
+            t->n++;
+            return;
+        }
+        if (strcmp(t->s[j], name) == 0)
+            return;
+    }
+}
+
+static char *user_name(Kernel *k, NameSet *t, char kind, const char *name)
+{
+    char had = cg_cuda_plain(name) ? names_find(t, name) : 0;
+    char *r;
+    if (cg_cuda_plain(name) && (!had || had == kind)) {
+        r = arena_strdup(k->arena, name);
+    } else {
+        StrBuf b = {0};
+        cg_cuda_mangle(kind, name, &b);
+        r = arena_strdup(k->arena, b.s);
+        sb_free(&b);
+    }
+    names_add(t, r, kind);
+    return r;
+}
+
+/* Launch i is "BASE_i": BASE is the kernel's name when plain, else its mangled form,
+ * cut to 48 characters (no trailing '_', so no "__"); all launches of one module
+ * share BASE, and the numbers keep them apart. */
+static void launch_name(const Kernel *k, int i, char *out, size_t n)
 {
     StrBuf b = {0};
-    for (const char *p = name; *p; p++) {
-        char c = *p;
-        bool okc = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-                   (p != name && c >= '0' && c <= '9');
-        sb_putc(&b, okc ? c : '_');
-    }
-    if (!b.s)
-        sb_puts(&b, "x");
-    bool bad = strncmp(b.s, "pf_", 3) == 0 || strncmp(b.s, "__", 2) == 0;
-    for (int i = 0; reserved[i] && !bad; i++)
-        bad = strcmp(reserved[i], b.s) == 0;
-    for (int i = 0; i < ntaken && !bad; i++)
-        bad = taken[i] && strcmp(taken[i], b.s) == 0;
-    if (bad)
-        sb_puts(&b, suffix_if_taken);
-    char *r = arena_strdup(k->arena, b.s);
+    if (cg_cuda_plain(k->name))
+        sb_puts(&b, k->name);
+    else
+        cg_cuda_mangle('K', k->name, &b);
+    size_t len = b.len > 48 ? 48 : b.len;
+    while (len > 0 && b.s[len - 1] == '_')
+        len--;
+    snprintf(out, n, "%.*s_%d", (int)len, b.s, i);
     sb_free(&b);
-    return r;
 }
 
 static void make_names(Em *e)
 {
     Kernel *k = (Kernel *)e->k;
-    int ntak = k->nbufs + k->nparams;
-    char **tak = xcalloc((size_t)(ntak + 1), sizeof *tak);
-    int nt = 0;
+    NameSet t = {0};
+    char ln[64];
+    for (int i = 0; i < k->body.n; i++) {
+        launch_name(k, i, ln, sizeof ln);
+        names_add(&t, arena_strdup(k->arena, ln), 'K');
+    }
     e->pname = arena_alloc(k->arena, sizeof(char *) * (size_t)(k->nparams + 1));
     e->bname = arena_alloc(k->arena, sizeof(char *) * (size_t)(k->nbufs + 1));
     e->vname = arena_alloc(k->arena, sizeof(char *) * (size_t)(k->nvars + 1));
     for (int i = 0; i < k->nparams; i++)
-    {
-        e->pname[i] = cname(k, k->params[i].name, "_", tak, nt);
-        tak[nt++] = e->pname[i];
-    }
+        e->pname[i] = user_name(k, &t, 'P', k->params[i].name);
     for (int i = 0; i < k->nbufs; i++)
-    {
-        e->bname[i] = cname(k, k->bufs[i]->name, "_", tak, nt);
-        tak[nt++] = e->bname[i];
-    }
+        e->bname[i] = user_name(k, &t, 'B', k->bufs[i]->name);
     for (int i = 0; i < k->nvars; i++)
-        e->vname[i] = cname(k, k->vars[i]->name, "_", tak, nt);
-    free(tak);
+        e->vname[i] = user_name(k, &t, 'V', k->vars[i]->name);
+    free(t.s);
+    free(t.kind);
 }
 
 static int buf_index(const Em *e, const Buffer *b)
@@ -178,7 +231,12 @@ static const char *vn(const Em *e, const Var *v)
     for (int i = 0; i < e->k->nvars; i++)
         if (e->k->vars[i] == v)
             return e->vname[i];
-    return v->name;
+    /* a variable the kernel does not list (never made by perfc): mangled all the same */
+    StrBuf b = {0};
+    cg_cuda_mangle('V', v->name, &b);
+    const char *r = arena_strdup(e->k->arena, b.s);
+    sb_free(&b);
+    return r;
 }
 
 /* ------------------------------------------------------------------ constants */
@@ -1286,7 +1344,7 @@ static void emit_vector_loads(Em *e, const Node *n, int64_t w)
         StrBuf el = {0};
         emit_elem_paren(e, bf, idx, &el);
         const char *vt = w == 4 ? "float4" : "float2";
-        line(e, "float pf_v%d[%" PRId64 "];   /* %s, one %d-bit load */", e->vid[i], w, bf->name,
+        line(e, "float pf_v%d[%" PRId64 "];   /* %s, one %d-bit load */", e->vid[i], w, bn(e, bf),
              (int)(w * 32));
         if (w == 4)
             line(e, "{ const float4 t = *reinterpret_cast<const float4 *>(&%s); pf_v%d[0] = t.x; "
@@ -1609,7 +1667,7 @@ static void dist_open(Em *e, const Node *n, int q)
     if (q == 0 && e->wg) {
         line(e, "for (idx_t pf_rf_%s = 0; pf_rf_%s < %" PRId64 "; pf_rf_%s += 64) {   /* %s: accumulator rows, "
              "16 of each 64 per warp, lane / 4 and lane / 4 + 8 (wgmma fragment layout) */", v, v, ext, v,
-             n->u.loop.var->name);
+             vn(e, n->u.loop.var));
         e->ind++;
         line(e, "#pragma unroll");
         line(e, "for (idx_t pf_rh_%s = 0; pf_rh_%s < 16; pf_rh_%s += 8) {", v, v, v);
@@ -1618,13 +1676,13 @@ static void dist_open(Em *e, const Node *n, int q)
         snprintf(e->dname[0], sizeof e->dname[0], "(pf_rf_%s + pf_rh_%s)", v, v);
     } else if (q == 0) {
         line(e, "for (idx_t pf_rf_%s = 0; pf_rf_%s < %" PRId64 "; pf_rf_%s += 8) {   /* %s: accumulator rows, "
-             "lane / 4 each (fragment layout) */", v, v, ext, v, n->u.loop.var->name);
+             "lane / 4 each (fragment layout) */", v, v, ext, v, vn(e, n->u.loop.var));
         e->ind++;
         line(e, "const idx_t %s = pf_rf_%s + (pf_lane >> 2);", v, v);
         snprintf(e->dname[0], sizeof e->dname[0], "pf_rf_%s", v);
     } else {
         line(e, "for (idx_t pf_cf_%s = 0; pf_cf_%s < %" PRId64 "; pf_cf_%s += 8) {   /* %s: accumulator "
-             "columns, 2 * (lane %% 4) + 0..1 each (fragment layout) */", v, v, ext, v, n->u.loop.var->name);
+             "columns, 2 * (lane %% 4) + 0..1 each (fragment layout) */", v, v, ext, v, vn(e, n->u.loop.var));
         e->ind++;
         line(e, "#pragma unroll");
         line(e, "for (idx_t pf_ch_%s = 0; pf_ch_%s < 2; ++pf_ch_%s) {", v, v, v);
@@ -1671,7 +1729,7 @@ static bool emit_frag_store2(Em *e, const Node *m)
     loop_extent(e, m, &lo, &ext);
     line(e, "#pragma unroll");
     line(e, "for (idx_t pf_cf_%s = 0; pf_cf_%s < %" PRId64 "; pf_cf_%s += 8) {   /* %s: accumulator columns, "
-         "2 * (lane %% 4) + 0..1 each, stored as one 8-byte access */", v, v, ext, v, cv->name);
+         "2 * (lane %% 4) + 0..1 each, stored as one 8-byte access */", v, v, ext, v, vn(e, cv));
     e->ind++;
     line(e, "float pf_st[2];");
     line(e, "#pragma unroll");
@@ -1838,13 +1896,13 @@ static void emit_mma_group(Em *e, const Node **chain, int nc, const Node *mn)
         return;
     }
     StrBuf names = {0};
-    for (int i = 0; i < nc; i++) sb_printf(&names, "%s x ", chain[i]->u.loop.var->name);
+    for (int i = 0; i < nc; i++) sb_printf(&names, "%s x ", vn(e, chain[i]->u.loop.var));
     line(e, "{   /* mma %s%s: %" PRId64 " tensor-core products m16n8k16 (%s in, f32 accumulate) */",
-         names.s ? names.s : "", vi->name, total, ty);
+         names.s ? names.s : "", vn(e, vi), total, ty);
     sb_free(&names);
     e->ind++;
-    line(e, "const int pf_oa = %s;   /* this lane's ldmatrix row in %s */", oa.s, A->u.load.buf->name);
-    line(e, "const int pf_ob = %s;   /* ... and in %s */", ob.s, B->u.load.buf->name);
+    line(e, "const int pf_oa = %s;   /* this lane's ldmatrix row in %s */", oa.s, bn(e, A->u.load.buf));
+    line(e, "const int pf_ob = %s;   /* ... and in %s */", ob.s, bn(e, B->u.load.buf));
     sb_free(&oa);
     sb_free(&ob);
     char **at = xcalloc((size_t)total * 2, sizeof *at), **bt = at + total;
@@ -2045,9 +2103,9 @@ static void emit_wgmma_group(Em *e, const Node **chain, int nc, const Node *mn)
         return;
     }
     StrBuf names = {0};
-    for (int i = 0; i < nc; i++) sb_printf(&names, "%s x ", chain[i]->u.loop.var->name);
+    for (int i = 0; i < nc; i++) sb_printf(&names, "%s x ", vn(e, chain[i]->u.loop.var));
     line(e, "{   /* wgmma %s%s: %" PRId64 " warpgroup products m64n%" PRId64 "k16 (%s in, f32 accumulate), "
-         "operands from shared memory */", names.s ? names.s : "", vi->name, total, N, ty ? "bf16" : "f16");
+         "operands from shared memory */", names.s ? names.s : "", vn(e, vi), total, N, ty ? "bf16" : "f16");
     sb_free(&names);
     e->ind++;
     StrBuf body = {0};
@@ -2172,7 +2230,7 @@ static bool emit_pipeline(Em *e, const Node *n)
     emit_expr(e, n->u.loop.hi, &his);
     NodeList copies = {body->v, nc, nc}, rest = {body->v + nc, body->n - nc, body->n - nc};
     line(e, "{   /* %s: %" PRId64 "-stage pipeline; the copies of iteration %s + %" PRId64 " are in flight "
-         "while %s computes%s */", n->u.loop.var->name, S, vs, S - 1 - L, vs,
+         "while %s computes%s */", vn(e, n->u.loop.var), S, vs, S - 1 - L, vs,
          L ? ", whose tensor-core products overlap the next iteration's" : "");
     e->ind++;
     e->pvar = v;
@@ -2367,8 +2425,8 @@ static void emit_loop(Em *e, const Node *n)
                 sb_free(&hi);
                 return;
             }
-            line(e, "{   /* %s: %s%s%s */", n->u.loop.var->name, loop_kind_name(lk),
-                 red ? ", a block-wide reduction into " : "", red ? red->u.stmt.buf->name : "");
+            line(e, "{   /* %s: %s%s%s */", vn(e, n->u.loop.var), loop_kind_name(lk),
+                 red ? ", a block-wide reduction into " : "", red ? bn(e, red->u.stmt.buf) : "");
             e->ind++;
             if (strcmp(lo.s, "0") == 0)
                 line(e, "const idx_t %s = (idx_t)threadIdx.%c;", v, xyz[dim]);
@@ -2501,7 +2559,7 @@ static void emit_nodes(Em *e, const NodeList *l)
     for (int i = 0; i < l->n; i++) {
         if (e->sched && i + 1 < l->n && dead_fill(e, l->v[i], l->v[i + 1])) {
             line(e, "/* the fill of %s here is overwritten by the next nest before any read: left out */",
-                 l->v[i]->kind == N_LOOP ? l->v[i]->u.loop.var->name : "?");
+                 l->v[i]->kind == N_LOOP ? vn(e, l->v[i]->u.loop.var) : "?");
             continue;
         }
         /* threads hand shared data to each other only across a barrier */
@@ -2576,15 +2634,15 @@ static bool declare_staged(Em *e, const Node *top, CgLaunch *L)
         const char *st = storage_type(b->dtype, e->idx64);
         if (b->mem == MEM_LOCAL && e->frag[i] && e->wg) {
             line(e, "/* %s: f32[%" PRId64 "][%" PRId64 "] per warpgroup, as wgmma accumulator fragments: "
-                 "[row / 64][column / 8][4] per thread */", b->name, e->fext[i][0], e->fext[i][1]);
+                 "[row / 64][column / 8][4] per thread */", bn(e, b), e->fext[i][0], e->fext[i][1]);
             line(e, "float %s[%" PRId64 "][%" PRId64 "][4];", bn(e, b), e->fext[i][0] / 64, e->fext[i][1] / 8);
         } else if (b->mem == MEM_LOCAL && e->frag[i]) {
             line(e, "/* %s: f32[%" PRId64 "][%" PRId64 "] per warp, as mma.m16n8k16 accumulator fragments: "
-                 "[row / 16][column / 8][4] per lane */", b->name, e->fext[i][0], e->fext[i][1]);
+                 "[row / 16][column / 8][4] per lane */", bn(e, b), e->fext[i][0], e->fext[i][1]);
             line(e, "float %s[%" PRId64 "][%" PRId64 "][4];", bn(e, b), e->fext[i][0] / 16, e->fext[i][1] / 8);
         } else if (b->mem == MEM_LOCAL) {
             line(e, "/* %s: %s%s, per-thread (registers when indexed by unrolled loops) */",
-                 b->name, dtype_name(b->dtype), shp.s);
+                 bn(e, b), dtype_name(b->dtype), shp.s);
             line(e, "%s %s%s;", st, bn(e, b), shp.s);
         } else {
             if (!any_shared && e->any_swz) {
@@ -2600,7 +2658,7 @@ static bool declare_staged(Em *e, const Node *top, CgLaunch *L)
                 off = (off + 1023) / 1024 * 1024;
                 e->soff[i] = off;
                 line(e, "/* %s: %s%s staged in shared memory, bytes %" PRId64 "..%" PRId64 ", in 64-element "
-                     "panels with the 128-byte swizzle wgmma reads (swz_elem) */", b->name, dtype_name(b->dtype),
+                     "panels with the 128-byte swizzle wgmma reads (swz_elem) */", bn(e, b), dtype_name(b->dtype),
                      shp.s, off, off + n * dtype_bytes(b->dtype));
                 line(e, "unsigned char *%s = pf_smem + %" PRId64 ";", bn(e, b), off);
                 off += n * dtype_bytes(b->dtype);
@@ -2610,7 +2668,7 @@ static bool declare_staged(Em *e, const Node *top, CgLaunch *L)
             e->soff[i] = off;
             shape_text(e, b, &tail, true);
             line(e, "/* %s: %s%s staged in shared memory, bytes %" PRId64 "..%" PRId64 " */",
-                 b->name, dtype_name(b->dtype), shp.s, off, off + n * dtype_bytes(b->dtype));
+                 bn(e, b), dtype_name(b->dtype), shp.s, off, off + n * dtype_bytes(b->dtype));
             if (b->rank <= 1)
                 line(e, "%s *%s = reinterpret_cast<%s *>(pf_smem + %" PRId64 ");", st, bn(e, b), st, off);
             else
@@ -2640,6 +2698,12 @@ static void open_function(Em *e, CgLaunch *L, int64_t nthreads)
               nthreads, L->name, ps.s ? ps.s : "");
     sb_free(&ps);
     e->ind = 1;
+    /* The size parameters are constants of each function rather than globals: a
+     * local name may be any plain word, a global one would clash with every function
+     * the CUDA headers declare (a parameter named sinf or y0). */
+    const Kernel *k = e->k;
+    for (int i = 0; i < k->nparams; i++)
+        line(e, "constexpr idx_t %s = %" PRId64 ";", e->pname[i], k->params[i].value);
 }
 
 static bool check_block(Em *e, const Node *top, CgLaunch *L)
@@ -2795,7 +2859,7 @@ static bool emit_default(Em *e, const Node *top, CgLaunch *L)
         emit_nodes(e, &one);
     } else {
         StrBuf names = {0};
-        for (int i = 0; i < nf; i++) sb_printf(&names, "%s%s", i ? ", " : "", F[i]->name);
+        for (int i = 0; i < nf; i++) sb_printf(&names, "%s%s", i ? ", " : "", vn(e, F[i]));
         line(e, "/* %s: one thread per iteration (%" PRId64 " in all), the innermost fastest */", names.s, total);
         sb_free(&names);
         line(e, "const long long pf_t = (long long)blockIdx.x * blockDim.x + threadIdx.x;");
@@ -2906,31 +2970,28 @@ bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags 
         if (k->params[i].value > INT32_MAX / 2) e.idx64 = true;
 
     StrBuf *o = &m->src;
-    sb_printf(o, "/* perfc %s: CUDA C for kernel %s", PERFC_VERSION, k->name);
+    sb_printf(o, "/* perfc %s: CUDA C for kernel ", PERFC_VERSION);
+    cg_cuda_comment_text(k->name, o);
     for (int i = 0; i < k->nparams; i++)
-        sb_printf(o, "%s%s=%" PRId64, i ? ", " : " (", k->params[i].name, k->params[i].value);
-    sb_printf(o, "%s, target %s.\n * Arguments of every launch:", k->nparams ? ")" : "", arch);
+        sb_printf(o, "%s%s=%" PRId64, i ? ", " : " (", e.pname[i], k->params[i].value);
+    sb_printf(o, "%s, target %s.\n * Arguments of every launch:", k->nparams ? ")" : "", a->name);
     m->arg_bufs = xcalloc((size_t)k->nbufs + 1, sizeof *m->arg_bufs);
     for (int i = 0; i < k->nbufs; i++)
         if (k->bufs[i]->mem == MEM_GLOBAL) {
             m->arg_bufs[m->nargs++] = i;
-            sb_printf(o, " %s", k->bufs[i]->name);
+            sb_printf(o, " %s", e.bname[i]);
         }
     sb_puts(o, ". */\n");
     sb_printf(o, "typedef %s idx_t;\n", e.idx64 ? "long long" : "int");
     sb_puts(o, prelude);
-    for (int i = 0; i < k->nparams; i++)
-        sb_printf(o, "constexpr idx_t %s = %" PRId64 ";\n", e.pname[i], k->params[i].value);
-    if (k->nparams) sb_putc(o, '\n');
+    sb_putc(o, '\n');
 
     m->launches = xcalloc((size_t)k->body.n + 1, sizeof *m->launches);
     bool ok = true;
     for (int i = 0; i < k->body.n && ok; i++) {
         const Node *top = k->body.v[i];
         CgLaunch *L = &m->launches[m->nlaunches];
-        snprintf(L->name, sizeof L->name, "%s_%d", k->name, i);
-        for (char *p = L->name; *p; p++)
-            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) *p = '_';
+        launch_name(k, i, L->name, sizeof L->name);
         L->regs = L->stack_bytes = L->spill_stores = L->spill_loads = -1;
         for (int j = 0; j < k->nbufs; j++) e.soff[j] = -1;
         memset(e.pext, 0, sizeof *e.pext * (size_t)(k->nbufs + 1));
@@ -2940,6 +3001,15 @@ bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags 
         ok = has_gpu_kind(top) ? emit_scheduled(&e, top, L) : emit_default(&e, top, L);
         if (ok && L->grid[0] > 0 && L->grid[1] > 0 && L->grid[2] > 0)
             m->nlaunches++;
+    }
+    /* The last line of defence against text injection: the source is printable
+     * ASCII and newlines only (every user name went through names.c). */
+    for (size_t i = 0; ok && i < o->len; i++) {
+        unsigned char c = (unsigned char)o->s[i];
+        if (c != '\n' && (c < 0x20 || c > 0x7e)) {
+            diag_plain(d, DIAG_ERROR, "internal error: the generated CUDA holds the byte 0x%02x", c);
+            ok = false;
+        }
     }
     if (ok) {
         sb_puts(o, "/* Launches, in order (grid; block; dynamic shared bytes):\n");

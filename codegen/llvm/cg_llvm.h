@@ -61,4 +61,11 @@ bool cg_llvm_emit(const Kernel *k, const char *target, CgEmitKind kind, StrBuf *
  * so JIT code finds it even when the executable does not export it. */
 void cg_llvm_add_symbol(const char *name, void *addr);
 
+/* The symbol of a kernel's entry function: the kernel's name, unless that name is
+ * one generated code or the JIT already uses (a C math or memory function such as
+ * expf or memcpy, main, perfc_*, llvm.*, or a name starting with '_'), which would
+ * make the kernel call itself or clash at link time: then "pfk_" + the name.
+ * Writes into buf (at least 300 bytes) and returns it. */
+const char *cg_llvm_symbol(const char *kernel, char *buf, size_t n);
+
 #endif

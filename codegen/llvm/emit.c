@@ -18,6 +18,7 @@
  * A vector loop whose body cannot be translated so (see vector_check) is emitted as
  * a scalar loop with a warning.  Unroll loops are replicated with the variable a
  * constant; parallel loops are outlined as described above. */
+#include "lang/checked.h"
 #include "cg_llvm_int.h"
 
 #include <llvm-c/Analysis.h>
@@ -223,7 +224,10 @@ static LLVMValueRef kdtype(Cg *g, DType t, double x)
         return LLVMConstReal(cty(g, t), dtype_round(x, t));
     if (t == DT_BOOL)
         return LLVMConstInt(g->ti1, x != 0, 0);
-    return LLVMConstInt(cty(g, t), (unsigned long long)(int64_t)x, 1);
+    /* an integer from a float (a pad value): saturate, as a double outside the
+     * int64 range has no defined conversion */
+    int64_t v = x != x ? 0 : x >= 0x1p63 ? INT64_MAX : x < -0x1p63 ? INT64_MIN : (int64_t)x;
+    return LLVMConstInt(cty(g, t), (unsigned long long)v, 1);
 }
 
 /* ---- calls ---- */
@@ -603,9 +607,13 @@ typedef struct Aff {
     int64_t k[AFF_TERMS];
 } Aff;
 
+/* r += a * scale; false (r unusable) when a coefficient overflows 64 bits: the
+ * expression is then treated as not affine, and emitted the general way. */
 static bool aff_add(Aff *r, const Aff *a, int64_t scale)
 {
-    r->c += a->c * scale;
+    int64_t t;
+    if (!ck_mul(a->c, scale, &t) || !ck_add(r->c, t, &r->c))
+        return false;
     for (int i = 0; i < a->n; i++) {
         int j;
         for (j = 0; j < r->n && r->var[j] != a->var[i]; j++)
@@ -616,7 +624,8 @@ static bool aff_add(Aff *r, const Aff *a, int64_t scale)
             r->var[r->n] = a->var[i];
             r->k[r->n++] = 0;
         }
-        r->k[j] += a->k[i] * scale;
+        if (!ck_mul(a->k[i], scale, &t) || !ck_add(r->k[j], t, &r->k[j]))
+            return false;
     }
     return true;
 }
@@ -653,16 +662,9 @@ static bool affine(const Cg *g, const Expr *e, Aff *out)
     case IE_MOD:
         /* Constant operands only (sizes such as (H + 2*P - R)/U + 1): floor division
          * and modulo, as the IR defines them. */
-        if (dtype_is_float(e->dtype) || !affine(g, e->args[0], &a) || !affine(g, e->args[1], &b) || a.n || b.n ||
-            b.c == 0 || (b.c == -1 && a.c == INT64_MIN))
+        if (dtype_is_float(e->dtype) || !affine(g, e->args[0], &a) || !affine(g, e->args[1], &b) || a.n || b.n)
             return false;
-        {
-            int64_t q = a.c / b.c;
-            if ((a.c % b.c != 0) && ((a.c < 0) != (b.c < 0)))
-                q--;
-            out->c = e->kind == IE_DIV ? q : a.c - q * b.c;
-        }
-        return true;
+        return e->kind == IE_DIV ? ck_floordiv(a.c, b.c, &out->c) : ck_floormod(a.c, b.c, &out->c);
     default: return false;
     }
 }
@@ -1031,9 +1033,8 @@ static bool affine_addr(Fn *f, const Buffer *b, Expr *const *idx, bool lane0, Ad
     Aff tot = {0}, a;
     int64_t stride = 1;
     for (int i = b->rank - 1; i >= 0; i--) {
-        if (!affine(g, idx[i], &a) || !aff_add(&tot, &a, stride))
+        if (!affine(g, idx[i], &a) || !aff_add(&tot, &a, stride) || !ck_mul(stride, g->dims[b->id][i], &stride))
             return false;
-        stride *= g->dims[b->id][i];
     }
     Term t[AFF_TERMS];
     int nt = 0;
@@ -1231,8 +1232,10 @@ static bool aff_range(const Fn *f, const Aff *a, int64_t *lo, int64_t *hi)
             return false;
         if (f->vmin[v] > f->vmax[v])
             return false;
-        *lo += k > 0 ? k * f->vmin[v] : k * f->vmax[v];
-        *hi += k > 0 ? k * f->vmax[v] : k * f->vmin[v];
+        int64_t a, b;
+        if (!ck_mul(k, k > 0 ? f->vmin[v] : f->vmax[v], &a) || !ck_add(*lo, a, lo) ||
+            !ck_mul(k, k > 0 ? f->vmax[v] : f->vmin[v], &b) || !ck_add(*hi, b, hi))
+            return false; /* unknown: tested at run time */
     }
     return true;
 }
@@ -1368,7 +1371,10 @@ static Val emit_expr(Fn *f, const Expr *e)
     DType t = e->dtype;
     Val a[3];
     switch (e->kind) {
-    case IE_INT: return S(kdtype(g, t, (double)e->u.i));
+    case IE_INT: /* exact: through a double, 2^53 + 1 would change and 2^63 - 1 overflow */
+        if (!dtype_is_float(t) && t != DT_BOOL)
+            return S(LLVMConstInt(cty(g, t), (unsigned long long)e->u.i, 1));
+        return S(kdtype(g, t, (double)e->u.i));
     case IE_FLT: return S(kdtype(g, t, e->u.f));
     case IE_PARAM:
         if (!dtype_is_float(t) && t != DT_BOOL)
@@ -3358,10 +3364,11 @@ static void emit_parallel(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi
     int nslots = nb + nv + 1;
     region_end(f);
 
-    char name[256];
+    char name[320];
     int id = g->npar++;
     LLVMTypeRef wt[3] = {g->tptr, g->ti64, g->ti64};
-    snprintf(name, sizeof name, "%s.par%d", k->name, id);
+    char sym[300];
+    snprintf(name, sizeof name, "%s.par%d", cg_llvm_symbol(k->name, sym, sizeof sym), id);
     LLVMValueRef wrap = new_function(g, name, g->tvoid, wt, 3, true);
 
     /* Caller side: fill the context, hand the loop to the pool. */
@@ -3732,7 +3739,8 @@ LLVMModuleRef cg_build_module(const Kernel *k, const CgTarget *t, LLVMContextRef
     free(sc);
 
     /* NAME(ptr bufs): loads the buffer pointers and runs the loop nest. */
-    LLVMValueRef entry = new_function(&g, k->name, g.tvoid, &g.tptr, 1, false);
+    char sym[300];
+    LLVMValueRef entry = new_function(&g, cg_llvm_symbol(k->name, sym, sizeof sym), g.tvoid, &g.tptr, 1, false);
     LLVMSetValueName2(LLVMGetParam(entry, 0), "bufs", 4);
     Fn f;
     fn_begin(&g, &f, entry, NULL);

@@ -82,6 +82,40 @@ static const struct {
     {"floor", (void (*)(void))(D1)floor},
 };
 
+/* C library functions a kernel must not be named after: what libsyms defines, and
+ * the rest of libm, which LLVM may call for its intrinsics on some targets. */
+static const char *const libc_names[] = {
+    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil", "copysign", "cos", "cosh",
+    "erfc", "exp10", "exp2", "expm1", "fabs", "fdim", "fmax", "fmin", "frexp", "hypot", "ldexp", "lgamma",
+    "llrint", "llround", "log10", "log1p", "log2", "logb", "lrint", "lround", "modf", "nearbyint", "nextafter",
+    "pow", "remainder", "rint", "round", "roundeven", "scalbn", "sin", "sincos", "sinh", "tan", "tgamma",
+    "trunc", "memcmp", "bcmp", "bzero", "strlen", "abort", "exit", "malloc", "calloc", "realloc", "free",
+    "main",
+};
+
+static bool symbol_taken(const char *s)
+{
+    if (s[0] == '_' || strncmp(s, "perfc_", 6) == 0 || strncmp(s, "llvm.", 5) == 0)
+        return true;
+    for (size_t i = 0; i < sizeof libsyms / sizeof libsyms[0]; i++)
+        if (strcmp(libsyms[i].name, s) == 0)
+            return true;
+    size_t n = strlen(s);
+    for (size_t i = 0; i < sizeof libc_names / sizeof libc_names[0]; i++) {
+        size_t m = strlen(libc_names[i]);
+        /* the f and l variants too: sinf, sinl */
+        if (strncmp(libc_names[i], s, m) == 0 && (n == m || (n == m + 1 && (s[m] == 'f' || s[m] == 'l'))))
+            return true;
+    }
+    return false;
+}
+
+const char *cg_llvm_symbol(const char *kernel, char *buf, size_t n)
+{
+    snprintf(buf, n, symbol_taken(kernel) ? "pfk_%s" : "%s", kernel);
+    return buf;
+}
+
 static bool llvm_error(Diags *d, LLVMErrorRef e, const char *what)
 {
     if (!e)
@@ -254,9 +288,10 @@ JitKernel *cg_llvm_jit(const Kernel *k, const char *target, Diags *d)
         return NULL;
     }
     LLVMOrcExecutorAddress addr = 0;
+    char sym[300];
     if (!define_symbols(J, d) ||
         llvm_error(d, LLVMOrcLLJITAddObjectFile(J, LLVMOrcLLJITGetMainJITDylib(J), obj), "loading the kernel") ||
-        llvm_error(d, LLVMOrcLLJITLookup(J, &addr, k->name), "linking the kernel")) {
+        llvm_error(d, LLVMOrcLLJITLookup(J, &addr, cg_llvm_symbol(k->name, sym, sizeof sym)), "linking the kernel")) {
         LLVMOrcDisposeLLJIT(J);
         return NULL;
     }

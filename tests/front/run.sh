@@ -44,6 +44,14 @@ generate() {
       head -c 10000 /dev/zero | tr '\0' ')'; printf '\n}\n' ;;
     gen_deep_expression)  # 5 000 terms need no brackets to make a deep tree
       header; printf '  C[i] = A[i]'; for ((i = 0; i < 5000; i++)); do printf ' + A[i]'; done; printf '\n}\n' ;;
+    gen_too_many_statements)  # the statement limit is checked before sema, lowering and LLVM
+      printf 'kernel k(N) {\n  in  A: f32[N]\n  out C: f32[N]\n  C[i] = A[i]\n'
+      for ((i = 0; i < 2000; i++)); do printf '  t%d[i] = A[i]\n' $i; done; printf '}\n' ;;
+    gen_too_many_operations)  # 100 statements of 350 terms: over the limit on expression nodes
+      printf 'kernel k(N) {\n  in  A: f32[N]\n  out C: f32[N]\n  C[i] = A[i]\n'
+      for ((i = 0; i < 100; i++)); do
+        printf '  t%d[i] = A[i]' $i; yes ' + A[i]' | head -n 349 | tr -d '\n'; printf '\n'
+      done; printf '}\n' ;;
     gen_nul_byte)
       header; printf '  C[i] = A[i]\000 * 2.0\n}\n' ;;
     gen_non_utf8)  # a Latin-1 byte outside a comment

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ir/ir.h"
+#include "lang/checked.h"
 
 static int failures;
 
@@ -492,6 +493,30 @@ static void test_eval(void)
     ir_free(k);
 }
 
+/* lang/checked.h: every edge where plain int64_t arithmetic is undefined. */
+static void test_checked(void)
+{
+    int64_t v = 7;
+    size_t z = 0;
+    CHECK(!ck_floordiv(INT64_MIN, -1, &v) && v == 7); /* the SIGFPE of -emit ast */
+    CHECK(ck_floormod(INT64_MIN, -1, &v) && v == 0);
+    CHECK(!ck_floordiv(5, 0, &v) && !ck_floormod(5, 0, &v));
+    CHECK(ck_floordiv(-7, 2, &v) && v == -4);
+    CHECK(ck_floormod(-7, 2, &v) && v == 1);
+    CHECK(ck_floormod(7, -2, &v) && v == -1);
+    CHECK(!ck_neg(INT64_MIN, &v) && ck_neg(INT64_MAX, &v) && v == -INT64_MAX);
+    CHECK(!ck_mul(INT64_C(3037000500), INT64_C(3037000500), &v));
+    CHECK(ck_mul(INT64_C(3037000499), INT64_C(3037000499), &v) && v == INT64_C(9223372030926249001));
+    CHECK(!ck_add(INT64_MAX, 1, &v) && !ck_sub(INT64_MIN, 1, &v));
+    CHECK(ck_bytes(1000, 4, &z) && z == 4000);
+    CHECK(!ck_bytes(INT64_MAX / 2, 4, &z) && !ck_bytes(-1, 4, &z));
+    CHECK(!ck_size_mul(SIZE_MAX / 2, 3, &z));
+    Kernel *k = ir_kernel_new("c", nospan);
+    CHECK(!ir_eval_size(k, ir_bin(k, IE_DIV, ir_int(k, INT64_MIN), ir_int(k, -1)), &v));
+    CHECK(!ir_eval_size(k, ir_un(k, IE_NEG, ir_int(k, INT64_MIN)), &v));
+    ir_free(k);
+}
+
 /* ---- interpreter ---- */
 
 static double **bufs_of(const Kernel *k, double **given)
@@ -769,6 +794,7 @@ int main(void)
     test_simplify();
     test_verify();
     test_eval();
+    test_checked();
     test_interp_semantics();
     test_interp_faults();
     test_alloc_buffers();

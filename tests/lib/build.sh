@@ -54,8 +54,8 @@ done
 for m in N=10,M=8,W=3 N=5,M=5,W=1 N=100,M=1,W=100; do
     check "$SRC/tests/lib/window.pdl" window $m
 done
-# an empty tensor is fine
-check "$S/gemm.pdl" gemm M=0,N=3,K=2
+# (sizes below 1 are refused by the language, so the interpreter has no empty
+# tensor to compare an empty call with)
 
 # bad calls
 check "$S/softmax.pdl" softmax R=7,C=1001 --errors
