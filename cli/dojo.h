@@ -3,7 +3,7 @@
  *
  *   dojo_json.c     a small strict JSON reader (bounded depth and size) and the writer
  *                   helpers the replies are built with
- *   dojo_session.c  one game: reset, the state and its features, legal moves, step,
+ *   dojo_game.c  one game: reset, the state and its features, legal moves, step,
  *                   undo, measure (through the harness, cached in the tuning database),
  *                   the moves as a schedule
  *   dojo_cache.c    the measurement cache: a table of its own in the tuning database
@@ -56,7 +56,7 @@ const char *jv_str(const Jv *obj, const char *key, bool *bad);
 void jw_key(StrBuf *b, const char *key, bool *first);
 void jw_num(StrBuf *b, double v); /* null when not finite */
 
-/* ---- dojo_session.c ---- */
+/* ---- dojo_game.c ---- */
 
 typedef struct DojoResetArgs {
     const char *file;        /* a .pdl path, or */
