@@ -481,6 +481,7 @@ static int validate(H *h, RtExec *x)
                 return EXIT_RUNTIME;
         }
         double t0 = now_seconds();
+        h->r->spent.inputs += t0 - ti;
         phase(&h->o, PROG_GOLDEN, PROG_BEGIN, c + 1, h->o.checks, rt_golden_name(h->golden), 0, -1);
         if (!rt_golden_compute(h->golden, h->gb, seed, c == h->o.checks - 1, h->d)) {
             diag_plain(h->d, DIAG_ERROR, "the golden reference (%s) failed", rt_golden_name(h->golden));
@@ -497,6 +498,7 @@ static int validate(H *h, RtExec *x)
         snprintf(when, sizeof when, "run on input set %d of %d", c + 1, h->o.checks);
         double this_check = 0;
         bool ok = check_watch(h, h->w, h->nw, when, &this_check);
+        h->r->spent.checks += now_seconds() - t1;
         h->r->rel_error = fmax(h->r->rel_error, this_check);
         int64_t ns = 0;
         for (int i = 0; i < h->nw; i++)
@@ -675,6 +677,7 @@ int rt_evaluate(RtDevice *dev, const Kernel *k, const Kernel *u, const RunOption
         h->o.compare = NULL;
 
     memset(r, 0, sizeof *r);
+    double tstart = now_seconds();
     r->k = k;
     r->target = h->o.target;
     r->seed = h->o.seed;
@@ -713,6 +716,7 @@ int rt_evaluate(RtDevice *dev, const Kernel *k, const Kernel *u, const RunOption
     phase(&h->o, PROG_COMPILE, PROG_BEGIN, 0, 0, k->name, 0, -1);
     x = dev->compile(dev, k, h->o.target, d);
     r->compile_ms = (now_seconds() - t0) * 1e3;
+    r->spent.setup = t0 - tstart;
     if (h->o.verbose)
         fprintf(stderr, "perfc: compiled in %.1f ms\n", r->compile_ms);
     if (!x) {
@@ -731,7 +735,9 @@ int rt_evaluate(RtDevice *dev, const Kernel *k, const Kernel *u, const RunOption
         goto release;
     }
     double tv = now_seconds();
+    r->spent.setup += tv - tg - h->golden_s;
     rc = validate(h, x);
+    r->spent.golden = h->golden_s;
     name_golden(h);
     if (h->o.verbose)
         fprintf(stderr, "perfc: golden %s: %.0f ms in all (set-up and %d check%s)\n", r->golden, h->golden_s * 1e3,
@@ -746,6 +752,7 @@ int rt_evaluate(RtDevice *dev, const Kernel *k, const Kernel *u, const RunOption
     if ((rc = time_loop(h, x, h->devbufs, h->w, h->nw, true, h->check_ms >= 500, "kernel", &r->rel_error,
                         &r->time)) != EXIT_OK)
         goto release;
+    r->spent.timing = now_seconds() - tt;
     if (h->o.verbose)
         fprintf(stderr, "perfc: validation %.0f ms, timing %.0f ms (%d repetitions)\n", (tt - tv) * 1e3,
                 (now_seconds() - tt) * 1e3, r->time.reps);
@@ -757,6 +764,7 @@ int rt_evaluate(RtDevice *dev, const Kernel *k, const Kernel *u, const RunOption
     if (r->compare) {
         double tb = now_seconds();
         rc = baseline(h);
+        r->spent.baseline = now_seconds() - tb;
         if (h->o.verbose)
             fprintf(stderr, "perfc: baseline %.0f ms\n", (now_seconds() - tb) * 1e3);
     }

@@ -321,6 +321,13 @@ typedef struct RtResult {
     /* 0: timed in this run.  Otherwise the Unix time at which the times above were
      * measured (a tuning database answer; the kernel was re-validated now). */
     double measured_at;
+    /* Where this evaluation's wall time went, seconds: set-up (workload analysis,
+     * choosing the reference, buffers), drawing and uploading inputs, the golden
+     * reference, the checked validation runs, the timed loop (warm-up, poison,
+     * flush, runs and their checks), the baseline.  Read by the tuner's profile. */
+    struct {
+        double setup, inputs, golden, checks, timing, baseline;
+    } spent;
 } RtResult;
 
 /* Validates and times k on dev.  u is the same kernel before scheduling (NULL: k

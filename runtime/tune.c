@@ -762,6 +762,12 @@ static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags
         }
         x->measured = true;
         x->status = rc;
+        T->res->spent.setup += r->spent.setup;
+        T->res->spent.inputs += r->spent.inputs;
+        T->res->spent.golden += r->spent.golden;
+        T->res->spent.checks += r->spent.checks;
+        T->res->spent.timing += r->spent.timing;
+        T->res->spent.baseline += r->spent.baseline;
         /* a time that is no number cannot rank a candidate */
         x->valid = rc == 0 && r->valid && isfinite(r->time.median) && r->time.median >= 0;
         x->rel_error = r->rel_error;
@@ -786,7 +792,9 @@ static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags
         StrBuf s = {0};
         schedule_print(T->sp.t[x->t].s, ch, T->sp.t[x->t].nparams, &s);
         x->sched = s.s ? s.s : xstrdup("");
+        double tdb = now_seconds();
         record(T, x, NULL, x->compile_ms, d);
+        T->res->spent.db += now_seconds() - tdb;
         if (T->use_model && x->valid && x->work > 0)
             tm_add(&T->model, x->feat, x->work, x->median, T->group);
         T->res->measured++;
@@ -1154,6 +1162,12 @@ static void report(const Tuner *T, const TuneResult *res, const char *db_path, F
                     res->t_within5, res->n_within5, res->measured);
         if (res->model[0])
             fprintf(tf, "model      %s\n", res->model);
+        fprintf(tf, "profile    space %.2f s, model %.2f, proposing and scheduling %.2f, compiling %.2f; "
+                    "measuring: set-up %.2f, inputs %.2f, golden %.2f, checks %.2f, timing %.2f, baseline %.2f; "
+                    "database %.2f; winner %.2f\n",
+                res->spent.space, res->spent.model, res->spent.schedule, res->spent.compile, res->spent.setup,
+                res->spent.inputs, res->spent.golden, res->spent.checks, res->spent.timing, res->spent.baseline,
+                res->spent.db, res->spent.final);
         int top = -1;
         for (int i = 0; i < T->nreasons; i++)
             if (top < 0 || T->reasons[i].n > T->reasons[top].n)
@@ -1445,10 +1459,14 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
      * of every statement (about 1 s for the six tensor-core templates), which a warm
      * answer does not need. */
     progress_emit(T->prog, &(ProgEvent){.phase = PROG_SPACE, .kind = PROG_BEGIN, .what = in->ast->name, .eta_s = -1});
+    double tspace = now_seconds();
     if (!tune_space(in, u, T->target, T->arena, &T->sp, d))
         goto done;
     res->space_size = T->sp.size;
+    res->spent.space = now_seconds() - tspace;
+    double tmodel = now_seconds();
     model_start(T);
+    res->spent.model = now_seconds() - tmodel;
 
     /* The search. */
     {
@@ -1463,14 +1481,18 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
         int stale = 0, fitted_at = T->model.n;
         while (res->measured < budget && now_seconds() - T->t0 < limit && !stopped(T)) {
             int want = batch;
+            double tp = now_seconds();
             int n = T->use_model ? propose_ranked(T, exhaustive, cs, want, &fitted_at)
                                  : propose(T, exhaustive, cs, want);
+            res->spent.schedule += now_seconds() - tp;
             if (n == 0) {
                 if (exhaustive || ++stale > 3)
                     break;
                 continue;
             }
+            double tc = now_seconds();
             prepare_batch(T, cs, n);
+            res->spent.compile += now_seconds() - tc;
             if (measure_batch(T, cs, n, budget, total, d))
                 break;
             for (int i = 0; i < n; i++)
@@ -1535,8 +1557,10 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
     {
         ParamChoice ch[TUNE_MAX_PARAMS];
         choices_of(T, T->best, ch);
+        double tf = now_seconds();
         rc = final_run(T, T->sp.t[T->best->t].s, ch, T->sp.t[T->best->t].nparams,
                        o->seed * 0x9e3779b97f4a7c15ull + 1, 0.2, false, d);
+        res->spent.final = now_seconds() - tf;
         free(res->best_ir);
         res->best_ir = xstrdup(T->best->ir); /* what was measured in the search */
         if (res->has_final) {

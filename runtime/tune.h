@@ -137,6 +137,13 @@ typedef struct TuneResult {
     int n_within5;          /* candidates measured by then */
     double lib_ms;          /* the library (--compare) timed in the search, 0 when not */
     char model[320];        /* the cost model used, in words; empty when none */
+    /* Where the search's wall time went, seconds (the report's `profile` line):
+     * building the space, reading and fitting the model, proposing and scheduling
+     * candidates (IR), compiling, and inside the measurements the harness's phases
+     * (RtResult.spent), the database writes, and the winner's final run. */
+    struct {
+        double space, model, schedule, compile, setup, inputs, golden, checks, timing, baseline, db, final;
+    } spent;
 } TuneResult;
 
 /* ---- runtime/tune.c ---- */
