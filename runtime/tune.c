@@ -105,6 +105,8 @@ typedef struct Tuner {
     bool use_model;
     uint64_t group;              /* this search's group in the model */
     double caches[3];
+    const Kernel *u;             /* the kernel before scheduling: the harness's reference and counts */
+    RtRefCache *refs;            /* the two input sets' inputs and references, computed once */
     Cand **reserve;              /* scheduled, ranked, not yet chosen */
     int nreserve;
 } Tuner;
@@ -437,94 +439,18 @@ static void run_batch(Tuner *T, Cand **c, int n, bool schedule_only)
 
 static void prepare_batch(Tuner *T, Cand **c, int n) { run_batch(T, c, n, false); }
 
-/* ---- the proxy device: hands rt_evaluate a compilation made beforehand ---- */
-
-typedef struct Proxy {
-    RtDevice dev;
-    RtDevice *real;
-    const Kernel *k;
-    RtExec *x;
-} Proxy;
-
-#define REAL(d) (((Proxy *)(d))->real)
-static void px_describe(RtDevice *d, RtMachine *m) { REAL(d)->describe(REAL(d), m); }
-static void *px_alloc(RtDevice *d, size_t n, Diags *g) { return REAL(d)->alloc(REAL(d), n, g); }
-static void px_free(RtDevice *d, void *p) { REAL(d)->free(REAL(d), p); }
-static bool px_upload(RtDevice *d, void *dst, const void *src, size_t n, Diags *g)
-{
-    return REAL(d)->upload(REAL(d), dst, src, n, g);
-}
-static bool px_download(RtDevice *d, void *dst, const void *src, size_t n, Diags *g)
-{
-    return REAL(d)->download(REAL(d), dst, src, n, g);
-}
-static RtExec *px_compile(RtDevice *d, const Kernel *k, const char *target, Diags *g)
-{
-    Proxy *p = (Proxy *)d;
-    if (p->x && p->k == k) {
-        RtExec *x = p->x;
-        p->x = NULL;
-        return x;
-    }
-    return p->real->compile(p->real, k, target, g);
-}
-static RtExec *px_library(RtDevice *d, const char *lib, const RtGemm *gm, char *why, size_t n, Diags *g)
-{
-    return REAL(d)->library(REAL(d), lib, gm, why, n, g);
-}
-static bool px_run(RtDevice *d, RtExec *x, void **bufs, double *ms, Diags *g)
-{
-    return REAL(d)->run(REAL(d), x, bufs, ms, g);
-}
-static void px_flush(RtDevice *d) { REAL(d)->flush(REAL(d)); }
-static void px_release(RtDevice *d, RtExec *x) { REAL(d)->release(REAL(d), x); }
-static void px_close(RtDevice *d) { (void)d; }
-static bool px_poison(RtDevice *d, void *dst, DType t, int64_t n, Diags *g)
-{
-    return REAL(d)->poison(REAL(d), dst, t, n, g);
-}
-static bool px_gemm_f64(RtDevice *d, const RtGemm *g, const double *a, const double *b, double *c, Diags *dg)
-{
-    return REAL(d)->gemm_f64(REAL(d), g, a, b, c, dg);
-}
-
-static void proxy_init(Proxy *p, RtDevice *real)
-{
-    memset(p, 0, sizeof *p);
-    p->real = real;
-    p->dev = *real;
-    p->dev.impl = p;
-    p->dev.describe = px_describe;
-    p->dev.alloc = px_alloc;
-    p->dev.free = px_free;
-    p->dev.upload = px_upload;
-    p->dev.download = px_download;
-    p->dev.compile = px_compile;
-    p->dev.library = px_library;
-    p->dev.run = px_run;
-    p->dev.flush = px_flush;
-    p->dev.release = px_release;
-    p->dev.close = px_close;
-    /* every hook forwards to the real device: none may see the proxy as its own */
-    p->dev.gemm_f64 = real->gemm_f64 ? px_gemm_f64 : NULL;
-    p->dev.poison = real->poison ? px_poison : NULL;
-}
-
 /* ---- measuring ---- */
 
+/* One evaluation: the planted measurement of a test, or the harness on the
+ * compilation made beforehand (x), or compiled now (x NULL).  x stays the caller's. */
 static int measure(Tuner *T, const Kernel *k, const Kernel *u, const RunOptions *ro, RtResult *r, RtExec *x,
                    Diags *d)
 {
     if (T->o->measure)
         return T->o->measure(T->o->measure_ctx, T->dev, k, u, ro, r, d);
-    Proxy p;
-    proxy_init(&p, T->dev);
-    p.k = k;
-    p.x = x;
-    int rc = rt_evaluate(&p.dev, k, u, ro, r, d);
-    if (p.x) /* rt_evaluate stopped before compiling */
-        T->dev->release(T->dev, p.x);
-    return rc;
+    if (x)
+        return rt_evaluate_exec(T->dev, x, k, u, ro, r, d);
+    return rt_evaluate(T->dev, k, u, ro, r, d);
 }
 
 static void record(Tuner *T, const Cand *c, const RtResult *fin, double compile_ms, Diags *d)
@@ -696,8 +622,7 @@ static bool resume_from_store(Tuner *T, Cand *x, const ParamChoice *ch)
 static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags *d)
 {
     T->total = total;
-    const Kernel *u = NULL;
-    Kernel *uk = NULL;
+    const Kernel *u = T->u;
     for (int i = 0; i < n; i++) {
         Cand *x = c[i];
         if (!x->k && x->why) {
@@ -732,24 +657,18 @@ static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags
             progress(T, x);
             continue;
         }
-        if (!uk) {
-            pthread_mutex_lock(&T->lower_lock);
-            uk = lower_kernel(T->in->prog, T->in->ast, T->in->values, T->in->bound, d);
-            pthread_mutex_unlock(&T->lower_lock);
-            if (!uk)
-                return 1;
-            u = uk;
-        }
         /* The library is timed once, beside the first candidate that validates, so
          * the progress line can say how the best so far compares with it. */
         bool with_lib = T->o->compare && T->lib_ms <= 0 && T->dev && !T->o->measure && !T->lib_tried;
         RunOptions ro = cand_options(T, T->o->cand_min_time_s > 0 ? T->o->cand_min_time_s : 0.05, T->o->seed,
                                      with_lib ? T->o->compare : NULL);
+        /* the best so far: a clearly slower candidate's timing stops early (RunOptions) */
+        ro.stop_above_ms = T->best ? T->best->median : 0;
+        ro.refs = T->refs;
         RtResult *r = xcalloc(1, sizeof *r);
         Diags q;
         diag_init(&q);
         int rc = measure(T, x->k, u, &ro, r, x->x, &q);
-        x->x = NULL;
         if (with_lib && rc != 0 && rc != 2) {
             /* the library could not be run (none built in, a wrong kind of device): the
              * final run will say so; the candidate is measured alone */
@@ -758,8 +677,12 @@ static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags
             diag_free(&q);
             diag_init(&q);
             memset(r, 0, sizeof *r);
-            rc = measure(T, x->k, u, &ro, r, NULL, &q);
+            rc = measure(T, x->k, u, &ro, r, x->x, &q);
         }
+        if (x->x)
+            T->dev->release(T->dev, x->x);
+        x->x = NULL;
+        T->res->stopped_early += r->stopped_early;
         x->measured = true;
         x->status = rc;
         T->res->spent.setup += r->spent.setup;
@@ -805,8 +728,6 @@ static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags
         x->k = NULL;
         progress(T, x);
     }
-    if (uk)
-        ir_free(uk);
     return 0;
 }
 
@@ -1162,6 +1083,10 @@ static void report(const Tuner *T, const TuneResult *res, const char *db_path, F
                     res->t_within5, res->n_within5, res->measured);
         if (res->model[0])
             fprintf(tf, "model      %s\n", res->model);
+        if (res->stopped_early || res->ref_hits)
+            fprintf(tf, "measuring  %d input sets' references reused, not recomputed; timing stopped early for %d "
+                        "candidates slower than 1.5x the best so far in every run\n",
+                    res->ref_hits, res->stopped_early);
         fprintf(tf, "profile    space %.2f s, model %.2f, proposing and scheduling %.2f, compiling %.2f; "
                     "measuring: set-up %.2f, inputs %.2f, golden %.2f, checks %.2f, timing %.2f, baseline %.2f; "
                     "database %.2f; winner %.2f\n",
@@ -1376,6 +1301,8 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
         T->dev->describe(T->dev, &m);
     }
     tune_make_key(in->ast, u, T->target, m.device, T->threads, &T->key);
+    T->u = u;
+    T->refs = rt_refcache_new(u);
     res->key = T->key;
 
     if (!o->no_db) {
@@ -1509,6 +1436,7 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
         }
     }
     within5(res);
+    res->ref_hits = rt_refcache_hits(T->refs);
 
     /* Every candidate pruned (a space that does not fit these sizes): the
      * unscheduled kernel is still a valid answer, so measure it rather than fail. */
@@ -1617,6 +1545,7 @@ done:
     free(T->stored);
     free(T->reserve);
     tm_free(&T->model);
+    rt_refcache_free(T->refs);
     if (T->fk)
         ir_free(T->fk);
     if (T->fu)

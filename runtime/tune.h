@@ -137,6 +137,8 @@ typedef struct TuneResult {
     int n_within5;          /* candidates measured by then */
     double lib_ms;          /* the library (--compare) timed in the search, 0 when not */
     char model[320];        /* the cost model used, in words; empty when none */
+    int stopped_early;      /* candidates whose timing stopped early (RunOptions.stop_above_ms) */
+    int ref_hits;           /* input sets whose reference was reused (RtRefCache) */
     /* Where the search's wall time went, seconds (the report's `profile` line):
      * building the space, reading and fitting the model, proposing and scheduling
      * candidates (IR), compiling, and inside the measurements the harness's phases
