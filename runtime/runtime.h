@@ -139,6 +139,12 @@ struct RtDevice {
     bool (*poison)(RtDevice *dev, void *dst, DType t, int64_t n, Diags *d);
     /* Compiles the kernel for target.  The harness times this call (compile_ms). */
     RtExec *(*compile)(RtDevice *dev, const Kernel *k, const char *target, Diags *d);
+    /* Optional (NULL: none): makes something runnable of a compilation done on another
+     * thread, on the calling thread (a GPU context belongs to the thread that made it).
+     * CUDA: `module` is a CgCudaModule after cg_cuda_generate and cg_cuda_compile
+     * (codegen/cuda/cg_cuda.h), allocated with malloc; the device takes it, even on
+     * failure.  The tuner compiles candidates on every core while it measures others. */
+    RtExec *(*adopt)(RtDevice *dev, void *module, Diags *d);
     /* The library `lib` ("openblas", "cublas") doing g.  Its buffers at run time are
      * {A, B, C}.  NULL with a one-line reason in why (and no diagnostic) when the
      * library has no equivalent; NULL with a diagnostic when it failed. */

@@ -45,6 +45,8 @@ typedef struct Cand {
     double pred;                 /* the model's prediction: smaller is faster */
     Kernel *k;
     RtExec *x;
+    CgCudaModule *mod;           /* GPU: generated at pruning, compiled by a worker, adopted by the device */
+    bool ready;                  /* the worker is done with it (an asynchronous batch) */
     double compile_ms;
     char *why;                   /* pruned or refused: the reason */
     /* filled by the measurement */
@@ -62,7 +64,8 @@ typedef struct Tuner {
     Arena *arena;
     const char *target;
     RtDevice *dev;               /* real device, or NULL with a planted measure */
-    bool parallel_compile;
+    bool parallel_compile;       /* CPU: a batch compiled on every core, then measured with them idle */
+    bool async_compile;          /* GPU: candidates compiled on other cores while earlier ones are measured */
     int threads, jobs, lanes;
     pthread_mutex_t lower_lock;  /* lowering reads the shared AST: one at a time */
     /* every candidate proposed so far, for de-duplication and the report */
@@ -289,7 +292,7 @@ static const char *prune_walk(const Tuner *T, const Kernel *k, const Node *n, bo
     return NULL;
 }
 
-static const char *prune(const Tuner *T, const Kernel *k, bool rules, Diags *d)
+static const char *prune(const Tuner *T, const Kernel *k, bool rules, CgCudaModule **keep, Diags *d)
 {
     bool gpu = !strncmp(T->target, "sm_", 3);
     if (gpu) {
@@ -305,7 +308,12 @@ static const char *prune(const Tuner *T, const Kernel *k, bool rules, Diags *d)
             if (th > 32 && th % 32)
                 why = "a thread block that is not a whole number of warps";
         }
-        cg_cuda_module_free(&m);
+        if (ok && !why && keep) { /* the CUDA C to compile, generated once */
+            *keep = xmalloc(sizeof **keep);
+            **keep = m;
+        } else {
+            cg_cuda_module_free(&m);
+        }
         return why;
     }
     int64_t local = 0;
@@ -332,6 +340,9 @@ typedef struct Batch {
     bool schedule_only;          /* rank first: schedule, do not compile */
     int next;
     pthread_mutex_t lock;
+    pthread_cond_t done;         /* signalled as each candidate becomes ready */
+    pthread_t th[64];
+    int started;
 } Batch;
 
 /* The schedule step: lower, apply the candidate's schedule, prune, read the cost
@@ -363,7 +374,7 @@ static void schedule_cand(Tuner *T, Cand *c)
         diag_free(&d);
         return;
     }
-    const char *why = prune(T, k, !strncmp(T->sp.t[c->t].origin, "rules", 5), &d);
+    const char *why = prune(T, k, !strncmp(T->sp.t[c->t].origin, "rules", 5), T->async_compile ? &c->mod : NULL, &d);
     if (why) {
         c->why = xstrdup(why);
         ir_free(k);
@@ -378,10 +389,38 @@ static void schedule_cand(Tuner *T, Cand *c)
     diag_free(&d);
 }
 
+/* Frees what a candidate holds before it is measured (pruned, over the budget, dropped
+ * from the reserve). */
+static void cand_drop(Cand *c)
+{
+    if (c->k)
+        ir_free(c->k);
+    c->k = NULL;
+    if (c->mod) {
+        cg_cuda_module_free(c->mod);
+        free(c->mod);
+        c->mod = NULL;
+    }
+}
+
 static void prepare(Tuner *T, Cand *c)
 {
     if (!c->scheduled)
         schedule_cand(T, c);
+    if (c->k && T->async_compile && c->mod && !c->mod->cubin) {
+        /* NVRTC on this worker thread; the device loads the module when it measures */
+        Diags d;
+        diag_init(&d);
+        double t0 = now_seconds();
+        bool ok = cg_cuda_compile(c->mod, T->target, &d);
+        c->compile_ms = (now_seconds() - t0) * 1e3;
+        if (!ok) {
+            c->why = xstrdup(d.text.s ? d.text.s : "compile failed");
+            cand_drop(c);
+        }
+        diag_free(&d);
+        return;
+    }
     if (!c->k || !T->parallel_compile || c->x)
         return;
     Diags d;
@@ -413,28 +452,54 @@ static void *worker(void *arg)
         } else {
             prepare(b->T, b->c[i]);
         }
+        pthread_mutex_lock(&b->lock);
+        b->c[i]->ready = true;
+        pthread_cond_broadcast(&b->done);
+        pthread_mutex_unlock(&b->lock);
     }
+}
+
+/* Starts nt worker threads on b (the caller may work too). */
+static void batch_start(Batch *b, int nt)
+{
+    pthread_mutex_init(&b->lock, NULL);
+    pthread_cond_init(&b->done, NULL);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    /* LLVM's optimiser recurses deeply on big unrolled bodies */
+    pthread_attr_setstacksize(&attr, (size_t)64 << 20);
+    for (int i = 0; i < nt && i < 64; i++)
+        if (pthread_create(&b->th[b->started], &attr, worker, b) == 0)
+            b->started++;
+    pthread_attr_destroy(&attr);
+}
+
+static void batch_join(Batch *b)
+{
+    if (!b->started) /* no thread could start: the caller does the work */
+        worker(b);
+    for (int i = 0; i < b->started; i++)
+        pthread_join(b->th[i], NULL);
+    pthread_cond_destroy(&b->done);
+    pthread_mutex_destroy(&b->lock);
+}
+
+/* Waits until a worker of an asynchronous batch is done with c. */
+static void batch_wait(Batch *b, const Cand *c)
+{
+    pthread_mutex_lock(&b->lock);
+    while (!c->ready)
+        pthread_cond_wait(&b->done, &b->lock);
+    pthread_mutex_unlock(&b->lock);
 }
 
 static void run_batch(Tuner *T, Cand **c, int n, bool schedule_only)
 {
     Batch b = {.T = T, .c = c, .n = n, .schedule_only = schedule_only};
-    pthread_mutex_init(&b.lock, NULL);
     int nt = T->jobs < n ? T->jobs : n;
-    pthread_t th[64];
-    int started = 0;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    /* LLVM's optimiser recurses deeply on big unrolled bodies */
-    pthread_attr_setstacksize(&attr, (size_t)64 << 20);
-    for (int i = 1; i < nt && i < 64; i++)
-        if (pthread_create(&th[started], &attr, worker, &b) == 0)
-            started++;
-    pthread_attr_destroy(&attr);
+    batch_start(&b, nt - 1);
     worker(&b);
-    for (int i = 0; i < started; i++)
-        pthread_join(th[i], NULL);
-    pthread_mutex_destroy(&b.lock);
+    batch_join(&b);
 }
 
 static void prepare_batch(Tuner *T, Cand **c, int n) { run_batch(T, c, n, false); }
@@ -619,12 +684,39 @@ static bool resume_from_store(Tuner *T, Cand *x, const ParamChoice *ch)
 }
 
 /* Measures the prepared candidates of a batch, one at a time. */
-static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags *d)
+/* Stops the workers of an asynchronous batch from taking more candidates; returns how
+ * many they took (those are waited for before being dropped). */
+static int batch_cancel(Batch *b)
+{
+    pthread_mutex_lock(&b->lock);
+    int taken = b->next < b->n ? b->next : b->n;
+    b->next = b->n;
+    pthread_mutex_unlock(&b->lock);
+    return taken;
+}
+
+/* Measures the prepared candidates of a batch, one at a time.  ab: the batch's
+ * workers when they still compile (GPU), each candidate waited for in turn. */
+static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Batch *ab, Diags *d)
 {
     T->total = total;
     const Kernel *u = T->u;
+    int taken = n;
+    bool cancelled = false;
     for (int i = 0; i < n; i++) {
         Cand *x = c[i];
+        double limit = T->o->time_limit > 0 ? T->o->time_limit : 300;
+        bool over = T->res->measured >= budget || (T->res->measured && now_seconds() - T->t0 >= limit) ||
+                    (T->res->measured && stopped(T));
+        if (ab && over && !cancelled) {
+            taken = batch_cancel(ab);
+            cancelled = true;
+        }
+        if (ab && i < taken) { /* the time waited for a compilation: what overlapping did not hide */
+            double tw = now_seconds();
+            batch_wait(ab, x);
+            T->res->spent.compile += now_seconds() - tw;
+        }
         if (!x->k && x->why) {
             T->res->pruned++;
             note_reason(T, x->why);
@@ -632,14 +724,11 @@ static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags
         }
         if (!x->k)
             continue;
-        double limit = T->o->time_limit > 0 ? T->o->time_limit : 300;
-        if (T->res->measured >= budget || (T->res->measured && now_seconds() - T->t0 >= limit) ||
-            (T->res->measured && stopped(T))) {
+        if (over) {
             if (x->x)
                 T->dev->release(T->dev, x->x);
             x->x = NULL;
-            ir_free(x->k);
-            x->k = NULL;
+            cand_drop(x);
             continue;
         }
         ParamChoice ch[TUNE_MAX_PARAMS];
@@ -662,6 +751,25 @@ static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags
         bool with_lib = T->o->compare && T->lib_ms <= 0 && T->dev && !T->o->measure && !T->lib_tried;
         RunOptions ro = cand_options(T, T->o->cand_min_time_s > 0 ? T->o->cand_min_time_s : 0.05, T->o->seed,
                                      with_lib ? T->o->compare : NULL);
+        if (x->mod) { /* compiled by a worker: loaded here, on the device's thread */
+            Diags q;
+            diag_init(&q);
+            x->x = T->dev->adopt(T->dev, x->mod, &q);
+            x->mod = NULL;
+            if (!x->x) {
+                x->measured = true;
+                x->status = 1;
+                T->res->failed++;
+                T->res->measured++;
+                if (!T->o->quiet && q.text.s)
+                    fprintf(stderr, "\r\033[Kperfc: candidate %s failed: %s", x->params, q.text.s);
+                diag_free(&q);
+                cand_drop(x);
+                progress(T, x);
+                continue;
+            }
+            diag_free(&q);
+        }
         /* the best so far: a clearly slower candidate's timing stops early (RunOptions) */
         ro.stop_above_ms = T->best ? T->best->median : 0;
         ro.refs = T->refs;
@@ -978,9 +1086,7 @@ static int propose_ranked(Tuner *T, bool exhaustive, Cand **out, int want, int *
     /* the reserve keeps its best 256: the tail is unlikely ever to be chosen */
     while (T->nreserve > 256) {
         Cand *c = T->reserve[--T->nreserve];
-        if (c->k)
-            ir_free(c->k);
-        c->k = NULL;
+        cand_drop(c);
     }
     return n;
 }
@@ -1291,6 +1397,11 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
     /* LLVM compilations are independent (cg_llvm.h); a GPU context belongs to the
      * thread that made it, so CUDA modules are loaded by the measuring thread. */
     T->parallel_compile = T->dev && !o->measure && !strcmp(T->dev->name, "cpu");
+    /* a GPU device that loads modules compiled elsewhere: NVRTC on the other cores
+     * while candidates are measured (the measuring thread needs no core of its own
+     * beyond the one it runs on); NVRTC is loaded here, before any worker needs it */
+    T->async_compile = T->dev && !o->measure && !T->parallel_compile && T->dev->adopt &&
+                       !strncmp(T->target, "sm_", 3) && cg_nvrtc_available(NULL, 0);
 
     RtMachine m;
     memset(&m, 0, sizeof m);
@@ -1401,7 +1512,7 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
         double limit = o->time_limit > 0 ? o->time_limit : 300;
         bool exhaustive = T->sp.size <= budget;
         int total = exhaustive ? (int)T->sp.size : budget; /* for the progress line */
-        int batch = T->parallel_compile ? 2 * T->jobs : 4;
+        int batch = T->parallel_compile || T->async_compile ? 2 * T->jobs : 4;
         if (batch < 4)
             batch = 4;
         Cand **cs = xmalloc(sizeof *cs * (size_t)batch);
@@ -1418,10 +1529,23 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
                 continue;
             }
             double tc = now_seconds();
-            prepare_batch(T, cs, n);
-            res->spent.compile += now_seconds() - tc;
-            if (measure_batch(T, cs, n, budget, total, d))
-                break;
+            if (T->async_compile) {
+                /* compiled on the other cores while the measuring thread takes each in
+                 * turn: the first is measured as soon as it is ready */
+                Batch b = {.T = T, .c = cs, .n = n};
+                for (int i = 0; i < n; i++) /* the ranking's schedule-only pass marked them */
+                    cs[i]->ready = false;
+                batch_start(&b, T->jobs > 2 ? T->jobs - 1 : 1);
+                int mrc = measure_batch(T, cs, n, budget, total, &b, d);
+                batch_join(&b);
+                if (mrc)
+                    break;
+            } else {
+                prepare_batch(T, cs, n);
+                res->spent.compile += now_seconds() - tc;
+                if (measure_batch(T, cs, n, budget, total, NULL, d))
+                    break;
+            }
             for (int i = 0; i < n; i++)
                 if (cs[i]->x) {
                     T->dev->release(T->dev, cs[i]->x);
@@ -1455,7 +1579,7 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
         Cand *c = cand_push(T, &proto);
         if (c) {
             prepare_batch(T, &c, 1);
-            measure_batch(T, &c, 1, res->measured + 1, 1, d);
+            measure_batch(T, &c, 1, res->measured + 1, 1, NULL, d);
             if (c->x) {
                 T->dev->release(T->dev, c->x);
                 c->x = NULL;
@@ -1528,8 +1652,7 @@ report:
 done:
     for (int i = 0; i < T->nall; i++) {
         Cand *c = T->all[i];
-        if (c->k)
-            ir_free(c->k);
+        cand_drop(c);
         free(c->why);
         free(c->params);
         free(c->sched);
