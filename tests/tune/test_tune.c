@@ -23,9 +23,9 @@
 #include "lang/ast.h"
 #include "passes/passes.h"
 #include "passes/xform.h"
-#include "runtime/tune.h"
+#include "tune/tune.h"
 #include "runtime/tunedb.h"
-#include "runtime/tune_model.h"
+#include "tune/model.h"
 #ifdef PERFC_HAVE_SQLITE
 #include <sqlite3.h>
 #endif

@@ -23,7 +23,7 @@
 #include "../passes/passes.h"
 #include "../passes/xform.h"
 #include "../codegen/cuda/cg_cuda.h"
-#include "tune_model.h"
+#include "model.h"
 
 void tune_options_init(TuneOptions *o)
 {
@@ -67,7 +67,6 @@ typedef struct Tuner {
     bool parallel_compile;       /* CPU: a batch compiled on every core, then measured with them idle */
     bool async_compile;          /* GPU: candidates compiled on other cores while earlier ones are measured */
     int threads, jobs, lanes;
-    pthread_mutex_t lower_lock;  /* lowering reads the shared AST: one at a time */
     /* every candidate proposed so far, for de-duplication and the report */
     Cand **all;
     int nall, capall;
@@ -91,7 +90,7 @@ typedef struct Tuner {
     int nstored, capstored;
     Cand *best;
     double t0;
-    Kernel *fk, *fu;             /* the winner's final run, kept for the report */
+    Kernel *fk;                  /* the winner's final run, kept for the report */
     struct {
         char why[96];
         int n;
@@ -221,24 +220,6 @@ static char *params_text(const struct Tuner *T, const Cand *c)
 
 /* ---- scheduling, pruning, compiling ---- */
 
-Kernel *tune_instantiate(const TuneInput *in, const AstSchedule *tmpl, const ParamChoice *ch, int nch, Diags *d)
-{
-    Kernel *k = lower_kernel(in->prog, in->ast, in->values, in->bound, d);
-    if (!k)
-        return NULL;
-    const AstSchedule *list[1] = {tmpl};
-    PipelineOpts po = {0};
-    po.schedules = list;
-    po.nschedules = tmpl ? 1 : 0;
-    po.choices = ch;
-    po.nchoices = nch;
-    if (!pipeline_run(k, &po, d)) {
-        ir_free(k);
-        return NULL;
-    }
-    return k;
-}
-
 static int64_t trips(const Kernel *k, const Node *l)
 {
     int64_t lo = 0, hi = -1;
@@ -354,23 +335,13 @@ static void schedule_cand(Tuner *T, Cand *c)
     diag_init(&d);
     ParamChoice ch[TUNE_MAX_PARAMS];
     choices_of(T, c, ch);
-    pthread_mutex_lock(&T->lower_lock);
-    Kernel *k = lower_kernel(T->in->prog, T->in->ast, T->in->values, T->in->bound, &d);
-    pthread_mutex_unlock(&T->lower_lock);
-    const AstSchedule *list[1] = {T->sp.t[c->t].s};
-    PipelineOpts po = {0};
-    po.schedules = list;
-    po.nschedules = 1;
-    po.choices = ch;
-    po.nchoices = T->sp.t[c->t].nparams;
-    if (!k || !pipeline_run(k, &po, &d)) {
+    Kernel *k = tune_apply(T->in, T->sp.t[c->t].s, ch, T->sp.t[c->t].nparams, &d);
+    if (!k) {
         /* the first line of the refusal says which statement and why */
         const char *msg = d.text.s ? d.text.s : "refused";
         const char *nl = strchr(msg, '\n');
         c->why = xmalloc(strlen(msg) + 16);
         snprintf(c->why, strlen(msg) + 16, "refused: %.*s", nl ? (int)(nl - msg) : (int)strlen(msg), msg);
-        if (k)
-            ir_free(k);
         diag_free(&d);
         return;
     }
@@ -1238,16 +1209,10 @@ static int final_run(Tuner *T, const AstSchedule *tmpl, const ParamChoice *ch, i
                      bool validate_only, Diags *d)
 {
     TuneResult *res = T->res;
-    Kernel *k = tune_instantiate(T->in, tmpl, ch, nch, d);
+    Kernel *k = tune_apply(T->in, tmpl, ch, nch, d);
     if (!k)
         return 1;
-    pthread_mutex_lock(&T->lower_lock);
-    Kernel *u = lower_kernel(T->in->prog, T->in->ast, T->in->values, T->in->bound, d);
-    pthread_mutex_unlock(&T->lower_lock);
-    if (!u) {
-        ir_free(k);
-        return 1;
-    }
+    const Kernel *u = T->u;
     StrBuf ir = {0};
     ir_print_kernel(k, &ir);
     free(res->best_ir);
@@ -1262,13 +1227,10 @@ static int final_run(Tuner *T, const AstSchedule *tmpl, const ParamChoice *ch, i
     }
     int rc = measure(T, k, u, &ro, &res->final, NULL, d);
     res->has_final = rc == 0 || rc == 2;
-    /* the result points at k for printing: both live until the report is out */
+    /* the result points at k for printing: it lives until the report is out */
     if (T->fk)
         ir_free(T->fk);
-    if (T->fu)
-        ir_free(T->fu);
     T->fk = k;
-    T->fu = u;
     return rc;
 }
 
@@ -1335,7 +1297,6 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
     T->t0 = now_seconds();
     T->target = o->target ? o->target : "host";
     T->arena = arena_new();
-    pthread_mutex_init(&T->lower_lock, NULL);
     rng_seed(&T->rng, o->seed ^ 0x7475e3ull);
     T->threads = o->threads > 0 ? o->threads : rt_cpu_count();
     T->jobs = o->jobs > 0 ? o->jobs : rt_cpu_count();
@@ -1364,7 +1325,7 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
     char *db_path = NULL;
     bool own_dev = false, searched = false;
 
-    Kernel *u = lower_kernel(in->prog, in->ast, in->values, in->bound, d);
+    Kernel *u = tune_apply(in, NULL, NULL, 0, d);
     if (!u)
         goto done;
     if (!ir_all_bound(u, d))
@@ -1671,8 +1632,6 @@ done:
     rt_refcache_free(T->refs);
     if (T->fk)
         ir_free(T->fk);
-    if (T->fu)
-        ir_free(T->fu);
     res->final.k = NULL;
     if (T->db)
         tunedb_close(T->db);
@@ -1681,7 +1640,6 @@ done:
         T->dev->close(T->dev);
     if (u)
         ir_free(u);
-    pthread_mutex_destroy(&T->lower_lock);
     arena_free(T->arena);
     res->status = rc;
     return rc;

@@ -693,16 +693,10 @@ static bool rows_text(const Kernel *k, Nest *ns, int nn, int lanes, StrBuf *b)
 
 static bool apply_fresh(const TuneInput *in, const AstSchedule *s, Diags *d)
 {
-    Kernel *k = lower_kernel(in->prog, in->ast, in->values, in->bound, d);
-    if (!k)
-        return false;
-    const AstSchedule *list[1] = {s};
-    PipelineOpts po = {0};
-    po.schedules = list;
-    po.nschedules = 1;
-    bool ok = pipeline_run(k, &po, d);
-    ir_free(k);
-    return ok;
+    Kernel *k = tune_apply(in, s, NULL, 0, d);
+    if (k)
+        ir_free(k);
+    return k != NULL;
 }
 
 /* Parses text into a schedule and keeps only the statements that apply at the
