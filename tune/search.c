@@ -208,7 +208,7 @@ static char *params_text(const struct Tuner *T, const Cand *c)
             p++;
         }
     if (!b.s)
-        sb_puts(&b, T->sp.n > 1 ? "" : "(none)");
+        sb_puts(&b, !s->nitems ? "(no schedule)" : T->sp.n > 1 ? "" : "(none)");
     if (T->sp.n > 1) {
         StrBuf v = {0};
         sb_printf(&v, "[template %d] %s", c->t + 1, b.s);
@@ -838,6 +838,15 @@ static void random_cand(Tuner *T, Cand *c)
     const TuneTemplate *t = &T->sp.t[c->t];
     for (int i = 0; i < t->nparams; i++)
         c->idx[i] = (int)(rng_next(&T->rng) % (uint64_t)t->ncands[i]);
+}
+
+/* True when a template is the empty schedule (the kernel as written). */
+static bool space_has_plain(const TuneSpace *sp)
+{
+    for (int i = 0; i < sp->n; i++)
+        if (sp->t[i].s->nitems == 0)
+            return true;
+    return false;
 }
 
 static int cmp_time(const void *a, const void *b)
@@ -1470,6 +1479,9 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
     /* The search. */
     {
         int budget = o->budget > 0 ? o->budget : 48;
+        /* one measurement of the budget is kept for the kernel as written (below) */
+        if (!space_has_plain(&T->sp) && budget > 1)
+            budget--;
         double limit = o->time_limit > 0 ? o->time_limit : 300;
         bool exhaustive = T->sp.size <= budget;
         int total = exhaustive ? (int)T->sp.size : budget; /* for the progress line */
@@ -1520,33 +1532,38 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
             res->time_limited = !res->interrupted && now_seconds() - T->t0 >= limit;
         }
     }
-    within5(res);
-    res->ref_hits = rt_refcache_hits(T->refs);
-
-    /* Every candidate pruned (a space that does not fit these sizes): the
-     * unscheduled kernel is still a valid answer, so measure it rather than fail. */
-    if (!T->best && res->measured == 0 && T->sp.n < TUNE_MAX_TEMPLATES) {
+    /* The kernel as written, unscheduled, is always a candidate, so a tuned kernel is
+     * never slower than an untuned one, and a space whose every candidate was pruned
+     * still ends with a validated answer.  It is measured after the search (unless
+     * the search was interrupted and has an answer): an unscheduled contraction can
+     * be a hundred times slower than the best, and measured first it would only delay
+     * the search; a clearly slower one costs its two checks and one timed run. */
+    if (!space_has_plain(&T->sp) && (!stopped(T) || !T->best) && T->sp.n < TUNE_MAX_TEMPLATES) {
         AstSchedule *e = arena_alloc(T->arena, sizeof *e);
         e->kernel = in->ast->name;
         e->span = in->ast->span;
         TuneTemplate *t = &T->sp.t[T->sp.n++];
         memset(t, 0, sizeof *t);
         t->s = e;
-        t->origin = "fallback: no schedule (every candidate of the space was pruned)";
+        t->origin = T->best ? "no schedule (the kernel as written)"
+                            : "no schedule (the kernel as written; every candidate of the space was pruned)";
         T->sp.size += 1;
+        res->space_size = T->sp.size;
         Cand proto;
         memset(&proto, 0, sizeof proto);
         proto.t = T->sp.n - 1;
         Cand *c = cand_push(T, &proto);
         if (c) {
             prepare_batch(T, &c, 1);
-            measure_batch(T, &c, 1, res->measured + 1, 1, NULL, d);
+            measure_batch(T, &c, 1, res->measured + 1, res->measured + 1, NULL, d);
             if (c->x) {
                 T->dev->release(T->dev, c->x);
                 c->x = NULL;
             }
         }
     }
+    within5(res);
+    res->ref_hits = rt_refcache_hits(T->refs);
 
     /* Top five, every one of them validated. */
     {
