@@ -1468,8 +1468,13 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
      * answer does not need. */
     progress_emit(T->prog, &(ProgEvent){.phase = PROG_SPACE, .kind = PROG_BEGIN, .what = in->ast->name, .eta_s = -1});
     double tspace = now_seconds();
-    if (!tune_space(in, u, T->target, T->arena, &T->sp, d))
+    if (!tune_space(in, u, T->target, T->arena, &T->sp, d)) {
+        if (!d->nerrors) /* never a silent failure */
+            diag_plain(d, DIAG_ERROR, "autotuning: no search space for kernel %s on %s (no rule of tune/rules.c "
+                                      "fits it); write a schedule with `param` items to tune it",
+                       in->ast->name, T->target);
         goto done;
+    }
     res->space_size = T->sp.size;
     res->spent.space = now_seconds() - tspace;
     double tmodel = now_seconds();

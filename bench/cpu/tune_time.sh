@@ -38,7 +38,7 @@ if [ -z "${PERFC_BASE:-}" ]; then
     fi
     PERFC_BASE=$src/build/perfc
 fi
-echo "base: $PERFC_BASE ($BASE)   new: $PERFC ($(git rev-parse --short HEAD))" | tee "$OUT/load.log"
+echo "base: $PERFC_BASE ($BASE)   new: $PERFC ($(git rev-parse --short HEAD 2>/dev/null || echo "this tree"))" | tee "$OUT/load.log"
 
 base=$OUT/train.db
 train() {
