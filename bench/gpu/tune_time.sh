@@ -6,10 +6,12 @@
 # final best and (b) the best of every run (bench/tune_model_report.py).
 #
 # The same method as bench/cpu/tune_time.sh, in phases because one device command
-# may run 10 minutes (the machine stays warm between calls, and $WORK with it):
+# may run 10 minutes (the machine stays warm between calls, and $WORK with it, only
+# 30 s after each call and 30 minutes in all: make the calls back to back):
 #
 #   train     the BASE perfc tunes OTHER kernels and sizes into a fresh database (f16
-#             2048^3, bf16 2048^3, f16 4096x4096x1024), never gemm_tc_f16 at 4096^3
+#             2048^3, bf16 2048^3, f16 4096x4096x1024; TRAIN_BUDGET candidates each,
+#             default 24: the model needs 20 rows), never gemm_tc_f16 at 4096^3
 #   measure   REPS rounds (default 2 per call; call again for more, ROUND0 the
 #             first round's number): in each, one run of each perfc on its own copy
 #             of that database, order alternating, same seed within a round, the
@@ -62,7 +64,8 @@ train)
                 "-k gemm_tc_f16 -D M=4096 -D N=4096 -D K=1024"; do
         echo "training: $args"
         # shellcheck disable=SC2086
-        tune "$BASE" "$base_db" --no-model --seed 11 $args > "$OUT/train.out" 2>> "$OUT/train.log"
+        tune "$BASE" "$base_db" --no-model --seed 11 --budget "${TRAIN_BUDGET:-24}" $args > "$OUT/train.out" \
+            2>> "$OUT/train.log"
         grep -E '^(search|converged) ' "$OUT/train.out" || true
     done
     ;;
