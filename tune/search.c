@@ -108,6 +108,8 @@ typedef struct Tuner {
     uint64_t group;              /* this search's group in the model */
     double caches[3];
     const Kernel *u;             /* the kernel before scheduling: the harness's reference and counts */
+    bool plain;                  /* the kernel as written is measured after the search */
+    bool plain_in_space;         /* ... or is a template of the space already */
     RtRefCache *refs;            /* the two input sets' inputs and references, computed once */
     Cand **reserve;              /* scheduled, ranked, not yet chosen */
     int nreserve;
@@ -840,12 +842,32 @@ static void random_cand(Tuner *T, Cand *c)
         c->idx[i] = (int)(rng_next(&T->rng) % (uint64_t)t->ncands[i]);
 }
 
-/* True when a template is the empty schedule (the kernel as written). */
-static bool space_has_plain(const TuneSpace *sp)
+/* Whether the kernel as written is measured after the search: unless a template of
+ * the space is already the empty schedule, or one run of it would take too long.
+ * The estimate divides the kernel's work by a slow rate (a scalar loop that misses
+ * the cache: 0.25 GFLOP/s per CPU thread, 200 GFLOP/s on a GPU), so a kernel that
+ * could run fast enough to win is measured; a 1024^3 GEMM without a schedule, about
+ * 2 s a run on two quiet cores and three runs at least, is not (the report says so). */
+static bool plain_policy(Tuner *T, TuneResult *res)
 {
-    for (int i = 0; i < sp->n; i++)
-        if (sp->t[i].s->nitems == 0)
-            return true;
+    for (int i = 0; i < T->sp.n; i++)
+        if (T->sp.t[i].s->nitems == 0)
+            return !(T->plain_in_space = true);
+    RtWork w;
+    Diags q;
+    diag_init(&q);
+    bool ok = rt_analyse(T->u, &w, &q);
+    diag_free(&q);
+    if (!ok)
+        return true;
+    bool gpu = !strncmp(T->target, "sm_", 3);
+    double est = (w.flops + w.execs) / (gpu ? 2e11 : 2.5e8 * T->threads);
+    if (est <= 1.0)
+        return true;
+    snprintf(res->plain_note, sizeof res->plain_note,
+             "not measured: without a schedule one run could take up to about %.0f s (%.3g operations at the rate "
+             "of a scalar loop), three runs at least",
+             est, w.flops + w.execs);
     return false;
 }
 
@@ -1169,6 +1191,8 @@ static void report(const Tuner *T, const TuneResult *res, const char *db_path, F
                     res->t_within5, res->n_within5, res->measured);
         if (res->model[0])
             fprintf(tf, "model      %s\n", res->model);
+        if (res->plain_note[0])
+            fprintf(tf, "as written %s\n", res->plain_note);
         if (res->stopped_early || res->ref_hits)
             fprintf(tf, "measuring  %d input sets' references reused, not recomputed; timing stopped early for %d "
                         "candidates slower than 1.5x the best so far in every run\n",
@@ -1485,7 +1509,8 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
     {
         int budget = o->budget > 0 ? o->budget : 48;
         /* one measurement of the budget is kept for the kernel as written (below) */
-        if (!space_has_plain(&T->sp) && budget > 1)
+        T->plain = plain_policy(T, res);
+        if (T->plain && budget > 1)
             budget--;
         double limit = o->time_limit > 0 ? o->time_limit : 300;
         bool exhaustive = T->sp.size <= budget;
@@ -1543,7 +1568,8 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
      * the search was interrupted and has an answer): an unscheduled contraction can
      * be a hundred times slower than the best, and measured first it would only delay
      * the search; a clearly slower one costs its two checks and one timed run. */
-    if (!space_has_plain(&T->sp) && (!stopped(T) || !T->best) && T->sp.n < TUNE_MAX_TEMPLATES) {
+    if ((T->plain || (!T->best && !T->plain_in_space)) && (!stopped(T) || !T->best) &&
+        T->sp.n < TUNE_MAX_TEMPLATES) {
         AstSchedule *e = arena_alloc(T->arena, sizeof *e);
         e->kernel = in->ast->name;
         e->span = in->ast->span;

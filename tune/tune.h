@@ -139,6 +139,7 @@ typedef struct TuneResult {
     char model[320];        /* the cost model used, in words; empty when none */
     int stopped_early;      /* candidates whose timing stopped early (RunOptions.stop_above_ms) */
     int ref_hits;           /* input sets whose reference was reused (RtRefCache) */
+    char plain_note[192];   /* why the kernel as written was not measured; empty when it was (or is a template) */
     /* Where the search's wall time went, seconds (the report's `profile` line):
      * building the space, reading and fitting the model, proposing and scheduling
      * candidates (IR), compiling, and inside the measurements the harness's phases
