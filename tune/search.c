@@ -41,7 +41,7 @@ typedef struct Cand {
     int idx[TUNE_MAX_PARAMS];
     /* filled by a worker */
     bool scheduled;              /* the schedule step ran (k or why set) */
-    double feat[TM_NFEAT], work; /* the cost model's features (tune_model.h) */
+    double feat[TM_NFEAT], work; /* the cost model's features (tune/model.h) */
     double pred;                 /* the model's prediction: smaller is faster */
     Kernel *k;
     RtExec *x;
