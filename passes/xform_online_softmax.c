@@ -297,7 +297,7 @@ static bool same_bounds(Chain *ch, const Nest *ns, Node *jl, const VMap *v, cons
         if (!cl)
             continue;
         if (!xf_expr_equal(ch->k, l->u.loop.lo, cl->u.loop.lo) || !xf_expr_equal(ch->k, l->u.loop.hi, cl->u.loop.hi)) {
-            xf_err(ch->c, "%s runs %s over another range than the contraction's %s", what, l->u.loop.var->name,
+            xf_err(ch->c, "the %s runs %s over another range than the contraction's %s", what, l->u.loop.var->name,
                    cl->u.loop.var->name);
             xf_note(ch->c, l->span, "loop %s", l->u.loop.var->name);
             xf_note(ch->c, cl->span, "loop %s", cl->u.loop.var->name);
@@ -617,14 +617,14 @@ static bool analyse(Chain *ch)
     Buffer *normalised = NULL;
     for (int i = 0; i < f.n; i++) {
         Expr *x = f.leaf[i];
-        if (x->kind != IE_LOAD || x->u.load.buf->kind != BUF_TEMP || f.den[i])
+        if (x->kind != IE_LOAD || x->u.load.buf->kind == BUF_IN || f.den[i])
             continue;
         Node *w[2];
         if (writers(ch, x->u.load.buf, w, 2) != 1 || w[0]->u.stmt.op != SOP_ASSIGN)
             continue;
         Expr *v = w[0]->u.stmt.value;
         if (v->kind == IE_EXP && v->args[0]->kind == IE_SUB && v->args[0]->args[1]->kind == IE_LOAD &&
-            v->args[0]->args[1]->u.load.buf->kind == BUF_TEMP) {
+            v->args[0]->args[1]->u.load.buf->kind != BUF_IN) {
             if (ch->p) {
                 xf_err(c, "the term of the sum over %s has two factors computed as exp(x - max): %s and %s",
                        ch->J->name, ch->p->name, x->u.load.buf->name);
@@ -647,7 +647,7 @@ static bool analyse(Chain *ch)
     ch->m = ch->pstmt->u.stmt.value->args[0]->args[1]->u.load.buf;
     for (int i = 0; i < f.n; i++) {
         Expr *x = f.leaf[i];
-        if (!f.den[i] || x->kind != IE_LOAD || x->u.load.buf->kind != BUF_TEMP)
+        if (!f.den[i] || x->kind != IE_LOAD || x->u.load.buf->kind == BUF_IN)
             continue;
         Node *w[3];
         if (writers(ch, x->u.load.buf, w, 3) == 2 && w[1]->u.stmt.op == SOP_ADD &&
@@ -914,6 +914,16 @@ static bool analyse(Chain *ch)
         readers[nreaders++] = xn->loop[xn->n - 1];
         temp_loads_node(xn->loop[xn->n - 1], cand, &ncand, 32);
     }
+    /* producers run in kernel order within a tile (t = s + bias after s) */
+    for (int a = 1; a < ch->nx; a++)
+        for (int b = a; b > 0 && top_index(k, ch->xn[b].top) < top_index(k, ch->xn[b - 1].top); b--) {
+            Buffer *tb = ch->xb[b];
+            Nest tn = ch->xn[b];
+            VMap tv = ch->xv[b];
+            int tj = ch->xj[b];
+            ch->xb[b] = ch->xb[b - 1], ch->xn[b] = ch->xn[b - 1], ch->xv[b] = ch->xv[b - 1], ch->xj[b] = ch->xj[b - 1];
+            ch->xb[b - 1] = tb, ch->xn[b - 1] = tn, ch->xv[b - 1] = tv, ch->xj[b - 1] = tj;
+        }
     if (!movable(ch, ch->mn.top, "maximum") || !movable(ch, ch->pn.top, "exponential") ||
         !movable(ch, ch->ln.top, "sum"))
         return false;
