@@ -37,7 +37,8 @@
  * refused with the reason at the statement in the way.
  *
  * Temporaries that the score reads at [row, j] and that nothing else reads (the
- * score s = Q·Kᵀ of attention, a biased score) are computed inside each tile too,
+ * score s = Q·Kᵀ of attention, a biased score) are computed inside each tile too
+ * (one tile loop per statement of their nest: each element depends on no other),
  * so no buffer of rows x j remains: p and those temporaries keep their names with
  * the j dimension cut to the tile.  m, l and the new rescaling factor `m_scale` keep
  * one element per row.  The fused nest takes the place of the contraction's nest;
@@ -1131,8 +1132,12 @@ static void rewrite(Emit *em)
         int nb = 0;
         for (int i = 0; i < inner->u.loop.body.n && nb < 64; i++)
             body[nb++] = vmap_node(k, &ch->xv[x], inner->u.loop.body.v[i]);
+        /* one stage loop per statement of the producer's element (its `= 0` and
+         * its reduction loop): each element is independent of the others, so they
+         * may run statement by statement, and a schedule can treat each alone */
         const char *base = ch->xn[x].loop[ch->xj[x]]->u.loop.var->name;
-        push_under(jol, jb, stage(em, base, body, nb, NULL, 0, inner->span));
+        for (int i = 0; i < nb; i++)
+            push_under(jol, jb, stage(em, base, &body[i], 1, NULL, 0, inner->span));
     }
     Span msp = ch->mred->span;
     push_under(jol, jb, ir_stmt(k, a, cidx(k, mi, a->rank), SOP_ASSIGN, load_at(k, ch->m, mi), msp));

@@ -226,7 +226,7 @@ static const Case cases[] = {
     {ATTC, 0, "B=2,H=1,S=10,D=3", "online_softmax(O, O.j, 4)", 0, 0, 0},
     {ATTC, 0, "B=1,H=1,S=12,D=3",
      "online_softmax(O, O.j, 4) split(O.i, 4) distribute(O.ii) reorder(O.jo, O.ii3) distribute(O.ii3) "
-     "distribute(s.ji) distribute(O.ii3) cache(p, O.jo) cache(s, O.jo)",
+     "cache(p, O.jo) cache(s, O.jo)",
      0, "p_O.jo: f32[1, 1, 4, 4] local temp", "s_O.jo_c"},
     /* refusals */
     {OSM, "softmax_y", "R=5,C=9,N=4", "online_softmax(Y, Y.c, 4)", "apply inline(y) first", 0, 0},
