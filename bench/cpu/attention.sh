@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Attention on the CPU, unfused (the five lowered nests, two S x S temporaries) and
-# fused (bench/cpu/attention.sched: online_softmax and a register-tiled schedule),
+# Attention on the CPU, unfused (the five lowered nests, two S x S temporaries:
+# --no-schedule) and fused (bench/cpu/attention.sched in place of the file's schedule:
+# online_softmax and a register-tiled schedule),
 # at B=1, H=1, S=2048, D=64, one thread (issue 14's CPU bar):
 #   - `perfc --run --threads 1`: validated against the f64 golden, timed by the harness;
 #     --plot gives the machine's measured f32 FMA peak (runtime/peak.c);
@@ -50,7 +51,7 @@ echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(n
 printf "%-8s %10s %10s %10s %8s %12s %s\n" form harness_ms driver_ms driver_min GFLOP/s peak_rss_MB valid
 peak=""
 for form in unfused fused; do
-    if [ $form = fused ]; then sargs=(-s "$sched"); else sargs=(); fi
+    if [ $form = fused ]; then sargs=(--no-schedule -s "$sched"); else sargs=(--no-schedule); fi
     out=$("$PERFC" stdlib/attention.pdl "${defs[@]}" "${sargs[@]}" --threads 1 --run --plot "$tmp/$form.svg" 2>&1) || true
     valid=$(echo "$out" | awk '/^valid/ {print $2; exit}')
     hms=$(echo "$out" | awk '/^time/ {print $3; exit}')
