@@ -16,7 +16,8 @@
  *   lib_check LIB.so NAME FILE.pdl KERNEL 'M=33,N=17,K=5' --cuda [--aligned]
  *       the same comparison through NAME_call_cuda on device memory (cuMemAlloc,
  *       256-byte aligned with --aligned, else 4 bytes off); exit status 77 when
- *       there is no CUDA driver or GPU.
+ *       there is no CUDA driver or GPU.  With --expect, the bad call goes to
+ *       NAME_call_cuda on host pointers: it must be refused before any launch.
  * Exit status 0 when everything agrees. */
 #include <dlfcn.h>
 #include <errno.h>
@@ -244,7 +245,8 @@ int main(int argc, char **argv)
         for (int b = 0; b < u->nbufs && n < 64; b++)
             if (u->bufs[b]->kind != BUF_TEMP)
                 t[n++] = calloc(1, 1 << 20);
-        int rc = call(kname, t, values);
+        /* (with --cuda the pointers are host memory: the call must fail before any launch) */
+        int rc = cuda ? call_cuda(kname, t, values, NULL) : call(kname, t, values);
         printf("%s %s: %d %s\n", kname, sizes, rc, err());
         for (int i = 0; i < n; i++)
             free(t[i]);
