@@ -13,10 +13,12 @@
  * With --autotune each GPU variant gets the tuner's winner (which needs that GPU at
  * build time; without one the file's schedule stays, with a note).
  *
- * GPU code serves the sizes it was built for: the CUDA back end compiles sizes in,
- * and there is no general GPU variant yet.  A call with other sizes is refused with
- * PERFC_LIB_EDEVICE and a message listing the sizes that have GPU code.  Global
- * temporaries are allocated on the first call per context and kept. */
+ * This specialised code serves the sizes it was built for (the CUDA back end compiles
+ * sizes in) and runs only when every tensor is 256-byte aligned, as cuMemAlloc
+ * aligns (its vector and TMA accesses assume alignment); every other call runs the
+ * kernel's general GPU variant (cli/lib_cuda_general.c), correct for any size.  Global
+ * temporaries of specialised code are allocated on the first call per context and
+ * kept. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,8 +149,9 @@ void lib_cuda_header(const Lib *L, StrBuf *h)
         return;
     const char *N = L->o->name;
     sb_puts(h, "/* GPU entry points: tensors are device pointers, stream a CUstream (NULL: the\n"
-               " * default stream); the call only enqueues work.  GPU code exists for the size\n"
-               " * sets listed with each kernel above; other sizes give PERFC_LIB_EDEVICE. */\n");
+               " * default stream); the call only enqueues work.  The size sets listed with each\n"
+               " * kernel above run tuned GPU code (tensors 256-byte aligned); any other call runs\n"
+               " * its general GPU variant. */\n");
     for (int i = 0; i < L->nk; i++) {
         lib_signature(L, &L->k[i], "_cuda", true, h);
         sb_puts(h, ";\n");

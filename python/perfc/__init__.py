@@ -8,8 +8,9 @@
 
 Tensors are NumPy arrays or PyTorch tensors, C-contiguous, of the kernel's dtype
 (f16 as float16; bf16 as torch.bfloat16 or NumPy uint16 holding the bits).  CUDA
-tensors run the library's GPU code (built with -target ...,sm_XY) on the current
-stream of their device; all tensors of a call must then be on that one device.  Every
+tensors run the library's GPU code (built with -target ...,sm_XY) at any size (the
+general GPU variant where no specialised code matches) on PyTorch's current stream
+of their device; all tensors of a call must then be on that one device.  Every
 size is checked against every shape before the call; a wrong dtype raises
 TypeError, a wrong shape or size ValueError, and an error the library reports
 (an index that would leave a tensor, say) perfc.LibraryError.  The kernels'

@@ -7,7 +7,9 @@
 #   - GEMM at its build sizes with 256-byte aligned tensors: the specialised code,
 #     and the same sizes with tensors 4 bytes off: the general variant;
 #   - a size under which an index would leave a tensor: PERFC_LIB_ERANGE on the host,
-#     before any launch.
+#     before any launch;
+#   - the Python package on PyTorch CUDA tensors (tests/lib/test_torch_cuda.py), when
+#     PyTorch is there.
 #   gpu.sh PERFC LIB_CHECK SOURCE_DIR
 set -uo pipefail
 PERFC=$1 CHECK=$2 SRC=$3
@@ -52,4 +54,10 @@ run "GPU general variant" "$S/gemm.pdl" gemm M=64,N=48,K=32
 # an index that would leave X: refused on the host, nothing launched
 "$CHECK" "$W/libtg.so" tg "$SRC/tests/lib/window.pdl" window N=10,M=9,W=3 --cuda --expect 3 \
     || fail "window N=10,M=9,W=3 on the GPU"
+# the Python package on PyTorch CUDA tensors (when PyTorch is installed)
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    PYTHONPATH="$SRC/python" python3 "$SRC/tests/lib/test_torch_cuda.py" "$W/libtg.so" || fail "python on CUDA tensors"
+else
+    echo "(no PyTorch with CUDA: the Python check on CUDA tensors is skipped)"
+fi
 echo "lib_gpu: ok"
