@@ -98,9 +98,9 @@ void lib_cuda_general(Lib *L, LibKernel *lk, Program *p, AstKernel *ak)
             }
             gg->built[g] = cg_cuda_compile(m, L->gpus[g], &d);
             if (!gg->built[g]) {
-                char why[64];
-                snprintf(why, sizeof why, "NVRTC failed for %s", L->gpus[g]);
-                note(lk, why, &d);
+                fprintf(stderr, "perfc lib: note: no %s code for the general GPU variant of %s (NVRTC failed):\n",
+                        L->gpus[g], lk->name);
+                diag_flush(&d, stderr);
                 cg_cuda_module_free(m);
             }
             any |= gg->built[g];
