@@ -38,6 +38,12 @@ static void note(const LibKernel *lk, const char *why, Diags *d)
 /* How many of the outermost loops of top-level node `top` run as threads. */
 static int chain_length(Program *p, AstKernel *ak, Kernel *k, const Node *top, Arena *a)
 {
+    /* parallel() may count a local staging buffer as private to each thread; here
+     * every buffer is one global array, so that would be a race.  The canonical nest
+     * has none (lowering makes every buffer global): refuse threads if it ever does. */
+    for (int b = 0; b < k->nbufs; b++)
+        if (k->bufs[b]->mem != MEM_GLOBAL)
+            return 0;
     int n = 0;
     for (int depth = 0; depth < CG_C_GPU_MAX_CHAIN; depth++) {
         const Node *l = cg_c_chain_loop(top, depth);
