@@ -161,6 +161,10 @@ int compile_kernel(Compilation *c)
      * would change the names and nesting the moves refer to. */
     if (c->o->actions)
         po.stop_after = "schedule";
+    /* CPU targets get target legalisation and lowering (passes/cpu_*.c) here, so
+     * -dump-after shows them; `-emit ir` prints the kernel as scheduled. */
+    if (!target_is_gpu(c->o->target) && c->o->emit != EMIT_IR)
+        po.target = c->o->target ? c->o->target : "host";
     if (c->o->dump_after) {
         bool known = !strcmp(c->o->dump_after, "all");
         for (int i = 0; pipeline_pass_name(i); i++)

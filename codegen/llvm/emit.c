@@ -15,11 +15,12 @@
  * either uniform (a scalar, widened when it meets a vector) or a vector.  Accesses
  * whose last index moves by one per lane become vector loads and stores, other
  * varying loads become gathers, and guards that depend on the lane become masks.
- * A vector loop whose body cannot be translated so (see vector_check) is emitted as
- * a scalar loop with a warning.  Unroll loops are replicated with the variable a
+ * Target legalisation (passes/cpu_legalize.c) has made every vector loop one that
+ * can be translated so.  Unroll loops are replicated with the variable a
  * constant; parallel loops are outlined as described above. */
 #include "lang/checked.h"
 #include "cg_llvm_int.h"
+#include "passes/cpu.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/DebugInfo.h>
@@ -30,9 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_VECTOR_WIDTH 256
-#define MAX_UNROLL 4096
-#define MAX_HOISTED 64
+#define MAX_VECTOR_WIDTH CPU_MAX_VECTOR_WIDTH
 
 typedef struct Val {
     LLVMValueRef v;
@@ -50,7 +49,8 @@ typedef struct Cg {
     const CgTarget *t;
     Diags *d;
     bool failed;
-    bool lean;               /* the schedule made loops vector or unroll: see emit_loop */
+    bool tiled;              /* loops vector or unroll: optimised by the short pipeline
+                              * of jit.c, so addresses take the form ptr_at gives them */
     LLVMContextRef C;
     LLVMModuleRef M;
     LLVMBuilderRef B;
@@ -123,14 +123,9 @@ typedef struct Fn {
     LLVMValueRef vlo;        /* the loop variable's first lane (scalar i64) */
     LLVMValueRef mask;       /* lanes enabled by enclosing guards; NULL = all */
     bool ordered;            /* a serial loop vectorised here: float sums keep their order */
-    /* Guards proven to hold where they are being emitted (the fast version of a
-     * loop body, see emit_versioned): emitted as their bodies. */
-    const Node *assume[MAX_HOISTED];
-    int nassume;
 } Fn;
 
 static void emit_list(Fn *f, const NodeList *l);
-static bool cg_list_padded(const NodeList *l);
 
 /* ---- diagnostics ---- */
 
@@ -597,236 +592,39 @@ static LLVMValueRef arith(Cg *g, ExprKind op, DType t, LLVMValueRef a, LLVMValue
     }
 }
 
-/* ---- index analysis ---- */
+/* ---- index analysis: the affine forms of passes/cpu.h ---- */
 
-/* Affine form of an integer expression over loop variables, for constant extents. */
-typedef struct Aff {
-    int64_t c;
-    int n;
-    int var[AFF_TERMS];
-    int64_t k[AFF_TERMS];
-} Aff;
+typedef CpuAff Aff;
+_Static_assert(AFF_TERMS == CPU_AFF_TERMS, "an address has as many terms as an affine form");
 
-/* r += a * scale; false (r unusable) when a coefficient overflows 64 bits: the
- * expression is then treated as not affine, and emitted the general way. */
 static bool aff_add(Aff *r, const Aff *a, int64_t scale)
 {
-    int64_t t;
-    if (!ck_mul(a->c, scale, &t) || !ck_add(r->c, t, &r->c))
-        return false;
-    for (int i = 0; i < a->n; i++) {
-        int j;
-        for (j = 0; j < r->n && r->var[j] != a->var[i]; j++)
-            ;
-        if (j == r->n) {
-            if (r->n == AFF_TERMS)
-                return false;
-            r->var[r->n] = a->var[i];
-            r->k[r->n++] = 0;
-        }
-        if (!ck_mul(a->k[i], scale, &t) || !ck_add(r->k[j], t, &r->k[j]))
-            return false;
-    }
-    return true;
+    return cpu_aff_add(r, a, scale);
 }
 
 static bool affine(const Cg *g, const Expr *e, Aff *out)
 {
-    memset(out, 0, sizeof *out);
-    Aff a, b;
-    switch (e->kind) {
-    case IE_INT: out->c = e->u.i; return true;
-    case IE_PARAM: out->c = g->k->params[e->u.param].value; return true;
-    case IE_VAR:
-        out->n = 1;
-        out->var[0] = e->u.var->id;
-        out->k[0] = 1;
-        return true;
-    case IE_CAST:
-        return !dtype_is_float(e->dtype) && e->dtype != DT_BOOL && !dtype_is_float(e->args[0]->dtype) &&
-               affine(g, e->args[0], out);
-    case IE_NEG: return affine(g, e->args[0], &a) && aff_add(out, &a, -1);
-    case IE_ADD:
-    case IE_SUB:
-        return affine(g, e->args[0], &a) && affine(g, e->args[1], &b) && aff_add(out, &a, 1) &&
-               aff_add(out, &b, e->kind == IE_ADD ? 1 : -1);
-    case IE_MUL:
-        if (!affine(g, e->args[0], &a) || !affine(g, e->args[1], &b))
-            return false;
-        if (a.n == 0)
-            return aff_add(out, &b, a.c);
-        if (b.n == 0)
-            return aff_add(out, &a, b.c);
-        return false;
-    case IE_DIV:
-    case IE_MOD:
-        /* Constant operands only (sizes such as (H + 2*P - R)/U + 1): floor division
-         * and modulo, as the IR defines them. */
-        if (dtype_is_float(e->dtype) || !affine(g, e->args[0], &a) || !affine(g, e->args[1], &b) || a.n || b.n)
-            return false;
-        return e->kind == IE_DIV ? ck_floordiv(a.c, b.c, &out->c) : ck_floormod(a.c, b.c, &out->c);
-    default: return false;
-    }
+    return cpu_affine(g->k, e, out);
 }
 
-/* hi - lo when it does not depend on any variable. */
 static bool const_extent(const Cg *g, const Expr *lo, const Expr *hi, int64_t *ext)
 {
-    Aff a, b, d = {0};
-    if (!affine(g, lo, &a) || !affine(g, hi, &b) || !aff_add(&d, &b, 1) || !aff_add(&d, &a, -1))
-        return false;
-    for (int i = 0; i < d.n; i++)
-        if (d.k[i] != 0)
-            return false;
-    *ext = d.c;
-    return true;
+    return cpu_const_extent(g->k, lo, hi, ext);
 }
 
-/* How an integer expression moves per lane of the vector variable v: *s = the step
- * when it is affine in v with a constant step (0: uniform); false when unknown. */
 static bool stride(const Cg *g, const Expr *e, const Var *v, int64_t *s)
 {
-    int64_t a, b;
-    Aff c;
-    switch (e->kind) {
-    case IE_INT:
-    case IE_FLT:
-    case IE_PARAM: *s = 0; return true;
-    case IE_VAR: *s = e->u.var == v; return true;
-    case IE_LOAD:
-        for (int i = 0; i < e->u.load.buf->rank; i++)
-            if (!stride(g, e->u.load.idx[i], v, &a) || a != 0)
-                return false;
-        *s = 0;
-        return true;
-    case IE_NEG:
-        if (!stride(g, e->args[0], v, &a))
-            return false;
-        *s = -a;
-        return true;
-    case IE_CAST:
-        if (!stride(g, e->args[0], v, &a))
-            return false;
-        if (a != 0 && (dtype_is_float(e->dtype) || e->dtype == DT_BOOL || dtype_is_float(e->args[0]->dtype)))
-            return false;
-        *s = a;
-        return true;
-    case IE_ADD:
-    case IE_SUB:
-        if (!stride(g, e->args[0], v, &a) || !stride(g, e->args[1], v, &b))
-            return false;
-        *s = e->kind == IE_ADD ? a + b : a - b;
-        return true;
-    case IE_MUL:
-        if (!stride(g, e->args[0], v, &a) || !stride(g, e->args[1], v, &b))
-            return false;
-        if (a == 0 && b == 0) {
-            *s = 0;
-            return true;
-        }
-        if (a == 0 && affine(g, e->args[0], &c) && c.n == 0) {
-            *s = c.c * b;
-            return true;
-        }
-        if (b == 0 && affine(g, e->args[1], &c) && c.n == 0) {
-            *s = c.c * a;
-            return true;
-        }
-        return false;
-    default:
-        for (int i = 0; i < ir_expr_arity(e->kind); i++)
-            if (!stride(g, e->args[i], v, &a) || a != 0)
-                return false;
-        *s = 0;
-        return true;
-    }
+    return cpu_stride(g->k, e, v, s);
 }
 
-typedef enum { ACC_UNIFORM, ACC_CONTIG, ACC_OTHER } AccKind;
+typedef CpuAccKind AccKind;
+#define ACC_UNIFORM CPU_ACC_UNIFORM
+#define ACC_CONTIG CPU_ACC_CONTIG
+#define ACC_OTHER CPU_ACC_OTHER
 
-/* Classifies buffer index idx[0..rank) against the vector variable. */
 static AccKind access_kind(const Cg *g, Expr *const *idx, int rank, const Var *v)
 {
-    bool uniform = true;
-    for (int i = 0; i < rank; i++) {
-        int64_t s;
-        if (!stride(g, idx[i], v, &s))
-            return ACC_OTHER;
-        if (s != 0) {
-            if (i != rank - 1 || s != 1)
-                return ACC_OTHER;
-            uniform = false;
-        }
-    }
-    return uniform ? ACC_UNIFORM : ACC_CONTIG;
-}
-
-static bool reads_buffer(const Expr *e, const Buffer *b)
-{
-    if (!e)
-        return false;
-    if (e->kind == IE_LOAD) {
-        if (e->u.load.buf == b)
-            return true;
-        for (int i = 0; i < e->u.load.buf->rank; i++)
-            if (reads_buffer(e->u.load.idx[i], b))
-                return true;
-        return false;
-    }
-    for (int i = 0; i < ir_expr_arity(e->kind); i++)
-        if (reads_buffer(e->args[i], b))
-            return true;
-    return false;
-}
-
-/* Whether the body of vector loop v can be translated lane-parallel; if not, why[]
- * says what stands in the way and *where points at it. */
-static bool vector_check(const Cg *g, const NodeList *l, const Var *v, char *why, size_t nwhy, Span *where)
-{
-    for (int i = 0; i < l->n; i++) {
-        const Node *n = l->v[i];
-        int64_t s;
-        switch (n->kind) {
-        case N_LOOP:
-            *where = n->span;
-            if (n->u.loop.kind == LOOP_VECTOR) {
-                snprintf(why, nwhy, "it contains another vector loop ('%s')", n->u.loop.var->name);
-                return false;
-            }
-            if (n->u.loop.kind == LOOP_PARALLEL) {
-                snprintf(why, nwhy, "it contains a parallel loop ('%s')", n->u.loop.var->name);
-                return false;
-            }
-            if (!stride(g, n->u.loop.lo, v, &s) || s != 0 || !stride(g, n->u.loop.hi, v, &s) || s != 0) {
-                snprintf(why, nwhy, "the bounds of inner loop '%s' depend on the vector index", n->u.loop.var->name);
-                return false;
-            }
-            if (!vector_check(g, &n->u.loop.body, v, why, nwhy, where))
-                return false;
-            break;
-        case N_IF:
-            if (!vector_check(g, &n->u.guard.body, v, why, nwhy, where))
-                return false;
-            break;
-        case N_PREFETCH: /* fetched once for all lanes (emit_prefetch) */
-            break;
-        case N_STMT: {
-            const Buffer *b = n->u.stmt.buf;
-            AccKind ak = access_kind(g, n->u.stmt.idx, b->rank, v);
-            *where = n->span;
-            if (ak == ACC_OTHER) {
-                snprintf(why, nwhy, "the store to %s is not unit-stride in the vector index (no scatter)", b->name);
-                return false;
-            }
-            if (ak == ACC_UNIFORM && n->u.stmt.op != SOP_ASSIGN && reads_buffer(n->u.stmt.value, b)) {
-                snprintf(why, nwhy, "the reduction into one element of %s reads %s", b->name, b->name);
-                return false;
-            }
-            break;
-        }
-        }
-    }
-    return true;
+    return cpu_access_kind(g->k, idx, rank, v);
 }
 
 /* ---- memory ---- */
@@ -1098,7 +896,7 @@ static LLVMValueRef ptr_at(Fn *f, const Buffer *b, Addr a, bool inbounds)
             if (rg->ptrs[i].b == b && rg->ptrs[i].r == a.r && rg->ptrs[i].c == a.c && rg->ptrs[i].w == 0)
                 return rg->ptrs[i].p;
     LLVMValueRef p;
-    if (g->lean && a.r && a.c) {
+    if (g->tiled && a.r && a.c) {
         LLVMValueRef c = ci64(g, a.c);
         p = LLVMBuildGEP2(g->B, sty(g, b->dtype), row_at(f, b, a.r), &c, 1, "");
     } else {
@@ -1786,19 +1584,6 @@ typedef struct LoopSt {
     int64_t step;
 } LoopSt;
 
-/* Whether list l holds an unroll or vector loop. */
-static bool holds_scheduled(const NodeList *l)
-{
-    for (int i = 0; i < l->n; i++) {
-        const Node *n = l->v[i];
-        if (n->kind == N_LOOP && (n->u.loop.kind == LOOP_UNROLL || n->u.loop.kind == LOOP_VECTOR))
-            return true;
-        if ((n->kind == N_LOOP || n->kind == N_IF) && holds_scheduled(ir_body((Node *)n)))
-            return true;
-    }
-    return false;
-}
-
 static LLVMValueRef loop_open(Fn *f, LLVMValueRef lo, LLVMValueRef hi, const char *name, LoopSt *s)
 {
     Cg *g = f->g;
@@ -1831,217 +1616,6 @@ static void loop_close(Fn *f, LoopSt *s)
     LLVMPositionBuilderAtEnd(g->B, s->exit);
 }
 
-/* ---- guard versioning ----
- *
- * A split whose factor may not divide the extent leaves a guard such as
- * `if ir*6 + iu < M` inside the unrolled and vector loops of a register tile and
- * inside the reduction loop around them: evaluated for every row and every k, and
- * as lane masks (masked loads and stores) in vector loops, although it fails only
- * in the last tile.  So the body of a serial loop L is emitted twice, behind one
- * test per iteration of L: a fast version in which every hoistable guard is known
- * to hold, and the original.  A guard is hoistable out of L when its condition is a
- * conjunction of affine comparisons, L is the innermost serial loop whose variable
- * it uses, the other inner variables it uses belong to unroll or vector loops with
- * constant bounds (the test takes their worst values), and at least one loop lies
- * between L and the guard (else the test would be the guard itself).  Each guard
- * is thus versioned at one loop only, so the code grows by at most a factor of two
- * per guarded tile level.  The test implies every hoisted guard, so the fast
- * version computes exactly what the original would. */
-
-typedef struct Inner {
-    int var;
-    LoopKind kind;
-    bool cst;
-    int64_t lo, hi;          /* constant bounds when cst (hi exclusive) */
-} Inner;
-
-/* The comparisons of a conjunction, each as d <= lim with d affine. */
-typedef struct Cmp {
-    Aff d;
-    int64_t lim;
-} Cmp;
-
-static bool conjuncts(const Cg *g, const Expr *e, Cmp *out, int *n, int cap)
-{
-    if (e->kind == IE_AND)
-        return conjuncts(g, e->args[0], out, n, cap) && conjuncts(g, e->args[1], out, n, cap);
-    if (*n == cap || (e->kind != IE_LT && e->kind != IE_LE && e->kind != IE_GT && e->kind != IE_GE))
-        return false;
-    Aff a, b;
-    if (!affine(g, e->args[0], &a) || !affine(g, e->args[1], &b))
-        return false;
-    Cmp *c = &out[(*n)++];
-    memset(&c->d, 0, sizeof c->d);
-    /* a < b: a - b <= -1;  a <= b: a - b <= 0;  a > b: b - a <= -1;  a >= b: b - a <= 0 */
-    bool less = e->kind == IE_LT || e->kind == IE_LE;
-    if (!aff_add(&c->d, &a, less ? 1 : -1) || !aff_add(&c->d, &b, less ? -1 : 1))
-        return false;
-    c->lim = (e->kind == IE_LT || e->kind == IE_GT) ? -1 : 0;
-    return true;
-}
-
-static const Inner *inner_of(const Inner *in, int nin, int var)
-{
-    for (int i = nin - 1; i >= 0; i--)
-        if (in[i].var == var)
-            return &in[i];
-    return NULL;
-}
-
-static bool assumed(const Fn *f, const Node *n)
-{
-    for (int i = 0; i < f->nassume; i++)
-        if (f->assume[i] == n)
-            return true;
-    return false;
-}
-
-/* Adds to *test the condition under which guard n holds for every value of the
- * inner loop variables, and ORs into *any a condition without which it holds for
- * none of them; false when n is not hoistable out of L. */
-static bool hoist_test(Fn *f, const Node *L, const Node *n, const Inner *in, int nin, LLVMValueRef *test,
-                       LLVMValueRef *any)
-{
-    Cg *g = f->g;
-    Cmp cmp[8];
-    int nc = 0;
-    if (!conjuncts(g, n->u.guard.cond, cmp, &nc, 8))
-        return false;
-    bool uses_l = false;
-    for (int c = 0; c < nc; c++)
-        for (int t = 0; t < cmp[c].d.n; t++) {
-            if (cmp[c].d.k[t] == 0)
-                continue;
-            int v = cmp[c].d.var[t];
-            const Inner *x = inner_of(in, nin, v);
-            if (x) {
-                if (!x->cst || (x->kind != LOOP_UNROLL && x->kind != LOOP_VECTOR))
-                    return false;
-            } else if (v == L->u.loop.var->id) {
-                uses_l = true;
-            } else if (!f->vars[v].v || f->vars[v].vec) {
-                return false;
-            }
-        }
-    if (!uses_l)
-        return false;
-    LLVMBuilderRef B = g->B;
-    LLVMValueRef some = NULL;
-    for (int c = 0; c < nc; c++) {
-        int64_t worst = cmp[c].d.c, best = cmp[c].d.c;
-        LLVMValueRef sum = NULL;
-        for (int t = 0; t < cmp[c].d.n; t++) {
-            int64_t k = cmp[c].d.k[t];
-            if (k == 0)
-                continue;
-            const Inner *x = inner_of(in, nin, cmp[c].d.var[t]);
-            if (x) {
-                worst += k * (k > 0 ? x->hi - 1 : x->lo);
-                best += k * (k > 0 ? x->lo : x->hi - 1);
-                continue;
-            }
-            LLVMValueRef term = LLVMBuildNSWMul(B, f->vars[cmp[c].d.var[t]].v, ci64(g, k), "");
-            sum = sum ? LLVMBuildNSWAdd(B, sum, term, "") : term;
-        }
-        if (!sum)
-            sum = ci64(g, 0);
-        LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntSLE, sum, ci64(g, cmp[c].lim - worst), "");
-        *test = *test ? LLVMBuildAnd(B, *test, ok, "") : ok;
-        LLVMValueRef may = LLVMBuildICmp(B, LLVMIntSLE, sum, ci64(g, cmp[c].lim - best), "");
-        some = some ? LLVMBuildAnd(B, some, may, "") : may;
-    }
-    *any = *any ? LLVMBuildOr(B, *any, some, "") : some;
-    return true;
-}
-
-/* True when every statement of list l lies inside one of the guards h[]. */
-static bool all_covered(const NodeList *l, const Node *const *h, int nh)
-{
-    for (int i = 0; i < l->n; i++) {
-        const Node *n = l->v[i];
-        bool in = false;
-        for (int j = 0; j < nh && !in; j++)
-            in = h[j] == n;
-        if (in)
-            continue;
-        if (n->kind == N_STMT || !all_covered(ir_body((Node *)n), h, nh))
-            return false;
-    }
-    return true;
-}
-
-/* Collects the guards of list l (inside loop L, under the loops in[]) that can be
- * hoisted out of L, and builds the test that implies them all. */
-static void hoist_collect(Fn *f, const Node *L, const NodeList *l, Inner *in, int nin, const Node **out,
-                          int *nout, LLVMValueRef *test, LLVMValueRef *any)
-{
-    for (int i = 0; i < l->n; i++) {
-        const Node *n = l->v[i];
-        if (n->kind == N_LOOP) {
-            /* A nested parallel loop is emitted in a function of its own. */
-            if (n->u.loop.kind == LOOP_PARALLEL || nin == 16)
-                continue;
-            Aff lo, hi;
-            Inner x = {.var = n->u.loop.var->id, .kind = n->u.loop.kind};
-            x.cst = affine(f->g, n->u.loop.lo, &lo) && affine(f->g, n->u.loop.hi, &hi) && lo.n == 0 &&
-                    hi.n == 0 && lo.c < hi.c;
-            x.lo = x.cst ? lo.c : 0;
-            x.hi = x.cst ? hi.c : 0;
-            in[nin] = x;
-            hoist_collect(f, L, &n->u.loop.body, in, nin + 1, out, nout, test, any);
-        } else if (n->kind == N_IF) {
-            if (nin > 0 && *nout < MAX_HOISTED - f->nassume && !assumed(f, n) &&
-                hoist_test(f, L, n, in, nin, test, any))
-                out[(*nout)++] = n;
-            hoist_collect(f, L, &n->u.guard.body, in, nin, out, nout, test, any);
-        }
-    }
-}
-
-/* Emits the body of serial loop L (its variable bound): versioned when it holds
- * hoistable guards.  When every statement of the body is under one of them, an
- * iteration in which none can hold (a tile wholly past the edge, as when a block
- * of 96 rows is split into tiles of 6 and only 31 rows are left) is skipped. */
-static void emit_versioned(Fn *f, const Node *L)
-{
-    Cg *g = f->g;
-    const Node *hoisted[MAX_HOISTED];
-    int nh = 0;
-    Inner in[16];
-    LLVMValueRef test = NULL, any = NULL;
-    if (!f->vw)
-        hoist_collect(f, L, &L->u.loop.body, in, 0, hoisted, &nh, &test, &any);
-    if (nh == 0) {
-        emit_list(f, &L->u.loop.body);
-        return;
-    }
-    region_end(f);
-    LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(g->C, f->fn, "fast");
-    LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(g->C, f->fn, "guarded");
-    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(g->C, f->fn, "");
-    if (all_covered(&L->u.loop.body, hoisted, nh)) {
-        LLVMBasicBlockRef some = LLVMAppendBasicBlockInContext(g->C, f->fn, "some");
-        LLVMBuildCondBr(g->B, any, some, join);
-        LLVMPositionBuilderAtEnd(g->B, some);
-    }
-    LLVMBuildCondBr(g->B, test, fast, slow);
-    LLVMPositionBuilderAtEnd(g->B, fast);
-    int saved = f->nassume;
-    for (int i = 0; i < nh; i++)
-        f->assume[f->nassume++] = hoisted[i];
-    emit_list(f, &L->u.loop.body);
-    f->nassume = saved;
-    region_end(f);
-    LLVMBuildBr(g->B, join);
-    LLVMMoveBasicBlockAfter(slow, LLVMGetInsertBlock(g->B));
-    LLVMPositionBuilderAtEnd(g->B, slow);
-    emit_list(f, &L->u.loop.body);
-    region_end(f);
-    LLVMBuildBr(g->B, join);
-    LLVMMoveBasicBlockAfter(join, LLVMGetInsertBlock(g->B));
-    LLVMPositionBuilderAtEnd(g->B, join);
-}
-
 /* A register tile's contents are dead at the top of each iteration of its fresh
  * loop (Buffer.private_in: every read sees a write of the same iteration).  Saying
  * so with a store of poison keeps SSA construction from carrying the tile's old
@@ -2062,15 +1636,14 @@ static void start_fresh(Fn *f, const Node *loop)
         }
 }
 
-static bool unroll_twice(const Fn *f, const Node *n);
-
-/* `for v in lo..hi` around n's body; own: lo and hi are n's bounds (not narrowed). */
-static void emit_serial_ex(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi, bool own)
+/* `for v in lo..hi` around n's body, two iterations a trip for an `unroll2` loop
+ * (its trip count is even: passes/cpu_unroll2.c). */
+static void emit_serial(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi)
 {
     LoopSt s;
     Var *v = n->u.loop.var;
     LLVMValueRef iv = loop_open(f, lo, hi, v->name, &s);
-    s.step = own && unroll_twice(f, n) ? 2 : 1;
+    s.step = n->u.loop.hint == HINT_TWICE ? 2 : 1;
     bool known = LLVMIsAConstantInt(lo) && LLVMIsAConstantInt(hi);
     for (int64_t i = 0; i < s.step; i++) {
         Binding saved = bind(f, v, S(i ? LLVMBuildNSWAdd(f->g->B, iv, ci64(f->g, i), "") : iv));
@@ -2079,49 +1652,55 @@ static void emit_serial_ex(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef h
             f->vmax[v->id] = LLVMConstIntGetSExtValue(hi) - 1;
         }
         start_fresh(f, n);
-        emit_versioned(f, n);
+        emit_list(f, &n->u.loop.body);
         unbind(f, v, saved);
     }
     loop_close(f, &s);
 }
 
-static void emit_serial(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi)
-{
-    emit_serial_ex(f, n, lo, hi, true);
-}
-
+/* A guard; one marked `holds` (proven by passes/cpu_narrow.c or cpu_version.c) is
+ * its body, and a versioned one has an else body. */
 static void emit_guard(Fn *f, const Node *n)
 {
     Cg *g = f->g;
     LLVMBuilderRef B = g->B;
-    for (int i = 0; i < f->nassume; i++)
-        if (f->assume[i] == n) {
-            emit_list(f, &n->u.guard.body);
-            return;
-        }
+    if (n->u.guard.holds) {
+        emit_list(f, &n->u.guard.body);
+        return;
+    }
     Val c = emit_as(f, n->u.guard.cond, DT_BOOL);
     LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(g->C, f->fn, "if");
+    LLVMBasicBlockRef els = n->u.guard.els.n ? LLVMAppendBasicBlockInContext(g->C, f->fn, "else") : NULL;
     LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(g->C, f->fn, "");
     LLVMValueRef saved = f->mask;
     if (c.vec) {
         /* Lanes for which the condition is false are masked; the body is skipped
          * when no lane is left, so uniform loads in it run only when the scalar
-         * loop would have run them. */
+         * loop would have run them.  (Versioning never happens in vector loops.) */
+        if (els)
+            die("guard with an else body inside a vector loop");
         f->mask = saved ? LLVMBuildAnd(B, saved, c.v, "") : c.v;
         LLVMValueRef any = intr1(g, "llvm.vector.reduce.or", f->mask);
         region_end(f);
         LLVMBuildCondBr(B, any, then, join);
     } else {
         region_end(f);
-        LLVMBuildCondBr(B, c.v, then, join);
+        LLVMBuildCondBr(B, c.v, then, els ? els : join);
     }
     LLVMPositionBuilderAtEnd(B, then);
     emit_list(f, &n->u.guard.body);
     region_end(f);
     LLVMBuildBr(B, join);
+    f->mask = saved;
+    if (els) {
+        LLVMMoveBasicBlockAfter(els, LLVMGetInsertBlock(B));
+        LLVMPositionBuilderAtEnd(B, els);
+        emit_list(f, &n->u.guard.els);
+        region_end(f);
+        LLVMBuildBr(B, join);
+    }
     LLVMMoveBasicBlockAfter(join, LLVMGetInsertBlock(B));
     LLVMPositionBuilderAtEnd(B, join);
-    f->mask = saved;
 }
 
 static void emit_vector(Fn *f, const Node *n, LLVMValueRef lo, int w, bool ordered)
@@ -2148,235 +1727,10 @@ static void emit_vector(Fn *f, const Node *n, LLVMValueRef lo, int w, bool order
 
 static void emit_parallel(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi);
 
-/* ---- small serial loops ----
- *
- * A kernel whose schedule made loops vector or unroll is optimised without LLVM's
- * loop unrollers and vectorisers (jit.c, optimize()), which cost far more than they
- * bring on big unrolled tiles.  The small loops around such tiles that the schedule
- * left serial are treated here, where it costs nothing to decide:
- *  - a loop of at most UNROLL_STMTS statements in all once unrolled (the 3x3 taps of
- *    conv2d's filter packing) is unrolled;
- *  - a loop over a register tile with the tile's layout is vectorised (below), and
- *    one that changes the layout becomes a transpose (emit_transpose);
- *  - the loop around a small register-tile update is unrolled twice (unroll_twice). */
-#define UNROLL_STMTS 16
-#define TILE_ELEMS 256
-#define BIG INT64_MAX
-
-static bool unroll_serial(const Cg *g, const Node *n);
-
 /* A private buffer small enough to live in registers. */
 static bool is_tile(const Cg *g, const Buffer *b)
 {
-    return g->priv[b->id] && g->elems[b->id] <= TILE_ELEMS;
-}
-
-/* Statements of l once its serial loops are unrolled by these rules; BIG when a
- * loop in it stays a loop or is not serial. */
-static int64_t unrolled_size(const Cg *g, const NodeList *l)
-{
-    int64_t size = 0;
-    for (int i = 0; i < l->n; i++) {
-        const Node *n = l->v[i];
-        int64_t s, ext;
-        switch (n->kind) {
-        case N_STMT: s = 1; break;
-        case N_IF:
-            s = unrolled_size(g, &n->u.guard.body);
-            s = s == BIG ? BIG : s + 1;
-            break;
-        case N_LOOP:
-            s = unrolled_size(g, &n->u.loop.body);
-            /* Only serial loops unrolled by these rules: what the schedule made vector
-             * or unroll is its own business (and a vector loop may fall back). */
-            if (s == BIG || !const_extent(g, n->u.loop.lo, n->u.loop.hi, &ext) || ext > MAX_UNROLL ||
-                !unroll_serial(g, n))
-                return BIG;
-            s *= ext;
-            break;
-        default: s = 0;
-        }
-        if (s == BIG || size > BIG - s)
-            return BIG;
-        size += s;
-    }
-    return size;
-}
-
-/* Whether e reads a register tile at an index that uses v. */
-static bool expr_tile_at(const Cg *g, const Expr *e, const Var *v)
-{
-    if (!e)
-        return false;
-    if (e->kind == IE_LOAD) {
-        const Buffer *b = e->u.load.buf;
-        for (int i = 0; i < b->rank; i++)
-            if ((is_tile(g, b) && ir_expr_uses_var(e->u.load.idx[i], v)) || expr_tile_at(g, e->u.load.idx[i], v))
-                return true;
-        return false;
-    }
-    for (int i = 0; i < ir_expr_arity(e->kind); i++)
-        if (expr_tile_at(g, e->args[i], v))
-            return true;
-    return false;
-}
-
-static bool list_tile_at(const Cg *g, const NodeList *l, const Var *v)
-{
-    for (int i = 0; i < l->n; i++) {
-        const Node *n = l->v[i];
-        if (n->kind == N_STMT) {
-            const Buffer *b = n->u.stmt.buf;
-            for (int j = 0; j < b->rank; j++)
-                if (is_tile(g, b) && ir_expr_uses_var(n->u.stmt.idx[j], v))
-                    return true;
-            if (expr_tile_at(g, n->u.stmt.value, v))
-                return true;
-        } else if (list_tile_at(g, ir_body((Node *)n), v)) {
-            return true;
-        }
-    }
-    return false;
-}
-
-static bool unroll_serial(const Cg *g, const Node *n)
-{
-    int64_t ext, s;
-    if (!g->lean || n->u.loop.kind != LOOP_SERIAL || !const_extent(g, n->u.loop.lo, n->u.loop.hi, &ext) || ext < 1 ||
-        ext > MAX_UNROLL || (s = unrolled_size(g, &n->u.loop.body)) == BIG)
-        return false;
-    return s * ext <= UNROLL_STMTS;
-}
-
-/* Whether every load in e is uniform or contiguous in v (no gather). */
-static bool loads_plain(const Cg *g, const Expr *e, const Var *v)
-{
-    if (!e)
-        return true;
-    if (e->kind == IE_LOAD) {
-        if (access_kind(g, e->u.load.idx, e->u.load.buf->rank, v) == ACC_OTHER || (e->u.load.guarded && e->u.load.buf->has_pad))
-            return false;
-        for (int i = 0; i < e->u.load.buf->rank; i++)
-            if (!loads_plain(g, e->u.load.idx[i], v))
-                return false;
-        return true;
-    }
-    for (int i = 0; i < ir_expr_arity(e->kind); i++)
-        if (!loads_plain(g, e->args[i], v))
-            return false;
-    return true;
-}
-
-static bool offset_aff(const Cg *g, const Buffer *b, Expr *const *idx, Aff *tot);
-
-/* Whether two affine forms are the same function of the loop variables. */
-static bool aff_same(const Aff *a, const Aff *b)
-{
-    Aff d = {0};
-    if (!aff_add(&d, a, 1) || !aff_add(&d, b, -1) || d.c != 0)
-        return false;
-    for (int i = 0; i < d.n; i++)
-        if (d.k[i] != 0)
-            return false;
-    return true;
-}
-
-/* Whether every load of b in e is of the element at offset *at (per lane: the same
- * affine form of the loop variables). */
-static bool loads_at(const Cg *g, const Expr *e, const Buffer *b, const Aff *at)
-{
-    if (!e)
-        return true;
-    if (e->kind == IE_LOAD) {
-        Aff o;
-        if (e->u.load.buf == b && (!offset_aff(g, b, e->u.load.idx, &o) || !aff_same(&o, at)))
-            return false;
-        for (int i = 0; i < e->u.load.buf->rank; i++)
-            if (!loads_at(g, e->u.load.idx[i], b, at))
-                return false;
-        return true;
-    }
-    for (int i = 0; i < ir_expr_arity(e->kind); i++)
-        if (!loads_at(g, e->args[i], b, at))
-            return false;
-    return true;
-}
-
-/* Whether the statements of l (a serial loop over v) give the serial loop's result
- * when run lane-parallel, each statement for all iterations before the next: every
- * buffer written is written and read by every iteration at its own element (one
- * affine offset, moving with v), or is a reduction into one element that no other
- * statement of the loop touches (emitted as an ordered reduction).  A loop that a
- * schedule marks `vector` was proven free of carried dependences by passes/deps.c;
- * loops that the code generator vectorises on its own (vectorise_serial) were not,
- * so this is checked here: a staged copy of one element, `t[0] = rf[c]` followed by
- * `s += t[0]` (what `cache` of a partial result at its combination loop leaves once
- * simplify has removed the one-trip copy loops), must stay serial. */
-static bool lanes_independent(const Cg *g, const NodeList *l, const Var *v)
-{
-    for (int i = 0; i < l->n; i++) {
-        const Node *s = l->v[i];
-        if (s->kind != N_STMT)
-            return false;
-        const Buffer *b = s->u.stmt.buf;
-        AccKind ak = access_kind(g, s->u.stmt.idx, b->rank, v);
-        if (ak == ACC_UNIFORM) {
-            if (s->u.stmt.op == SOP_ASSIGN)
-                return false;
-            for (int j = 0; j < l->n; j++) {
-                const Node *t = l->v[j];
-                if (j == i)
-                    continue;
-                if (t->u.stmt.buf == b || reads_buffer(t->u.stmt.value, b))
-                    return false;
-                for (int d = 0; d < t->u.stmt.buf->rank; d++)
-                    if (reads_buffer(t->u.stmt.idx[d], b))
-                        return false;
-            }
-            continue;
-        }
-        Aff at;
-        if (ak != ACC_CONTIG || !offset_aff(g, b, s->u.stmt.idx, &at))
-            return false;
-        for (int j = 0; j < l->n; j++) {
-            const Node *t = l->v[j];
-            Aff o;
-            if (t->u.stmt.buf == b && (!offset_aff(g, b, t->u.stmt.idx, &o) || !aff_same(&o, &at)))
-                return false;
-            if (!loads_at(g, t->u.stmt.value, b, &at))
-                return false;
-            for (int d = 0; d < t->u.stmt.buf->rank; d++)
-                if (!loads_at(g, t->u.stmt.idx[d], b, &at))
-                    return false;
-        }
-    }
-    return true;
-}
-
-/* A small serial loop whose statements touch a register tile (the initialisation
- * and the combination loops around an rfactor's partial results, a tile copied
- * with its layout unchanged) is emitted as a vector loop, so that every access to
- * the tile is at a constant offset and the tile becomes registers.  Only loops of
- * statements whose loads are uniform or contiguous (no gathers, no padded reads);
- * float sums and products into one element become ordered reductions, which add in
- * the scalar loop's order, so the result is the same to the bit. */
-static bool vectorise_serial(const Cg *g, const Node *n, int64_t ext)
-{
-    const NodeList *l = &n->u.loop.body;
-    const Var *v = n->u.loop.var;
-    if (!g->lean || n->u.loop.kind != LOOP_SERIAL || ext < 2 || ext > 64 || !list_tile_at(g, l, v))
-        return false;
-    for (int i = 0; i < l->n; i++) {
-        const Node *s = l->v[i];
-        if (s->kind != N_STMT || !loads_plain(g, s->u.stmt.value, v))
-            return false;
-        for (int j = 0; j < s->u.stmt.buf->rank; j++)
-            if (!loads_plain(g, s->u.stmt.idx[j], v))
-                return false;
-    }
-    char why[8];
-    Span where;
-    return vector_check(g, l, v, why, sizeof why, &where) && lanes_independent(g, l, v);
+    return g->priv[b->id] && g->elems[b->id] <= CPU_TILE_ELEMS;
 }
 
 /* ---- register tiles copied across a layout change ----
@@ -2391,27 +1745,14 @@ static bool vectorise_serial(const Cg *g, const Node *n, int64_t ext)
  * stored as tile rows (and the other way round), every tile access at a constant
  * offset, so that the tile becomes registers. */
 
-/* The linearised element offset of b[idx] as an affine form over loop variables. */
 static bool offset_aff(const Cg *g, const Buffer *b, Expr *const *idx, Aff *tot)
 {
-    Aff a;
-    int64_t stride = 1;
-    memset(tot, 0, sizeof *tot);
-    for (int i = b->rank - 1; i >= 0; i--) {
-        if (!affine(g, idx[i], &a) || !aff_add(tot, &a, stride))
-            return false;
-        stride *= g->dims[b->id][i];
-    }
-    return true;
+    return cpu_offset_aff(g->k, b, idx, tot);
 }
 
 static int64_t coef(const Aff *a, const Var *v)
 {
-    int64_t k = 0;
-    for (int i = 0; i < a->n; i++)
-        if (a->var[i] == v->id)
-            k += a->k[i];
-    return k;
+    return cpu_coef(a, v);
 }
 
 /* Transposes the w vectors r[0..w) of w lanes (w a power of two) in place. */
@@ -2514,51 +1855,33 @@ static LLVMValueRef tail_mask(Cg *g, int n, int w)
     return LLVMConstVector(m, (unsigned)w);
 }
 
-/* Emits loop nest L (`for a { for b { X[..] = Y[..] } }`) as a transpose when it
- * copies between a register tile and another buffer with their contiguous
- * dimensions on different loops; false (nothing emitted) otherwise. */
-static bool emit_transpose(Fn *f, const Node *L)
+/* Emits the nest L marked `transpose` (`for a { for b { X[..] = Y[..] } }`,
+ * passes/cpu_transpose.c proved it a copy between a register tile and another
+ * buffer with their contiguous dimensions on different loops). */
+static void emit_transpose(Fn *f, const Node *L)
 {
     Cg *g = f->g;
-    if (!g->lean || f->vw || L->u.loop.kind != LOOP_SERIAL || L->u.loop.body.n != 1)
-        return false;
     const Node *L2 = L->u.loop.body.v[0];
-    if (L2->kind != N_LOOP || L2->u.loop.kind != LOOP_SERIAL || L2->u.loop.body.n != 1)
-        return false;
     const Node *st = L2->u.loop.body.v[0];
-    if (st->kind != N_STMT || st->u.stmt.op != SOP_ASSIGN || st->u.stmt.value->kind != IE_LOAD)
-        return false;
     const Expr *ld = st->u.stmt.value;
     const Buffer *sb = st->u.stmt.buf, *lb = ld->u.load.buf;
-    if (sb->dtype != lb->dtype || sty(g, sb->dtype) != cty(g, sb->dtype) || (ld->u.load.guarded && lb->has_pad) ||
-        is_tile(g, sb) == is_tile(g, lb))
-        return false;
     bool in = is_tile(g, sb); /* copy into the tile */
     const Buffer *T = in ? sb : lb, *G = in ? lb : sb;
     Expr *const *ti = in ? st->u.stmt.idx : ld->u.load.idx, *const *gi = in ? ld->u.load.idx : st->u.stmt.idx;
-    Aff ta, ga;
-    Aff lo1, lo2;
+    Aff ta, ga, lo1, lo2;
     int64_t n1, n2;
     if (!offset_aff(g, T, ti, &ta) || !offset_aff(g, G, gi, &ga) || !const_extent(g, L->u.loop.lo, L->u.loop.hi, &n1) ||
         !const_extent(g, L2->u.loop.lo, L2->u.loop.hi, &n2) || !affine(g, L->u.loop.lo, &lo1) ||
-        !affine(g, L2->u.loop.lo, &lo2) || lo1.n || lo2.n)
-        return false;
+        !affine(g, L2->u.loop.lo, &lo2))
+        die("transpose: loop %s is not a tile copy", L->u.loop.var->name);
     const Var *va = L->u.loop.var, *vb = L2->u.loop.var;
     /* tv: the tile's contiguous variable, gv: the buffer's. */
     const Var *tv, *gv;
     int64_t nt, ng, lot, log;
-    if (coef(&ta, va) == 1 && coef(&ga, vb) == 1) {
+    if (coef(&ta, va) == 1 && coef(&ga, vb) == 1)
         tv = va, gv = vb, nt = n1, ng = n2, lot = lo1.c, log = lo2.c;
-    } else if (coef(&ta, vb) == 1 && coef(&ga, va) == 1) {
+    else
         tv = vb, gv = va, nt = n2, ng = n1, lot = lo2.c, log = lo1.c;
-    } else {
-        return false;
-    }
-    if (nt < 2 || nt > 16 || (nt & (nt - 1)) || ng < 1 || ng * nt > TILE_ELEMS || coef(&ta, gv) < nt)
-        return false;
-    for (int i = 0; i < ta.n; i++) /* the tile is indexed by a and b alone */
-        if (ta.k[i] && ta.var[i] != va->id && ta.var[i] != vb->id)
-            return false;
 
     LLVMValueRef r[16];
     Binding sa = bind(f, tv, S(ci64(g, lot))), sbb = bind(f, gv, S(ci64(g, log)));
@@ -2626,151 +1949,6 @@ static bool emit_transpose(Fn *f, const Node *L)
     }
     unbind(f, gv, sbb);
     unbind(f, tv, sa);
-    return true;
-}
-
-/* Statements of a register-tile update once unrolled and vectorised; BIG when a
- * loop in it stays a loop or a guard in it is not known to hold. */
-static int64_t tile_size(const Fn *f, const NodeList *l)
-{
-    const Cg *g = f->g;
-    int64_t size = 0;
-    for (int i = 0; i < l->n; i++) {
-        const Node *n = l->v[i];
-        int64_t s = 1, ext;
-        if (n->kind == N_IF) {
-            if (!assumed(f, n))
-                return BIG;
-            s = tile_size(f, &n->u.guard.body);
-        } else if (n->kind == N_LOOP) {
-            s = tile_size(f, &n->u.loop.body);
-            if (s == BIG || !const_extent(g, n->u.loop.lo, n->u.loop.hi, &ext) || ext > MAX_UNROLL)
-                return BIG;
-            if (n->u.loop.kind == LOOP_UNROLL || (n->u.loop.kind == LOOP_SERIAL && unroll_serial(g, n)))
-                s *= ext;
-            else if (n->u.loop.kind != LOOP_VECTOR)
-                return BIG;
-        }
-        if (s == BIG || size > BIG - s)
-            return BIG;
-        size += s;
-    }
-    return size;
-}
-
-/* Whether e calls a function perfc expands inline into a long polynomial. */
-static bool expr_transcendental(const Expr *e)
-{
-    if (!e)
-        return false;
-    if (e->kind == IE_EXP || e->kind == IE_LOG || e->kind == IE_TANH || e->kind == IE_ERF)
-        return true;
-    if (e->kind == IE_LOAD) {
-        for (int i = 0; i < e->u.load.buf->rank; i++)
-            if (expr_transcendental(e->u.load.idx[i]))
-                return true;
-        return false;
-    }
-    for (int i = 0; i < ir_expr_arity(e->kind); i++)
-        if (expr_transcendental(e->args[i]))
-            return true;
-    return false;
-}
-
-static bool list_transcendental(const NodeList *l)
-{
-    for (int i = 0; i < l->n; i++) {
-        const Node *n = l->v[i];
-        if (n->kind == N_STMT ? expr_transcendental(n->u.stmt.value)
-                              : list_transcendental(ir_body((Node *)n)))
-            return true;
-    }
-    return false;
-}
-
-/* The serial loop around a small register-tile update (gemm's k loop around its
- * 6 x 16 tile: six vector FMAs) runs two iterations per trip, as LLVM's unroller
- * used to make it: the loop's increment, compare and branch are then paid once per
- * twelve FMAs rather than six (1-2% on gemm).  Not in the guarded version of a
- * versioned loop (edge tiles, rarely run), nor for a bigger update (conv2d's 126
- * FMAs), which has no loop overhead worth the code, nor around an exp, log, tanh
- * or erf: each is some twenty instructions per vector (softmax's exp loop over 64
- * lanes is 200), so the loop is never small, and twice the code cost softmax 6 ms
- * of compile time once its trip count became constant. */
-static bool unroll_twice(const Fn *f, const Node *n)
-{
-    const Cg *g = f->g;
-    int64_t ext, s;
-    if (!g->lean || n->u.loop.kind != LOOP_SERIAL || !const_extent(g, n->u.loop.lo, n->u.loop.hi, &ext) || ext < 4 ||
-        ext % 2 || !holds_scheduled(&n->u.loop.body) || list_transcendental(&n->u.loop.body))
-        return false;
-    s = tile_size(f, &n->u.loop.body);
-    return s >= 4 && s <= UNROLL_STMTS;
-}
-
-/* A serial loop whose whole body is one guard bounding the loop's own variable
- * (`for j in 0..S: if j <= i: ...`, the mask of causal attention) runs over the
- * range where the guard holds, without the guard: half the iterations and no
- * branch in the others, which LLVM can then vectorise.  The guard must be a
- * conjunction of affine comparisons in which the variable has coefficient 1 or -1
- * and every other variable is bound to a scalar; *lo and *hi are narrowed. */
-static bool narrow_bounds(Fn *f, const Node *L, LLVMValueRef *lo, LLVMValueRef *hi)
-{
-    Cg *g = f->g;
-    if (f->vw || L->u.loop.body.n != 1 || L->u.loop.body.v[0]->kind != N_IF)
-        return false;
-    const Node *gd = L->u.loop.body.v[0];
-    Cmp cmp[8];
-    int nc = 0;
-    if (!conjuncts(g, gd->u.guard.cond, cmp, &nc, 8))
-        return false;
-    int lv = L->u.loop.var->id;
-    for (int c = 0; c < nc; c++) {
-        int64_t k = 0;
-        for (int t = 0; t < cmp[c].d.n; t++) {
-            int v = cmp[c].d.var[t];
-            if (v == lv)
-                k += cmp[c].d.k[t];
-            else if (cmp[c].d.k[t] && (!f->vars[v].v || f->vars[v].vec))
-                return false;
-        }
-        if (k != 1 && k != -1)
-            return false;
-    }
-    LLVMBuilderRef B = g->B;
-    for (int c = 0; c < nc; c++) {
-        /* d = k*v + rest + c <= lim, rest in [rmin, rmax] when every variable's range
-         * is known (then a bound the loop's own cannot exceed needs no min/max) */
-        int64_t k = 0, rmin = cmp[c].d.c, rmax = cmp[c].d.c;
-        bool known = true;
-        LLVMValueRef rest = ci64(g, cmp[c].d.c);
-        for (int t = 0; t < cmp[c].d.n; t++) {
-            int v = cmp[c].d.var[t];
-            int64_t kv = cmp[c].d.k[t];
-            if (v == lv) {
-                k += kv;
-            } else if (kv) {
-                rest = LLVMBuildNSWAdd(B, rest, LLVMBuildNSWMul(B, f->vars[v].v, ci64(g, kv), ""), "");
-                known &= f->vmin[v] <= f->vmax[v];
-                rmin += kv > 0 ? kv * f->vmin[v] : kv * f->vmax[v];
-                rmax += kv > 0 ? kv * f->vmax[v] : kv * f->vmin[v];
-            }
-        }
-        if (k == 1) { /* v <= lim - rest */
-            LLVMValueRef b = LLVMBuildNSWSub(B, ci64(g, cmp[c].lim + 1), rest, "");
-            bool tighter = known && LLVMIsAConstantInt(*hi) && cmp[c].lim + 1 - rmin <= LLVMConstIntGetSExtValue(*hi);
-            bool looser = known && LLVMIsAConstantInt(*hi) && cmp[c].lim + 1 - rmax >= LLVMConstIntGetSExtValue(*hi);
-            if (!looser)
-                *hi = tighter ? b : intr2(g, "llvm.smin", *hi, b);
-        } else { /* v >= rest - lim */
-            LLVMValueRef b = LLVMBuildNSWSub(B, rest, ci64(g, cmp[c].lim), "");
-            bool tighter = known && LLVMIsAConstantInt(*lo) && rmin - cmp[c].lim >= LLVMConstIntGetSExtValue(*lo);
-            bool looser = known && LLVMIsAConstantInt(*lo) && rmax - cmp[c].lim <= LLVMConstIntGetSExtValue(*lo);
-            if (!looser)
-                *lo = tighter ? b : intr2(g, "llvm.smax", *lo, b);
-        }
-    }
-    return true;
 }
 
 /* Serial loop n's body for the one value x of its variable, without a loop. */
@@ -2782,206 +1960,65 @@ static void emit_once(Fn *f, const Node *n, LLVMValueRef x)
     unbind(f, n->u.loop.var, saved);
 }
 
-/* Whether e is a constant whose storage is all zero bytes (0, +0.0, false). */
-static bool zero_const(const Expr *e)
-{
-    if (e->kind == IE_CAST)
-        return zero_const(e->args[0]);
-    if (e->kind == IE_INT)
-        return e->u.i == 0;
-    if (e->kind == IE_FLT)
-        return e->u.f == 0 && !signbit(e->u.f);
-    return false;
-}
-
-/* Whether e is zero wherever it is evaluated from here: a zero constant, or a read
- * of an input padded with zero that is known to fall outside it (the border rows of
- * a padded image copy, once split_padded has fixed the row). */
-static bool zero_value(const Fn *f, const Expr *e)
-{
-    if (zero_const(e))
-        return true;
-    const Buffer *b = e->kind == IE_LOAD ? e->u.load.buf : NULL;
-    return b && e->u.load.guarded && b->has_pad && b->pad == 0 && !signbit(b->pad) && pad_known(f, e) < 0;
-}
-
-/* A serial loop over [lo, hi) whose body copies one buffer into another, element
- * after element on both sides (`Xs[c, y, x] = X?[c, y - 1, x - 1]` for the x where
- * the read stays inside X), is one memcpy; LLVM expands a short one inline.  With
- * the short pipeline there is no loop idiom recognition to do it, and the scalar
- * loop it replaces was what the code generator spent most on in a padded copy. */
-static bool emit_copy_range(Fn *f, const Node *L, int64_t lo, int64_t hi)
+/* A loop marked `memcpy` (passes/cpu_partition.c: it copies one contiguous range
+ * into another, its reads inside their buffer) is one memcpy; LLVM expands a short
+ * one inline. */
+static void emit_copy(Fn *f, const Node *L, int64_t lo, int64_t hi)
 {
     Cg *g = f->g;
-    const Node *n = L->u.loop.body.n == 1 ? L->u.loop.body.v[0] : NULL;
-    if (!n || n->kind != N_STMT || n->u.stmt.op != SOP_ASSIGN || n->u.stmt.value->kind != IE_LOAD || hi - lo < 2)
-        return false;
+    const Node *n = L->u.loop.body.v[0];
     const Expr *e = n->u.stmt.value;
     const Buffer *d = n->u.stmt.buf, *src = e->u.load.buf;
     const Var *v = L->u.loop.var;
-    Aff od, os;
-    if (d == src || d->dtype != src->dtype || e->dtype != src->dtype || !offset_aff(g, d, n->u.stmt.idx, &od) ||
-        !offset_aff(g, src, e->u.load.idx, &os) || coef(&od, v) != 1 || coef(&os, v) != 1)
-        return false;
     Binding sv = bind(f, v, S(ci64(g, lo)));
-    bool ok = !(e->u.load.guarded && src->has_pad) || (f->vmin[v->id] = lo, f->vmax[v->id] = hi - 1, pad_known(f, e) > 0);
-    f->vmin[v->id] = f->vmax[v->id] = lo;
     Addr ad, as;
-    ok = ok && affine_addr(f, d, n->u.stmt.idx, false, &ad) && affine_addr(f, src, e->u.load.idx, false, &as);
+    if (!affine_addr(f, d, n->u.stmt.idx, false, &ad) || !affine_addr(f, src, e->u.load.idx, false, &as))
+        die("memcpy loop %s: address not affine", v->name);
     unbind(f, v, sv);
-    if (!ok)
-        return false;
     touch_unknown(f, src, false);
     touch_unknown(f, d, true);
     unsigned al = elem_align(g, d->dtype);
     /* No alias tags: the copy accesses two buffers, and a tag names one scope. */
     LLVMBuildMemCpy(g->B, ptr_at(f, d, ad, true), al, ptr_at(f, src, as, true), al,
                     ci64(g, (hi - lo) * dtype_bytes(d->dtype)));
-    return true;
 }
 
-/* A nest of serial loops that stores zero into a contiguous range of a buffer (the
- * zero initialisation a reduction's distribute leaves, conv2d's 100 000 elements of
- * Y) is one memset.  Each loop must have constant bounds and the nest's variables
- * must lay the elements out without gaps (strides 1, n1, n1*n2, ...). */
-static bool emit_zero_fill(Fn *f, const Node *L)
+/* A nest marked `memset` (passes/cpu_fill.c: serial loops of constant bounds that
+ * store zero over one contiguous range) is one memset from its first element. */
+static void emit_fill(Fn *f, const Node *L)
 {
     Cg *g = f->g;
     const Node *n = L;
     const Node *loops[8];
     int nl = 0;
-    while (n->kind == N_LOOP) {
-        if (n->u.loop.kind != LOOP_SERIAL || nl == 8 || n->u.loop.body.n != 1)
-            return false;
+    int64_t total = 1, ext;
+    while (n->kind == N_LOOP && nl < 8) {
         loops[nl++] = n;
+        if (!const_extent(g, n->u.loop.lo, n->u.loop.hi, &ext))
+            die("memset loop %s: no constant extent", n->u.loop.var->name);
+        total *= ext;
         n = n->u.loop.body.v[0];
     }
-    if (n->kind != N_STMT || n->u.stmt.op != SOP_ASSIGN || !zero_value(f, n->u.stmt.value))
-        return false;
     const Buffer *b = n->u.stmt.buf;
-    Aff off;
-    if (!offset_aff(g, b, n->u.stmt.idx, &off))
-        return false;
-    int64_t ext[8], lo[8], k[8], total = 1;
-    for (int i = 0; i < nl; i++) {
-        Aff l;
-        if (!const_extent(g, loops[i]->u.loop.lo, loops[i]->u.loop.hi, &ext[i]) || ext[i] < 1 ||
-            !affine(g, loops[i]->u.loop.lo, &l) || l.n)
-            return false;
-        lo[i] = l.c;
-        k[i] = coef(&off, loops[i]->u.loop.var);
-    }
-    /* The strides, smallest first, must be 1, ext, ext*ext', ... */
-    bool used[8] = {false};
-    int64_t want = 1;
-    for (int j = 0; j < nl; j++) {
-        int i;
-        for (i = 0; i < nl && (used[i] || k[i] != want); i++)
-            ;
-        if (i == nl)
-            return false;
-        used[i] = true;
-        want *= ext[i];
-        total *= ext[i];
-    }
     /* The loops' variables at their lower bounds give the first element. */
     Binding sv[8];
     for (int i = 0; i < nl; i++)
-        sv[i] = bind(f, loops[i]->u.loop.var, S(ci64(g, lo[i])));
+    {
+        Aff lo;
+        if (!affine(g, loops[i]->u.loop.lo, &lo) || lo.n)
+            die("memset loop %s: no constant bound", loops[i]->u.loop.var->name);
+        sv[i] = bind(f, loops[i]->u.loop.var, S(ci64(g, lo.c)));
+    }
     Addr a;
     bool ok = affine_addr(f, b, n->u.stmt.idx, false, &a);
     for (int i = nl - 1; i >= 0; i--)
         unbind(f, loops[i]->u.loop.var, sv[i]);
     if (!ok)
-        return false;
+        die("memset loop %s: address not affine", L->u.loop.var->name);
     touch_unknown(f, b, true);
     LLVMValueRef p = ptr_at(f, b, a, true);
     tag(g, b, LLVMBuildMemSet(g->B, p, LLVMConstInt(g->ti8, 0, 0), ci64(g, total * dtype_bytes(b->dtype)),
                               elem_align(g, b->dtype)));
-    return true;
-}
-
-/* Narrows [*a, *b) to the values of loop variable v for which every index of the
- * padded reads in e that moves with v (coefficient 1 or -1, the other variables
- * of known range) is inside its dimension. */
-static void pad_range_expr(const Fn *f, const Expr *e, const Var *v, int64_t *a, int64_t *b)
-{
-    if (!e)
-        return;
-    if (e->kind == IE_LOAD) {
-        const Buffer *buf = e->u.load.buf;
-        for (int i = 0; i < buf->rank; i++) {
-            pad_range_expr(f, e->u.load.idx[i], v, a, b);
-            Aff x;
-            if (!(e->u.load.guarded && buf->has_pad) || !affine(f->g, e->u.load.idx[i], &x))
-                continue;
-            int64_t k = coef(&x, v), lo, hi, d = f->g->dims[buf->id][i];
-            if (k != 1 && k != -1)
-                continue;
-            Aff rest = x; /* the index without v */
-            for (int t = 0; t < rest.n; t++)
-                if (rest.var[t] == v->id)
-                    rest.k[t] = 0;
-            if (!aff_range(f, &rest, &lo, &hi))
-                continue;
-            /* k = 1: 0 <= v + rest < d for all rest;  k = -1: 0 <= rest - v < d */
-            int64_t na = k == 1 ? -lo : hi - d + 1, nb = k == 1 ? d - hi : lo + 1;
-            if (na > *a)
-                *a = na;
-            if (nb < *b)
-                *b = nb;
-        }
-        return;
-    }
-    for (int i = 0; i < ir_expr_arity(e->kind); i++)
-        pad_range_expr(f, e->args[i], v, a, b);
-}
-
-static void pad_range_list(const Fn *f, const NodeList *l, const Var *v, int64_t *a, int64_t *b)
-{
-    for (int i = 0; i < l->n; i++) {
-        const Node *n = l->v[i];
-        if (n->kind == N_STMT) {
-            pad_range_expr(f, n->u.stmt.value, v, a, b);
-            for (int j = 0; j < n->u.stmt.buf->rank; j++)
-                pad_range_expr(f, n->u.stmt.idx[j], v, a, b);
-        } else {
-            if (n->kind == N_IF)
-                pad_range_expr(f, n->u.guard.cond, v, a, b);
-            pad_range_list(f, ir_body((Node *)n), v, a, b);
-        }
-    }
-}
-
-/* In a kernel with register tiles, a serial loop of constant bounds over padded
- * reads (the copy of conv2d's image with its zero border) runs in up to three
- * pieces: where the reads may leave their buffer, and between, where they cannot
- * and need no clamp or select (nor, when nothing else is tested, any branch).
- * Nested loops split in turn, so the interior of the image is a plain copy. */
-static bool split_padded(Fn *f, const Node *L, int64_t lo, int64_t hi)
-{
-    if (!f->g->lean || f->vw || !cg_list_padded(&L->u.loop.body))
-        return false;
-    int64_t a = INT64_MIN, b = INT64_MAX;
-    /* v is bound only so that affine() accepts indices that use it; an empty range
-     * (min > max) keeps aff_range from reading anything into the value bound */
-    Binding sv = bind(f, L->u.loop.var, S(ci64(f->g, lo)));
-    f->vmin[L->u.loop.var->id] = 1, f->vmax[L->u.loop.var->id] = 0;
-    pad_range_list(f, &L->u.loop.body, L->u.loop.var, &a, &b);
-    unbind(f, L->u.loop.var, sv);
-    if (a < lo)
-        a = lo;
-    if (b > hi)
-        b = hi;
-    if (a >= b || (a == lo && b == hi))
-        return false;
-    int64_t cut[4] = {lo, a, b, hi};
-    for (int i = 0; i < 3; i++)
-        if (cut[i] + 1 == cut[i + 1])
-            emit_once(f, L, ci64(f->g, cut[i])); /* the border rows and columns of a 1-pixel pad */
-        else if (cut[i] < cut[i + 1] && !emit_copy_range(f, L, cut[i], cut[i + 1]))
-            emit_serial_ex(f, L, ci64(f->g, cut[i]), ci64(f->g, cut[i + 1]), false);
-    return true;
 }
 
 static LLVMValueRef emit_bound(Fn *f, const Expr *e)
@@ -2993,6 +2030,9 @@ static LLVMValueRef emit_bound(Fn *f, const Expr *e)
     return v;
 }
 
+/* One loop, by its kind and hint.  Target legalisation (passes/cpu_legalize.c)
+ * has made every vector loop translatable and every unroll loop constant, and the
+ * CPU lowering passes set the hints; here they are only translated. */
 static void emit_loop(Fn *f, const Node *n)
 {
     Cg *g = f->g;
@@ -3001,16 +2041,15 @@ static void emit_loop(Fn *f, const Node *n)
     Var *v = n->u.loop.var;
     int64_t ext = 0;
     bool cext = const_extent(g, n->u.loop.lo, n->u.loop.hi, &ext);
-    if (kind == LOOP_SERIAL && !f->vw && emit_zero_fill(f, n))
+    switch (n->u.loop.hint) {
+    case HINT_FILL: emit_fill(f, n); return;
+    case HINT_COPY:
+        if (!cext || !LLVMIsAConstantInt(lo))
+            die("memcpy loop %s: bounds not constant", v->name);
+        emit_copy(f, n, LLVMConstIntGetSExtValue(lo), LLVMConstIntGetSExtValue(lo) + ext);
         return;
-    if (kind == LOOP_SERIAL && cext && LLVMIsAConstantInt(lo) &&
-        split_padded(f, n, LLVMConstIntGetSExtValue(lo), LLVMConstIntGetSExtValue(lo) + ext))
-        return;
-    if (kind == LOOP_SERIAL && f->nassume < MAX_HOISTED && narrow_bounds(f, n, &lo, &hi)) {
-        f->assume[f->nassume++] = n->u.loop.body.v[0];
-        emit_serial_ex(f, n, lo, hi, false);
-        f->nassume--;
-        return;
+    case HINT_TRANSPOSE: emit_transpose(f, n); return;
+    default: break;
     }
     if (kind == LOOP_SERIAL && cext && ext <= 1) {
         /* No loop for one iteration (batch loops at batch 1, say), none for none. */
@@ -3018,13 +2057,9 @@ static void emit_loop(Fn *f, const Node *n)
             emit_once(f, n, lo);
         return;
     }
-    if (kind == LOOP_SERIAL && cext && emit_transpose(f, n))
-        return;
-    if (kind == LOOP_SERIAL && cext && !f->vw && vectorise_serial(g, n, ext)) {
-        emit_vector(f, n, lo, (int)ext, true);
-        return;
-    }
-    if (kind == LOOP_SERIAL && cext && unroll_serial(g, n)) {
+    if (kind == LOOP_UNROLL) {
+        if (!cext)
+            die("unroll loop %s: no constant trip count", v->name);
         for (int64_t i = 0; i < ext; i++) {
             LLVMValueRef iv = i == 0 ? lo : LLVMBuildNSWAdd(g->B, lo, ci64(g, i), "");
             Binding saved = bind(f, v, S(iv));
@@ -3033,42 +2068,16 @@ static void emit_loop(Fn *f, const Node *n)
         }
         return;
     }
-    if (kind == LOOP_UNROLL) {
-        if (cext && ext <= MAX_UNROLL) {
-            for (int64_t i = 0; i < ext; i++) {
-                LLVMValueRef iv = i == 0 ? lo : LLVMBuildNSWAdd(g->B, lo, ci64(g, i), "");
-                Binding saved = bind(f, v, S(iv));
-                emit_list(f, &n->u.loop.body);
-                unbind(f, v, saved);
-            }
-            return;
-        }
-        diag_warning(g->d, n->span, "unroll loop '%s' %s; emitted as a loop", v->name,
-                     cext ? "has more than 4096 iterations" : "has no constant trip count");
-    } else if (kind == LOOP_VECTOR) {
-        char why[256] = "";
-        Span where = n->span;
-        if (f->vw)
-            snprintf(why, sizeof why, "it is nested in vector loop '%s'", f->vvar->name);
-        else if (!cext)
-            snprintf(why, sizeof why, "its trip count is not a constant");
-        else if (ext > MAX_VECTOR_WIDTH)
-            snprintf(why, sizeof why, "it is wider than %d lanes", MAX_VECTOR_WIDTH);
-        else
-            vector_check(g, &n->u.loop.body, v, why, sizeof why, &where);
-        if (!why[0]) {
-            if (ext > 0)
-                emit_vector(f, n, lo, (int)ext, false);
-            return;
-        }
-        diag_warning(g->d, n->span, "vector loop '%s' emitted as a scalar loop: %s", v->name, why);
-        if (where.src && where.off != n->span.off)
-            diag_note(g->d, where, "here");
-    } else if (kind == LOOP_PARALLEL) {
-        if (!f->vw) {
-            emit_parallel(f, n, lo, hi);
-            return;
-        }
+    if (kind == LOOP_VECTOR) {
+        if (!cext || f->vw)
+            die("vector loop %s: not legalised", v->name);
+        if (ext > 0)
+            emit_vector(f, n, lo, (int)ext, n->u.loop.hint == HINT_ORDERED);
+        return;
+    }
+    if (kind == LOOP_PARALLEL && !f->vw) {
+        emit_parallel(f, n, lo, hi);
+        return;
     }
     emit_serial(f, n, lo, hi);
 }
@@ -3472,6 +2481,7 @@ static void uses_list(Cg *g, Home *h, const NodeList *l, PtrVec *stack)
         case N_IF:
             uses_expr(g, h, n->u.guard.cond, stack);
             uses_list(g, h, &n->u.guard.body, stack);
+            uses_list(g, h, &n->u.guard.els, stack);
             break;
         case N_PREFETCH: /* a hint: where a buffer is not at hand, it is skipped */
             break;
@@ -3516,6 +2526,7 @@ static void count_list(const NodeList *l, int *cnt)
         } else if (n->kind == N_IF) {
             count_expr(n->u.guard.cond, cnt);
             count_list(&n->u.guard.body, cnt);
+            count_list(&n->u.guard.els, cnt);
         } /* N_PREFETCH: a hint, no access */
     }
 }
@@ -3551,23 +2562,8 @@ static void find_fresh(Cg *g, const NodeList *l, const int *total, int *depth, i
             }
         }
         find_fresh(g, ir_body((Node *)n), total, depth, d + 1);
-    }
-}
-
-/* GPU loop kinds have no meaning on a CPU. */
-static void check_kinds(Cg *g, const NodeList *l)
-{
-    for (int i = 0; i < l->n; i++) {
-        const Node *n = l->v[i];
-        if (n->kind == N_LOOP) {
-            LoopKind kind = n->u.loop.kind;
-            if (kind >= LOOP_BLOCK_X && kind <= LOOP_THREAD_Z)
-                cg_error(g, n->span, "loop '%s' is bound to %s: GPU loop kinds cannot run on CPU target %s",
-                         n->u.loop.var->name, loop_kind_name(kind), g->t->name);
-            check_kinds(g, &n->u.loop.body);
-        } else if (n->kind == N_IF) {
-            check_kinds(g, &n->u.guard.body);
-        }
+        if (n->kind == N_IF)
+            find_fresh(g, &n->u.guard.els, total, depth, d + 1);
     }
 }
 
@@ -3631,47 +2627,12 @@ static void cleanup(Cg *g)
 
 bool cg_kernel_tiled(const Kernel *k)
 {
-    return holds_scheduled(&k->body);
-}
-
-static bool expr_padded(const Expr *e)
-{
-    if (!e)
-        return false;
-    if (e->kind == IE_LOAD) {
-        if (e->u.load.guarded && e->u.load.buf->has_pad)
-            return true;
-        for (int i = 0; i < e->u.load.buf->rank; i++)
-            if (expr_padded(e->u.load.idx[i]))
-                return true;
-        return false;
-    }
-    for (int i = 0; i < ir_expr_arity(e->kind); i++)
-        if (expr_padded(e->args[i]))
-            return true;
-    return false;
-}
-
-static bool cg_list_padded(const NodeList *l)
-{
-    for (int i = 0; i < l->n; i++) {
-        const Node *n = l->v[i];
-        if (n->kind == N_STMT) {
-            if (expr_padded(n->u.stmt.value))
-                return true;
-            for (int j = 0; j < n->u.stmt.buf->rank; j++)
-                if (expr_padded(n->u.stmt.idx[j]))
-                    return true;
-        } else if ((n->kind == N_IF && expr_padded(n->u.guard.cond)) || cg_list_padded(ir_body((Node *)n))) {
-            return true;
-        }
-    }
-    return false;
+    return cpu_holds_scheduled(&k->body);
 }
 
 bool cg_kernel_padded(const Kernel *k)
 {
-    return cg_list_padded(&k->body);
+    return cpu_list_padded(&k->body);
 }
 
 LLVMModuleRef cg_build_module(const Kernel *k, const CgTarget *t, LLVMContextRef ctx, LLVMTargetMachineRef tm, Diags *d)
@@ -3679,9 +2640,8 @@ LLVMModuleRef cg_build_module(const Kernel *k, const CgTarget *t, LLVMContextRef
     if (!ir_all_bound(k, d))
         return NULL;
     Cg g = {.k = k, .t = t, .d = d, .C = ctx};
-    g.lean = cg_kernel_tiled(k);
-    check_kinds(&g, &k->body);
-    if (g.failed || !setup(&g)) {
+    g.tiled = cg_kernel_tiled(k);
+    if (!setup(&g)) {
         cleanup(&g);
         return NULL;
     }
