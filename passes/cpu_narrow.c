@@ -13,6 +13,7 @@
  * ranges of the other variables show that a bound can never cut (or always
  * cuts), the max/min is left out. */
 #include "cpu.h"
+#include "xform_int.h"
 
 static bool is_const(const Kernel *k, const Expr *e, int64_t *v)
 {
@@ -79,8 +80,8 @@ static bool narrow(Kernel *k, const CpuRanges *r, Node *L)
                 lo = tighter ? b : ir_bin(k, IE_MAX, lo, b);
         }
     }
-    L->u.loop.lo = lo;
-    L->u.loop.hi = hi;
+    L->u.loop.lo = xf_simplify_affine(k, lo);
+    L->u.loop.hi = xf_simplify_affine(k, hi);
     gd->u.guard.holds = true;
     return true;
 }
