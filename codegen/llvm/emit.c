@@ -22,6 +22,12 @@
 
 /* ---- expressions ---- */
 
+/* The transcendental functions, inline in the operand's shape (codegen/llvm/vmath.c). */
+static VmCtx vm_ctx(Cg *g)
+{
+    return (VmCtx){g->C, g->M, g->B, g->t->fma};
+}
+
 /* Operands of one operation in a common shape. */
 static void same_shape(Fn *f, Val *v, int n)
 {
@@ -101,15 +107,19 @@ Val cg_emit_expr(Fn *f, const Expr *e)
             return cg_S(cg_kdtype(g, t, 0));
         }
         a[0] = emit_as(f, e->args[0], t);
-        bool dbl = cg_cty(g, t) == g->tf64;
         LLVMValueRef x = a[0].v, r;
+        VmCtx vc = vm_ctx(g);
         switch (e->kind) {
-        case IE_EXP: r = dbl ? cg_intr1(g, "llvm.exp", x) : cg_exp_f32(g, x); break;
-        case IE_LOG: r = cg_intr1(g, "llvm.log", x); break;
+        case IE_EXP: r = vm_exp(&vc, x); break;
+        case IE_LOG: r = vm_log(&vc, x); break;
         case IE_SQRT: r = cg_intr1(g, "llvm.sqrt", x); break;
         case IE_RSQRT: r = LLVMBuildFDiv(B, cg_kflt(LLVMTypeOf(x), 1.0), cg_intr1(g, "llvm.sqrt", x), ""); break;
-        case IE_TANH: r = cg_libm(g, dbl ? "tanh" : "tanhf", x); break;
-        default: r = cg_libm(g, dbl ? "erf" : "erff", x); break;
+        case IE_TANH: r = vm_tanh(&vc, x); break;
+        default:
+            r = vm_erf(&vc, x);
+            if (!r)
+                r = cg_libm(g, "erf", x);
+            break;
         }
         return (Val){r, a[0].vec};
     }

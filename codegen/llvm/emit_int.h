@@ -7,6 +7,7 @@
 
 #include "lang/checked.h"
 #include "cg_llvm_int.h"
+#include "vmath.h"
 #include "passes/cpu.h"
 
 #include <llvm-c/Analysis.h>
@@ -153,7 +154,6 @@ typedef struct LoopSt {
 bool cg_is_vty(LLVMTypeRef t);
 LLVMValueRef cg_splat(Fn *f, LLVMValueRef s);
 LLVMValueRef cg_kdtype(Cg *g, DType t, double x);
-LLVMValueRef cg_exp_f32(Cg *g, LLVMValueRef x);
 bool cg_aff_add(Aff *r, const Aff *a, int64_t scale);
 void cg_error(Cg *g, Span sp, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 bool cg_stride(const Cg *g, const Expr *e, const Var *v, int64_t *s);

@@ -371,46 +371,6 @@ LLVMValueRef cg_fmadd(Cg *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c)
     return cg_intr_n(g, g->t->fma ? "llvm.fma" : "llvm.fmuladd", args, 3);
 }
 
-/* exp for f32 (and f16/bf16, computed in f32), inline so that vector loops and the
- * loop vectoriser keep it in vector registers: llvm.exp would become one expf call
- * per lane.  x = n ln2 + r with |r| <= ln2/2 (Cody-Waite, ln2 in two parts);
- * e^r - 1 = r q(r) with q of degree 5 interpolating (e^r - 1)/r at the Chebyshev
- * nodes of [-0.3466, 0.3466] (relative error 1.1e-8 with the coefficients rounded
- * to f32; the degree-4 q of Arm's optimized-routines expf came to 2.03 ulp at 117
- * floats under an exhaustive test here); then
- * 2^n = 2^a 2^b with a = max(n, -124) - 1 and b = n - a: (1 + y) 2^a is exact and
- * normal, and the multiply by 2^b (2 for normal results, down to 2^-25) rounds
- * once, so subnormal results round once and exp(88.7228) overflows to inf by itself.
- * The clamps are plain min/max that pass a NaN through (select of an ordered
- * compare: one vminps/vmaxps), and a NaN propagates through the arithmetic, so no
- * final select is needed.  19 operations per vector (the Taylor-7 version: ~30). */
-LLVMValueRef cg_exp_f32(Cg *g, LLVMValueRef x)
-{
-    LLVMBuilderRef B = g->B;
-    LLVMTypeRef tf = LLVMTypeOf(x), ti = shaped(tf, g->ti32);
-    LLVMValueRef lo = cg_kflt(tf, -104.0), hi = cg_kflt(tf, 0x1.62e430p+6); /* first float above ln(FLT_MAX) */
-    LLVMValueRef xc = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, lo, ""), lo, x, "");
-    xc = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, xc, hi, ""), hi, xc, "");
-    /* Round x/ln2 to nearest by the 1.5 * 2^23 trick: t's low mantissa bits hold n
-     * (two's complement), so n << 23 is bits(t) << 23. */
-    const double magic = 12582912.0;
-    LLVMValueRef t = cg_fmadd(g, xc, cg_kflt(tf, 0x1.715476p+0), cg_kflt(tf, magic));
-    LLVMValueRef n = LLVMBuildFSub(B, t, cg_kflt(tf, magic), "");
-    /* ln2_hi has 9 significant bits, so n * ln2_hi is exact. */
-    LLVMValueRef r = cg_fmadd(g, n, cg_kflt(tf, -0x1.62e4p-1), xc);
-    r = cg_fmadd(g, n, cg_kflt(tf, -0x1.7f7d1cp-20), r);
-    static const double c[] = {0x1.6d4320p-10, 0x1.123d8ep-7, 0x1.5554eap-5, 0x1.55547cp-3, 0.5, 1.0};
-    LLVMValueRef p = cg_kflt(tf, c[0]);
-    for (int i = 1; i < 6; i++)
-        p = cg_fmadd(g, p, r, cg_kflt(tf, c[i]));
-    LLVMValueRef y = LLVMBuildFMul(B, p, r, ""); /* e^r - 1 */
-    LLVMValueRef k = LLVMBuildShl(B, LLVMBuildBitCast(B, t, ti, ""), cg_kint(ti, 23), "");
-    LLVMValueRef ka = cg_intr2(g, "llvm.smax", k, cg_kint(ti, -124 * (1 << 23)));
-    LLVMValueRef sa = LLVMBuildBitCast(B, LLVMBuildAdd(B, ka, cg_kint(ti, 126 << 23), ""), tf, "");
-    LLVMValueRef sb = LLVMBuildBitCast(B, LLVMBuildAdd(B, LLVMBuildSub(B, k, ka, ""), cg_kint(ti, 128 << 23), ""), tf, "");
-    return LLVMBuildFMul(B, cg_fmadd(g, y, sa, sa), sb, "");
-}
-
 /* Integer floor division / modulo (ir.h semantics).  Division by zero yields 0
  * (the interpreter reports it; generated code must not trap), and x / -1 is done
  * as a negation so INT_MIN / -1 cannot trap either. */
