@@ -145,6 +145,9 @@ int compile_kernel(Compilation *c)
     if (c->nscheds == 0 && !c->o->dump_after) {
         c->kernel = c->unscheduled;
         c->unscheduled = lower_fresh(c);
+        /* no schedule: of the pipeline only the target passes change anything */
+        if (c->unscheduled && !c->o->actions && !pipeline_target(c->kernel, c->o->target, &c->diags))
+            return 1;
         return c->unscheduled ? 0 : 1;
     }
     c->kernel = lower_fresh(c);
@@ -156,6 +159,7 @@ int compile_kernel(Compilation *c)
     po.nschedules = c->nscheds;
     po.dump_after = c->o->dump_after;
     po.dump = &dump;
+    po.target = c->o->target;
     /* Moves listed by --actions are appended as -s statements, which apply before
      * `simplify`: list them on that kernel, or a one-trip loop that simplify removes
      * would change the names and nesting the moves refer to. */

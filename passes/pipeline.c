@@ -6,9 +6,22 @@
  *   lower     the IR as lowering produced it (nothing runs; a dump point)
  *   schedule  the file's schedule blocks for the target, then -s, in order
  *   simplify  canonical index arithmetic; empty loops (or loops holding only
- *             prefetches) dropped, one-trip loops replaced by their body */
+ *             prefetches) dropped, one-trip loops replaced by their body
+ *
+ * Then, for a GPU target (-target sm_*), target legalisation and lowering: what
+ * codegen/cuda needs stated in the IR before it translates (one file each):
+ *   gpu-reduce     statements combined across a thread.x loop marked block-reduce
+ *                  (passes/gpu_reduce.c); unsupported shapes refused
+ *   gpu-privatize  local buffers indexed by thread loops get per-thread copies
+ *                  (passes/gpu_privatize.c); conflicting mappings refused
+ *   gpu-map        the provably parallel outer loops of unscheduled launches
+ *                  marked grid (passes/gpu_map.c)
+ *   gpu-dead-fill  fills of local buffers overwritten by the next nest removed
+ *                  (passes/gpu_dead_fill.c)
+ * The IR is verified after every pass. */
 #include <string.h>
 
+#include "gpu_int.h"
 #include "xform_int.h"
 
 typedef bool (*PassFn)(Kernel *k, const PipelineOpts *o, Diags *d);
@@ -85,13 +98,47 @@ static bool pass_simplify(Kernel *k, const PipelineOpts *o, Diags *d)
     return true;
 }
 
+static bool is_gpu(const PipelineOpts *o) { return o->target && strncmp(o->target, "sm_", 3) == 0; }
+
+static bool pass_gpu_reduce(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    return !is_gpu(o) || gpu_reduce_pass(k, d);
+}
+
+static bool pass_gpu_privatize(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    return !is_gpu(o) || gpu_privatize_pass(k, d);
+}
+
+static bool pass_gpu_map(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    return !is_gpu(o) || gpu_map_pass(k, d);
+}
+
+static bool pass_gpu_dead_fill(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    if (!is_gpu(o))
+        return true;
+    if (!gpu_dead_fill_pass(k, d))
+        return false;
+    k->gpu_lowered = arena_strdup(k->arena, o->target);
+    return true;
+}
+
 static const struct {
     const char *name;
     PassFn fn;
+    bool target;        /* a target pass: runs once per kernel, for -target sm_* */
 } passes[] = {
-    {"lower", pass_lower},
-    {"schedule", pass_schedule},
-    {"simplify", pass_simplify},
+    {"lower", pass_lower, false},
+    {"schedule", pass_schedule, false},
+    {"simplify", pass_simplify, false},
+    /* target legalisation */
+    {"gpu-reduce", pass_gpu_reduce, true},
+    {"gpu-privatize", pass_gpu_privatize, true},
+    /* target lowering */
+    {"gpu-map", pass_gpu_map, true},
+    {"gpu-dead-fill", pass_gpu_dead_fill, true},
 };
 enum { NPASSES = sizeof passes / sizeof passes[0] };
 
@@ -113,6 +160,8 @@ bool pipeline_run(Kernel *k, const PipelineOpts *o, Diags *d)
         }
     }
     for (int i = 0; i < NPASSES; i++) {
+        if (passes[i].target && k->gpu_lowered)
+            continue;
         if (!passes[i].fn(k, o, d))
             return false;
         if (!ir_verify(k, d)) {
@@ -126,6 +175,24 @@ bool pipeline_run(Kernel *k, const PipelineOpts *o, Diags *d)
         }
         if (o->stop_after && strcmp(o->stop_after, passes[i].name) == 0)
             break;
+    }
+    return true;
+}
+
+bool pipeline_target(Kernel *k, const char *target, Diags *d)
+{
+    if (k->gpu_lowered || !target || strncmp(target, "sm_", 3) != 0)
+        return true;
+    PipelineOpts o = {.target = target};
+    for (int i = 0; i < NPASSES && !k->gpu_lowered; i++) {
+        if (!passes[i].target)
+            continue;
+        if (!passes[i].fn(k, &o, d))
+            return false;
+        if (!ir_verify(k, d)) {
+            diag_plain(d, DIAG_ERROR, "internal error: the IR is invalid after pass `%s`", passes[i].name);
+            return false;
+        }
     }
     return true;
 }

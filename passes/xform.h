@@ -110,6 +110,8 @@ typedef struct PipelineOpts {
     int nchoices;
     const char *dump_after;              /* a pass name, "all", or NULL */
     StrBuf *dump;                        /* receives `; after PASS` and the IR */
+    const char *target;                  /* -target: sm_* runs the GPU target passes;
+                                          * NULL or a CPU target runs none */
     const char *stop_after;              /* a pass name: the passes after it do not run
                                           * (--actions lists moves on the kernel that a
                                           * further -s statement would be applied to,
@@ -118,6 +120,11 @@ typedef struct PipelineOpts {
 /* Runs the post-lowering passes in their fixed order, verifying the IR after each.
  * Returns false with diagnostics on a refused schedule or a verifier failure. */
 bool pipeline_run(Kernel *k, const PipelineOpts *o, Diags *d);
+/* The target passes alone (legalisation and lowering for target), on a kernel that
+ * went through the pipeline without them; nothing when k was already lowered for a
+ * GPU or target is not sm_*.  For callers that hand codegen a kernel of their own
+ * (hand-built IR, the autotuner's candidates). */
+bool pipeline_target(Kernel *k, const char *target, Diags *d);
 /* The pass names, for -dump-after validation: NULL past the last. */
 const char *pipeline_pass_name(int i);
 
