@@ -18,10 +18,15 @@
  * thread sees another's copy.
  *
  * Accesses whose thread mappings disagree (acc[tx, ..] in one nest, acc[ty, ..]
- * in another) would need one thread to read another's registers, which no GPU
- * allows.  Such a buffer is demoted to shared memory when it is staged within one
- * launch (one copy per block, the emitter's barriers hand it between the steps),
- * and refused here with the buffer named otherwise. */
+ * in another) are fine when every write lies outside thread loops: each thread
+ * runs those writes itself and fills a whole copy of its own (a `cache` at a block
+ * loop), so the buffer stays whole, one copy per thread.  When thread loops write
+ * it, a thread would read elements another thread wrote, which registers cannot
+ * give: the buffer moves to shared memory, one copy per block (the IR's meaning
+ * within the block), provided each thread loop that writes it reads back only
+ * what it writes at the same index; the CUDA back end puts barriers between the
+ * block-level steps that hand shared memory over.  Anything else is refused here,
+ * with the buffer named. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +42,8 @@ typedef struct PrivCtx {
     int64_t coef[8];
     bool ok;
     int nlaunch;            /* accesses seen */
+    int tdepth;             /* thread loops around the node being visited */
+    bool thread_writes;     /* some write of b lies inside a thread loop */
 } PrivCtx;
 
 /* x with every thread variable of the launch replaced by 0, simplified. */
@@ -100,7 +107,10 @@ static void priv_node(PrivCtx *p, const Node *n)
 {
     switch (n->kind) {
     case N_STMT:
-        if (n->u.stmt.buf == p->b) priv_access(p, n->u.stmt.idx);
+        if (n->u.stmt.buf == p->b) {
+            priv_access(p, n->u.stmt.idx);
+            p->thread_writes |= p->tdepth > 0;
+        }
         for (int i = 0; i < n->u.stmt.buf->rank; i++) priv_expr(p, n->u.stmt.idx[i]);
         priv_expr(p, n->u.stmt.value);
         return;
@@ -108,8 +118,11 @@ static void priv_node(PrivCtx *p, const Node *n)
     case N_IF: priv_expr(p, n->u.guard.cond); break;
     case N_PREFETCH: return;
     }
+    bool t = n->kind == N_LOOP && gpu_is_thread(n->u.loop.kind);
+    p->tdepth += t;
     const NodeList *body = ir_body((Node *)n);
     for (int i = 0; i < body->n; i++) priv_node(p, body->v[i]);
+    p->tdepth -= t;
 }
 
 /* ---- the rewrite: the chosen dimensions lose their thread terms */
@@ -163,6 +176,98 @@ static void collect_tvars(const Node *n, const Var **tv, int *nt)
     for (int i = 0; body && i < body->n; i++) collect_tvars(body->v[i], tv, nt);
 }
 
+/* ---- demotion to shared memory */
+
+static bool same_expr(const Expr *a, const Expr *b)
+{
+    if (a->kind != b->kind) return false;
+    switch (a->kind) {
+    case IE_INT: return a->u.i == b->u.i;
+    case IE_FLT: return a->u.f == b->u.f;
+    case IE_PARAM: return a->u.param == b->u.param;
+    case IE_VAR: return a->u.var == b->u.var;
+    case IE_LOAD:
+        if (a->u.load.buf != b->u.load.buf) return false;
+        for (int i = 0; i < a->u.load.buf->rank; i++)
+            if (!same_expr(a->u.load.idx[i], b->u.load.idx[i])) return false;
+        return true;
+    default:
+        for (int i = 0; i < ir_expr_arity(a->kind); i++)
+            if (!same_expr(a->args[i], b->args[i])) return false;
+        return a->dtype == b->dtype;
+    }
+}
+
+typedef struct Own {
+    const Buffer *b;
+    const Node *stmts[64];  /* the writes of b in one outermost thread loop */
+    int nw;
+    bool ok;
+} Own;
+
+static void own_writes(Own *o, const Node *n)
+{
+    if (n->kind == N_STMT && n->u.stmt.buf == o->b) {
+        if (o->nw == 64) o->ok = false;
+        else o->stmts[o->nw++] = n;
+    }
+    const NodeList *body = ir_body((Node *)n);
+    for (int i = 0; body && i < body->n; i++) own_writes(o, body->v[i]);
+}
+
+/* Every read of o->b in x is at the index of one of the writes collected. */
+static void own_reads_expr(Own *o, const Expr *x)
+{
+    if (!x || !o->ok) return;
+    if (x->kind == IE_LOAD) {
+        if (x->u.load.buf == o->b) {
+            bool same = false;
+            for (int w = 0; w < o->nw && !same; w++) {
+                same = true;
+                for (int d = 0; d < o->b->rank && same; d++)
+                    same = same_expr(o->stmts[w]->u.stmt.idx[d], x->u.load.idx[d]);
+            }
+            o->ok &= same;
+        }
+        for (int i = 0; i < x->u.load.buf->rank; i++) own_reads_expr(o, x->u.load.idx[i]);
+        return;
+    }
+    for (int i = 0; i < ir_expr_arity(x->kind); i++) own_reads_expr(o, x->args[i]);
+}
+
+static void own_reads(Own *o, const Node *n)
+{
+    switch (n->kind) {
+    case N_STMT:
+        for (int i = 0; i < n->u.stmt.buf->rank; i++) own_reads_expr(o, n->u.stmt.idx[i]);
+        own_reads_expr(o, n->u.stmt.value);
+        return;
+    case N_LOOP: own_reads_expr(o, n->u.loop.lo); own_reads_expr(o, n->u.loop.hi); break;
+    case N_IF: own_reads_expr(o, n->u.guard.cond); break;
+    case N_PREFETCH: return;
+    }
+    const NodeList *body = ir_body((Node *)n);
+    for (int i = 0; body && i < body->n; i++) own_reads(o, body->v[i]);
+}
+
+/* In every outermost thread loop of the launch that writes b, each read of b is at
+ * the index of a write there (a thread reads back what it wrote itself, as in
+ * `+=`): then a thread never reads, within one step, what another thread writes in
+ * it, and between steps the CUDA back end's barriers order shared memory. */
+static bool own_writes_only(const Node *n, const Buffer *b)
+{
+    if (n->kind == N_LOOP && gpu_is_thread(n->u.loop.kind)) {
+        Own o = {.b = b, .ok = true};
+        own_writes(&o, n);
+        if (o.ok && o.nw) own_reads(&o, n);
+        return o.ok;
+    }
+    const NodeList *body = ir_body((Node *)n);
+    for (int i = 0; body && i < body->n; i++)
+        if (!own_writes_only(body->v[i], b)) return false;
+    return true;
+}
+
 /* Does the launch top touch b? */
 static bool touches(PrivCtx *p, const Node *top)
 {
@@ -204,10 +309,22 @@ bool gpu_privatize_pass(Kernel *k, Diags *d)
             bool other = false;
             for (int u = 0; u < k->body.n && !other; u++)
                 other = u != t && touches(&p, k->body.v[u]);
+            /* Written only outside thread loops, where every thread runs the code: each
+             * thread fills a whole copy of its own and reads only that, so mixed
+             * mappings of the reads need no per-thread split (the buffer stays
+             * whole, one copy per thread). */
+            if (!p.ok && !p.thread_writes)
+                continue;
+            /* Written inside thread loops and read under other mappings: one copy
+             * per block, in shared memory, handed between the steps by barriers. */
+            if (!p.ok && !other && own_writes_only(top, buf)) {
+                buf->mem = MEM_SHARED;
+                continue;
+            }
             if (!p.ok) {
                 diag_error(d, buf->span, "local buffer %s is indexed by different thread loops in "
-                           "different places: a thread would read another thread's registers; bind "
-                           "the loops that index it alike", buf->name);
+                           "different places, and a thread loop reads elements of it other threads "
+                           "write there; bind the loops that index it alike", buf->name);
                 ok = false;
                 break;
             }

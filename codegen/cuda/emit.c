@@ -754,17 +754,18 @@ static void emit_stmt(Em *e, const Node *n)
     sb_free(&val);
 }
 
-static bool shared_conflict(Em *e, const Node *a, const Node *b)
+/* Does step b touch shared memory that the steps since the last barrier (their
+ * reads ra, writes wa) wrote, or write what they read? */
+static bool shared_conflict(Em *e, const uint8_t *ra, const uint8_t *wa, const Node *b)
 {
     int nb = e->k->nbufs;
-    uint8_t *ra = xcalloc((size_t)nb * 4 + 1, 1), *wa = ra + nb, *rb = wa + nb, *wb = rb + nb;
-    node_access(e, a, ra, wa);
+    uint8_t *rb = xcalloc((size_t)nb * 2 + 1, 1), *wb = rb + nb;
     node_access(e, b, rb, wb);
     bool c = false;
     for (int i = 0; i < nb && !c; i++)
         if (e->k->bufs[i]->mem == MEM_SHARED)
             c = (wa[i] && (rb[i] || wb[i])) || (ra[i] && wb[i]);
-    free(ra);
+    free(rb);
     return c;
 }
 
@@ -1959,14 +1960,20 @@ static void emit_node(Em *e, const Node *n)
 
 static void emit_nodes(Em *e, const NodeList *l)
 {
+    /* threads hand shared data to each other only across a barrier: one goes
+     * before a block-level step that conflicts with any step since the last one */
+    int nb = e->k->nbufs;
+    uint8_t *ra = xcalloc((size_t)nb * 2 + 1, 1), *wa = ra + nb;
     for (int i = 0; i < l->n; i++) {
-        /* threads hand shared data to each other only across a barrier */
-        if (i > 0 && e->sched && e->tdepth == 0 && shared_conflict(e, l->v[i - 1], l->v[i])) {
+        if (i > 0 && e->sched && e->tdepth == 0 && shared_conflict(e, ra, wa, l->v[i])) {
             if (e->wg) line(e, "pf_proxy_fence();   /* shared stores reach wgmma's proxy */");
             line(e, "__syncthreads();");
+            memset(ra, 0, (size_t)nb * 2);
         }
+        node_access(e, l->v[i], ra, wa);
         emit_node(e, l->v[i]);
     }
+    free(ra);
 }
 
 /* ------------------------------------------------------------------ launches */
