@@ -15,7 +15,10 @@
  * uses the same index expressions as a write of it, so an iteration reads only
  * elements it wrote itself.  Local buffers are each thread's own.  A chain that
  * fails the test stays serial: at worst one thread runs the node, correct before
- * fast.  The interpreter runs grid loops serially, which is their meaning. */
+ * fast.  The interpreter runs grid loops serially, which is their meaning.
+ *
+ * An mma or wgmma triple in such a launch is refused here: which threads form its
+ * warp is what the schedule's thread.y/z loops say, and there are none. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,9 +145,21 @@ static bool par_ok(const Kernel *k, const Node *top, const Var **F, int nf, uint
     return p.ok;
 }
 
+/* A tensor-core triple in a launch that binds no warps: its lanes are not known. */
+static const Node *tc_loop(const Node *n)
+{
+    if (n->kind == N_LOOP && (n->u.loop.kind == LOOP_MMA || n->u.loop.kind == LOOP_WGMMA))
+        return n;
+    const NodeList *body = ir_body((Node *)n);
+    for (int i = 0; body && i < body->n; i++) {
+        const Node *t = tc_loop(body->v[i]);
+        if (t) return t;
+    }
+    return NULL;
+}
+
 bool gpu_map_pass(Kernel *k, Diags *d)
 {
-    (void)d;
     uint8_t *wr = xcalloc((size_t)k->nbufs + 1, 1);
     for (int t = 0; t < k->body.n; t++) {
         Node *top = k->body.v[t];
@@ -170,6 +185,15 @@ bool gpu_map_pass(Kernel *k, Diags *d)
         }
         for (int i = 0; i < nf; i++)
             chain[i]->u.loop.kind = LOOP_GRID;
+        const Node *tc = tc_loop(top);
+        if (tc) {
+            /* a triple whose warp cannot be known is refused rather than run per thread */
+            diag_error(d, tc->span, "loop %s is marked %s but its launch binds no warps (bind the loops "
+                       "around it to block.* and thread.y/z; docs/cuda.md)", tc->u.loop.var->name,
+                       loop_kind_name(tc->u.loop.kind));
+            free(wr);
+            return false;
+        }
     }
     free(wr);
     return true;

@@ -3,19 +3,24 @@
  * (a reduction must finish before its result is read), and a kernel launch boundary
  * is the one grid-wide barrier CUDA offers without cooperative launches.
  *
+ * The kernel arrives lowered by the GPU target passes (passes/gpu_*.c, run by
+ * passes/pipeline.c; on a copy here when a caller skipped them), which decided in
+ * the IR what this file prints: block-reduce statements, per-thread copies of local
+ * buffers (Buffer.thread_copies), grid loops, dead fills removed.
+ *
  * Two mappings:
  *   - scheduled nodes (some loop bound to BLOCK_* / THREAD_*): block loops become
  *     blockIdx, thread loops threadIdx (guarded when shorter than the block),
  *     MEM_SHARED buffers carve one dynamic __shared__ area, MEM_LOCAL buffers are
- *     per-thread arrays (registers when indexed by unrolled loops), and
+ *     per-thread arrays (one thread's copy; registers when indexed by unrolled loops), and
  *     __syncthreads() goes between block-level steps that hand shared memory over;
  *     mma loop triples run on one warp's tensor cores (mma.sync.m16n8k16, operands
  *     by ldmatrix from shared memory, the accumulator held per warp in fragment
  *     layout; the contract with the schedule is at "mma" below and in docs/cuda.md);
- *   - unscheduled nodes: the outer perfectly nested loops that are provably
- *     parallel (each iteration writes its own elements; see par_ok) are flattened
- *     onto a 1-D grid, one thread per iteration, and the rest runs serially inside
- *     the thread.  Correct for any kernel; fast enough to validate.
+ *   - unscheduled nodes: the grid loops (the outer loops passes/gpu_map.c proved
+ *     parallel) are flattened onto a 1-D grid, one thread per iteration, and the
+ *     rest runs serially inside the thread.  Correct for any kernel; fast enough to
+ *     validate.
  *
  * f16 and bf16 are carried as raw 16-bit storage and converted with PTX cvt
  * instructions, computing in f32: NVRTC 13 does not find cuda_fp16.h by itself, and
@@ -86,7 +91,8 @@ typedef struct Em {
     /* The top node of the launch being emitted: irange() finds the loops of
      * variables there (a collapsed loop's `v / 4` prints as a shift when v >= 0). */
     const Node *top;
-    /* The statement of a block-wide reduction being emitted (see block_reduce):
+    /* The statement of a block-wide reduction being emitted (block-reduce, marked by
+     * passes/gpu_reduce.c):
      * emit_stmt folds its value into the thread's partial pf_red instead. */
     const Node *red_stmt;
 } Em;
@@ -1850,8 +1856,8 @@ static void emit_loop(Em *e, const Node *n)
     } else if (lk == LOOP_PIPELINE && e->sched && e->tdepth == 0 && emit_pipeline(e, n)) {
         /* copies overlapped with work */
     } else if (is_tc(lk)) {
-        /* a triple whose warp cannot be known (an unscheduled launch) is refused
-         * rather than run per thread */
+        /* a triple the group emitter cannot take (passes/gpu_map.c refuses those of
+         * launches that bind no warps) is refused rather than run per thread */
         e->ok = false;
         diag_error(e->d, n->span, "loop %s is marked %s but its launch binds no warps (bind the "
                    "loops around it to block.* and thread.y/z; docs/cuda.md)", n->u.loop.var->name,
