@@ -146,6 +146,9 @@ int compile_kernel(Compilation *c)
     if (c->nscheds == 0 && !c->o->dump_after) {
         c->kernel = c->unscheduled;
         c->unscheduled = lower_fresh(c);
+        /* no schedule: of the pipeline only the target passes change anything */
+        if (c->unscheduled && !c->o->actions && !pipeline_target(c->kernel, c->o->target, &c->diags))
+            return 1;
         return c->unscheduled ? 0 : 1;
     }
     c->kernel = lower_fresh(c);
@@ -157,6 +160,9 @@ int compile_kernel(Compilation *c)
     po.nschedules = c->nscheds;
     po.dump_after = c->o->dump_after;
     po.dump = &dump;
+    /* GPU targets get their legalisation and lowering (passes/gpu_*.c) here. */
+    if (c->o->target && strncmp(c->o->target, "sm_", 3) == 0)
+        po.target = c->o->target;
     /* Moves listed by --actions are appended as -s statements, which apply before
      * `simplify`: list them on that kernel, or a one-trip loop that simplify removes
      * would change the names and nesting the moves refer to. */
@@ -165,7 +171,7 @@ int compile_kernel(Compilation *c)
     /* CPU targets get target legalisation and lowering (passes/cpu_*.c) here, so
      * -dump-after shows them; `-emit ir` prints the kernel as scheduled. */
     const char *cpu = c->o->target ? c->o->target : "host";
-    if (c->o->emit != EMIT_IR && cg_llvm_target_known(cpu))
+    if (!po.target && c->o->emit != EMIT_IR && cg_llvm_target_known(cpu))
         po.target = cpu;
     if (c->o->dump_after) {
         bool known = !strcmp(c->o->dump_after, "all");

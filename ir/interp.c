@@ -10,6 +10,10 @@
  *  - index arithmetic in i64, floor division and modulo;
  *  - every loop kind runs serially, in order; guards and selects are evaluated
  *    lazily, as C's `if` and `?:`;
+ *  - a buffer with per-thread copies (Buffer.thread_copies, set by the GPU target
+ *    lowering) has one copy per iteration of the enclosing loops bound to those
+ *    thread dimensions: the copy index is each such loop's variable minus its
+ *    start, as threadIdx is on the GPU;
  *  - a guarded load outside its buffer yields the buffer's pad value; any other
  *    access outside its buffer, or an integer division by zero, stops the run with
  *    a diagnostic naming the access and the loop variables: never a crash.
@@ -91,6 +95,7 @@ typedef struct Access {
     double pad;
     DType round;            /* LOAD_ROUND */
     Expr *const *idx;       /* for messages */
+    int nx;                 /* leading dimensions that pick a per-thread copy */
 } Access;
 
 /* Ops are kept small (the run loop walks them); what only messages need lives
@@ -140,6 +145,7 @@ typedef struct Comp {
     Fact *facts;            /* bounds from the enclosing guards */
     int nfacts, capfacts;
     Span where;             /* the node being compiled */
+    const Node *tloop[3];   /* the enclosing loops bound to thread.x, .y, .z */
 } Comp;
 
 static void cfail(Comp *c, Span sp, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -577,33 +583,57 @@ static Access *comp_access(Comp *c, const Buffer *buf, Expr *const *idx, Span sp
         cfail(c, sp, "access to %s lacks its indices", buf->name);
         return NULL;
     }
+    /* per-thread copies: leading dimensions indexed by the thread loops' variables
+     * minus their starts (z, y, x outermost first) */
+    const Node *xl[3];
+    int64_t xn[3];
+    int nx = 0;
+    for (int t = 2; t >= 0; t--)
+        if (buf->thread_copies[t]) {
+            if (!c->tloop[t]) {
+                cfail(c, sp, "per-thread buffer %s accessed outside a thread.%c loop", buf->name, "xyz"[t]);
+                return NULL;
+            }
+            xl[nx] = c->tloop[t];
+            xn[nx++] = buf->thread_copies[t];
+        }
+    int R = buf->rank + nx;
     Access *a = arena_alloc(c->arena, sizeof *a);
     a->buf = buf;
     a->data = c->bufs[buf->id];
-    a->rank = buf->rank;
+    a->rank = R;
+    a->nx = nx;
     a->pad = buf->pad;
     a->idx = idx;
-    a->dims = arena_alloc(c->arena, sizeof(Dim) * (size_t)(buf->rank ? buf->rank : 1));
-    Form *forms = xcalloc((size_t)(buf->rank ? buf->rank : 1), sizeof(Form));
+    a->dims = arena_alloc(c->arena, sizeof(Dim) * (size_t)(R ? R : 1));
+    Form *forms = xcalloc((size_t)(R ? R : 1), sizeof(Form));
     int nterms = 0;
-    for (int i = 0; i < buf->rank && c->ok; i++) {
+    for (int i = 0; i < R && c->ok; i++) {
         forms[i].spill = -1;
-        affine(c, idx[i], 1, &forms[i]);
+        if (i < nx) {
+            affine(c, xl[i]->u.loop.lo, -1, &forms[i]);
+            add_term(c, &forms[i], xl[i]->u.loop.var->id, 1, xl[i]->u.loop.lo);
+        } else {
+            affine(c, idx[i - nx], 1, &forms[i]);
+        }
         if (forms[i].spill >= 0)
             forms[i].t[forms[i].n++] = (Term){forms[i].spill, 1};
         nterms += forms[i].n;
     }
     a->terms = arena_alloc(c->arena, sizeof(Term) * (size_t)(nterms ? nterms : 1));
     int64_t stride = 1;
-    for (int i = buf->rank - 1; i >= 0 && c->ok; i--) {
+    for (int i = R - 1; i >= 0 && c->ok; i--) {
         int64_t size = 0;
-        ir_eval_size(k, buf->shape[i], &size); /* checked when the buffer was set up */
+        if (i < nx)
+            size = xn[i];
+        else
+            ir_eval_size(k, buf->shape[i - nx], &size); /* checked when the buffer was set up */
         a->dims[i].size = size;
         a->dims[i].stride = stride;
         stride *= size > 0 ? size : 1;
     }
     Term *t = a->terms;
-    for (int i = 0; i < buf->rank && c->ok; i++) {
+    for (int i = 0; i < R && c->ok; i++) {
         a->dims[i].c = forms[i].c;
         int n = 0;
         for (int j = 0; j < forms[i].n; j++)
@@ -614,14 +644,20 @@ static Access *comp_access(Comp *c, const Buffer *buf, Expr *const *idx, Span sp
     }
     /* Proven in range?  Then fold the strides into one flat affine form. */
     a->safe = c->ok;
-    for (int i = 0; i < buf->rank && a->safe; i++) {
+    for (int i = 0; i < nx && a->safe; i++) {
+        const Var *v = xl[i]->u.loop.var;
+        int64_t l0, l1;
+        a->safe = c->known[v->id] && range(c, xl[i]->u.loop.lo, &l0, &l1) && c->vlo[v->id] - l1 >= 0 &&
+                  c->vhi[v->id] - l0 < a->dims[i].size;
+    }
+    for (int i = nx; i < R && a->safe; i++) {
         int64_t lo, hi;
-        a->safe = range(c, idx[i], &lo, &hi) && lo >= 0 && hi < a->dims[i].size;
+        a->safe = range(c, idx[i - nx], &lo, &hi) && lo >= 0 && hi < a->dims[i].size;
     }
     if (a->safe) {
         a->flat = arena_alloc(c->arena, sizeof(Term) * (size_t)(nterms ? nterms : 1));
         const Term *src = a->terms;
-        for (int i = 0; i < buf->rank; i++) {
+        for (int i = 0; i < R; i++) {
             a->base += a->dims[i].c * a->dims[i].stride;
             for (int j = 0; j < a->dims[i].nt; j++, src++) {
                 int64_t coef = src->coef * a->dims[i].stride;
@@ -826,7 +862,14 @@ static void comp_nodes(Comp *c, const NodeList *l)
             emit(c, C_LOOP_BEGIN, v->id, lo, hi, NULL);
             c->in_scope[v->id] = true;
             c->stack[c->depth++] = v;
+            LoopKind lk = n->u.loop.kind;
+            int td = lk == LOOP_THREAD_X ? 0 : lk == LOOP_THREAD_Y ? 1 : lk == LOOP_THREAD_Z ? 2 : -1;
+            const Node *saved_t = td >= 0 ? c->tloop[td] : NULL;
+            if (td >= 0)
+                c->tloop[td] = n;
             comp_nodes(c, &n->u.loop.body);
+            if (td >= 0)
+                c->tloop[td] = saved_t;
             c->depth--;
             c->in_scope[v->id] = false;
             emit(c, C_LOOP_END, v->id, 0, hi, NULL)->t = begin + 1;
@@ -1149,17 +1192,30 @@ static void report_fault(const Kernel *k, const Op *op, const OpInfo *in, const 
         const Access *a = op->u.acc;
         bool load = op->code == C_LOAD || op->code == C_LOAD_F32 || op->code == C_LOAD_ROUND;
         sb_printf(&b, "out-of-range %s of %s[", load ? "read" : "write", a->buf->name);
-        for (int i = 0; i < a->rank; i++) {
+        for (int i = 0; i < a->rank - a->nx; i++) {
             if (i)
                 sb_puts(&b, ", ");
             ir_print_expr(k, a->idx[i], &b);
         }
-        sb_printf(&b, "]: index %lld in dimension %d, whose size is %lld", (long long)f->index, f->dim,
-                  (long long)a->dims[f->dim].size);
+        if (f->dim < a->nx)
+            sb_printf(&b, "]: thread copy %lld of %lld", (long long)f->index, (long long)a->dims[f->dim].size);
+        else
+            sb_printf(&b, "]: index %lld in dimension %d, whose size is %lld", (long long)f->index, f->dim - a->nx,
+                      (long long)a->dims[f->dim].size);
     }
     put_where(in, I, &b);
     diag_error(d, in->span, "interpreter: %s", b.s);
     sb_free(&b);
+}
+
+/* Elements of storage: one thread's shape times the per-thread copies. */
+static int64_t storage_elems(const Kernel *k, const Buffer *b)
+{
+    int64_t n = ir_buffer_elems(k, b);
+    for (int t = 0; t < 3 && n > 0; t++)
+        if (b->thread_copies[t])
+            n = (uint64_t)b->thread_copies[t] > MAX_ELEMS / (uint64_t)n ? -1 : n * b->thread_copies[t];
+    return n;
 }
 
 bool ir_interp(const Kernel *k, double **bufs, Diags *d)
@@ -1175,7 +1231,7 @@ bool ir_interp(const Kernel *k, double **bufs, Diags *d)
     bool *owned = xcalloc((size_t)(k->nbufs ? k->nbufs : 1), sizeof *owned);
     for (int i = 0; i < k->nbufs && ok; i++) {
         const Buffer *b = k->bufs[i];
-        int64_t n = ir_buffer_elems(k, b);
+        int64_t n = storage_elems(k, b);
         if (n < 0) {
             diag_error(d, b->span, "interpreter: the size of %s cannot be computed (negative, too large, or a "
                        "division by zero)", b->name);
@@ -1252,7 +1308,7 @@ double **ir_alloc_buffers(const Kernel *k, uint64_t seed)
     double **bufs = xcalloc((size_t)(k->nbufs ? k->nbufs : 1), sizeof *bufs);
     for (int i = 0; i < k->nbufs; i++) {
         const Buffer *b = k->bufs[i];
-        int64_t n = ir_buffer_elems(k, b);
+        int64_t n = storage_elems(k, b);
         if (n < 0 || (uint64_t)n > MAX_ELEMS) {
             ir_free_buffers(k, bufs);
             return NULL;

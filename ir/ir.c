@@ -10,6 +10,7 @@
 #include "ir.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- name tables ---- */
@@ -738,27 +739,6 @@ Node *ir_clone_node(Kernel *k, const Node *n)
     return clone_node(k, n, NULL);
 }
 
-Kernel *ir_clone_kernel(const Kernel *k)
-{
-    Kernel *c = ir_kernel_new(k->name, k->span);
-    c->params = arena_alloc(c->arena, sizeof(Param) * (size_t)(k->nparams ? k->nparams : 1));
-    if (k->nparams)
-        memcpy(c->params, k->params, sizeof(Param) * (size_t)k->nparams);
-    c->nparams = k->nparams;
-    c->bufs = arena_alloc(c->arena, sizeof(Buffer *) * (size_t)(k->nbufs ? k->nbufs : 1));
-    if (k->nbufs)
-        memcpy(c->bufs, k->bufs, sizeof(Buffer *) * (size_t)k->nbufs);
-    c->nbufs = c->capbufs = k->nbufs;
-    c->vars = arena_alloc(c->arena, sizeof(Var *) * (size_t)(k->nvars ? k->nvars : 1));
-    if (k->nvars)
-        memcpy(c->vars, k->vars, sizeof(Var *) * (size_t)k->nvars);
-    c->nvars = c->capvars = k->nvars;
-    c->cpu_lowered = k->cpu_lowered;
-    for (int i = 0; i < k->body.n; i++)
-        ir_list_push(&c->body, clone_node(c, k->body.v[i], NULL), NULL);
-    return c;
-}
-
 static Node *find_loop(NodeList *l, const char *name)
 {
     for (int i = 0; i < l->n; i++) {
@@ -796,4 +776,92 @@ bool ir_expr_uses_var(const Expr *e, const Var *v)
         if (ir_expr_uses_var(e->args[i], v))
             return true;
     return false;
+}
+
+/* ---- a whole kernel: the nodes cloned, then every buffer and variable pointer
+ * moved to the copy's own ---- */
+
+typedef struct Remap {
+    Buffer **bufs;
+    Var **vars;
+} Remap;
+
+static void remap_expr(const Remap *r, Expr *e)
+{
+    if (!e)
+        return;
+    if (e->kind == IE_VAR)
+        e->u.var = r->vars[e->u.var->id];
+    if (e->kind == IE_LOAD) {
+        for (int i = 0; i < e->u.load.buf->rank; i++)
+            remap_expr(r, e->u.load.idx[i]);
+        e->u.load.buf = r->bufs[e->u.load.buf->id];
+    }
+    for (int i = 0; i < 3; i++)
+        remap_expr(r, e->args[i]);
+}
+
+static void remap_node(const Remap *r, Node *n)
+{
+    switch (n->kind) {
+    case N_LOOP:
+        n->u.loop.var = r->vars[n->u.loop.var->id];
+        remap_expr(r, n->u.loop.lo);
+        remap_expr(r, n->u.loop.hi);
+        break;
+    case N_IF: remap_expr(r, n->u.guard.cond); break;
+    case N_STMT:
+        for (int i = 0; i < n->u.stmt.buf->rank; i++)
+            remap_expr(r, n->u.stmt.idx[i]);
+        remap_expr(r, n->u.stmt.value);
+        n->u.stmt.buf = r->bufs[n->u.stmt.buf->id];
+        return;
+    case N_PREFETCH:
+        for (int i = 0; i < n->u.pf.buf->rank; i++)
+            remap_expr(r, n->u.pf.idx[i]);
+        n->u.pf.buf = r->bufs[n->u.pf.buf->id];
+        return;
+    }
+    NodeList *b = ir_body(n);
+    for (int i = 0; b && i < b->n; i++)
+        remap_node(r, b->v[i]);
+}
+
+Kernel *ir_clone_kernel(const Kernel *k)
+{
+    Kernel *c = ir_kernel_new(k->name, k->span);
+    for (int i = 0; i < k->nparams; i++) {
+        Param *p = ir_add_param(c, k->params[i].name);
+        p->bound = k->params[i].bound;
+        p->value = k->params[i].value;
+    }
+    Remap r = {xcalloc((size_t)k->nbufs + 1, sizeof(Buffer *)), xcalloc((size_t)k->nvars + 1, sizeof(Var *))};
+    for (int i = 0; i < k->nvars; i++)
+        r.vars[i] = ir_new_var(c, k->vars[i]->name);
+    for (int i = 0; i < k->nbufs; i++) {
+        const Buffer *b = k->bufs[i];
+        Buffer *nb = ir_add_buffer(c, b->name, b->dtype, b->kind, b->rank, b->span);
+        *nb = *b;
+        nb->name = arena_strdup(c->arena, b->name);
+        nb->shape = arena_alloc(c->arena, sizeof(Expr *) * (size_t)(b->rank ? b->rank : 1));
+        for (int d = 0; d < b->rank; d++)
+            nb->shape[d] = ir_clone_expr(c, b->shape[d]);
+        nb->private_in = arena_alloc(c->arena, sizeof(Var *) * (size_t)(b->nprivate_in + 1));
+        for (int j = 0; j < b->nprivate_in; j++)
+            nb->private_in[j] = r.vars[b->private_in[j]->id];
+        r.bufs[i] = nb;
+    }
+    for (int i = 0; i < k->nbufs; i++)
+        for (int d = 0; d < k->bufs[i]->rank; d++)
+            remap_expr(&r, r.bufs[i]->shape[d]);
+    for (int i = 0; i < k->body.n; i++) {
+        Node *n = ir_clone_node(c, k->body.v[i]);
+        remap_node(&r, n);
+        ir_list_push(&c->body, n, NULL);
+    }
+    c->gpu_lowered = k->gpu_lowered ? arena_strdup(c->arena, k->gpu_lowered) : NULL;
+    c->cpu_lowered = k->cpu_lowered;
+    free(r.bufs);
+    free(r.vars);
+    return c;
 }

@@ -65,7 +65,13 @@ int ir_expr_arity(ExprKind k);
      * over stages (passes/xform_gpu.c); the CUDA back end overlaps the copies   \
      * of later iterations with this one's work.  Serial everywhere else. */     \
     X(PIPELINE, "pipeline")                                                      \
-    X(THREAD_X, "thread.x") X(THREAD_Y, "thread.y") X(THREAD_Z, "thread.z")
+    X(THREAD_X, "thread.x") X(THREAD_Y, "thread.y") X(THREAD_Z, "thread.z")     \
+    /* grid: set by the GPU target lowering (passes/gpu_map.c) on the outer loops  \
+     * of an unscheduled launch that it proved parallel: one GPU thread per       \
+     * iteration of the whole chain, flattened onto a 1-D grid.  Serial for the   \
+     * interpreter; outside the BLOCK_X..THREAD_Z range on purpose (a launch with \
+     * only grid loops is no hand-scheduled one). */                              \
+    X(GRID, "grid")
 
 typedef enum LoopKind {
 #define X(k, s) LOOP_##k,
@@ -139,6 +145,13 @@ typedef struct Buffer {
      * each thread its own copy (as codegen does for MEM_LOCAL temporaries). */
     struct Var **private_in;
     int nprivate_in;
+    /* Set by the GPU target lowering (passes/gpu_privatize.c) on MEM_LOCAL buffers:
+     * the buffer exists once per thread along each thread dimension x, y, z whose
+     * entry is non-zero (that many copies: the block's extent there), and an access
+     * reaches the copy of the thread running it, named by the enclosing loop bound
+     * to that dimension (its variable minus its start).  0: one copy for all the
+     * threads along that dimension.  The shape is one thread's copy. */
+    int64_t thread_copies[3];
 } Buffer;
 
 struct Expr {
@@ -191,6 +204,12 @@ struct Node {
             Expr **idx;
             StmtOp op;
             Expr *value;
+            /* Set by the GPU target lowering (passes/gpu_reduce.c): a `+= *= max=
+             * min=` inside a thread.x loop at an index that loop does not move; the
+             * threads fold their own iterations into a partial and the partials are
+             * combined once across the block (a block-wide reduction).  Serial
+             * meaning unchanged: the interpreter runs it as written. */
+            bool block_reduce;
         } stmt;
         struct {
             Expr *cond;     /* BOOL */
@@ -236,6 +255,9 @@ typedef struct Kernel {
     /* The CPU target lowering passes have run (passes/pipeline.c); the LLVM back
      * end runs them on a copy of a kernel that has not been through them. */
     bool cpu_lowered;
+    /* The GPU target the target passes (passes/gpu_*.c) lowered this kernel for,
+     * or NULL: what codegen/cuda expects to translate. */
+    const char *gpu_lowered;
 } Kernel;
 
 /* ---- ir/ir.c: construction ---- */
@@ -281,9 +303,8 @@ NodeList *ir_else(Node *n);  /* a guard's else body (often empty); else NULL */
 bool ir_list_only_prefetch(const NodeList *l);
 /* Deep copy of a subtree (variables are shared, not renamed). */
 Node *ir_clone_node(Kernel *k, const Node *n);
-/* A copy of k with a deep copy of its body; buffers, variables and parameter
- * values are shared with k (read-only), so it must be freed before k.  Names are
- * not indexed: ir_find_var/ir_new_var must not be used on it. */
+/* A deep copy of a whole kernel in an arena of its own (buffers and variables too,
+ * same ids and names). */
 Kernel *ir_clone_kernel(const Kernel *k);
 /* Finds the loop whose variable has this name. */
 Node *ir_find_loop(Kernel *k, const char *name);

@@ -14,6 +14,8 @@
  *
  * A prefetch (a hint, schedule `prefetch`) prints its box: first element, and
  * `.. +n` after each index whose extent n is not 1: `prefetch X[r + 1, co * 16 .. +16]`.
+ * What the GPU target lowering adds shows too: `grid` loops, a buffer's
+ * `per-thread(y=16, x=16)` copies, a statement's trailing `block-reduce`.
  */
 #include "ir.h"
 
@@ -202,6 +204,8 @@ static void put_nodes(const Kernel *k, const NodeList *l, int depth, StrBuf *out
             put_index(k, n->u.stmt.idx, n->u.stmt.buf->rank, out);
             sb_printf(out, " %s ", stmt_op_name(n->u.stmt.op));
             put_expr(k, n->u.stmt.value, out);
+            if (n->u.stmt.block_reduce)
+                sb_puts(out, "  block-reduce");
             sb_putc(out, '\n');
             break;
         case N_PREFETCH:
@@ -249,6 +253,15 @@ void ir_print_kernel(const Kernel *k, StrBuf *out)
         sb_printf(out, " %s", mem_space_name(b->mem));
         if (b->kind == BUF_TEMP)
             sb_puts(out, " temp");
+        /* per-thread copies (GPU target lowering): `per-thread(y=2, z=2)` */
+        bool any = false;
+        for (int t = 0; t < 3; t++)
+            if (b->thread_copies[t]) {
+                sb_printf(out, "%s%c=%lld", any ? ", " : " per-thread(", "xyz"[t], (long long)b->thread_copies[t]);
+                any = true;
+            }
+        if (any)
+            sb_putc(out, ')');
     }
     sb_putc(out, '\n');
     put_nodes(k, &k->body, 0, out);

@@ -27,9 +27,23 @@ typedef struct Ver {
     bool *in_scope;          /* by Var id */
     const void **seen;       /* open-addressing set of Expr pointers */
     size_t seen_cap, seen_n;
+    int tdepth[3];           /* enclosing loops bound to thread.x, .y, .z */
 } Ver;
 
 static void fail(Ver *v, Span sp, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* A buffer with per-thread copies is reached only where the loops that name the
+ * copy enclose the access. */
+static void check_private(Ver *v, const Buffer *b, Span sp)
+{
+    for (int t = 0; t < 3; t++) {
+        if (b->thread_copies[t] < 0 || (b->thread_copies[t] && b->mem != MEM_LOCAL))
+            fail(v, sp, "buffer %s has bad per-thread copies", b->name);
+        else if (b->thread_copies[t] && v->tdepth[t] == 0)
+            fail(v, sp, "per-thread buffer %s accessed outside a thread.%c loop", b->name, "xyz"[t]);
+    }
+}
+
 static void fail(Ver *v, Span sp, const char *fmt, ...)
 {
     if (!v->ok)
@@ -181,6 +195,7 @@ static void check_expr(Ver *v, const Expr *e, Span where, bool size)
         }
         if (e->dtype != buf->dtype)
             fail(v, sp, "load of %s (%s) has dtype %s", buf->name, dtype_name(buf->dtype), dtype_name(e->dtype));
+        check_private(v, buf, sp);
         if (e->u.load.guarded && !buf->has_pad)
             fail(v, sp, "guarded load of %s, which has no pad value", buf->name);
         if (buf->rank && !e->u.load.idx) {
@@ -281,14 +296,20 @@ static void check_nodes(Ver *v, const NodeList *l, const Node *parent)
                 fail(v, sp, "loop %s has kind %d out of range", x->name, (int)n->u.loop.kind);
             if (v->in_scope[x->id])
                 fail(v, sp, "loop %s rebinds the variable of an enclosing loop", x->name);
+            if (n->u.loop.kind == LOOP_GRID && parent && (parent->kind != N_LOOP || parent->u.loop.kind != LOOP_GRID))
+                fail(v, sp, "grid loop %s is not in the outermost nest of its launch", x->name);
             check_expr(v, n->u.loop.lo, sp, false);
             check_expr(v, n->u.loop.hi, sp, false);
             if (v->ok && (!is_int(n->u.loop.lo->dtype) || !is_int(n->u.loop.hi->dtype)))
                 fail(v, sp, "bounds of loop %s are not integers", x->name);
             if (!v->ok)
                 return;
+            int td = n->u.loop.kind == LOOP_THREAD_X ? 0 : n->u.loop.kind == LOOP_THREAD_Y ? 1
+                   : n->u.loop.kind == LOOP_THREAD_Z ? 2 : -1;
             v->in_scope[x->id] = true;
+            if (td >= 0) v->tdepth[td]++;
             check_nodes(v, &n->u.loop.body, n);
+            if (td >= 0) v->tdepth[td]--;
             v->in_scope[x->id] = false;
             break;
         }
@@ -311,6 +332,10 @@ static void check_nodes(Ver *v, const NodeList *l, const Node *parent)
                 fail(v, sp, "statement on %s has operator %d out of range", b->name, (int)n->u.stmt.op);
             check_index(v, n->u.stmt.idx, b->rank, b->name, sp);
             check_expr(v, n->u.stmt.value, sp, false);
+            check_private(v, b, sp);
+            if (n->u.stmt.block_reduce && (n->u.stmt.op == SOP_ASSIGN || v->tdepth[0] == 0))
+                fail(v, sp, "block-wide reduction into %s is %s", b->name,
+                     n->u.stmt.op == SOP_ASSIGN ? "an assignment" : "outside a thread.x loop");
             if (!v->ok)
                 return;
             DType want = dtype_compute(b->dtype);

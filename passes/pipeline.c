@@ -8,7 +8,19 @@
  *   simplify  canonical index arithmetic; empty loops (or loops holding only
  *             prefetches) dropped, one-trip loops replaced by their body
  *
- * Then, for a CPU target only (PipelineOpts.target), target legalisation and the
+ * Then, for a GPU target (-target sm_*), target legalisation and lowering: what
+ * codegen/cuda needs stated in the IR before it translates (one file each):
+ *   gpu-reduce     statements combined across a thread.x loop marked block-reduce
+ *                  (passes/gpu_reduce.c); unsupported shapes refused
+ *   gpu-privatize  local buffers indexed by thread loops get per-thread copies
+ *                  (passes/gpu_privatize.c); conflicting mappings refused
+ *   gpu-map        the provably parallel outer loops of unscheduled launches
+ *                  marked grid (passes/gpu_map.c)
+ *   gpu-dead-fill  fills of local buffers overwritten by the next nest removed
+ *                  (passes/gpu_dead_fill.c)
+ * The IR is verified after every pass.
+ *
+ * Or, for a CPU target, target legalisation and the
  * target lowering passes of passes/cpu_*.c, which decide how the LLVM back end
  * translates each loop and say so in the IR (docs/codegen.md):
  *   legalize        GPU loop kinds refused; vector and unroll loops the back end
@@ -32,6 +44,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "gpu_int.h"
 #include "xform_int.h"
 
 typedef bool (*PassFn)(Kernel *k, const PipelineOpts *o, Diags *d);
@@ -108,9 +121,13 @@ static bool pass_simplify(Kernel *k, const PipelineOpts *o, Diags *d)
     return true;
 }
 
+static bool is_gpu(const PipelineOpts *o) { return o->target && strncmp(o->target, "sm_", 3) == 0; }
+
+/* Callers set a CPU target only when the LLVM back end will translate the kernel
+ * (cli/compile.c, pipeline_lower_cpu); sm_* names a GPU. */
 static bool cpu_target(const PipelineOpts *o)
 {
-    return o->target != NULL;
+    return o->target != NULL && !is_gpu(o);
 }
 
 static bool pass_legalize(Kernel *k, const PipelineOpts *o, Diags *d)
@@ -132,6 +149,31 @@ CPU_PASS(pass_transpose, cpu_transpose)
 CPU_PASS(pass_vectorize, cpu_vectorize)
 CPU_PASS(pass_unroll, cpu_unroll)
 
+static bool pass_gpu_reduce(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    return !is_gpu(o) || gpu_reduce_pass(k, d);
+}
+
+static bool pass_gpu_privatize(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    return !is_gpu(o) || gpu_privatize_pass(k, d);
+}
+
+static bool pass_gpu_map(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    return !is_gpu(o) || gpu_map_pass(k, d);
+}
+
+static bool pass_gpu_dead_fill(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    if (!is_gpu(o))
+        return true;
+    if (!gpu_dead_fill_pass(k, d))
+        return false;
+    k->gpu_lowered = arena_strdup(k->arena, o->target);
+    return true;
+}
+
 static bool pass_verify(Kernel *k, const PipelineOpts *o, Diags *d)
 {
     (void)d;
@@ -143,20 +185,27 @@ static bool pass_verify(Kernel *k, const PipelineOpts *o, Diags *d)
 static const struct {
     const char *name;
     PassFn fn;
+    bool target;        /* legalisation or lowering for PipelineOpts.target; runs once */
 } passes[] = {
-    {"lower", pass_lower},
-    {"schedule", pass_schedule},
-    {"simplify", pass_simplify},
-    {"legalize", pass_legalize},
-    {"partition", pass_partition},
-    {"fill", pass_fill},
-    {"narrow", pass_narrow},
-    {"version", pass_version},
-    {"unroll2", pass_unroll2},
-    {"transpose", pass_transpose},
-    {"vectorize-tiles", pass_vectorize},
-    {"unroll-small", pass_unroll},
-    {"verify", pass_verify},
+    {"lower", pass_lower, false},
+    {"schedule", pass_schedule, false},
+    {"simplify", pass_simplify, false},
+    /* GPU targets: legalisation, then lowering */
+    {"gpu-reduce", pass_gpu_reduce, true},
+    {"gpu-privatize", pass_gpu_privatize, true},
+    {"gpu-map", pass_gpu_map, true},
+    {"gpu-dead-fill", pass_gpu_dead_fill, true},
+    /* CPU targets: legalisation, then lowering */
+    {"legalize", pass_legalize, true},
+    {"partition", pass_partition, true},
+    {"fill", pass_fill, true},
+    {"narrow", pass_narrow, true},
+    {"version", pass_version, true},
+    {"unroll2", pass_unroll2, true},
+    {"transpose", pass_transpose, true},
+    {"vectorize-tiles", pass_vectorize, true},
+    {"unroll-small", pass_unroll, true},
+    {"verify", pass_verify, true},
 };
 enum { FIRST_TARGET_PASS = 3 };
 enum { NPASSES = sizeof passes / sizeof passes[0] };
@@ -179,6 +228,8 @@ bool pipeline_run(Kernel *k, const PipelineOpts *o, Diags *d)
         }
     }
     for (int i = 0; i < NPASSES; i++) {
+        if (passes[i].target && k->gpu_lowered)
+            continue;
         if (!passes[i].fn(k, o, d))
             return false;
         if (!ir_verify(k, d)) {
@@ -209,6 +260,24 @@ bool pipeline_lower_cpu(Kernel *k, const char *target, Diags *d)
         if (!passes[i].fn(k, &o, d))
             return false;
         if (valid && !ir_verify(k, d)) {
+            diag_plain(d, DIAG_ERROR, "internal error: the IR is invalid after pass `%s`", passes[i].name);
+            return false;
+        }
+    }
+    return true;
+}
+
+bool pipeline_target(Kernel *k, const char *target, Diags *d)
+{
+    if (k->gpu_lowered || !target || strncmp(target, "sm_", 3) != 0)
+        return true;
+    PipelineOpts o = {.target = target};
+    for (int i = 0; i < NPASSES && !k->gpu_lowered; i++) {
+        if (!passes[i].target)
+            continue;
+        if (!passes[i].fn(k, &o, d))
+            return false;
+        if (!ir_verify(k, d)) {
             diag_plain(d, DIAG_ERROR, "internal error: the IR is invalid after pass `%s`", passes[i].name);
             return false;
         }

@@ -111,13 +111,14 @@ typedef struct PipelineOpts {
     int nchoices;
     const char *dump_after;              /* a pass name, "all", or NULL */
     StrBuf *dump;                        /* receives `; after PASS` and the IR */
+    const char *target;                  /* the target whose legalisation and lowering
+                                          * passes run: sm_* the GPU passes, a CPU
+                                          * target the LLVM back end's passes; NULL
+                                          * none (-emit ir on a CPU, the C back end) */
     const char *stop_after;              /* a pass name: the passes after it do not run
                                           * (--actions lists moves on the kernel that a
                                           * further -s statement would be applied to,
                                           * which is the kernel before `simplify`) */
-    const char *target;                  /* a CPU target name: run target legalisation
-                                          * and the CPU lowering passes (NULL: none,
-                                          * as for GPU targets and the C back end) */
 } PipelineOpts;
 /* Runs the post-lowering passes in their fixed order, verifying the IR after each.
  * Returns false with diagnostics on a refused schedule or a verifier failure. */
@@ -126,6 +127,11 @@ bool pipeline_run(Kernel *k, const PipelineOpts *o, Diags *d);
  * through `simplify`: what the LLVM back end does for a kernel whose pipeline named
  * no target.  Sets k->cpu_lowered. */
 bool pipeline_lower_cpu(Kernel *k, const char *target, Diags *d);
+/* The target passes alone (legalisation and lowering for target), on a kernel that
+ * went through the pipeline without them; nothing when k was already lowered for a
+ * GPU or target is not sm_*.  For callers that hand codegen a kernel of their own
+ * (hand-built IR, the autotuner's candidates). */
+bool pipeline_target(Kernel *k, const char *target, Diags *d);
 /* The pass names, for -dump-after validation: NULL past the last. */
 const char *pipeline_pass_name(int i);
 

@@ -46,6 +46,8 @@ static bool is_block_kind(LoopKind k)
     return k == LOOP_BLOCK_X || k == LOOP_BLOCK_Y || k == LOOP_BLOCK_Z;
 }
 
+static bool is_tc_kind(LoopKind k) { return k == LOOP_MMA || k == LOOP_WGMMA; }
+
 static bool is_thread_kind(LoopKind k)
 {
     return k == LOOP_THREAD_X || k == LOOP_THREAD_Y || k == LOOP_THREAD_Z;
@@ -202,6 +204,14 @@ bool xf_bind(XfCtx *c)
     } else if (below(l, is_thread_kind, &w) && w->u.loop.kind == kind) {
         xf_err(c, "%s contains %s, already bound to %s", v, w->u.loop.var->name, kn);
         return false;
+    } else if (kind == LOOP_THREAD_X && below(l, is_tc_kind, &w)) {
+        /* the tensor-core contract (docs/cuda.md): threadIdx.x is the lane */
+        xf_err(c, "%s contains %s loop %s, whose %s reach it together: threadIdx.x is the %s; bind "
+                  "the loops around it to thread.y/z",
+               v, loop_kind_name(w->u.loop.kind), w->u.loop.var->name,
+               w->u.loop.kind == LOOP_MMA ? "32 lanes of a warp" : "128 threads of a warpgroup",
+               w->u.loop.kind == LOOP_MMA ? "lane" : "thread of the warpgroup");
+        return false;
     }
     Access a, b;
     /* Reductions count for blocks (two blocks adding into one element race); the
@@ -241,6 +251,35 @@ static bool coefs(Space *sp, const Expr *e, const int *col, int64_t *out)
  * given extents (want[1] == 0: j may run any multiple of 8 up to 256, as wgmma's N)
  * whose one statement accumulates a product of two f16 or bf16 loads into a 2-D
  * local f32 buffer, each loop variable only where the hardware layout puts it. */
+/* The parts of the tensor-core contract (docs/cuda.md) that no later move can
+ * mend, checked when the triple is marked: its threads reach it together (not
+ * inside a thread.x loop or a guard), and a launch holds one kind of triple. */
+static bool tc_placement(XfCtx *c, Node *i, LoopKind kind)
+{
+    const char *kn = loop_kind_name(kind), *v = i->u.loop.var->name;
+    const Node *top = i;
+    for (const Node *p = i->parent; p; p = p->parent) {
+        top = p;
+        if (p->kind == N_IF || (p->kind == N_LOOP && p->u.loop.kind == LOOP_THREAD_X)) {
+            xf_err(c, "%s loop %s would be inside %s: the %s must reach %s together (threadIdx.x is "
+                      "the %s; bind the loops around it to thread.y/z)",
+                   kn, v, p->kind == N_IF ? "a guard" : "a thread.x loop",
+                   kind == LOOP_MMA ? "32 lanes of a warp" : "128 threads of a warpgroup",
+                   kind == LOOP_MMA ? "mma.sync" : "wgmma", kind == LOOP_MMA ? "lane" : "thread of the warpgroup");
+            return false;
+        }
+    }
+    const Node *w;
+    LoopKind other = kind == LOOP_MMA ? LOOP_WGMMA : LOOP_MMA;
+    if (below(top, is_tc_kind, &w) && w->u.loop.kind == other) {
+        xf_err(c, "%s loop %s would share a launch with %s loop %s; one launch holds one kind of "
+                  "tensor-core accumulator",
+               kn, v, loop_kind_name(other), w->u.loop.var->name);
+        return false;
+    }
+    return true;
+}
+
 static bool tc_triple(XfCtx *c, Node **L, const int64_t want[3], const char *shape)
 {
     static const char *const role[3] = {"i (rows)", "j (columns)", "k (reduction)"};
@@ -376,7 +415,7 @@ bool xf_mma(XfCtx *c)
         if (!(L[q] = xf_arg_loop(c, q)))
             return false;
     static const int64_t want[3] = {16, 8, 16};
-    if (!tc_triple(c, L, want, "m16n8k16"))
+    if (!tc_triple(c, L, want, "m16n8k16") || !tc_placement(c, L[0], LOOP_MMA))
         return false;
     if (!c->dry)
         L[0]->u.loop.kind = LOOP_MMA;
@@ -395,7 +434,7 @@ bool xf_wgmma(XfCtx *c)
         if (!(L[q] = xf_arg_loop(c, q)))
             return false;
     static const int64_t want[3] = {64, 0, 16};
-    if (!tc_triple(c, L, want, "wgmma m64nNk16"))
+    if (!tc_triple(c, L, want, "wgmma m64nNk16") || !tc_placement(c, L[0], LOOP_WGMMA))
         return false;
     if (!c->dry)
         L[0]->u.loop.kind = LOOP_WGMMA;

@@ -3,19 +3,24 @@
  * (a reduction must finish before its result is read), and a kernel launch boundary
  * is the one grid-wide barrier CUDA offers without cooperative launches.
  *
+ * The kernel arrives lowered by the GPU target passes (passes/gpu_*.c, run by
+ * passes/pipeline.c; on a copy here when a caller skipped them), which decided in
+ * the IR what this file prints: block-reduce statements, per-thread copies of local
+ * buffers (Buffer.thread_copies), grid loops, dead fills removed.
+ *
  * Two mappings:
  *   - scheduled nodes (some loop bound to BLOCK_* / THREAD_*): block loops become
  *     blockIdx, thread loops threadIdx (guarded when shorter than the block),
  *     MEM_SHARED buffers carve one dynamic __shared__ area, MEM_LOCAL buffers are
- *     per-thread arrays (registers when indexed by unrolled loops), and
+ *     per-thread arrays (one thread's copy; registers when indexed by unrolled loops), and
  *     __syncthreads() goes between block-level steps that hand shared memory over;
  *     mma loop triples run on one warp's tensor cores (mma.sync.m16n8k16, operands
  *     by ldmatrix from shared memory, the accumulator held per warp in fragment
  *     layout; the contract with the schedule is at "mma" below and in docs/cuda.md);
- *   - unscheduled nodes: the outer perfectly nested loops that are provably
- *     parallel (each iteration writes its own elements; see par_ok) are flattened
- *     onto a 1-D grid, one thread per iteration, and the rest runs serially inside
- *     the thread.  Correct for any kernel; fast enough to validate.
+ *   - unscheduled nodes: the grid loops (the outer loops passes/gpu_map.c proved
+ *     parallel) are flattened onto a 1-D grid, one thread per iteration, and the
+ *     rest runs serially inside the thread.  Correct for any kernel; fast enough to
+ *     validate.
  *
  * f16 and bf16 are carried as raw 16-bit storage and converted with PTX cvt
  * instructions, computing in f32: NVRTC 13 does not find cuda_fp16.h by itself, and
@@ -26,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../passes/gpu_int.h"
+#include "../../passes/xform.h"
 #include "cg_cuda.h"
 
 #define DEFAULT_BLOCK 256
@@ -46,13 +53,6 @@ typedef struct Em {
     int64_t block[3], grid[3];
     int64_t *soff;              /* per buffer: offset in dynamic shared memory, -1 */
     int64_t smem;
-    uint8_t *rd, *wr;           /* scratch access sets, per buffer */
-    /* Per-thread copies of MEM_LOCAL buffers (see privatize): per buffer and
-     * dimension, the extent each thread keeps (0: the whole dimension), and the
-     * thread loops' variables of the launch, whose terms the index then drops. */
-    int64_t (*pext)[8];
-    const Var **tvars;
-    int ntvars;
     /* Loads of the vector loop being emitted that were read as one 128-bit (or
      * 64-bit) access before it: emit_expr prints pf_v<N>[lane] for them. */
     const Expr *vload[32];
@@ -91,7 +91,8 @@ typedef struct Em {
     /* The top node of the launch being emitted: irange() finds the loops of
      * variables there (a collapsed loop's `v / 4` prints as a shift when v >= 0). */
     const Node *top;
-    /* The statement of a block-wide reduction being emitted (see block_reduce):
+    /* The statement of a block-wide reduction being emitted (block-reduce, marked by
+     * passes/gpu_reduce.c):
      * emit_stmt folds its value into the thread's partial pf_red instead. */
     const Node *red_stmt;
 } Em;
@@ -239,59 +240,17 @@ static const char *vn(const Em *e, const Var *v)
     return r;
 }
 
-/* ------------------------------------------------------------------ constants */
+/* ------------------------------------------------------------------ analyses
+ * Constants with the bound sizes, loop extents and index ranges over a launch:
+ * passes/gpu_util.c, shared with the GPU target passes that decided the mapping. */
 
-static int64_t floordiv(int64_t a, int64_t b)
-{
-    int64_t q = a / b;
-    return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
-/* Value of an expression made of constants and bound parameters. */
-static bool cval(const Em *e, const Expr *x, int64_t *out)
-{
-    int64_t a, b;
-    switch (x->kind) {
-    case IE_INT: *out = x->u.i; return true;
-    case IE_PARAM:
-        if (x->u.param < 0 || x->u.param >= e->k->nparams || !e->k->params[x->u.param].bound)
-            return false;
-        *out = e->k->params[x->u.param].value;
-        return true;
-    case IE_CAST:
-        if (dtype_is_float(x->dtype))
-            return false;
-        return cval(e, x->args[0], out);
-    case IE_NEG:
-        if (!cval(e, x->args[0], &a)) return false;
-        *out = -a;
-        return true;
-    case IE_ADD: case IE_SUB: case IE_MUL: case IE_DIV: case IE_MOD: case IE_MIN: case IE_MAX:
-        if (dtype_is_float(x->dtype) || !cval(e, x->args[0], &a) || !cval(e, x->args[1], &b))
-            return false;
-        switch (x->kind) {
-        case IE_ADD: *out = a + b; break;
-        case IE_SUB: *out = a - b; break;
-        case IE_MUL: *out = a * b; break;
-        case IE_DIV: if (!b) return false; *out = floordiv(a, b); break;
-        case IE_MOD: if (!b) return false; *out = a - floordiv(a, b) * b; break;
-        case IE_MIN: *out = a < b ? a : b; break;
-        default: *out = a > b ? a : b; break;
-        }
-        return true;
-    default: return false;
-    }
-}
-
-static bool loop_extent(const Em *e, const Node *l, int64_t *lo, int64_t *ext)
-{
-    int64_t a, b;
-    if (!cval(e, l->u.loop.lo, &a) || !cval(e, l->u.loop.hi, &b))
-        return false;
-    *lo = a;
-    *ext = b > a ? b - a : 0;
-    return true;
-}
+static bool cval(const Em *e, const Expr *x, int64_t *out) { return gpu_cval(e->k, x, out); }
+static bool loop_extent(const Em *e, const Node *l, int64_t *lo, int64_t *ext) { return gpu_loop_extent(e->k, l, lo, ext); }
+static bool irange(const Em *e, const Node *top, const Expr *x, int64_t *lo, int64_t *hi) { return gpu_irange(e->k, top, x, lo, hi); }
+static bool xvar_used(const Expr *x, const Var *v) { return x && ir_expr_uses_var(x, v); }
+static void aff_of(const Em *e, const Expr *x, int64_t mul, GAff *a) { gpu_aff_of(e->k, x, mul, a); }
+#define is_block gpu_is_block
+#define is_thread gpu_is_thread
 
 static int64_t buf_elems(const Em *e, const Buffer *b)
 {
@@ -302,31 +261,6 @@ static int64_t buf_elems(const Em *e, const Buffer *b)
         n *= v;
     }
     return n;
-}
-
-/* ------------------------------------------------------------------ IR walks */
-
-static bool is_block(LoopKind k) { return k == LOOP_BLOCK_X || k == LOOP_BLOCK_Y || k == LOOP_BLOCK_Z; }
-static bool is_thread(LoopKind k) { return k == LOOP_THREAD_X || k == LOOP_THREAD_Y || k == LOOP_THREAD_Z; }
-static int gpu_dim(LoopKind k)
-{
-    switch (k) {
-    case LOOP_BLOCK_X: case LOOP_THREAD_X: return 0;
-    case LOOP_BLOCK_Y: case LOOP_THREAD_Y: return 1;
-    case LOOP_BLOCK_Z: case LOOP_THREAD_Z: return 2;
-    default: return -1;
-    }
-}
-
-static bool has_gpu_kind(const Node *n)
-{
-    NodeList *body = ir_body((Node *)n);
-    if (n->kind == N_LOOP && (is_block(n->u.loop.kind) || is_thread(n->u.loop.kind)))
-        return true;
-    for (int i = 0; body && i < body->n; i++)
-        if (has_gpu_kind(body->v[i]))
-            return true;
-    return false;
 }
 
 static void expr_access(const Em *e, const Expr *x, uint8_t *rd)
@@ -363,399 +297,9 @@ static void node_access(const Em *e, const Node *n, uint8_t *rd, uint8_t *wr)
         break;
     case N_PREFETCH: return;
     }
-    NodeList *body = ir_body((Node *)n);
+    const NodeList *body = ir_body((Node *)n);
     for (int i = 0; i < body->n; i++)
         node_access(e, body->v[i], rd, wr);
-}
-
-/* ------------------------------------------------------------------ parallelism of
- * unscheduled loops.  A set F of loop variables may run one iteration per thread
- * when, for every statement below, each variable of F occurs in some index
- * dimension whose map from its variables is injective over their loop box (one
- * variable, or mixed-radix coefficients over constant extents), so no two
- * iterations of F write one element; and every read of a buffer written below uses
- * the same index expressions as a write of it, so an iteration reads only its own
- * elements.  Anything else stays serial: correct before fast. */
-
-typedef struct Aff {
-    int n;
-    const Var *v[16];
-    int64_t c[16];
-    bool ok;
-} Aff;
-
-static void aff_add(Aff *a, const Var *v, int64_t c)
-{
-    for (int i = 0; i < a->n; i++)
-        if (a->v[i] == v) {
-            a->c[i] += c;
-            return;
-        }
-    if (a->n == 16) {
-        a->ok = false;
-        return;
-    }
-    a->v[a->n] = v;
-    a->c[a->n++] = c;
-}
-
-static void aff_of(const Em *e, const Expr *x, int64_t mul, Aff *a)
-{
-    int64_t c;
-    if (!a->ok) return;
-    if (cval(e, x, &c)) return;
-    switch (x->kind) {
-    case IE_VAR: aff_add(a, x->u.var, mul); return;
-    case IE_ADD: aff_of(e, x->args[0], mul, a); aff_of(e, x->args[1], mul, a); return;
-    case IE_SUB: aff_of(e, x->args[0], mul, a); aff_of(e, x->args[1], -mul, a); return;
-    case IE_NEG: aff_of(e, x->args[0], -mul, a); return;
-    case IE_CAST:
-        if (!dtype_is_float(x->dtype)) { aff_of(e, x->args[0], mul, a); return; }
-        break;
-    case IE_MUL:
-        if (cval(e, x->args[0], &c)) { aff_of(e, x->args[1], mul * c, a); return; }
-        if (cval(e, x->args[1], &c)) { aff_of(e, x->args[0], mul * c, a); return; }
-        break;
-    default: break;
-    }
-    a->ok = false;
-}
-
-static const Node *loop_of_var(const Node *n, const Var *v)
-{
-    if (n->kind == N_LOOP && n->u.loop.var == v)
-        return n;
-    NodeList *body = ir_body((Node *)n);
-    for (int i = 0; body && i < body->n; i++) {
-        const Node *r = loop_of_var(body->v[i], v);
-        if (r) return r;
-    }
-    return NULL;
-}
-
-/* Is the map from the variables of `a` to one index value injective? */
-static bool aff_injective(const Em *e, const Node *top, const Aff *a)
-{
-    int64_t c[16], ext[16];
-    int n = 0;
-    for (int i = 0; i < a->n; i++) {
-        if (!a->c[i]) continue;
-        const Node *l = loop_of_var(top, a->v[i]);
-        int64_t lo;
-        if (!l || !loop_extent(e, l, &lo, &ext[n]))
-            return a->n == 1;
-        c[n++] = a->c[i] < 0 ? -a->c[i] : a->c[i];
-    }
-    /* sort by coefficient, then each must exceed the span of all smaller ones */
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && c[j] < c[j - 1]; j--) {
-            int64_t t = c[j]; c[j] = c[j - 1]; c[j - 1] = t;
-            t = ext[j]; ext[j] = ext[j - 1]; ext[j - 1] = t;
-        }
-    int64_t span = 0;
-    for (int i = 0; i < n; i++) {
-        if (c[i] <= span) return false;
-        span += c[i] * (ext[i] > 0 ? ext[i] - 1 : 0);
-    }
-    return true;
-}
-
-static bool expr_eq(const Expr *a, const Expr *b)
-{
-    if (a->kind != b->kind) return false;
-    switch (a->kind) {
-    case IE_INT: return a->u.i == b->u.i;
-    case IE_FLT: return a->u.f == b->u.f;
-    case IE_PARAM: return a->u.param == b->u.param;
-    case IE_VAR: return a->u.var == b->u.var;
-    case IE_LOAD:
-        if (a->u.load.buf != b->u.load.buf) return false;
-        for (int i = 0; i < a->u.load.buf->rank; i++)
-            if (!expr_eq(a->u.load.idx[i], b->u.load.idx[i])) return false;
-        return true;
-    default:
-        for (int i = 0; i < ir_expr_arity(a->kind); i++)
-            if (!expr_eq(a->args[i], b->args[i])) return false;
-        return a->dtype == b->dtype;
-    }
-}
-
-typedef struct ParCtx {
-    const Em *e;
-    const Node *top;
-    const Var **F;
-    int nf;
-    bool ok;
-} ParCtx;
-
-static void par_stmts(ParCtx *p, const Node *n)
-{
-    if (!p->ok) return;
-    if (n->kind == N_STMT) {
-        const Buffer *b = n->u.stmt.buf;
-        if (b->mem == MEM_LOCAL) return;
-        for (int f = 0; f < p->nf && p->ok; f++) {
-            bool found = false;
-            for (int dd = 0; dd < b->rank && !found; dd++) {
-                Aff a = {.ok = true};
-                aff_of(p->e, n->u.stmt.idx[dd], 1, &a);
-                if (!a.ok) continue;
-                bool has = false;
-                for (int i = 0; i < a.n; i++)
-                    has |= a.v[i] == p->F[f] && a.c[i] != 0;
-                found = has && aff_injective(p->e, p->top, &a);
-            }
-            p->ok = found;
-        }
-        return;
-    }
-    NodeList *body = ir_body((Node *)n);
-    for (int i = 0; i < body->n; i++)
-        par_stmts(p, body->v[i]);
-}
-
-static bool written_same(const Node *n, const Expr *ld)
-{
-    if (n->kind == N_STMT) {
-        if (n->u.stmt.buf != ld->u.load.buf) return false;
-        for (int i = 0; i < ld->u.load.buf->rank; i++)
-            if (!expr_eq(n->u.stmt.idx[i], ld->u.load.idx[i])) return false;
-        return true;
-    }
-    NodeList *body = ir_body((Node *)n);
-    for (int i = 0; i < body->n; i++)
-        if (written_same(body->v[i], ld)) return true;
-    return false;
-}
-
-static void par_loads_expr(ParCtx *p, const Expr *x, const uint8_t *wr)
-{
-    if (!x || !p->ok) return;
-    if (x->kind == IE_LOAD) {
-        const Buffer *b = x->u.load.buf;
-        if (b->mem != MEM_LOCAL && wr[buf_index(p->e, b)] && !written_same(p->top, x))
-            p->ok = false;
-        for (int i = 0; i < b->rank; i++)
-            par_loads_expr(p, x->u.load.idx[i], wr);
-        return;
-    }
-    for (int i = 0; i < ir_expr_arity(x->kind); i++)
-        par_loads_expr(p, x->args[i], wr);
-}
-
-static void par_loads(ParCtx *p, const Node *n, const uint8_t *wr)
-{
-    switch (n->kind) {
-    case N_STMT:
-        for (int i = 0; i < n->u.stmt.buf->rank; i++)
-            par_loads_expr(p, n->u.stmt.idx[i], wr);
-        par_loads_expr(p, n->u.stmt.value, wr);
-        return;
-    case N_LOOP:
-        par_loads_expr(p, n->u.loop.lo, wr);
-        par_loads_expr(p, n->u.loop.hi, wr);
-        break;
-    case N_IF:
-        par_loads_expr(p, n->u.guard.cond, wr);
-        break;
-    case N_PREFETCH: return;
-    }
-    NodeList *body = ir_body((Node *)n);
-    for (int i = 0; i < body->n; i++)
-        par_loads(p, body->v[i], wr);
-}
-
-static bool par_ok(Em *e, const Node *top, const Var **F, int nf)
-{
-    ParCtx p = {e, top, F, nf, true};
-    par_stmts(&p, top);
-    if (!p.ok) return false;
-    memset(e->rd, 0, (size_t)e->k->nbufs);
-    memset(e->wr, 0, (size_t)e->k->nbufs);
-    node_access(e, top, e->rd, e->wr);
-    par_loads(&p, top, e->wr);
-    return p.ok;
-}
-
-static bool xvar_used(const Expr *x, const Var *v)
-{
-    if (!x) return false;
-    if (x->kind == IE_VAR) return x->u.var == v;
-    if (x->kind == IE_LOAD) {
-        for (int i = 0; i < x->u.load.buf->rank; i++)
-            if (xvar_used(x->u.load.idx[i], v)) return true;
-        return false;
-    }
-    for (int i = 0; i < ir_expr_arity(x->kind); i++)
-        if (xvar_used(x->args[i], v)) return true;
-    return false;
-}
-
-/* ------------------------------------------------------------------ per-thread
- * copies of local buffers.  The IR gives a MEM_LOCAL buffer one copy for the whole
- * kernel, and a schedule indexes it by the thread loops' variables, e.g.
- * acc[ty*8 + r, tx*8 + c] under ty (thread.y) and tx (thread.x).  On a GPU each
- * thread has its own copy; when every access of a dimension has the same thread
- * dimension with the same coefficient w, and the rest of the index stays within
- * 0..w-1, a thread only ever touches its own w elements there, so its copy keeps
- * w elements and the index drops the thread term: acc[r][c] in 8 x 8 registers.
- * Accesses that disagree mean threads would read one another's elements through
- * registers, which no GPU allows: the launch is refused. */
-
-typedef struct PrivCtx {
-    Em *e;
-    const Node *top;
-    int b;                  /* buffer index */
-    int tdim[8];            /* -2 unseen, -1 no thread term, else x/y/z */
-    int64_t coef[8];
-    bool ok, under_thread;
-} PrivCtx;
-
-/* Range of an index expression over the loops of the launch; false if unknown. */
-static bool irange(const Em *e, const Node *top, const Expr *x, int64_t *lo, int64_t *hi)
-{
-    int64_t a0, a1, b0, b1, c;
-    if (cval(e, x, &c)) { *lo = *hi = c; return true; }
-    switch (x->kind) {
-    case IE_VAR: {
-        const Node *l = loop_of_var(top, x->u.var);
-        int64_t l0, ext;
-        if (!l || !loop_extent(e, l, &l0, &ext) || ext < 1) return false;
-        *lo = l0;
-        *hi = l0 + ext - 1;
-        return true;
-    }
-    case IE_ADD: case IE_SUB:
-        if (!irange(e, top, x->args[0], &a0, &a1) || !irange(e, top, x->args[1], &b0, &b1)) return false;
-        if (x->kind == IE_ADD) { *lo = a0 + b0; *hi = a1 + b1; }
-        else { *lo = a0 - b1; *hi = a1 - b0; }
-        return true;
-    case IE_MUL:
-        if (cval(e, x->args[0], &c)) { if (!irange(e, top, x->args[1], &a0, &a1)) return false; }
-        else if (cval(e, x->args[1], &c)) { if (!irange(e, top, x->args[0], &a0, &a1)) return false; }
-        else return false;
-        *lo = c >= 0 ? a0 * c : a1 * c;
-        *hi = c >= 0 ? a1 * c : a0 * c;
-        return true;
-    case IE_CAST:
-        if (dtype_is_float(x->dtype)) return false;
-        return irange(e, top, x->args[0], lo, hi);
-    case IE_DIV: case IE_MOD:
-        /* floor division and modulo by a positive constant */
-        if (dtype_is_float(x->dtype) || !cval(e, x->args[1], &c) || c <= 0 ||
-            !irange(e, top, x->args[0], &a0, &a1))
-            return false;
-        if (x->kind == IE_DIV) { *lo = floordiv(a0, c); *hi = floordiv(a1, c); }
-        else if (floordiv(a0, c) == floordiv(a1, c)) { *lo = a0 - floordiv(a0, c) * c; *hi = a1 - floordiv(a1, c) * c; }
-        else { *lo = 0; *hi = c - 1; }
-        return true;
-    default:
-        return false;
-    }
-}
-
-static Expr *drop_thread_terms(Em *e, Expr *x)
-{
-    Kernel *k = (Kernel *)e->k;
-    for (int i = 0; i < e->ntvars; i++)
-        if (xvar_used(x, e->tvars[i]))
-            x = ir_subst(k, x, e->tvars[i], ir_int(k, 0));
-    return ir_simplify(k, x);
-}
-
-static void priv_access(PrivCtx *p, Expr *const *idx)
-{
-    Em *e = p->e;
-    const Buffer *b = e->k->bufs[p->b];
-    for (int d = 0; d < b->rank && d < 8 && p->ok; d++) {
-        Aff a = {.ok = true};
-        aff_of(e, idx[d], 1, &a);
-        int td = -1, nt = 0;
-        int64_t w = 0;
-        for (int i = 0; a.ok && i < a.n; i++) {
-            if (!a.c[i]) continue;
-            for (int t = 0; t < e->ntvars; t++)
-                if (e->tvars[t] == a.v[i]) {
-                    const Node *l = loop_of_var(p->top, a.v[i]);
-                    td = l ? gpu_dim(l->u.loop.kind) : -1;
-                    w = a.c[i];
-                    nt++;
-                }
-        }
-        if (!a.ok || nt > 1) td = -3;   /* not analysable: never privatized */
-        if (td >= 0) {
-            int64_t lo, hi;
-            Expr *rest = drop_thread_terms(e, idx[d]);
-            if (w <= 0 || !irange(e, p->top, rest, &lo, &hi) || lo < 0 || hi >= w) td = -3;
-        }
-        if (p->tdim[d] == -2) {
-            p->tdim[d] = td;
-            p->coef[d] = w;
-        } else if (p->tdim[d] != td || (td >= 0 && p->coef[d] != w)) {
-            /* mixed: threads would see each other's elements if any access is
-             * under a thread loop with a different mapping */
-            if ((p->tdim[d] >= 0 || td >= 0) && p->tdim[d] != -3 && td != -3) p->ok = false;
-            p->tdim[d] = -3;
-        }
-    }
-}
-
-static void priv_expr(PrivCtx *p, const Expr *x)
-{
-    if (!x) return;
-    if (x->kind == IE_LOAD) {
-        if (buf_index(p->e, x->u.load.buf) == p->b) priv_access(p, x->u.load.idx);
-        for (int i = 0; i < x->u.load.buf->rank; i++) priv_expr(p, x->u.load.idx[i]);
-        return;
-    }
-    for (int i = 0; i < ir_expr_arity(x->kind); i++) priv_expr(p, x->args[i]);
-}
-
-static void priv_node(PrivCtx *p, const Node *n)
-{
-    switch (n->kind) {
-    case N_STMT:
-        if (buf_index(p->e, n->u.stmt.buf) == p->b) priv_access(p, n->u.stmt.idx);
-        for (int i = 0; i < n->u.stmt.buf->rank; i++) priv_expr(p, n->u.stmt.idx[i]);
-        priv_expr(p, n->u.stmt.value);
-        return;
-    case N_LOOP: priv_expr(p, n->u.loop.lo); priv_expr(p, n->u.loop.hi); break;
-    case N_IF: priv_expr(p, n->u.guard.cond); break;
-    case N_PREFETCH: return;
-    }
-    NodeList *body = ir_body((Node *)n);
-    for (int i = 0; i < body->n; i++) priv_node(p, body->v[i]);
-}
-
-static void collect_tvars(Em *e, const Node *n)
-{
-    if (n->kind == N_LOOP && is_thread(n->u.loop.kind))
-        e->tvars[e->ntvars++] = n->u.loop.var;
-    NodeList *body = ir_body((Node *)n);
-    for (int i = 0; body && i < body->n; i++) collect_tvars(e, body->v[i]);
-}
-
-static bool privatize(Em *e, const Node *top)
-{
-    e->ntvars = 0;
-    collect_tvars(e, top);
-    for (int b = 0; b < e->k->nbufs; b++) {
-        memset(e->pext[b], 0, sizeof e->pext[b]);
-        const Buffer *buf = e->k->bufs[b];
-        if (buf->mem != MEM_LOCAL || e->ntvars == 0) continue;
-        PrivCtx p = {.e = e, .top = top, .b = b, .ok = true};
-        for (int d = 0; d < 8; d++) p.tdim[d] = -2;
-        priv_node(&p, top);
-        if (!p.ok) {
-            diag_error(e->d, buf->span, "local buffer %s is indexed by different thread loops in "
-                       "different places: a thread would read another thread's registers; bind "
-                       "the loops that index it alike", buf->name);
-            return false;
-        }
-        for (int d = 0; d < buf->rank && d < 8; d++)
-            if (p.tdim[d] >= 0) e->pext[b][d] = p.coef[d];
-    }
-    return true;
 }
 
 /* ------------------------------------------------------------------ expressions */
@@ -844,8 +388,8 @@ static void frag_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
     }
     StrBuf r = {0}, c = {0};
     e->fragmode = true;
-    emit_sub(e, drop_thread_terms(e, idx[0]), &r);
-    emit_sub(e, drop_thread_terms(e, idx[1]), &c);
+    emit_sub(e, idx[0], &r);
+    emit_sub(e, idx[1], &c);
     e->fragmode = false;
     sb_printf(o, "[%s >> %d][%s >> 3][((%s >> 3) & 1) * 2 + (%s & 1)]", r.s, e->wg ? 6 : 4, c.s, r.s, c.s);
     sb_free(&r);
@@ -912,13 +456,9 @@ static void emit_elem_paren(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
     if (b->mem != MEM_GLOBAL) {
         if (b->rank == 0)
             sb_puts(o, "[0]");
-        int bi = buf_index(e, b);
         for (int i = 0; i < b->rank; i++) {
             sb_putc(o, '[');
-            if (b->mem == MEM_LOCAL && i < 8 && e->pext && e->pext[bi][i])
-                emit_expr(e, drop_thread_terms(e, idx[i]), o);
-            else
-                emit_expr(e, idx[i], o);
+            emit_expr(e, idx[i], o);
             sb_putc(o, ']');
         }
         return;
@@ -1220,17 +760,18 @@ static void emit_stmt(Em *e, const Node *n)
     sb_free(&val);
 }
 
-static bool shared_conflict(Em *e, const Node *a, const Node *b)
+/* Does step b touch shared memory that the steps since the last barrier (their
+ * reads ra, writes wa) wrote, or write what they read? */
+static bool shared_conflict(Em *e, const uint8_t *ra, const uint8_t *wa, const Node *b)
 {
     int nb = e->k->nbufs;
-    uint8_t *ra = xcalloc((size_t)nb * 4 + 1, 1), *wa = ra + nb, *rb = wa + nb, *wb = rb + nb;
-    node_access(e, a, ra, wa);
+    uint8_t *rb = xcalloc((size_t)nb * 2 + 1, 1), *wb = rb + nb;
     node_access(e, b, rb, wb);
     bool c = false;
     for (int i = 0; i < nb && !c; i++)
         if (e->k->bufs[i]->mem == MEM_SHARED)
             c = (wa[i] && (rb[i] || wb[i])) || (ra[i] && wb[i]);
-    free(ra);
+    free(rb);
     return c;
 }
 
@@ -1513,11 +1054,8 @@ static bool wg_setup(Em *e, const Node *top, const CgLaunch *L)
     for (int b = 0; b < e->k->nbufs; b++) {
         const Buffer *buf = e->k->bufs[b];
         if (e->frag[b]) {
-            for (int d = 0; d < 2; d++) {
-                int64_t v = 0;
-                cval(e, buf->shape[d], &v);
-                e->fext[b][d] = e->pext[b][d] ? e->pext[b][d] : v;
-            }
+            for (int d = 0; d < 2; d++)
+                cval(e, buf->shape[d], &e->fext[b][d]);
             if (e->fext[b][0] % 64 || e->fext[b][1] % 8) {
                 diag_error(e->d, buf->span, "the wgmma accumulator %s is %" PRId64 " x %" PRId64 " per "
                            "warpgroup; wgmma tiles need a multiple of 64 x 8", buf->name, e->fext[b][0],
@@ -1576,11 +1114,8 @@ static bool frag_setup(Em *e, const Node *top, const CgLaunch *L)
     for (int b = 0; b < e->k->nbufs; b++) {
         if (!e->frag[b]) continue;
         const Buffer *buf = e->k->bufs[b];
-        for (int d = 0; d < 2; d++) {
-            int64_t v = 0;
-            cval(e, buf->shape[d], &v);
-            e->fext[b][d] = e->pext[b][d] ? e->pext[b][d] : v;
-        }
+        for (int d = 0; d < 2; d++)
+            cval(e, buf->shape[d], &e->fext[b][d]);
         if (e->fext[b][0] % 16 || e->fext[b][1] % 8) {
             diag_error(e->d, buf->span, "the mma accumulator %s is %" PRId64 " x %" PRId64 " per warp; "
                        "tensor-core tiles need a multiple of 16 x 8", buf->name, e->fext[b][0], e->fext[b][1]);
@@ -1628,7 +1163,7 @@ static void fa_node(const Em *e, const Node *n, FragAcc *f)
 
 static bool has_var(const Em *e, const Expr *x, const Var *v, int64_t *coef)
 {
-    Aff a = {.ok = true};
+    GAff a = {.ok = true};
     aff_of(e, x, 1, &a);
     *coef = 0;
     for (int i = 0; i < a.n; i++)
@@ -1649,8 +1184,8 @@ static bool dist_ok(Em *e, const Node *n, int q, const FragAcc *f)
     Kernel *k = (Kernel *)e->k;
     const Var *v = n->u.loop.var;
     for (int i = 0; i < f->n; i++) {
-        Expr *dq = drop_thread_terms(e, f->idx[i][q]), *dn = drop_thread_terms(e, f->idx[i][1 - q]);
-        Aff a = {.ok = true};
+        Expr *dq = f->idx[i][q], *dn = f->idx[i][1 - q];
+        GAff a = {.ok = true};
         aff_of(e, dq, 1, &a);
         if (!a.ok || !has_var(e, dq, v, &c) || c != 1 || xvar_used(dn, v)) return false;
         if (!mult_of(e, ir_simplify(k, ir_subst(k, dq, v, ir_int(k, 0))), g)) return false;
@@ -1840,7 +1375,7 @@ static void product_indices(Em *e, const Node **chain, int nc, const int64_t *ex
     int rA = A->u.load.buf->rank, rB = B->u.load.buf->rank;
     for (int d = 0; d < rA; d++) ia[d] = A->u.load.idx[d];
     for (int d = 0; d < rB; d++) ib[d] = B->u.load.idx[d];
-    for (int d = 0; d < 2; d++) ic[d] = drop_thread_terms(e, s->u.stmt.idx[d]);
+    for (int d = 0; d < 2; d++) ic[d] = s->u.stmt.idx[d];
     const Var *var[16 + 3];
     Expr *val[16 + 3];
     int64_t rem = t;
@@ -2290,87 +1825,17 @@ static bool emit_pipeline(Em *e, const Node *n)
     return true;
 }
 
-/* Statements below a thread loop (vs[0]) that update shared or global memory at an
- * index the thread variable does not move: several threads reduce into one element
- * (bind allows it for associative updates, passes/xform_gpu.c).  *moving is set when
- * such an index moves with a loop between the thread loop and the statement. */
-static void red_walk(const Node *n, const Var **vs, int nv, const Node **out, int *nout, bool *guarded,
-                     bool *moving, bool under_if)
+/* The statement of a block-wide reduction that passes/gpu_reduce.c marked below a
+ * thread loop, or NULL. */
+static const Node *red_stmt(const Node *n)
 {
-    if (n->kind == N_STMT) {
-        const Buffer *b = n->u.stmt.buf;
-        if (n->u.stmt.op == SOP_ASSIGN || b->mem == MEM_LOCAL) return;
-        for (int d = 0; d < b->rank; d++)
-            if (xvar_used(n->u.stmt.idx[d], vs[0])) return;
-        for (int d = 0; d < b->rank; d++)
-            for (int i = 1; i < nv; i++)
-                *moving |= xvar_used(n->u.stmt.idx[d], vs[i]);
-        if (*nout < 4) out[*nout] = n;
-        (*nout)++;
-        *guarded |= under_if;
-        return;
-    }
+    if (n->kind == N_STMT) return n->u.stmt.block_reduce ? n : NULL;
     const NodeList *b = ir_body((Node *)n);
-    const Var *nvs[32];
-    int m = nv;
-    for (int i = 0; i < nv && i < 31; i++) nvs[i] = vs[i];
-    if (n->kind == N_LOOP && m < 32) nvs[m++] = n->u.loop.var;
-    for (int i = 0; b && i < b->n; i++)
-        red_walk(b->v[i], nvs, m, out, nout, guarded, moving, under_if || n->kind == N_IF);
-}
-
-/* The block-wide reduction of thread loop n, if any: false (with an error) when its
- * shape is one the back end cannot emit.  Supported: one such statement in n, an f32
- * `+= *= max= min=`, under loops and guards inside n, in a launch whose block is 1-D
- * with a multiple of 32 threads, n at block level.  A guard inside n only skips some
- * of one thread's contributions to its partial (a split's tail: C = 4100 in blocks
- * of 1024); every thread still reaches the block-wide combine after n, which sits
- * outside all of them. */
-static bool red_find(Em *e, const Node *n, const Node **red)
-{
-    const Node *found[4];
-    int nf = 0;
-    bool guarded = false, moving = false;
-    const Var *vs[1] = {n->u.loop.var};
-    const NodeList *b = &n->u.loop.body;
-    for (int i = 0; i < b->n; i++) red_walk(b->v[i], vs, 1, found, &nf, &guarded, &moving, false);
-    *red = NULL;
-    if (nf == 0) return true;
-    const Node *s = found[0];
-    (void)guarded;
-    const char *why = nf > 1 ? "more than one statement reduces across its threads"
-                    : moving ? "its index moves with a loop inside the thread loop"
-                    : s->u.stmt.buf->dtype != DT_F32 ? "block-wide reductions are f32 only"
-                    : n->u.loop.kind != LOOP_THREAD_X || e->block[1] != 1 || e->block[2] != 1 ? "the block is not 1-D along thread.x"
-                    : e->block[0] % 32 ? "the block is not a whole number of warps"
-                    : e->tdepth != 0 ? "the loop is not at block level"
-                    : NULL;
-    if (why) {
-        e->ok = false;
-        diag_error(e->d, s->span, "thread loop %s reduces into %s across its threads, which the CUDA back "
-                   "end emits only for one f32 reduction statement in a 1-D block of "
-                   "whole warps: %s", n->u.loop.var->name, s->u.stmt.buf->name, why);
-        return false;
+    for (int i = 0; b && i < b->n; i++) {
+        const Node *r = red_stmt(b->v[i]);
+        if (r) return r;
     }
-    *red = s;
-    return true;
-}
-
-/* True when some thread loop below n reduces across its threads (red_walk). */
-static bool launch_reduces(const Node *n)
-{
-    if (n->kind == N_LOOP && is_thread(n->u.loop.kind)) {
-        const Node *found[4];
-        int nf = 0;
-        bool g = false, m = false;
-        const Var *vs[1] = {n->u.loop.var};
-        for (int i = 0; i < n->u.loop.body.n; i++) red_walk(n->u.loop.body.v[i], vs, 1, found, &nf, &g, &m, false);
-        if (nf) return true;
-    }
-    const NodeList *b = ir_body((Node *)n);
-    for (int i = 0; b && i < b->n; i++)
-        if (launch_reduces(b->v[i])) return true;
-    return false;
+    return NULL;
 }
 
 static void emit_loop(Em *e, const Node *n)
@@ -2391,8 +1856,8 @@ static void emit_loop(Em *e, const Node *n)
     } else if (lk == LOOP_PIPELINE && e->sched && e->tdepth == 0 && emit_pipeline(e, n)) {
         /* copies overlapped with work */
     } else if (is_tc(lk)) {
-        /* a triple whose warp cannot be known (an unscheduled launch) is refused
-         * rather than run per thread */
+        /* a triple the group emitter cannot take (passes/gpu_map.c refuses those of
+         * launches that bind no warps) is refused rather than run per thread */
         e->ok = false;
         diag_error(e->d, n->span, "loop %s is marked %s but its launch binds no warps (bind the "
                    "loops around it to block.* and thread.y/z; docs/cuda.md)", n->u.loop.var->name,
@@ -2419,12 +1884,7 @@ static void emit_loop(Em *e, const Node *n)
                        n->u.loop.var->name, loop_kind_name(lk));
         } else {
             static const char xyz[] = "xyz";
-            const Node *red = NULL;
-            if (!red_find(e, n, &red)) {
-                sb_free(&lo);
-                sb_free(&hi);
-                return;
-            }
+            const Node *red = red_stmt(n);
             line(e, "{   /* %s: %s%s%s */", vn(e, n->u.loop.var), loop_kind_name(lk),
                  red ? ", a block-wide reduction into " : "", red ? bn(e, red->u.stmt.buf) : "");
             e->ind++;
@@ -2504,71 +1964,22 @@ static void emit_node(Em *e, const Node *n)
     }
 }
 
-/* True when x reads buffer b anywhere. */
-static bool reads_buf(const Expr *x, const Buffer *b)
-{
-    if (!x) return false;
-    if (x->kind == IE_LOAD) {
-        if (x->u.load.buf == b) return true;
-        for (int i = 0; i < x->u.load.buf->rank; i++)
-            if (reads_buf(x->u.load.idx[i], b)) return true;
-        return false;
-    }
-    for (int i = 0; i < ir_expr_arity(x->kind); i++)
-        if (reads_buf(x->args[i], b)) return true;
-    return false;
-}
-
-/* A nest that only fills a local buffer which the very next nest overwrites
- * element for element: the same chain of loops (extents and kinds), one `=` store
- * into the same buffer with the same index once the loop variables are matched,
- * and a next value that does not read the buffer.  The first nest's values are
- * never read, so it is left out: the copy-in of an accumulator that `cache` stages
- * before its zeroing (a 4096^2 f32 C is 64 MB of reads). */
-static bool dead_fill(Em *e, const Node *a, const Node *b)
-{
-    Kernel *k = (Kernel *)e->k;
-    const Var *va[16], *vb[16];
-    int n = 0;
-    while (a->kind == N_LOOP && b->kind == N_LOOP) {
-        int64_t la, ea, lb, eb;
-        if (n == 16 || a->u.loop.kind != b->u.loop.kind || !loop_extent(e, a, &la, &ea) ||
-            !loop_extent(e, b, &lb, &eb) || la != lb || ea != eb || a->u.loop.body.n != 1 ||
-            b->u.loop.body.n != 1)
-            return false;
-        va[n] = a->u.loop.var;
-        vb[n++] = b->u.loop.var;
-        a = a->u.loop.body.v[0];
-        b = b->u.loop.body.v[0];
-    }
-    if (a->kind != N_STMT || b->kind != N_STMT || n == 0) return false;
-    const Buffer *buf = a->u.stmt.buf;
-    if (buf != b->u.stmt.buf || buf->mem != MEM_LOCAL || a->u.stmt.op != SOP_ASSIGN ||
-        b->u.stmt.op != SOP_ASSIGN || reads_buf(b->u.stmt.value, buf))
-        return false;
-    for (int d = 0; d < buf->rank; d++) {
-        Expr *x = a->u.stmt.idx[d];
-        for (int i = 0; i < n; i++) x = ir_subst(k, x, va[i], ir_var(k, (Var *)vb[i]));
-        if (!expr_eq(ir_simplify(k, x), b->u.stmt.idx[d])) return false;
-    }
-    return true;
-}
-
 static void emit_nodes(Em *e, const NodeList *l)
 {
+    /* threads hand shared data to each other only across a barrier: one goes
+     * before a block-level step that conflicts with any step since the last one */
+    int nb = e->k->nbufs;
+    uint8_t *ra = xcalloc((size_t)nb * 2 + 1, 1), *wa = ra + nb;
     for (int i = 0; i < l->n; i++) {
-        if (e->sched && i + 1 < l->n && dead_fill(e, l->v[i], l->v[i + 1])) {
-            line(e, "/* the fill of %s here is overwritten by the next nest before any read: left out */",
-                 l->v[i]->kind == N_LOOP ? vn(e, l->v[i]->u.loop.var) : "?");
-            continue;
-        }
-        /* threads hand shared data to each other only across a barrier */
-        if (i > 0 && e->sched && e->tdepth == 0 && shared_conflict(e, l->v[i - 1], l->v[i])) {
+        if (i > 0 && e->sched && e->tdepth == 0 && shared_conflict(e, ra, wa, l->v[i])) {
             if (e->wg) line(e, "pf_proxy_fence();   /* shared stores reach wgmma's proxy */");
             line(e, "__syncthreads();");
+            memset(ra, 0, (size_t)nb * 2);
         }
+        node_access(e, l->v[i], ra, wa);
         emit_node(e, l->v[i]);
     }
+    free(ra);
 }
 
 /* ------------------------------------------------------------------ launches */
@@ -2602,11 +2013,9 @@ static void emit_params(Em *e, StrBuf *o)
 
 static void shape_text(Em *e, const Buffer *b, StrBuf *o, bool brackets_from_1)
 {
-    int bi = buf_index(e, b);
     for (int i = brackets_from_1 ? 1 : 0; i < b->rank; i++) {
         int64_t v = 0;
         cval(e, b->shape[i], &v);
-        if (b->mem == MEM_LOCAL && i < 8 && e->pext[bi][i]) v = e->pext[bi][i];
         sb_printf(o, "[%" PRId64 "]", v);
     }
 }
@@ -2777,14 +2186,14 @@ static bool emit_scheduled_fn(Em *e, const Node *top, CgLaunch *L)
     /* a block-wide reduction shuffles within whole warps: round the block up (the
      * thread loops shorter than the block are guarded, the extra threads add the
      * identity) */
-    if (e->block[0] % 32 && e->block[1] == 1 && e->block[2] == 1 && launch_reduces(top))
+    if (e->block[0] % 32 && e->block[1] == 1 && e->block[2] == 1 && red_stmt(top))
         e->block[0] = (e->block[0] + 31) / 32 * 32;
     for (int i = 0; i < 3; i++) L->block[i] = (int)e->block[i];
     if (!check_block(e, top, L))
         return false;
     for (int i = 0; i < 3; i++)
         if (L->grid[i] == 0) return true; /* nothing to do */
-    if (!privatize(e, top) || !frag_setup(e, top, L))
+    if (!frag_setup(e, top, L))
         return false;
     open_function(e, L, e->block[0] * e->block[1] * e->block[2]);
     if (!declare_staged(e, top, L))
@@ -2814,7 +2223,7 @@ static bool emit_scheduled_fn(Em *e, const Node *top, CgLaunch *L)
     return e->ok;
 }
 
-/* An unscheduled node: flatten its provably parallel outer loops onto the grid. */
+/* An unscheduled node: its grid loops (passes/gpu_map.c) flattened onto a 1-D grid. */
 static bool emit_default(Em *e, const Node *top, CgLaunch *L)
 {
     const Node *chain[16];
@@ -2827,12 +2236,10 @@ static bool emit_default(Em *e, const Node *top, CgLaunch *L)
     memset(e->frag, 0, (size_t)e->k->nbufs + 1);
     memset(e->swz, 0, (size_t)e->k->nbufs + 1);
     e->any_frag = e->any_swz = e->wg = false;
-    while (n->kind == N_LOOP && nf < 16) {
+    while (n->kind == N_LOOP && n->u.loop.kind == LOOP_GRID && nf < 16) {
         if (!loop_extent(e, n, &lo[nf], &ext[nf]))
             break;
         F[nf] = n->u.loop.var;
-        if (!par_ok(e, top, F, nf + 1))
-            break;
         chain[nf++] = n;
         if (n->u.loop.body.n != 1 || n->u.loop.body.v[0]->kind != N_LOOP)
             break;
@@ -2938,7 +2345,7 @@ static const char prelude[] =
     "    return v;\n"
     "}\n\n";
 
-bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *d)
+static bool generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *d)
 {
     memset(m, 0, sizeof *m);
     const CgArch *a = cg_cuda_arch(arch);
@@ -2956,13 +2363,9 @@ bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags 
     Em e = {.k = k, .arch = a, .d = d, .o = &m->src, .ok = true};
     make_names(&e);
     e.soff = xcalloc((size_t)k->nbufs + 1, sizeof *e.soff);
-    e.pext = xcalloc((size_t)k->nbufs + 1, sizeof *e.pext);
-    e.tvars = xcalloc((size_t)k->nvars + 1, sizeof *e.tvars);
     e.frag = xcalloc((size_t)k->nbufs + 1, 1);
     e.swz = xcalloc((size_t)k->nbufs + 1, 1);
     e.fext = xcalloc((size_t)k->nbufs + 1, sizeof *e.fext);
-    e.rd = xcalloc((size_t)k->nbufs * 2 + 2, 1);
-    e.wr = e.rd + k->nbufs + 1;
     /* 32-bit index arithmetic when every buffer and size fits: much cheaper on a GPU */
     for (int i = 0; i < k->nbufs; i++)
         if (buf_elems(&e, k->bufs[i]) > INT32_MAX) e.idx64 = true;
@@ -2994,11 +2397,9 @@ bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags 
         launch_name(k, i, L->name, sizeof L->name);
         L->regs = L->stack_bytes = L->spill_stores = L->spill_loads = -1;
         for (int j = 0; j < k->nbufs; j++) e.soff[j] = -1;
-        memset(e.pext, 0, sizeof *e.pext * (size_t)(k->nbufs + 1));
-        e.ntvars = 0;
         e.tdepth = 0;
         memset(e.tdim_used, 0, sizeof e.tdim_used);
-        ok = has_gpu_kind(top) ? emit_scheduled(&e, top, L) : emit_default(&e, top, L);
+        ok = gpu_scheduled(top) ? emit_scheduled(&e, top, L) : emit_default(&e, top, L);
         if (ok && L->grid[0] > 0 && L->grid[1] > 0 && L->grid[2] > 0)
             m->nlaunches++;
     }
@@ -3022,14 +2423,25 @@ bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags 
         sb_puts(o, " */\n");
     }
     free(e.soff);
-    free(e.pext);
-    free(e.tvars);
     free(e.frag);
     free(e.swz);
     sb_free(&e.helpers);
     free(e.fext);
-    free(e.rd);
     if (!ok) cg_cuda_module_free(m);
+    return ok;
+}
+
+/* The kernel as the GPU target passes left it (passes/pipeline.c): a caller that
+ * did not run them (hand-built IR, a tuner candidate) gets them on a copy. */
+bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *d)
+{
+    if (k->gpu_lowered || !cg_cuda_arch(arch))
+        return generate(k, arch, m, d);
+    Kernel *c = ir_clone_kernel(k);
+    bool ok = pipeline_target(c, arch, d) && generate(c, arch, m, d);
+    if (!ok)
+        memset(m, 0, sizeof *m);
+    ir_free(c);
     return ok;
 }
 

@@ -60,7 +60,9 @@ for kk in gemm_tc_f16 gemm_tc_bf16; do
   "$perfc" "$g" -k $kk -target sm_90 -emit cuda -o "$tmp/$kk.cu" || bad "$kk emit cuda"
   grep -q 'pf_cp_async16(&As\[.*(af >> 2).*(af & 3)' "$tmp/$kk.cu" || bad "$kk: A copies not along rows"
   grep -q 'make_float2(pf_st\[0\], pf_st\[1\])' "$tmp/$kk.cu" || bad "$kk: C not stored in 8-byte pairs"
-  grep -q 'overwritten by the next nest before any read: left out' "$tmp/$kk.cu" || bad "$kk: dead copy-in kept"
+  # the copy-in of the accumulator is there after simplify, gone after gpu-dead-fill
+  "$perfc" "$g" -k $kk -target sm_90 -dump-after=simplify 2>&1 | grep -q '^| | | | | | acc\[.*\] = C\[' || bad "$kk: no copy-in to drop"
+  "$perfc" "$g" -k $kk -target sm_90 -dump-after=gpu-dead-fill 2>&1 | grep -q 'acc\[.*\] = C\[' && bad "$kk: dead copy-in kept"
   grep -q '= C\[' "$tmp/$kk.cu" && bad "$kk: still reads C"
 done
 if "$perfc" "$g" -k gemm_tc_f16 -target sm_90 -emit ptx -o "$tmp/f16.ptx" 2>"$tmp/ep"; then

@@ -89,7 +89,7 @@ Kernel *kb_gemm(DType ab, DType cd, int64_t batch, int64_t M, int64_t N, int64_t
     Expr *a = b ? ld(k, A, V(k, b), V(k, i), V(k, kk)) : ld(k, A, V(k, i), V(k, kk), NULL);
     Expr *bb = b ? ld(k, B, V(k, b), V(k, kk), V(k, j)) : ld(k, B, V(k, kk), V(k, j), NULL);
     Expr *prod = mul(k, ir_cast(k, a, acc), ir_cast(k, bb, acc));
-    st(k, BODY(lk), C, SOP_ADD, ir_cast(k, prod, cd == DT_F64 ? DT_F64 : (cd == DT_F32 ? DT_F32 : cd)),
+    st(k, BODY(lk), C, SOP_ADD, ir_cast(k, prod, cd == DT_F64 ? DT_F64 : DT_F32),
        b ? V(k, b) : V(k, i), b ? V(k, i) : V(k, j), b ? V(k, j) : NULL);
     return k;
 }
@@ -187,9 +187,9 @@ Kernel *kb_eltwise(int64_t N)
     v = add(k, v, ir_bin(k, IE_MAX, f32(k, ld(k, H, V(k, i), NULL, NULL)), ir_flt(k, 0.25, DT_F32)));
     st(k, BODY(l), Y, SOP_ASSIGN, v, V(k, i), NULL, NULL);
     st(k, BODY(l), Z, SOP_ASSIGN,
-       ir_cast(k, mul(k, f32(k, ld(k, H, V(k, i), NULL, NULL)), ld(k, X, V(k, i), NULL, NULL)), DT_F16), V(k, i),
+       f32(k, ir_cast(k, mul(k, f32(k, ld(k, H, V(k, i), NULL, NULL)), ld(k, X, V(k, i), NULL, NULL)), DT_F16)), V(k, i),
        NULL, NULL);
-    st(k, BODY(l), Wb, SOP_ASSIGN, ir_cast(k, add(k, ld(k, X, V(k, i), NULL, NULL), ir_flt(k, 1, DT_F32)), DT_BF16),
+    st(k, BODY(l), Wb, SOP_ASSIGN, f32(k, ir_cast(k, add(k, ld(k, X, V(k, i), NULL, NULL), ir_flt(k, 1, DT_F32)), DT_BF16)),
        V(k, i), NULL, NULL);
     return k;
 }
@@ -201,6 +201,9 @@ Kernel *kb_tiled_gemm(int64_t M, int64_t N, int64_t K)
 {
     Kernel *k = kb_gemm(DT_F32, DT_F32, 1, M, N, K);
     Buffer *A = k->bufs[0], *B = k->bufs[1], *C = k->bufs[2];
+    /* the edge tiles read A and B through guarded loads: out of range is 0 */
+    A->has_pad = B->has_pad = true;
+    A->pad = B->pad = 0;
     k->body.n = 0; /* replace the nest, keep buffers and parameters */
     int64_t sa[2] = {64, 17}, sb[2] = {16, 68}, sc[2] = {4, 4};
     Buffer *As = buf(k, "As", DT_F32, BUF_TEMP, 2, sa);

@@ -1,0 +1,46 @@
+/* Shared by the GPU target passes (passes/gpu_*.c): constant evaluation with the
+ * bound sizes, the launch's loops, and a small affine form over loop variables.
+ * These passes decide how a launch maps onto CUDA's threads; codegen/cuda/emit.c
+ * then only translates what they wrote into the IR. */
+#ifndef PERFC_PASSES_GPU_INT_H
+#define PERFC_PASSES_GPU_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../ir/ir.h"
+
+bool gpu_is_block(LoopKind k);
+bool gpu_is_thread(LoopKind k);
+int gpu_dim(LoopKind k); /* 0 x, 1 y, 2 z for block.* / thread.*, else -1 */
+/* True when a loop below n (or n) is bound to block.* or thread.*. */
+bool gpu_scheduled(const Node *n);
+
+/* Value of an expression of constants and bound parameters (floor / and %). */
+bool gpu_cval(const Kernel *k, const Expr *x, int64_t *out);
+bool gpu_loop_extent(const Kernel *k, const Node *l, int64_t *lo, int64_t *ext);
+/* The loop of variable v in the subtree n, or NULL. */
+const Node *gpu_loop_of_var(const Node *n, const Var *v);
+/* Range of an index expression over the loops of top; false if unknown. */
+bool gpu_irange(const Kernel *k, const Node *top, const Expr *x, int64_t *lo, int64_t *hi);
+/* Largest extent of the thread loops below n, per dimension (entries start at 1). */
+void gpu_thread_extents(const Kernel *k, const Node *n, int64_t blk[3]);
+
+/* sum c[i] * v[i] + constant; ok false when the expression is not of that form */
+typedef struct GAff {
+    int n;
+    const Var *v[16];
+    int64_t c[16];
+    bool ok;
+} GAff;
+void gpu_aff_of(const Kernel *k, const Expr *x, int64_t mul, GAff *a);
+/* Is the map from a's variables (loops in top) to one index value injective? */
+bool gpu_aff_injective(const Kernel *k, const Node *top, const GAff *a);
+
+/* The passes, run by passes/pipeline.c for sm_* targets in this order. */
+bool gpu_reduce_pass(Kernel *k, Diags *d);     /* passes/gpu_reduce.c */
+bool gpu_privatize_pass(Kernel *k, Diags *d);  /* passes/gpu_privatize.c */
+bool gpu_map_pass(Kernel *k, Diags *d);        /* passes/gpu_map.c */
+bool gpu_dead_fill_pass(Kernel *k, Diags *d);  /* passes/gpu_dead_fill.c */
+
+#endif

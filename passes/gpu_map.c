@@ -1,0 +1,200 @@
+/* GPU target lowering, pass `gpu-map`: the thread mapping of unscheduled launches.
+ *
+ * Each top-level node of the kernel becomes one CUDA launch.  A node the schedule
+ * bound to no block.* / thread.* loop still has to use the GPU's threads: this pass
+ * marks its outer perfectly nested loops `grid`, as many as are provably parallel,
+ * and codegen/cuda runs one thread per iteration of that chain, flattened onto a
+ * 1-D grid with the innermost loop varying fastest (coalesced for row-major
+ * outputs).  The rest of the node runs serially inside each thread.
+ *
+ * Why it is legal: a set F of loops may run one iteration per thread when (1) for
+ * every statement below that writes shared or global memory, each variable of F
+ * occurs in some index dimension whose map from its variables is injective over
+ * their constant loop box (one variable, or mixed-radix coefficients), so no two
+ * iterations of F write one element; and (2) every read of a buffer written below
+ * uses the same index expressions as a write of it, so an iteration reads only
+ * elements it wrote itself.  Local buffers are each thread's own.  A chain that
+ * fails the test stays serial: at worst one thread runs the node, correct before
+ * fast.  The interpreter runs grid loops serially, which is their meaning.
+ *
+ * An mma or wgmma triple in such a launch is refused here: which threads form its
+ * warp is what the schedule's thread.y/z loops say, and there are none. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_int.h"
+
+typedef struct ParCtx {
+    const Kernel *k;
+    const Node *top;
+    const Var **F;
+    int nf;
+    bool ok;
+    uint8_t *wr;            /* buffers written in top, by id */
+} ParCtx;
+
+static void par_stmts(ParCtx *p, const Node *n)
+{
+    if (!p->ok) return;
+    if (n->kind == N_STMT) {
+        const Buffer *b = n->u.stmt.buf;
+        if (b->mem == MEM_LOCAL) return;
+        for (int f = 0; f < p->nf && p->ok; f++) {
+            bool found = false;
+            for (int dd = 0; dd < b->rank && !found; dd++) {
+                GAff a = {.ok = true};
+                gpu_aff_of(p->k, n->u.stmt.idx[dd], 1, &a);
+                if (!a.ok) continue;
+                bool has = false;
+                for (int i = 0; i < a.n; i++)
+                    has |= a.v[i] == p->F[f] && a.c[i] != 0;
+                found = has && gpu_aff_injective(p->k, p->top, &a);
+            }
+            p->ok = found;
+        }
+        return;
+    }
+    const NodeList *body = ir_body((Node *)n);
+    for (int i = 0; i < body->n; i++)
+        par_stmts(p, body->v[i]);
+}
+
+static bool same_expr(const Expr *a, const Expr *b)
+{
+    if (a->kind != b->kind) return false;
+    switch (a->kind) {
+    case IE_INT: return a->u.i == b->u.i;
+    case IE_FLT: return a->u.f == b->u.f;
+    case IE_PARAM: return a->u.param == b->u.param;
+    case IE_VAR: return a->u.var == b->u.var;
+    case IE_LOAD:
+        if (a->u.load.buf != b->u.load.buf) return false;
+        for (int i = 0; i < a->u.load.buf->rank; i++)
+            if (!same_expr(a->u.load.idx[i], b->u.load.idx[i])) return false;
+        return true;
+    default:
+        for (int i = 0; i < ir_expr_arity(a->kind); i++)
+            if (!same_expr(a->args[i], b->args[i])) return false;
+        return a->dtype == b->dtype;
+    }
+}
+
+static bool written_same(const Node *n, const Expr *ld)
+{
+    if (n->kind == N_STMT) {
+        if (n->u.stmt.buf != ld->u.load.buf) return false;
+        for (int i = 0; i < ld->u.load.buf->rank; i++)
+            if (!same_expr(n->u.stmt.idx[i], ld->u.load.idx[i])) return false;
+        return true;
+    }
+    const NodeList *body = ir_body((Node *)n);
+    for (int i = 0; i < body->n; i++)
+        if (written_same(body->v[i], ld)) return true;
+    return false;
+}
+
+static void writes(const Node *n, uint8_t *wr)
+{
+    if (n->kind == N_STMT) wr[n->u.stmt.buf->id] = 1;
+    const NodeList *body = ir_body((Node *)n);
+    for (int i = 0; body && i < body->n; i++) writes(body->v[i], wr);
+}
+
+static void par_loads_expr(ParCtx *p, const Expr *x)
+{
+    if (!x || !p->ok) return;
+    if (x->kind == IE_LOAD) {
+        const Buffer *b = x->u.load.buf;
+        if (b->mem != MEM_LOCAL && p->wr[b->id] && !written_same(p->top, x))
+            p->ok = false;
+        for (int i = 0; i < b->rank; i++)
+            par_loads_expr(p, x->u.load.idx[i]);
+        return;
+    }
+    for (int i = 0; i < ir_expr_arity(x->kind); i++)
+        par_loads_expr(p, x->args[i]);
+}
+
+static void par_loads(ParCtx *p, const Node *n)
+{
+    switch (n->kind) {
+    case N_STMT:
+        for (int i = 0; i < n->u.stmt.buf->rank; i++)
+            par_loads_expr(p, n->u.stmt.idx[i]);
+        par_loads_expr(p, n->u.stmt.value);
+        return;
+    case N_LOOP:
+        par_loads_expr(p, n->u.loop.lo);
+        par_loads_expr(p, n->u.loop.hi);
+        break;
+    case N_IF:
+        par_loads_expr(p, n->u.guard.cond);
+        break;
+    case N_PREFETCH: return;
+    }
+    const NodeList *body = ir_body((Node *)n);
+    for (int i = 0; i < body->n; i++)
+        par_loads(p, body->v[i]);
+}
+
+static bool par_ok(const Kernel *k, const Node *top, const Var **F, int nf, uint8_t *wr)
+{
+    ParCtx p = {k, top, F, nf, true, wr};
+    par_stmts(&p, top);
+    if (p.ok) par_loads(&p, top);
+    return p.ok;
+}
+
+/* A tensor-core triple in a launch that binds no warps: its lanes are not known. */
+static const Node *tc_loop(const Node *n)
+{
+    if (n->kind == N_LOOP && (n->u.loop.kind == LOOP_MMA || n->u.loop.kind == LOOP_WGMMA))
+        return n;
+    const NodeList *body = ir_body((Node *)n);
+    for (int i = 0; body && i < body->n; i++) {
+        const Node *t = tc_loop(body->v[i]);
+        if (t) return t;
+    }
+    return NULL;
+}
+
+bool gpu_map_pass(Kernel *k, Diags *d)
+{
+    uint8_t *wr = xcalloc((size_t)k->nbufs + 1, 1);
+    for (int t = 0; t < k->body.n; t++) {
+        Node *top = k->body.v[t];
+        if (gpu_scheduled(top))
+            continue;
+        memset(wr, 0, (size_t)k->nbufs + 1);
+        writes(top, wr);
+        Node *chain[16];
+        const Var *F[16];
+        int nf = 0;
+        Node *n = top;
+        while (n->kind == N_LOOP && nf < 16) {
+            int64_t lo, ext;
+            if (!gpu_loop_extent(k, n, &lo, &ext))
+                break;
+            F[nf] = n->u.loop.var;
+            if (!par_ok(k, top, F, nf + 1, wr))
+                break;
+            chain[nf++] = n;
+            if (n->u.loop.body.n != 1 || n->u.loop.body.v[0]->kind != N_LOOP)
+                break;
+            n = n->u.loop.body.v[0];
+        }
+        for (int i = 0; i < nf; i++)
+            chain[i]->u.loop.kind = LOOP_GRID;
+        const Node *tc = tc_loop(top);
+        if (tc) {
+            /* a triple whose warp cannot be known is refused rather than run per thread */
+            diag_error(d, tc->span, "loop %s is marked %s but its launch binds no warps (bind the loops "
+                       "around it to block.* and thread.y/z; docs/cuda.md)", tc->u.loop.var->name,
+                       loop_kind_name(tc->u.loop.kind));
+            free(wr);
+            return false;
+        }
+    }
+    free(wr);
+    return true;
+}
