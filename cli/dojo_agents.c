@@ -784,7 +784,7 @@ static void play_beam(Agent *a)
     beam[0] = root;
     int stale = 0;
     Pool o = {0};
-    enum { KIDS = 14, DEEP = 5, GRANDKIDS = 6, POOL = 1500 };
+    enum { KIDS = 10, DEEP = 3, GRANDKIDS = 5, POOL = 1500 };
     for (int level = 0; level < a->o->depth && !spent(a); level++) {
         /* the options of this level */
         for (int b = 0; b < nb && !spent(a); b++) {

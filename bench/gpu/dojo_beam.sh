@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The dojo on a GPU, in one device call of under 8 minutes:
-#   1. random games: 16 random moves of the stdlib f32 GEMM (512^3, sm_90), each
+#   1. random games: 12 random moves of the stdlib f32 GEMM (512^3, sm_90), each
 #      measured on the GPU: every offered move must leave a kernel that compiles,
 #      launches and validates (the dojo offers only moves whose state the CUDA back
 #      end emits), and the recorded game must replay;
@@ -15,13 +15,14 @@
 #   cmake --build build-static -j2 --target perfc
 #   mkdir -p carry/gpu && xz -T2 -c build-static/perfc > carry/gpu/perfc.xz
 # then: run(command="bash bench/gpu/dojo_beam.sh", carry=["carry/gpu"], timeout_s=600).
-# Knobs (environment): N (2048), BUDGET (200 measurements), BEAM_S (150 s),
-# TUNE_S (80 s), TARGET (sm_90).  Logs in $OUT.
+# Knobs (environment): N (2048), BUDGET (200 measurements), BEAM_S (120 s),
+# TUNE_S (60 s), TARGET (sm_90).  Work files in /tmp/dojo_gpu; the summary, the
+# winners' outputs and the agent's log in $OUT.
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-O=${OUT:-/tmp/dojo_gpu}
-N=${N:-2048} BUDGET=${BUDGET:-200} BEAM_S=${BEAM_S:-150} TUNE_S=${TUNE_S:-80} T=${TARGET:-sm_90}
-mkdir -p "$O" /tmp/pf
+R=${OUT:-/tmp/dojo_gpu_out} O=/tmp/dojo_gpu
+N=${N:-2048} BUDGET=${BUDGET:-200} BEAM_S=${BEAM_S:-120} TUNE_S=${TUNE_S:-60} T=${TARGET:-sm_90}
+mkdir -p "$R" "$O" /tmp/pf
 xz -dc carry/gpu/perfc.xz > /tmp/pf/perfc && chmod +x /tmp/pf/perfc
 P=/tmp/pf/perfc
 sizes="-D M=$N -D N=$N -D K=$N"
@@ -30,7 +31,7 @@ start=$(date +%s)
 date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 2>&1
 
 echo "== random moves on the GPU, measured after each, then replayed"
-timeout 150 python3 - "$P" "$T" "$O" <<'PY' || rc=1
+timeout 120 python3 - "$P" "$T" "$O" <<'PY' || rc=1
 import os, random, sys, time
 sys.path.insert(0, "python")
 from perfc_dojo import PerfDojoEnv
@@ -42,7 +43,7 @@ state = env.reset()
 rng = random.Random(3)
 valid = dropped = 0
 checks = []
-for t in range(16):
+for t in range(12):
     moves = env.actions()
     if not moves:
         break
@@ -58,7 +59,7 @@ for t in range(16):
           % (t, state["moves"][-1], m["time_ms"]["median"], time.time() - t0, len(moves),
              state["dropped_moves"], state["check_ms"]))
 env.close()
-print("random: %d of 16 measured states valid; %d moves dropped by the emitter check; median check %.0f ms"
+print("random: %d of 12 measured states valid; %d moves dropped by the emitter check; median check %.0f ms"
       % (valid, dropped, sorted(checks)[len(checks) // 2]))
 PY
 "$P" dojo --replay "$O/random.jsonl" | tail -1 || rc=1
@@ -91,9 +92,11 @@ tune_ms=$(sort -g "$O/tune.ms" | sed -n 2p)
 beam_ms=$(sort -g "$O/beam.ms" | sed -n 2p)
 echo "f32 GEMM ${N}^3 on $T: autotune best $tune_ms ms ($((t1 - t0)) s), beam $beam_ms ms ($((t2 - t1)) s)"
 grep -E '^measured|^best' "$O/beam.txt"
+grep -A3 '^top 5' "$O/tune.txt"
 python3 -c "print('beam / autotune: %.3f (bar 0.9)' % ($tune_ms / $beam_ms))" || rc=1
 echo "beam schedule:"; cat "$O/beam.sched"
-echo "autotune schedule:"; cat "$O/tune.sched"
 grep '^level' "$O/beam.err" | tail -5
+echo "invalid kernels measured by the beam: $(grep -c INVALID "$O/beam.err")"
 echo "total $(($(date +%s) - start)) s"
+cp "$O/beam.txt" "$O/beam.err" "$O/tune.txt" "$R/" 2>/dev/null
 exit $rc
