@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "dojo.h"
-#include "runtime/tune_model.h"
+#include "tune/model.h"
 
 typedef struct Seen {
     char fp[24];
@@ -36,7 +36,7 @@ typedef struct Agent {
     char **best_moves;
     int nbest;
     /* the beam's cost model: the features `predict` gives of each measured kernel
-     * and its time, a LASSO refitted as rows come in (runtime/tune_model.h) */
+     * and its time, a LASSO refitted as rows come in (tune/model.h) */
     TuneModel model;
     int fitted_rows;
 } Agent;

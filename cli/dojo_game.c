@@ -22,7 +22,7 @@
 #include "codegen/cuda/cg_cuda.h"
 #include "passes/passes.h"
 #include "passes/xform.h"
-#include "runtime/tune_model.h"
+#include "tune/model.h"
 #include "runtime/tunedb.h"
 
 struct DojoSession {
