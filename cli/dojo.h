@@ -118,6 +118,22 @@ bool dojo_undo(DojoSession *s);
  * of the harness (0 valid, 2 invalid, 1/3 errors in err). */
 int dojo_measure(DojoSession *s, DojoMeasure *m, bool (*still_there)(void *), void *ctx, StrBuf *err);
 void dojo_measure_json(const DojoMeasure *m, StrBuf *out);
+/* The cost model's view of the current state (docs/dojo.md, `predict`): the tuner's
+ * features of the kernel as it would be measured, its work (executions of the main
+ * statement), and, once this game has 20 valid measurements (the tuner's minimum), the time
+ * a LASSO fitted on them predicts.  No measurement; false (err) when the moves do not
+ * compile through the pipeline. */
+enum { DOJO_MAX_FEAT = 32 };
+typedef struct DojoPredict {
+    int nfeat;
+    double f[DOJO_MAX_FEAT];
+    double work;
+    int rows;                /* valid measurements the model learns from */
+    bool fitted;
+    double predicted_ms, cv_r2;
+} DojoPredict;
+bool dojo_predict(DojoSession *s, DojoPredict *p, StrBuf *err);
+const char *dojo_feature_name(int i);
 /* The moves as a schedule block (pasteable into the .pdl). */
 void dojo_schedule_text(DojoSession *s, StrBuf *out);
 bool dojo_auto_measure(const DojoSession *s);
@@ -143,6 +159,7 @@ bool dojo_cache_put(DojoCache *c, const char *key, const char *kernel, const cha
 typedef struct DojoAgentOpts {
     const char *agent;       /* random, greedy, beam */
     int budget;              /* measured steps */
+    double time_s;           /* wall-time budget in seconds, 0: none (checked between measurements) */
     int steps;               /* random: moves */
     int width, depth;        /* beam */
     bool quiet;

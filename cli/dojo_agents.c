@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "dojo.h"
+#include "tune/model.h"
 
 typedef struct Seen {
     char fp[24];
@@ -29,11 +30,22 @@ typedef struct Agent {
     const DojoAgentOpts *o;
     Rng rng;
     int used;                 /* measurements made */
+    double deadline;          /* now_seconds() past which no measurement starts; 0: none */
     double best_ms;
     double best_speedup, best_vs_lib;
     char **best_moves;
     int nbest;
+    /* the beam's cost model: the features `predict` gives of each measured kernel
+     * and its time, a LASSO refitted as rows come in (tune/model.h) */
+    TuneModel model;
+    int fitted_rows;
 } Agent;
+
+/* True when the budget of measurements or of wall time is used up. */
+static bool spent(const Agent *a)
+{
+    return a->used >= a->o->budget || (a->deadline > 0 && now_seconds() > a->deadline);
+}
 
 /* ---- paths: a state is the list of moves from the start ---- */
 
@@ -112,7 +124,12 @@ static double measure(Agent *a, DojoMeasure *m)
     snprintf(sn->fp, sizeof sn->fp, "%s", dojo_fingerprint(a->s));
     sn->ms = INFINITY;
     StrBuf e = {0};
+    DojoPredict p;
+    bool have_f = dojo_predict(a->s, &p, &e);
+    e.len = 0;
     int rc = dojo_measure(a->s, m, NULL, NULL, &e);
+    if (have_f && rc == 0 && m->valid)
+        tm_add(&a->model, p.f, p.work, m->median_ms, 1);
     a->used++;
     if (rc != 0 && rc != 2) {
         fprintf(stderr, "perfc: dojo agent: measurement failed: %s\n", e.s ? e.s : "");
@@ -126,10 +143,13 @@ static double measure(Agent *a, DojoMeasure *m)
     keep_best(a, m);
     sn = &a->seen[a->nseen - 1];
     sn->ms = m->valid ? m->median_ms : INFINITY;
-    if (!a->o->quiet)
-        fprintf(stderr, "  [%3d] %8.4g ms  x%-7.3g %s%s\n", a->used, m->valid ? m->median_ms : NAN,
-                m->valid ? m->speedup : NAN, dojo_depth(a->s) ? dojo_move(a->s, dojo_depth(a->s) - 1) : "(start)",
-                m->cached ? "  (cached)" : "");
+    if (!a->o->quiet) {
+        fprintf(stderr, "  [%3d] %8.4g ms  x%-7.3g%s", a->used, m->valid ? m->median_ms : NAN,
+                m->valid ? m->speedup : NAN, m->cached ? " (cached)" : "");
+        for (int i = 0; i < dojo_depth(a->s); i++)
+            fprintf(stderr, " %s", dojo_move(a->s, i));
+        fputs(dojo_depth(a->s) ? "\n" : " (start)\n", stderr);
+    }
     return m->valid ? m->median_ms : INFINITY;
 }
 
@@ -137,47 +157,175 @@ static double measure(Agent *a, DojoMeasure *m)
 
 typedef struct LoopInfo {
     char name[64];
+    char parent[64];          /* "" at the top */
     int64_t extent;           /* -1 unknown */
-    bool innermost;
+    bool innermost, reduction;
     int depth;
     char kind[16];
+    double work;              /* product of the known extents of the loop and the loops below it */
+    int top;                  /* index of its outermost ancestor */
+    int kids;                 /* loops directly inside */
+    int stmts;                /* statements directly inside */
+    unsigned uses;            /* bit b: buffer b of the state is indexed by the loop's variable */
 } LoopInfo;
 
-/* The loop features of the state, read from the same JSON a client gets; *gpu:
- * the target is a GPU. */
-static int loop_infos(DojoSession *s, LoopInfo *out, int cap, bool *gpu)
+typedef struct View {
+    LoopInfo l[256];
+    int nl;
+    bool gpu;
+    char outs[8][64];         /* output buffers */
+    int nouts;
+} View;
+
+static const LoopInfo *find_loop_in(const LoopInfo *l, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(l[i].name, name))
+            return &l[i];
+    return NULL;
+}
+
+/* The features of the state, read from the same JSON a client gets. */
+static void read_view(DojoSession *s, View *v)
 {
     StrBuf b = {0};
     dojo_state_json(s, &b, false);
     char err[160];
     Jv *st = jv_parse(b.s, b.len, err, sizeof err);
     sb_free(&b);
-    const Jv *loops = jv_get(st, "loops");
+    const Jv *loops = jv_get(st, "loops"), *bufs = jv_get(st, "buffers");
     bool bad = false;
     const char *t = jv_str(st, "target", &bad);
-    *gpu = t && !strncmp(t, "sm_", 3);
-    int n = 0;
-    for (int i = 0; loops && i < loops->n && n < cap; i++) {
+    v->gpu = t && !strncmp(t, "sm_", 3);
+    v->nl = v->nouts = 0;
+    for (int i = 0; loops && i < loops->n && v->nl < 256; i++) {
         const Jv *l = loops->items[i];
-        bool bad = false;
-        LoopInfo *x = &out[n++];
+        LoopInfo *x = &v->l[v->nl++];
+        const char *par = jv_str(l, "parent", &bad);
         snprintf(x->name, sizeof x->name, "%s", jv_str(l, "name", &bad));
+        snprintf(x->parent, sizeof x->parent, "%s", par ? par : "");
         const Jv *e = jv_get(l, "extent");
         x->extent = e && e->kind == JV_NUM ? e->i : -1;
         x->innermost = jv_get(l, "innermost") && jv_get(l, "innermost")->b;
+        x->reduction = jv_get(l, "reduction") && jv_get(l, "reduction")->b;
         x->depth = (int)jv_get(l, "depth")->num;
         snprintf(x->kind, sizeof x->kind, "%s", jv_str(l, "kind", &bad));
+        x->stmts = (int)jv_get(l, "statements")->num;
+        x->kids = 0;
+        x->uses = 0;
+        const Jv *u = jv_get(l, "uses");
+        for (int j = 0; u && u->kind == JV_ARR && j < u->n; j++)
+            for (int q = 0; bufs && q < bufs->n && q < 32; q++)
+                if (u->items[j]->kind == JV_STR && !strcmp(u->items[j]->str, jv_str(bufs->items[q], "name", &bad)))
+                    x->uses |= 1u << q;
+    }
+    for (int i = 0; i < v->nl; i++) {
+        const LoopInfo *p = v->l[i].parent[0] ? find_loop_in(v->l, v->nl, v->l[i].parent) : NULL;
+        if (p)
+            v->l[p - v->l].kids++;
+    }
+    for (int i = 0; bufs && i < bufs->n && v->nouts < 8; i++) {
+        const char *k = jv_str(bufs->items[i], "kind", &bad);
+        if (k && !strcmp(k, "out"))
+            snprintf(v->outs[v->nouts++], 64, "%s", jv_str(bufs->items[i], "name", &bad));
     }
     jv_free(st);
-    return n;
+    /* pre-order: a loop's subtree follows it; work and nest from that */
+    for (int i = v->nl - 1; i >= 0; i--) {
+        double w = v->l[i].extent > 0 ? (double)v->l[i].extent : 1, below = 0;
+        for (int j = i + 1; j < v->nl && v->l[j].depth > v->l[i].depth; j++)
+            if (v->l[j].depth == v->l[i].depth + 1)
+                below += v->l[j].work;
+        v->l[i].work = w * (below > 0 ? below : 1);
+    }
+    for (int i = 0, top = 0; i < v->nl; i++) {
+        if (v->l[i].depth == 0)
+            top = i;
+        v->l[i].top = top;
+    }
 }
 
-static const LoopInfo *find_loop(const LoopInfo *ls, int n, const char *name)
+static const LoopInfo *find_loop(const View *v, const char *name)
 {
-    for (int i = 0; i < n; i++)
-        if (!strcmp(ls[i].name, name))
-            return &ls[i];
+    return find_loop_in(v->l, v->nl, name);
+}
+
+static const LoopInfo *parent_of(const View *v, const LoopInfo *l)
+{
+    return l && l->parent[0] ? find_loop(v, l->parent) : NULL;
+}
+
+/* The only loop directly inside l, NULL when there are several or statements beside. */
+static const LoopInfo *only_child(const View *v, const LoopInfo *l)
+{
+    if (l->kids != 1 || l->stmts)
+        return NULL;
+    for (int i = (int)(l - v->l) + 1; i < v->nl; i++)
+        if (!strcmp(v->l[i].parent, l->name))
+            return &v->l[i];
     return NULL;
+}
+
+/* Register blocking, the unroll-and-jam a register tile needs, as one structural
+ * move at a time (the rollout plays them; text in mv): for an innermost loop V
+ * directly inside a reduction loop R,
+ *   - hoist: a loop P between R and V that indexes the same buffers as V (the outer
+ *     part of V's split) goes outside R: reorder(P, R);
+ *   - jam: the nearest loop O outside R that indexes other buffers than V (so that
+ *     V's loads are reused across it), perfectly nested down to R, goes inside R,
+ *     split by 8 first when longer: split(O, 8), then reorder(child, O) down to R.
+ * False when the state has no such step. */
+static bool blocking_move(const View *v, char *mv, size_t n)
+{
+    /* an innermost reduction loop (a dot product) goes outside its parent, which is
+     * split from the statements beside it first */
+    for (int i = 0; i < v->nl; i++) {
+        const LoopInfo *R = &v->l[i], *P = parent_of(v, R);
+        if (!R->innermost || !R->reduction || strcmp(R->kind, "serial") || !P || P->reduction ||
+            strcmp(P->kind, "serial"))
+            continue;
+        if (P->kids > 1 || P->stmts)
+            snprintf(mv, n, "distribute(%s)", P->name);
+        else
+            snprintf(mv, n, "reorder(%s, %s)", R->name, P->name);
+        return true;
+    }
+    for (int i = 0; i < v->nl; i++) {
+        const LoopInfo *V = &v->l[i];
+        if (!V->innermost || V->reduction || V->stmts != 1 || V->extent <= 0)
+            continue;
+        const LoopInfo *P = parent_of(v, V), *R = P;
+        while (R && !R->reduction && R->uses == V->uses && !strcmp(R->kind, "serial"))
+            R = parent_of(v, R);
+        if (!R || !R->reduction || !strcmp(R->kind, "parallel"))
+            continue;
+        if (P != R) { /* hoist the loop just inside R */
+            const LoopInfo *c = only_child(v, R);
+            if (!c)
+                continue;
+            snprintf(mv, n, "reorder(%s, %s)", c->name, R->name);
+            return true;
+        }
+        /* jam: O above R, every loop between perfectly nested */
+        const LoopInfo *O = parent_of(v, R);
+        while (O && O->uses == V->uses && !O->reduction && only_child(v, O))
+            O = parent_of(v, O);
+        if (!O || O->reduction || strcmp(O->kind, "serial") || O->extent < 2)
+            continue;
+        if (!only_child(v, O)) { /* other loops or statements beside: split them off */
+            snprintf(mv, n, "distribute(%s)", O->name);
+            return true;
+        }
+        if (O->extent > 8) {
+            if (O->extent % 8)
+                continue;
+            snprintf(mv, n, "split(%s, 8)", O->name);
+            return true;
+        }
+        snprintf(mv, n, "reorder(%s, %s)", only_child(v, O)->name, O->name);
+        return true;
+    }
+    return false;
 }
 
 /* First argument of a move's text ("split(i, 4)" -> "i"), and the integer second. */
@@ -201,16 +349,73 @@ static void move_parts(const char *t, char *name, size_t nn, char *a0, size_t na
     }
 }
 
-/* GPU targets: map outer loops to blocks and inner ones to threads, tile first. */
-static double gpu_prior(const char *name, const char *move, const LoopInfo *l, long long a1)
+/* The second argument when it is a name ("cache(C, j1o)" -> "j1o"). */
+static void second_name(const char *t, char *out, size_t n)
+{
+    const char *c = strchr(t, ',');
+    snprintf(out, n, "%s", c ? c + 1 + strspn(c + 1, " ") : "");
+    out[strcspn(out, ",)")] = 0;
+}
+
+/* A register tile of an output: staging output buffer X at loop L (cache(X, L)) when
+ * L is no reduction loop, a reduction loop is directly inside it, and the loops below
+ * L that are not reductions span 16 to 512 elements: the accumulators of one
+ * iteration of L then fit in registers, and the reduction runs over them.  Returns
+ * that span, 0 when the move is no such tile. */
+static double register_tile(const View *v, const char *move)
+{
+    char name[32], a0[64], at[64];
+    long long a1;
+    move_parts(move, name, sizeof name, a0, sizeof a0, &a1);
+    if (strcmp(name, "cache"))
+        return 0;
+    bool out = false;
+    for (int i = 0; i < v->nouts; i++)
+        out |= !strcmp(v->outs[i], a0);
+    second_name(move, at, sizeof at);
+    const LoopInfo *l = find_loop(v, at);
+    if (!out || !l || l->reduction)
+        return 0;
+    int i = (int)(l - v->l);
+    bool red_child = false;
+    double span = 1;
+    for (int j = i + 1; j < v->nl && v->l[j].depth > l->depth; j++) {
+        const LoopInfo *c = &v->l[j];
+        red_child |= c->depth == l->depth + 1 && c->reduction;
+        if (!c->reduction) {
+            if (c->extent <= 0)
+                return 0;
+            span *= (double)c->extent;
+        }
+    }
+    return red_child && span >= 16 && span <= 512 ? span : 0;
+}
+
+/* The deepest loop that is no reduction (a GPU thread.x candidate: its index is
+ * the contiguous one of the output in the usual nest). */
+static const LoopInfo *deepest_plain(const View *v)
+{
+    const LoopInfo *best = NULL;
+    for (int i = 0; i < v->nl; i++)
+        if (!v->l[i].reduction && (!best || v->l[i].depth > best->depth))
+            best = &v->l[i];
+    return best;
+}
+
+/* GPU targets: map outer loops to blocks and inner ones to threads, tile first;
+ * thread.x to the deepest plain loop (coalesced accesses), block.y to the outermost. */
+static double gpu_prior(const char *name, const char *move, const LoopInfo *l, long long a1, const View *v)
 {
     if (!strcmp(name, "bind")) {
         bool block = strstr(move, "block.") != NULL;
         if (!l)
             return 1;
         if (block)
-            return l->depth <= 1 ? 90 - l->depth : 15;
-        return l->depth >= 1 && l->extent >= 8 && l->extent <= 32 ? 85 : 10;
+            return l->depth <= 1 ? 90 - l->depth - (strstr(move, "block.x") ? l->depth == 0 : l->depth == 1) * 0.5
+                                 : 15;
+        if (l->depth >= 1 && l->extent >= 8 && l->extent <= 32 && !l->reduction)
+            return 85 + (strstr(move, "thread.x") ? l == deepest_plain(v) : l != deepest_plain(v)) * 0.5;
+        return 10;
     }
     if (!strcmp(name, "vectorize") || !strcmp(name, "parallel"))
         return 0; /* CPU marks */
@@ -228,33 +433,37 @@ static double gpu_prior(const char *name, const char *move, const LoopInfo *l, l
 }
 
 /* Higher is tried first. */
-static double prior(const char *move, const LoopInfo *ls, int nl, int depth_now, bool gpu)
+static double prior(const char *move, const View *v)
 {
     char name[32], a0[64];
     long long a1;
     move_parts(move, name, sizeof name, a0, sizeof a0, &a1);
-    const LoopInfo *l = find_loop(ls, nl, a0);
-    if (gpu && strcmp(name, "cache"))
-        return gpu_prior(name, move, l, a1);
-    bool nested_parallel = false;
-    for (int i = 0; i < nl; i++)
-        nested_parallel |= !strcmp(ls[i].kind, "parallel");
+    const LoopInfo *l = find_loop(v, a0);
+    if (v->gpu && strcmp(name, "cache"))
+        return gpu_prior(name, move, l, a1, v);
     if (!strcmp(name, "vectorize"))
-        return l && l->innermost && l->extent >= 4 && l->extent <= 32 && l->extent % 4 == 0 ? 100 : 5;
-    if (!strcmp(name, "parallel"))
-        return nested_parallel ? 0 : l && l->depth == 0 ? 90 : l && l->depth == 1 ? 40 : 10;
+        return l && l->innermost && l->extent >= 4 && l->extent <= 64 && l->extent % 4 == 0 ? 100 : 5;
+    if (!strcmp(name, "parallel")) {
+        /* one parallel loop per nest, the outermost, the heaviest nest first */
+        if (!l)
+            return 0;
+        for (int i = 0; i < v->nl; i++)
+            if (v->l[i].top == l->top && !strcmp(v->l[i].kind, "parallel"))
+                return 0;
+        return l->depth == 0 ? 88 + fmin(log2(l->work + 1), 40) / 20 : l->depth == 1 ? 40 : 10;
+    }
     if (!strcmp(name, "unroll"))
         return l && !l->innermost && l->extent >= 2 && l->extent <= 8 ? 80 : 15;
     if (!strcmp(name, "cache")) {
+        if (register_tile(v, move) > 0)
+            return 70;
         /* staging a staged copy again (its name has the loop's suffix) gains nothing */
         if (strchr(a0, '_'))
             return 0;
-        char buf[64];
-        const char *comma = strchr(move, ',');
-        snprintf(buf, sizeof buf, "%s", comma ? comma + 2 : "");
-        buf[strcspn(buf, ")")] = 0;
-        const LoopInfo *at = find_loop(ls, nl, buf);
-        return at && !at->innermost && at->depth >= 1 ? 50 : 10;
+        char at[64];
+        second_name(move, at, sizeof at);
+        const LoopInfo *w = find_loop(v, at);
+        return w && !w->innermost && w->depth >= 1 ? 50 : 10;
     }
     if (!strcmp(name, "distribute"))
         return 65;
@@ -264,12 +473,11 @@ static double prior(const char *move, const LoopInfo *ls, int nl, int depth_now,
         if (strstr(move, "tail"))
             return 5;
         if (l && l->innermost)
-            return a1 == 16 ? 58 : a1 == 8 || a1 == 32 ? 45 : 20;
+            return a1 == 16 ? 58 : a1 == 8 || a1 == 32 || a1 == 64 ? 45 : 20;
         return a1 == 4 || a1 == 8 ? 55 : a1 >= 64 ? 35 : 25;
     }
     if (!strcmp(name, "tile"))
         return 30;
-    (void)depth_now;
     return 1; /* prefetch, padding, layout, collapse, fuse, rfactor, ... */
 }
 
@@ -285,18 +493,24 @@ static int by_score(const void *x, const void *y)
 }
 
 /* The moves of the current state, best prior first; the caller frees. */
-static Cand *ranked(Agent *a, int *n)
+static Cand *ranked(Agent *a, int *n, bool structure_first)
 {
-    LoopInfo ls[256];
-    bool gpu;
-    int nl = loop_infos(a->s, ls, 256, &gpu);
+    View *v = xmalloc(sizeof *v);
+    read_view(a->s, v);
     *n = dojo_nactions(a->s);
     Cand *c = xcalloc((size_t)*n + 1, sizeof *c);
     for (int i = 0; i < *n; i++) {
         c[i].id = i;
         /* a little noise breaks ties differently per seed */
-        c[i].score = prior(dojo_action_text(a->s, i), ls, nl, dojo_depth(a->s), gpu) + rng_uniform(&a->rng, 0, 0.5);
+        const char *t = dojo_action_text(a->s, i);
+        double p = prior(t, v);
+        /* on CPUs the rollout plays the finishing marks: the search spends its
+         * expansions on the structure, and on other marks only late */
+        if (structure_first && !v->gpu && (!strncmp(t, "parallel(", 9) || !strncmp(t, "vectorize(", 10) || !strncmp(t, "unroll(", 7)))
+            p = fmin(p, 20);
+        c[i].score = p + rng_uniform(&a->rng, 0, 0.5);
     }
+    free(v);
     qsort(c, (size_t)*n, sizeof *c, by_score);
     return c;
 }
@@ -308,7 +522,7 @@ static void play_random(Agent *a)
     DojoMeasure m;
     if (measure(a, &m) < 0)
         return;
-    for (int t = 0; t < a->o->steps && a->used < a->o->budget; t++) {
+    for (int t = 0; t < a->o->steps && !spent(a); t++) {
         int n = dojo_nactions(a->s);
         if (!n)
             break;
@@ -328,13 +542,13 @@ static void play_greedy(Agent *a)
     if (cur < 0)
         return;
     int per = 8; /* children measured per step */
-    while (a->used < a->o->budget) {
+    while (!spent(a)) {
         int n;
-        Cand *c = ranked(a, &n);
+        Cand *c = ranked(a, &n, false);
         Path here = path_here(a->s, cur);
         double best = cur;
         char *best_move = NULL;
-        for (int i = 0; i < n && i < per && a->used < a->o->budget; i++) {
+        for (int i = 0; i < n && i < per && !spent(a); i++) {
             bool legal;
             StrBuf e = {0};
             dojo_step(a->s, c[i].id, NULL, &legal, &e);
@@ -361,18 +575,21 @@ static void play_greedy(Agent *a)
 }
 
 /* The rollout of a state (as in Monte-Carlo tree search, with a fixed policy): the
- * finishing moves that the prior ranks highest (vectorise an innermost loop, after
- * splitting it by 16 when it is longer; parallelise the outermost loop; unroll a
- * short loop; on GPUs bind loops to blocks and threads) are played without being
- * measured, and the finished kernel is measured.  A structural move (split,
- * reorder, distribute, cache) is then judged by what it enables rather than by its
- * own time, which is about unchanged until the finishing moves follow. */
+ * finishing moves that the prior ranks highest are played without being measured —
+ * a register tile of the output where the loops below a loop hold a reduction over a
+ * small block of it (the tile is staged first, so that its copies are finished too);
+ * vectorise an innermost loop, after splitting it by 16 when it is longer;
+ * parallelise the outermost loop of each nest; unroll a short loop; on GPUs bind
+ * loops to blocks and threads — and the finished kernel is what is judged.  A
+ * structural move (split, reorder, distribute) is then judged by what it enables
+ * rather than by its own time, which is about unchanged until the finishing moves
+ * follow. */
 static void rollout(Agent *a)
 {
-    for (int r = 0; r < 8; r++) {
-        LoopInfo ls[256];
-        bool gpu;
-        int nl = loop_infos(a->s, ls, 256, &gpu);
+    View *v = xmalloc(sizeof *v);
+    bool blocking = true;
+    for (int r = 0; r < 24; r++) {
+        read_view(a->s, v);
         int n = dojo_nactions(a->s), best = -1;
         double bestp = 0;
         for (int i = 0; i < n; i++) {
@@ -380,27 +597,54 @@ static void rollout(Agent *a)
             char name[32], a0[64];
             long long a1;
             move_parts(t, name, sizeof name, a0, sizeof a0, &a1);
-            double p = prior(t, ls, nl, dojo_depth(a->s), gpu);
+            double p = prior(t, v);
             bool finishing = !strcmp(name, "vectorize") || !strcmp(name, "parallel") || !strcmp(name, "unroll") ||
                              !strcmp(name, "bind");
-            if (!gpu && !strcmp(name, "split") && a1 == 16 && !strstr(t, "tail")) {
+            if (!v->gpu && !strcmp(name, "cache")) {
+                /* the largest register tile first, before the loops in it are marked */
+                double span = register_tile(v, t);
+                finishing = span > 0;
+                p = finishing ? 110 + log2(span) : 0;
+            }
+            if (v->gpu && !strcmp(name, "tile") && strstr(t, ", 16, 16)")) {
+                /* a thread block of 16 x 16 over the two outer plain loops, before binding */
+                bool bound = false;
+                for (int q = 0; q < v->nl; q++)
+                    bound |= strcmp(v->l[q].kind, "serial") != 0;
+                char b2[64];
+                second_name(t, b2, sizeof b2);
+                const LoopInfo *l = find_loop(v, a0), *l2 = find_loop(v, b2);
+                finishing = !bound && l && l2 && l->depth == 0 && !l->reduction && !l2->reduction;
+                p = finishing ? 120 : 0;
+            }
+            if (!v->gpu && !strcmp(name, "split") && a1 == 16 && !strstr(t, "tail")) {
                 /* a long innermost loop: split it so that its inner part can be a vector */
-                const LoopInfo *l = find_loop(ls, nl, a0);
-                finishing = l && l->innermost && l->extent > 32 && l->extent % 16 == 0 && !strcmp(l->kind, "serial");
-                p = finishing ? 81 : 0;
+                const LoopInfo *l = find_loop(v, a0);
+                finishing = l && l->innermost && !l->reduction && l->extent > 64 && l->extent % 16 == 0 &&
+                            !strcmp(l->kind, "serial");
+                p = finishing ? 130 : 0;
             }
             if (finishing && p >= 80 && p > bestp) {
                 bestp = p;
                 best = i;
             }
         }
-        if (best < 0)
-            break;
         bool legal;
         StrBuf e = {0};
+        char mv[160];
+        if (bestp < 130 && blocking && !v->gpu && blocking_move(v, mv, sizeof mv)) {
+            /* a register tile in the making: block before marking loops */
+            if (!dojo_step(a->s, -1, mv, &legal, &e) || !legal)
+                blocking = false;
+            sb_free(&e);
+            continue;
+        }
+        if (best < 0)
+            break;
         dojo_step(a->s, best, NULL, &legal, &e);
         sb_free(&e);
     }
+    free(v);
 }
 
 /* The time of the state's rollout (measured once per rolled-out kernel); the
@@ -423,10 +667,102 @@ static int by_ms(const void *x, const void *y)
     return a->ms < b->ms ? -1 : a->ms > b->ms ? 1 : b->n - a->n; /* deeper first among equals */
 }
 
-/* Beam search: each level expands every state of the beam by its best-ranked moves,
- * measures the children, and keeps the W fastest states seen at this level (the
- * parents included, so a level that finds nothing better keeps its beam, and a move
- * that only enables later ones survives while it costs little). */
+/* A state the beam may measure: its path, its rolled-out kernel, and how it ranks. */
+typedef struct Option {
+    Path path;
+    char rolled[24];          /* fingerprint of its rollout */
+    double prior;             /* of the moves from its beam parent */
+    double pred;              /* the cost model's time of its rollout; INFINITY without a model */
+    double known;             /* the rollout's measured time, -1 when not measured */
+    double f[DOJO_MAX_FEAT];  /* the cost-model features of its rollout (`predict`) */
+    double work;
+    bool has_f;
+} Option;
+
+typedef struct Pool {
+    Option *v;
+    int n, cap;
+    char (*visited)[24];      /* states already considered, by fingerprint */
+    int nvisited, capvisited;
+} Pool;
+
+static bool visited(Pool *o, const char *fp)
+{
+    for (int i = 0; i < o->nvisited; i++)
+        if (!strcmp(o->visited[i], fp))
+            return true;
+    if (o->nvisited == o->capvisited) {
+        o->capvisited = o->capvisited ? 2 * o->capvisited : 256;
+        o->visited = xrealloc(o->visited, sizeof *o->visited * (size_t)o->capvisited);
+    }
+    snprintf(o->visited[o->nvisited++], 24, "%s", fp);
+    return false;
+}
+
+/* Considers the current state (unmeasured): rolls it out, asks the cost model about
+ * the rolled-out kernel, and keeps it unless another option rolls out to the same
+ * kernel with a better prior. */
+static void consider(Agent *a, Pool *o, double pri)
+{
+    if (visited(o, dojo_fingerprint(a->s)))
+        return;
+    int d0 = dojo_depth(a->s);
+    Option x = {.prior = pri, .pred = INFINITY, .known = -1};
+    x.path = path_here(a->s, INFINITY);
+    rollout(a);
+    snprintf(x.rolled, sizeof x.rolled, "%s", dojo_fingerprint(a->s));
+    for (int i = 0; i < o->n; i++)
+        if (!strcmp(o->v[i].rolled, x.rolled)) {
+            if (pri > o->v[i].prior) { /* the same kernel: keep the likelier path */
+                path_free(&o->v[i].path);
+                o->v[i].path = x.path;
+                o->v[i].prior = pri;
+            } else {
+                path_free(&x.path);
+            }
+            while (dojo_depth(a->s) > d0)
+                dojo_undo(a->s);
+            return;
+        }
+    x.known = seen_ms(a);
+    DojoPredict p;
+    StrBuf e = {0};
+    if (x.known < 0 && dojo_predict(a->s, &p, &e)) {
+        memcpy(x.f, p.f, sizeof x.f);
+        x.work = p.work;
+        x.has_f = true;
+    }
+    sb_free(&e);
+    while (dojo_depth(a->s) > d0)
+        dojo_undo(a->s);
+    if (o->n == o->cap) {
+        o->cap = o->cap ? 2 * o->cap : 64;
+        o->v = xrealloc(o->v, sizeof *o->v * (size_t)o->cap);
+    }
+    o->v[o->n++] = x;
+}
+
+static int by_prior(const void *x, const void *y)
+{
+    const Option *a = x, *b = y;
+    return a->prior < b->prior ? 1 : a->prior > b->prior ? -1 : 0;
+}
+
+static int by_pred(const void *x, const void *y)
+{
+    const Option *a = x, *b = y;
+    return a->pred < b->pred ? -1 : a->pred > b->pred ? 1 : by_prior(x, y);
+}
+
+/* Beam search with lookahead.  Each level expands every beam state by its
+ * best-ranked moves and, through the best few of those, by a second move, without
+ * measuring: every such state is rolled out, states that roll out to one kernel are
+ * counted once, and a kernel measured before costs nothing.  The options are ranked
+ * by the cost model's prediction for their rolled-out kernels (a LASSO over the
+ * tuner's features, fitted on this game's measurements, `predict` in the protocol)
+ * once it has enough rows, by the move prior before that and for a quarter of each
+ * level after; the best are measured.  The next beam is the W fastest of parents and
+ * options (a level that finds nothing better keeps its beam). */
 static void play_beam(Agent *a)
 {
     int W = a->o->width > 0 ? a->o->width : 4;
@@ -447,68 +783,113 @@ static void play_beam(Agent *a)
     int nb = 1;
     beam[0] = root;
     int stale = 0;
-    for (int level = 0; level < a->o->depth && a->used < a->o->budget; level++) {
-        int left = a->o->budget - a->used;
-        int levels_left = a->o->depth - level;
-        int per = left / (levels_left < 4 ? levels_left : 4) / nb;
-        if (per < 2)
-            per = 2;
-        if (per > 6)
-            per = 6;
-        per <<= stale < 4 ? stale : 4; /* a level that found nothing widens the next */
-        PtrVec kids = {0};
-        for (int b = 0; b < nb && a->used < a->o->budget; b++) {
+    Pool o = {0};
+    enum { KIDS = 10, DEEP = 3, GRANDKIDS = 5, POOL = 1500 };
+    for (int level = 0; level < a->o->depth && !spent(a); level++) {
+        /* the options of this level */
+        for (int b = 0; b < nb && !spent(a); b++) {
             go_to(a->s, &beam[b]);
             int n;
-            Cand *c = ranked(a, &n);
-            /* the fastest state of the beam gets twice the children of the others */
-            int mine = b == 0 && nb > 1 ? 2 * per : per;
-            for (int i = 0; i < n && i < mine && a->used < a->o->budget; i++) {
+            Cand *c = ranked(a, &n, true);
+            for (int i = 0; i < n && i < KIDS; i++) {
                 bool legal;
                 StrBuf e = {0};
                 dojo_step(a->s, c[i].id, NULL, &legal, &e);
                 sb_free(&e);
-                if (seen_ms(a) >= 0) { /* reached before by other moves: no new information */
-                    go_to(a->s, &beam[b]);
-                    mine++;
-                    continue;
+                consider(a, &o, c[i].score);
+                if (i < DEEP) {
+                    int n2;
+                    Cand *c2 = ranked(a, &n2, true);
+                    Path kid = path_here(a->s, 0);
+                    for (int j = 0; j < n2 && j < GRANDKIDS; j++) {
+                        StrBuf e2 = {0};
+                        dojo_step(a->s, c2[j].id, NULL, &legal, &e2);
+                        sb_free(&e2);
+                        consider(a, &o, c[i].score + 0.5 * c2[j].score);
+                        go_to(a->s, &kid);
+                    }
+                    path_free(&kid);
+                    free(c2);
                 }
-                double t = evaluate(a, &m);
-                Path *k = xmalloc(sizeof *k);
-                *k = path_here(a->s, t > 0 ? t : INFINITY);
-                vec_push(&kids, k);
                 go_to(a->s, &beam[b]);
             }
             free(c);
         }
-        /* the next beam: the fastest of parents and children, no state twice */
-        int total = nb + kids.n;
-        Path *all = xcalloc((size_t)total, sizeof *all);
-        for (int i = 0; i < nb; i++)
-            all[i] = beam[i];
-        for (int i = 0; i < kids.n; i++) {
-            all[nb + i] = *(Path *)kids.v[i];
-            free(kids.v[i]);
+        /* measure the most promising: by the model, one in four by the prior */
+        if (a->model.n >= TM_MIN_ROWS && a->model.n != a->fitted_rows) {
+            a->fitted_rows = a->model.n;
+            tm_fit(&a->model);
         }
-        vec_free(&kids);
-        /* children first among equals: a child no slower than its parent moves on */
-        qsort(all, (size_t)total, sizeof *all, by_ms);
+        bool model = a->model.fitted;
+        for (int i = 0; i < o.n; i++)
+            o.v[i].pred = model && o.v[i].has_f ? tm_predict(&a->model, o.v[i].f) + log(o.v[i].work) : INFINITY;
+        int per = 6 + 2 * (stale < 4 ? stale : 4);
+        if (per > a->o->budget - a->used)
+            per = a->o->budget - a->used;
+        int done = 0;
+        for (int round = 0; done < per && round < 2 * per + 4 && !spent(a); round++) {
+            bool by_model = model && round % 4 != 3;
+            qsort(o.v, (size_t)o.n, sizeof *o.v, by_model ? by_pred : by_prior);
+            int pick = -1;
+            for (int i = 0; i < o.n && pick < 0; i++)
+                if (o.v[i].known < 0)
+                    pick = i;
+            if (pick < 0)
+                break;
+            go_to(a->s, &o.v[pick].path);
+            double t = evaluate(a, &m);
+            o.v[pick].known = t > 0 ? t : INFINITY;
+            done++;
+        }
+        /* the next beam: the fastest of parents and options, no kernel twice */
+        int total = nb + o.n;
+        Path *all = xcalloc((size_t)total, sizeof *all);
+        char (*rolled)[24] = xcalloc((size_t)total, sizeof *rolled);
+        int na = 0;
+        for (int i = 0; i < nb; i++)
+            all[na++] = beam[i];
+        /* measured options leave the pool; the others wait for a later level, the
+         * pool kept to the POOL likeliest by the prior */
+        int keep = 0;
+        for (int i = 0; i < o.n; i++) {
+            if (o.v[i].known > 0 || (o.v[i].known == INFINITY)) {
+                all[na] = o.v[i].path;
+                all[na++].ms = o.v[i].known;
+            } else {
+                o.v[keep++] = o.v[i];
+            }
+        }
+        o.n = keep;
+        if (o.n > POOL) {
+            qsort(o.v, (size_t)o.n, sizeof *o.v, by_prior);
+            for (int i = POOL; i < o.n; i++)
+                path_free(&o.v[i].path);
+            o.n = POOL;
+        }
+        qsort(all, (size_t)na, sizeof *all, by_ms);
         double old_best = beam[0].ms;
         int nn = 0;
-        for (int i = 0; i < total; i++) {
+        for (int i = 0; i < na; i++) {
+            go_to(a->s, &all[i]);
+            int d0 = dojo_depth(a->s);
+            rollout(a);
+            char fp[24];
+            snprintf(fp, sizeof fp, "%s", dojo_fingerprint(a->s));
+            while (dojo_depth(a->s) > d0)
+                dojo_undo(a->s);
             bool dup = false;
-            for (int j = 0; j < nn && !dup; j++) {
-                dup = all[j].n == all[i].n;
-                for (int q = 0; dup && q < all[i].n; q++)
-                    dup = !strcmp(all[j].moves[q], all[i].moves[q]);
-            }
+            for (int j = 0; j < nn && !dup; j++)
+                dup = !strcmp(rolled[j], fp);
             /* a state several times slower than the best is not worth measurements:
              * the budget goes to the ones that can still win */
-            if (nn < W && !dup && isfinite(all[i].ms) && all[i].ms <= 4 * all[0].ms)
+            if (nn < W && !dup && isfinite(all[i].ms) && all[i].ms <= 4 * all[0].ms) {
+                snprintf(rolled[nn], 24, "%s", fp);
                 all[nn++] = all[i];
-            else
+            } else {
                 path_free(&all[i]);
+            }
         }
+        free(rolled);
         free(beam);
         beam = all;
         nb = nn;
@@ -516,10 +897,15 @@ static void play_beam(Agent *a)
             break;
         stale = beam[0].ms < old_best * 0.99 ? 0 : stale + 1;
         if (!a->o->quiet)
-            fprintf(stderr, "level %d: best %.4g ms (%d measured)\n", level + 1, beam[0].ms, a->used);
+            fprintf(stderr, "level %d: best %.4g ms (%d measured%s)\n", level + 1, beam[0].ms, a->used,
+                    model ? ", ranked by the cost model" : "");
         if (stale >= 8)
             break;
     }
+    for (int i = 0; i < o.n; i++)
+        path_free(&o.v[i].path);
+    free(o.v);
+    free(o.visited);
     for (int i = 0; i < nb; i++)
         path_free(&beam[i]);
     free(beam);
@@ -528,6 +914,8 @@ static void play_beam(Agent *a)
 int dojo_run_agent(DojoSession *s, const DojoAgentOpts *o)
 {
     Agent a = {.s = s, .o = o, .best_ms = INFINITY};
+    if (o->time_s > 0)
+        a.deadline = now_seconds() + o->time_s;
     rng_seed(&a.rng, dojo_seed(s) ^ 0x5eed);
     if (!strcmp(o->agent, "random"))
         play_random(&a);
@@ -561,5 +949,6 @@ int dojo_run_agent(DojoSession *s, const DojoAgentOpts *o)
         free(a.best_moves[i]);
     free(a.best_moves);
     free(a.seen);
+    tm_free(&a.model);
     return rc;
 }

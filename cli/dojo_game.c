@@ -19,8 +19,10 @@
 #include <unistd.h>
 
 #include "dojo.h"
+#include "codegen/cuda/cg_cuda.h"
 #include "passes/passes.h"
 #include "passes/xform.h"
+#include "tune/model.h"
 #include "runtime/tunedb.h"
 
 struct DojoSession {
@@ -48,6 +50,8 @@ struct DojoSession {
     SchedItem *acts;
     char **act_text;
     int nacts;
+    int dropped;               /* GPU: legal moves left out because the CUDA emitter refuses their state */
+    double check_s;            /* GPU: seconds the last emitter check of every move took */
 
     /* the printed state and its hash, made on demand */
     bool fp_valid;
@@ -71,6 +75,13 @@ struct DojoSession {
         DojoMeasure m;
     } pending[2];
     int npending;
+
+    /* the cost model of this game: the tuner's features of every measured kernel
+     * and its time, a LASSO refitted when rows were added (dojo_predict) */
+    TuneModel model;
+    int model_fitted_rows;   /* rows of the last fit; 0: none */
+    double model_shift;      /* mean of (log time per work - prediction) over the rows */
+    double *model_f;         /* the rows' features, TM_NFEAT each */
 
     /* the episode recorder (--record): one JSON line per event */
     FILE *rec;
@@ -129,6 +140,10 @@ static void end_game(DojoSession *s)
     s->base_done = false;
     s->nmeasure = 0;
     s->active = false;
+    tm_free(&s->model);
+    free(s->model_f);
+    s->model_f = NULL;
+    s->model_fitted_rows = 0;
 }
 
 void dojo_free(DojoSession *s)
@@ -151,6 +166,8 @@ const char *dojo_move(const DojoSession *s, int i) { return i >= 0 && i < s->tex
 bool dojo_auto_measure(const DojoSession *s) { return s->auto_measure; }
 uint64_t dojo_seed(const DojoSession *s) { return s->seed; }
 int dojo_measurements(const DojoSession *s) { return s->nmeasure; }
+
+static void ensure_actions(DojoSession *s);
 
 static void state_changed(DojoSession *s)
 {
@@ -185,32 +202,63 @@ static Kernel *build_state(DojoSession *s, int n, Diags *d)
     return k;
 }
 
-/* What is measured: the start schedules and the moves as one schedule block, through
- * the pass pipeline, as `perfc FILE -s '<moves>'` would compile them. */
-static Kernel *build_measured(DojoSession *s, Diags *d)
+/* What is measured: the start schedules and the moves (and `extra`, when not NULL)
+ * as one schedule block, through the pass pipeline, as `perfc FILE -s '<moves>'`
+ * would compile them. */
+static Kernel *build_measured_with(DojoSession *s, const SchedItem *extra, Diags *d)
 {
     Kernel *k = lower_fresh(&s->c);
     if (!k)
         return NULL;
-    AstSchedule *mv = arena_alloc(s->c.arena, sizeof *mv);
-    mv->kernel = s->c.ast->name;
-    mv->nitems = s->moves.n;
-    mv->items = arena_alloc(s->c.arena, sizeof(SchedItem) * (size_t)(s->moves.n ? s->moves.n : 1));
+    AstSchedule mv = {0};
+    mv.kernel = s->c.ast->name;
+    mv.nitems = s->moves.n + (extra != NULL);
+    mv.items = xmalloc(sizeof(SchedItem) * (size_t)(mv.nitems ? mv.nitems : 1));
     for (int i = 0; i < s->moves.n; i++)
-        mv->items[i] = *(SchedItem *)s->moves.v[i];
+        mv.items[i] = *(SchedItem *)s->moves.v[i];
+    if (extra)
+        mv.items[s->moves.n] = *extra;
     const AstSchedule *all[MAX_SCHEDS + 17];
     int n = 0;
     for (int i = 0; i < s->c.nscheds; i++)
         all[n++] = s->c.scheds[i];
-    all[n++] = mv;
+    all[n++] = &mv;
     PipelineOpts po = {0};
     po.schedules = all;
     po.nschedules = n;
-    if (!pipeline_run(k, &po, d)) {
+    bool ok = pipeline_run(k, &po, d);
+    free(mv.items);
+    if (!ok) {
         ir_free(k);
         return NULL;
     }
     return k;
+}
+
+static Kernel *build_measured(DojoSession *s, Diags *d) { return build_measured_with(s, NULL, d); }
+
+/* GPU targets: whether the state with `extra` played (NULL: the state itself) goes
+ * through the pipeline and the CUDA emitter, which refuses some states the
+ * transformations allow (a local buffer indexed by different thread loops, a launch
+ * over the target's limits).  The emitted source is not compiled (no NVRTC): what
+ * NVRTC could still refuse is the emitter's bug, not the move's.  The reason in why. */
+static bool gpu_emits(DojoSession *s, const SchedItem *extra, StrBuf *why)
+{
+    Diags d;
+    diag_init(&d);
+    Kernel *k = build_measured_with(s, extra, &d);
+    bool ok = k != NULL;
+    if (ok) {
+        CgCudaModule m;
+        memset(&m, 0, sizeof m);
+        ok = cg_cuda_generate(k, s->target, &m, &d);
+        cg_cuda_module_free(&m);
+        ir_free(k);
+    }
+    if (!ok && why)
+        take_diags(&d, why, "the CUDA back end refused the state");
+    diag_free(&d);
+    return ok;
 }
 
 void dojo_record_end(DojoSession *s)
@@ -425,6 +473,50 @@ static bool reduces_over(const NodeList *l, const Var *v)
     return false;
 }
 
+/* Adds to used[] (nb entries so far) the buffers an expression loads with an index
+ * that mentions v. */
+static void loads_using(const Expr *e, const Var *v, const Buffer **used, int *nb)
+{
+    if (!e)
+        return;
+    if (e->kind == IE_LOAD) {
+        bool uses = false;
+        for (int d = 0; d < e->u.load.buf->rank && !uses; d++)
+            uses = ir_expr_uses_var(e->u.load.idx[d], v);
+        bool have = false;
+        for (int i = 0; i < *nb && !have; i++)
+            have = used[i] == e->u.load.buf;
+        if (uses && !have && *nb < 64)
+            used[(*nb)++] = e->u.load.buf;
+        for (int d = 0; d < e->u.load.buf->rank; d++)
+            loads_using(e->u.load.idx[d], v, used, nb);
+        return;
+    }
+    for (int i = 0; i < 3; i++)
+        loads_using(e->args[i], v, used, nb);
+}
+
+/* The buffers whose indices mention v in the statements below l (stored or loaded). */
+static void buffers_using(const NodeList *l, const Var *v, const Buffer **used, int *nb)
+{
+    for (int i = 0; i < l->n; i++) {
+        const Node *n = l->v[i];
+        if (n->kind == N_STMT) {
+            bool uses = false;
+            for (int d = 0; d < n->u.stmt.buf->rank && !uses; d++)
+                uses = ir_expr_uses_var(n->u.stmt.idx[d], v);
+            bool have = false;
+            for (int j = 0; j < *nb && !have; j++)
+                have = used[j] == n->u.stmt.buf;
+            if (uses && !have && *nb < 64)
+                used[(*nb)++] = n->u.stmt.buf;
+            loads_using(n->u.stmt.value, v, used, nb);
+        } else if (n->kind == N_LOOP || n->kind == N_IF) {
+            buffers_using(ir_body((Node *)n), v, used, nb);
+        }
+    }
+}
+
 static void loops_json(FeatCtx *f, const NodeList *l, const char *parent, int depth)
 {
     for (int i = 0; i < l->n; i++) {
@@ -468,7 +560,17 @@ static void loops_json(FeatCtx *f, const NodeList *l, const char *parent, int de
         sb_printf(b, "%d", count_kind(&n->u.loop.body, N_STMT));
         jw_key(b, "reduction", &ff);
         sb_puts(b, reduces_over(&n->u.loop.body, n->u.loop.var) ? "true" : "false");
-        sb_putc(b, '}');
+        jw_key(b, "uses", &ff);
+        const Buffer *used[64];
+        int nb = 0;
+        buffers_using(&n->u.loop.body, n->u.loop.var, used, &nb);
+        sb_putc(b, '[');
+        for (int u = 0; u < nb; u++) {
+            if (u)
+                sb_putc(b, ',');
+            sb_json_str(b, used[u]->name);
+        }
+        sb_puts(b, "]}");
         loops_json(f, &n->u.loop.body, n->u.loop.var->name, depth + 1);
     }
 }
@@ -544,6 +646,13 @@ void dojo_state_json(DojoSession *s, StrBuf *b, bool with_ir)
     sb_putc(b, ']');
     jw_key(b, "buffers", &ff);
     buffers_json(s->cur, b);
+    if (target_is_gpu(s->target)) {
+        ensure_actions(s);
+        jw_key(b, "dropped_moves", &ff);
+        sb_printf(b, "%d", s->dropped);
+        jw_key(b, "check_ms", &ff);
+        sb_printf(b, "%.1f", s->check_s * 1e3);
+    }
     sb_putc(b, '}');
 }
 
@@ -625,10 +734,18 @@ static void ensure_actions(DojoSession *s)
     s->acts = arena_alloc(s->acts_arena, sizeof(SchedItem) * (size_t)(all.n ? all.n : 1));
     s->act_text = arena_alloc(s->acts_arena, sizeof(char *) * (size_t)(all.n ? all.n : 1));
     s->nacts = 0;
+    s->dropped = 0;
+    double t0 = now_seconds();
     for (int i = 0; i < all.n; i++) {
         SchedItem *it = all.v[i];
         if (!target_is_gpu(s->target) && is_gpu_only(it->name))
             continue;
+        /* a GPU state the back end cannot emit could be neither measured nor
+         * compiled: such moves are not offered */
+        if (target_is_gpu(s->target) && !gpu_emits(s, it, NULL)) {
+            s->dropped++;
+            continue;
+        }
         StrBuf t = {0};
         xf_item_print(it, &t);
         bool dup = false; /* the supplement may repeat a move of the list */
@@ -641,6 +758,7 @@ static void ensure_actions(DojoSession *s)
         sb_free(&t);
     }
     vec_free(&all);
+    s->check_s = target_is_gpu(s->target) ? now_seconds() - t0 : 0;
     s->acts_valid = true;
 }
 
@@ -747,6 +865,7 @@ bool dojo_step(DojoSession *s, int id, const char *text, bool *legal, StrBuf *er
 static bool step(DojoSession *s, int id, const char *text, bool *legal, StrBuf *err)
 {
     *legal = false;
+    bool text_given = text != NULL;
     if (!text) {
         ensure_actions(s);
         if (id < 0 || id >= s->nacts) {
@@ -782,6 +901,22 @@ static bool step(DojoSession *s, int id, const char *text, bool *legal, StrBuf *
         sb_printf(err, "%s is a GPU transformation and target %s is a CPU", it->name, s->target);
         diag_free(&d);
         return true; /* a move, and not a legal one here */
+    }
+    if (text_given && target_is_gpu(s->target)) {
+        /* a move not from the list: it must leave a state the CUDA back end emits */
+        if (!xf_check(s->cur, it, NULL, &d)) {
+            take_diags(&d, err, "refused");
+            diag_free(&d);
+            return true;
+        }
+        StrBuf why = {0};
+        if (!gpu_emits(s, it, &why)) {
+            sb_printf(err, "the CUDA back end cannot emit the state this move leaves: %s", why.s ? why.s : "");
+            sb_free(&why);
+            diag_free(&d);
+            return true;
+        }
+        sb_free(&why);
     }
     if (!xf_apply(s->cur, it, NULL, &d)) {
         take_diags(&d, err, "refused");
@@ -957,6 +1092,69 @@ out:
     return rc;
 }
 
+/* ---- the cost model ---- */
+
+/* f32 lanes of one SIMD register of the target (GPU threads do not vectorise). */
+static int f32_lanes(const char *t)
+{
+    if (target_is_gpu(t))
+        return 1;
+    if (strstr(t, "avx512"))
+        return 16;
+    if (!strcmp(t, "host") || !strcmp(t, "x86_64"))
+        return rt_cpu_has("avx512f") ? 16 : rt_cpu_has("avx") ? 8 : 4;
+    if (!strncmp(t, "aarch64", 7) || !strncmp(t, "riscv64", 7))
+        return 4;
+    return 8;
+}
+
+/* The tuner's features of kernel k (what would be measured) and its work. */
+static double model_features(DojoSession *s, const Kernel *k, double *f)
+{
+    int64_t llc = rt_llc_bytes();
+    double caches[3] = {32 << 10, 1 << 20, llc > (1 << 20) ? (double)llc : 32 << 20};
+    int threads = s->o.threads > 0 ? s->o.threads : rt_cpu_count();
+    return tm_features(k, threads, f32_lanes(s->target), caches, f);
+}
+
+_Static_assert((int)TM_NFEAT <= (int)DOJO_MAX_FEAT, "DojoPredict holds every feature");
+
+const char *dojo_feature_name(int i) { return i >= 0 && i < TM_NFEAT ? tm_feature_name(i) : NULL; }
+
+bool dojo_predict(DojoSession *s, DojoPredict *p, StrBuf *err)
+{
+    memset(p, 0, sizeof *p);
+    Diags d;
+    diag_init(&d);
+    Kernel *k = build_measured(s, &d);
+    if (!k) {
+        take_diags(&d, err, "the schedule did not apply");
+        diag_free(&d);
+        return false;
+    }
+    diag_free(&d);
+    p->nfeat = TM_NFEAT;
+    p->work = model_features(s, k, p->f);
+    ir_free(k);
+    p->rows = s->model.n;
+    if (s->model.n >= TM_MIN_ROWS && s->model.n != s->model_fitted_rows) {
+        s->model_fitted_rows = s->model.n;
+        if (tm_fit(&s->model)) {
+            /* the fit is centred: shift it so that it predicts the rows' own times */
+            double sum = 0;
+            for (int i = 0; i < s->model.n; i++)
+                sum += s->model.y[i] - tm_predict(&s->model, s->model_f + (size_t)i * TM_NFEAT);
+            s->model_shift = sum / s->model.n;
+        }
+    }
+    if (s->model.fitted) {
+        p->fitted = true;
+        p->cv_r2 = s->model.cv_r2;
+        p->predicted_ms = exp(tm_predict(&s->model, p->f) + s->model_shift) * p->work;
+    }
+    return true;
+}
+
 static int measure_request(DojoSession *s, DojoMeasure *m, bool (*still_there)(void *), void *ctx, StrBuf *err);
 
 int dojo_measure(DojoSession *s, DojoMeasure *m, bool (*still_there)(void *), void *ctx, StrBuf *err)
@@ -1009,6 +1207,16 @@ static int measure_request(DojoSession *s, DojoMeasure *m, bool (*still_there)(v
     }
     diag_free(&d);
     rc = measure_kernel(s, k, dojo_fingerprint(s), false, m, still_there, ctx, err);
+    if (rc == 0 && m->valid && m->median_ms > 0) { /* a row for the cost model */
+        double f[TM_NFEAT];
+        double work = model_features(s, k, f);
+        int n0 = s->model.n;
+        tm_add(&s->model, f, work, m->median_ms, 1);
+        if (s->model.n > n0) {
+            s->model_f = xrealloc(s->model_f, sizeof *s->model_f * TM_NFEAT * (size_t)s->model.n);
+            memcpy(s->model_f + (size_t)n0 * TM_NFEAT, f, sizeof f);
+        }
+    }
     ir_free(k);
     m->base_ms = s->base_ms;
     m->lib_ms = s->lib_ms;

@@ -121,6 +121,7 @@ static const Verb verbs[] = {
     {"step", "action"},
     {"undo", ""},
     {"measure", ""},
+    {"predict", ""},
     {"schedule", ""},
     {"close", ""},
 };
@@ -246,7 +247,7 @@ static bool handle(Conn *c, DojoSession *s, const char *line, size_t len)
         goto send;
     }
     if (!verb) {
-        sb_puts(&err, "unknown cmd (reset, state, actions, step, undo, measure, schedule, close)");
+        sb_puts(&err, "unknown cmd (reset, state, actions, step, undo, measure, predict, schedule, close)");
         reply_error(&r, "unknown_cmd", err.s);
         goto send;
     }
@@ -366,6 +367,31 @@ static bool handle(Conn *c, DojoSession *s, const char *line, size_t len)
         jw_num(&r.b, m.valid ? m.speedup : NAN);
         jw_key(&r.b, "measurement", &r.first);
         dojo_measure_json(&m, &r.b);
+    } else if (!strcmp(cmd, "predict")) {
+        DojoPredict p;
+        if (!dojo_predict(s, &p, &err)) {
+            reply_error(&r, "measure", err.s);
+            goto send;
+        }
+        reply_ok(&r);
+        jw_key(&r.b, "fingerprint", &r.first);
+        sb_json_str(&r.b, dojo_fingerprint(s));
+        jw_key(&r.b, "features", &r.first);
+        sb_putc(&r.b, '{');
+        bool ff = true;
+        for (int i = 0; i < p.nfeat; i++) {
+            jw_key(&r.b, dojo_feature_name(i), &ff);
+            jw_num(&r.b, p.f[i]);
+        }
+        sb_putc(&r.b, '}');
+        jw_key(&r.b, "work", &r.first);
+        jw_num(&r.b, p.work);
+        jw_key(&r.b, "rows", &r.first);
+        sb_printf(&r.b, "%d", p.rows);
+        jw_key(&r.b, "predicted_ms", &r.first);
+        jw_num(&r.b, p.fitted ? p.predicted_ms : NAN);
+        jw_key(&r.b, "cv_r2", &r.first);
+        jw_num(&r.b, p.fitted ? p.cv_r2 : NAN);
     } else if (!strcmp(cmd, "schedule")) {
         reply_ok(&r);
         StrBuf t = {0};
@@ -689,7 +715,7 @@ static void usage(FILE *f)
     fputs("usage: perfc dojo [--record FILE] [--db FILE | --no-db] [--socket PATH]\n"
           "       perfc dojo --replay FILE\n"
           "       perfc dojo --agent random|greedy|beam FILE [-k KERNEL] [-D N=V ...] [-target T] [--seed N]\n"
-          "                  [--threads N] [--budget N] [--steps N] [--width W] [--depth D] [--schedule]\n"
+          "                  [--threads N] [--budget N] [--time S] [--steps N] [--width W] [--depth D] [--schedule]\n"
           "\n"
           "Kernel optimisation as a game: JSON-lines requests on stdin (or on each connection to the Unix\n"
           "socket PATH), one reply per line on stdout.  docs/dojo.md describes every verb.\n"
@@ -742,7 +768,7 @@ int cli_dojo_main(int argc, char **argv)
             ra.names[ra.nsizes] = name;
             ra.values[ra.nsizes++] = v;
         } else if ((!strcmp(a, "--seed") || !strcmp(a, "--threads") || !strcmp(a, "--budget") ||
-                    !strcmp(a, "--steps") || !strcmp(a, "--width") || !strcmp(a, "--depth")) &&
+                    !strcmp(a, "--steps") || !strcmp(a, "--width") || !strcmp(a, "--depth") || !strcmp(a, "--time")) &&
                    has) {
             long long v = strtoll(argv[++i], &end, 10);
             if (*end || v < 0 || v > 1000000000) {
@@ -757,6 +783,8 @@ int cli_dojo_main(int argc, char **argv)
                 ao.budget = (int)v;
             else if (!strcmp(a, "--steps"))
                 ao.steps = (int)v;
+            else if (!strcmp(a, "--time"))
+                ao.time_s = (double)v;
             else if (!strcmp(a, "--width"))
                 ao.width = v ? (int)v : 1;
             else

@@ -100,6 +100,11 @@ class PerfDojoEnv:
     def measure(self):
         return self.client.request("measure")["measurement"]
 
+    def predict(self):
+        """The cost model's view of the current state: features, work, and once the
+        game has 20 valid measurements the predicted time (no measurement)."""
+        return self.client.request("predict")
+
     def undo(self):
         self.state = self.client.request("undo")["state"]
         return self.state

@@ -5,17 +5,17 @@
 # Both winners are then re-timed with `perfc --run` (full harness, fresh inputs)
 # alternately, three times each, so the ratio compares like with like.
 #
-#   bench/cpu/dojo_beam.sh [PERFC] [SIZE] [BUDGET]      (defaults: build/perfc 512 200)
+#   bench/cpu/dojo_beam.sh [PERFC] [SIZE] [BUDGET] [SEED]      (defaults: build/perfc 512 200 1)
 set -eu
-perfc=${1:-build/perfc} n=${2:-512} budget=${3:-200}
+perfc=${1:-build/perfc} n=${2:-512} budget=${3:-200} seed=${4:-1}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 sizes="-D M=$n -D N=$n -D K=$n"
 t0=$(date +%s)
-PERFC_RETUNE=1 "$perfc" stdlib/gemm.pdl -k gemm --no-schedule $sizes --autotune --db "$dir/tune.db" --seed 1 \
+PERFC_RETUNE=1 "$perfc" stdlib/gemm.pdl -k gemm --no-schedule $sizes --autotune --db "$dir/tune.db" --seed "$seed" \
   > "$dir/tune.txt" 2> "$dir/tune.err"
 t1=$(date +%s)
-"$perfc" dojo --agent beam stdlib/gemm.pdl -k gemm $sizes --budget "$budget" --seed 1 --db "$dir/dojo.db" \
+"$perfc" dojo --agent beam stdlib/gemm.pdl -k gemm $sizes --budget "$budget" --seed "$seed" --db "$dir/dojo.db" \
   --record "$dir/beam.jsonl" > "$dir/beam.txt" 2> "$dir/beam.err"
 t2=$(date +%s)
 "$perfc" dojo --replay "$dir/beam.jsonl" > /dev/null
@@ -37,7 +37,8 @@ done
 tune_ms=$(median < "$dir/tune.ms")
 beam_ms=$(median < "$dir/beam.ms")
 measured=$(sed -n 's/^measured *\([0-9]*\) states/\1/p' "$dir/beam.txt")
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; $(uptime | sed 's/.*load/load/')"
+echo "seed $seed"
 echo "sgemm ${n}^3: autotune best $tune_ms ms ($((t1 - t0)) s), beam $beam_ms ms ($measured measured steps, $((t2 - t1)) s)"
 python3 -c "print('beam / autotune: %.3f (bar 0.9)' % ($tune_ms / $beam_ms))"
 echo "beam schedule:"; cat "$dir/beam.sched"

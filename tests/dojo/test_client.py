@@ -52,6 +52,9 @@ state, reward, done, info = env.step("parallel(nosuchloop)")
 assert not info["legal"] and info["reason"] and state["fingerprint"] == fp
 sched = env.schedule()
 assert sched.startswith("schedule gemm for cpu {")
+# 50 measurements: the game's cost model is fitted and predicts a time
+pred = env.predict()
+assert pred["rows"] >= 20 and pred["predicted_ms"] > 0, pred
 env.close()
 print("played %d moves, measured %d valid kernels" % (legal_moves, measured))
 

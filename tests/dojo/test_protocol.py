@@ -2,7 +2,7 @@
 reply, malformed JSON, a non-object, unknown verbs and fields, an oversize line
 (refused, stream resynchronised at the next newline), deep nesting, bad UTF-8, an
 illegal move refused with its reason and the state unchanged, undo with nothing to
-undo, verbs before reset, the end of input without close, a client that goes away
+undo, predict (features, no model yet), verbs before reset, the end of input without close, a client that goes away
 while a measurement runs (perfc exits cleanly and writes nothing to the database),
 and two clients on one Unix socket.
 
@@ -84,6 +84,9 @@ assert {b["name"]: (b["kind"], b["dtype"], b["mem"], b["shape"]) for b in st["bu
     "C": ("out", "f32", "global", [32, 32])}
 r = send(p, {"cmd": "state", "ir": False})
 assert r["ok"] and "ir" not in r["state"] and r["state"]["fingerprint"] == st["fingerprint"]
+loops = {l["name"]: l for l in r["state"]["loops"]}
+assert loops["i"]["uses"] == ["C", "A"] and loops["k"]["uses"] == ["A", "B"] and loops["k"]["reduction"], loops
+assert "dropped_moves" not in r["state"]  # CPU targets: every legal move is offered
 acts = send(p, {"cmd": "actions"})["actions"]
 assert acts and all(a["id"] == i for i, a in enumerate(acts))
 split = next(a for a in acts if a["move"] == "split(i, 4)")
@@ -111,6 +114,12 @@ assert r["ok"] and m["valid"] and m["speedup"] > 0 and m["base_ms"] > 0 and m["f
 assert r["reward"] == m["speedup"]
 r = send(p, {"cmd": "measure"})  # the second time from the cache, validated again
 assert r["measurement"]["cached"] and r["measurement"]["valid"]
+# the cost model's view: the tuner's features, no model before 20 measurements
+r = send(p, {"cmd": "predict"})
+assert r["ok"] and r["fingerprint"] == fp1 and r["work"] == 32 ** 3, r
+assert r["features"]["depth"] == 4 and "log_acc_regs" in r["features"] and r["rows"] == 2, r
+assert r["predicted_ms"] is None and r["cv_r2"] is None, r
+err(send(p, {"cmd": "predict", "ir": True}), "bad_request")
 sched = send(p, {"cmd": "schedule"})
 assert sched["moves"] == ["split(i, 4)"] and sched["schedule"] == "schedule gemm for cpu {\n  split(i, 4)\n}\n"
 r = send(p, {"cmd": "undo"})
