@@ -32,8 +32,12 @@
     X(NEG, "-", 1) X(NOT, "!", 1)                                             \
     X(EXP, "exp", 1) X(LOG, "log", 1) X(SQRT, "sqrt", 1) X(RSQRT, "rsqrt", 1) \
     X(TANH, "tanh", 1) X(ERF, "erf", 1) X(ABS, "abs", 1)                      \
+    X(LOG1P, "log1p", 1) X(EXPM1, "expm1", 1)                                 \
+    X(FLOOR, "floor", 1) X(CEIL, "ceil", 1) /* float operands only */         \
+    X(ROUND, "round", 1) /* to nearest, ties to even (NumPy's round) */       \
     X(ADD, "+", 2) X(SUB, "-", 2) X(MUL, "*", 2) X(DIV, "/", 2)               \
     X(MOD, "%", 2) X(MAX, "max", 2) X(MIN, "min", 2)                          \
+    X(POW, "pow", 2) /* float operands only */                                \
     X(LT, "<", 2) X(LE, "<=", 2) X(GT, ">", 2) X(GE, ">=", 2)                 \
     X(EQ, "==", 2) X(NE, "!=", 2) X(AND, "&&", 2) X(OR, "||", 2)              \
     X(SELECT, "select", 3) /* args[0] ? args[1] : args[2] */

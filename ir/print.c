@@ -137,7 +137,8 @@ static void put_expr(const Kernel *k, const Expr *e, StrBuf *out)
         put_sub(k, e->args[0], prec(e->args[0]) <= P_UNARY, out);
         return;
     case IE_EXP: case IE_LOG: case IE_SQRT: case IE_RSQRT: case IE_TANH: case IE_ERF: case IE_ABS:
-    case IE_MAX: case IE_MIN: case IE_SELECT:
+    case IE_MAX: case IE_MIN: case IE_SELECT: case IE_LOG1P: case IE_EXPM1: case IE_FLOOR: case IE_CEIL:
+    case IE_ROUND: case IE_POW:
         sb_printf(out, "%s(", ir_expr_name(e->kind));
         put_list(k, e->args, ir_expr_arity(e->kind), out);
         sb_putc(out, ')');

@@ -49,7 +49,10 @@ const char *ast_op_name(AstOp op);
     X(EXP, "exp", 1) X(LOG, "log", 1) X(SQRT, "sqrt", 1)          \
     X(RSQRT, "rsqrt", 1) X(TANH, "tanh", 1) X(ERF, "erf", 1)      \
     X(ABS, "abs", 1) X(MAX, "max", 2) X(MIN, "min", 2)            \
-    X(SELECT, "select", 3)
+    X(SELECT, "select", 3) X(POW, "pow", 2) X(SIGMOID, "sigmoid", 1) \
+    X(LOG1P, "log1p", 1) X(EXPM1, "expm1", 1) X(FLOOR, "floor", 1)  \
+    X(CEIL, "ceil", 1) X(ROUND, "round", 1) X(SIGN, "sign", 1)      \
+    X(CLAMP, "clamp", 3)
 
 typedef enum Builtin {
 #define X(k, s, n) BI_##k,

@@ -303,7 +303,8 @@ static bool check_call(Sema *S, AstExpr *e, PtrVec *ranges, PtrVec *reads)
                        "indices in the parentheses and the expression after them", e->call.fn, e->call.fn);
         else
             diag_error(S->d, e->span, "unknown function '%s'; the built-ins are exp log sqrt rsqrt tanh erf abs "
-                       "max min select and the casts f64 f32 f16 bf16 i32", e->call.fn);
+                       "log1p expm1 sigmoid pow floor ceil round sign max min clamp select and the casts "
+                       "f64 f32 f16 bf16 i32", e->call.fn);
         return false;
     }
     if (builtin_arity(b) != e->call.nargs) {
@@ -349,9 +350,30 @@ static bool check_call(Sema *S, AstExpr *e, PtrVec *ranges, PtrVec *reads)
         }
         e->dtype = dtype_promote(a[0]->dtype, a[1]->dtype);
         return true;
+    case BI_CLAMP:
+        for (int i = 0; i < 3; i++)
+            if (is_bool(a[i]->dtype)) {
+                diag_error(S->d, a[i]->span, "clamp bounds numbers, not comparisons");
+                return false;
+            }
+        e->dtype = dtype_promote(dtype_promote(a[0]->dtype, a[1]->dtype), a[2]->dtype);
+        return true;
+    case BI_POW:
+        if (is_bool(a[0]->dtype) || is_bool(a[1]->dtype)) {
+            diag_error(S->d, e->span, "pow of a comparison: use select(cond, a, b) to turn a condition into a number");
+            return false;
+        }
+        e->dtype = float_of(dtype_promote(a[0]->dtype, a[1]->dtype));
+        return true;
     case BI_ABS:
+    case BI_SIGN:
+    case BI_FLOOR:
+    case BI_CEIL:
+    case BI_ROUND:
+        /* these keep an integer an integer: floor(i / 2) is the index it reads */
         if (is_bool(a[0]->dtype)) {
-            diag_error(S->d, a[0]->span, "abs of a comparison");
+            diag_error(S->d, a[0]->span, "%s of a comparison: use select(cond, a, b) to turn a condition into a "
+                       "number", e->call.fn);
             return false;
         }
         e->dtype = a[0]->dtype;

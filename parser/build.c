@@ -145,6 +145,19 @@ AstExpr *mk_binary(ParseCtx *c, AstOp op, AstExpr *a, AstExpr *b)
     return e;
 }
 
+/* a ** b is the call pow(a, b): one node kind for both spellings, so the checker
+ * and the printer need nothing of their own for the operator. */
+AstExpr *mk_pow(ParseCtx *c, AstExpr *a, AstExpr *b)
+{
+    AstExpr *e = expr_new(c, AST_CALL, span_join(a->span, b->span));
+    e->call.fn = "pow";
+    e->call.args = (AstExpr **)list_freeze(c, list_add(c, list_add(c, list_new(c), a), b), &e->call.nargs);
+    e->call.builtin = BI_COUNT;
+    grow(c, e, a);
+    grow(c, e, b);
+    return e;
+}
+
 AstExpr *mk_paren(ParseCtx *c, Token lp, AstExpr *e, Token rp)
 {
     (void)c;

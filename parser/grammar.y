@@ -38,6 +38,7 @@
 %left PLUS MINUS.
 %left STAR SLASH PERCENT.
 %right NOT.
+%right POW.      /* binds tighter than unary minus, as in Python: -x**2 is -(x**2) */
 
 /* ---- files ---- */
 
@@ -120,6 +121,7 @@ expr(A) ::= expr(X) MINUS expr(Y).          { A = mk_binary(ctx, OP_SUB, X, Y); 
 expr(A) ::= expr(X) STAR expr(Y).           { A = mk_binary(ctx, OP_MUL, X, Y); }
 expr(A) ::= expr(X) SLASH expr(Y).          { A = mk_binary(ctx, OP_DIV, X, Y); }
 expr(A) ::= expr(X) PERCENT expr(Y).        { A = mk_binary(ctx, OP_MOD, X, Y); }
+expr(A) ::= expr(X) POW expr(Y).            { A = mk_pow(ctx, X, Y); }
 expr(A) ::= expr(X) LT expr(Y).             { A = mk_binary(ctx, OP_LT, X, Y); }
 expr(A) ::= expr(X) LE expr(Y).             { A = mk_binary(ctx, OP_LE, X, Y); }
 expr(A) ::= expr(X) GT expr(Y).             { A = mk_binary(ctx, OP_GT, X, Y); }

@@ -348,6 +348,7 @@ loop:
     "="  { lx->cur = cur; return make(lx, TK_ASSIGN, tok); }
     "+"  { lx->cur = cur; return make(lx, TK_PLUS, tok); }
     "-"  { lx->cur = cur; return make(lx, TK_MINUS, tok); }
+    "**" { lx->cur = cur; return make(lx, TK_POW, tok); }
     "*"  { lx->cur = cur; return make(lx, TK_STAR, tok); }
     "/"  { lx->cur = cur; return make(lx, TK_SLASH, tok); }
     "%"  { lx->cur = cur; return make(lx, TK_PERCENT, tok); }
@@ -416,6 +417,7 @@ const char *token_name(int kind)
     case TK_PLUS: return "'+'";
     case TK_MINUS: return "'-'";
     case TK_STAR: return "'*'";
+    case TK_POW: return "'**'";
     case TK_SLASH: return "'/'";
     case TK_PERCENT: return "'%'";
     case TK_LT: return "'<'";

@@ -56,6 +56,8 @@ static const ExprKind binop_of[] = {
 static const ExprKind builtin_of[] = {
     [BI_EXP] = IE_EXP, [BI_LOG] = IE_LOG, [BI_SQRT] = IE_SQRT, [BI_RSQRT] = IE_RSQRT,
     [BI_TANH] = IE_TANH, [BI_ERF] = IE_ERF, [BI_ABS] = IE_ABS, [BI_MAX] = IE_MAX, [BI_MIN] = IE_MIN,
+    [BI_LOG1P] = IE_LOG1P, [BI_EXPM1] = IE_EXPM1, [BI_FLOOR] = IE_FLOOR, [BI_CEIL] = IE_CEIL,
+    [BI_ROUND] = IE_ROUND, [BI_POW] = IE_POW,
 };
 
 static Expr *spanned(Expr *e, Span sp)
@@ -354,6 +356,51 @@ static Expr *lower_call(Lower *L, const AstExpr *e)
         if (dtype_is_float(x->dtype))
             x = to_float(L, x);
         return spanned(ir_un(k, IE_ABS, x), e->span);
+    }
+    case BI_FLOOR:
+    case BI_CEIL:
+    case BI_ROUND: {
+        /* an integer is already whole */
+        Expr *x = lower_expr(L, args[0]);
+        if (!dtype_is_float(x->dtype))
+            return x;
+        return spanned(ir_un(k, builtin_of[bi], to_float(L, x)), e->span);
+    }
+    case BI_POW:
+        return spanned(ir_bin(k, IE_POW, to_float(L, lower_expr(L, args[0])), to_float(L, lower_expr(L, args[1]))),
+                       e->span);
+    case BI_SIGMOID: {
+        /* 1 / (1 + exp(-x)): exact at both tails in IEEE arithmetic (exp overflows to
+         * inf and the quotient is 0), so no back end needs a function of its own */
+        Expr *x = to_float(L, lower_expr(L, args[0]));
+        Expr *ex = spanned(ir_un(k, IE_EXP, spanned(ir_un(k, IE_NEG, x), e->span)), e->span);
+        Expr *den = spanned(ir_bin(k, IE_ADD, ir_flt(k, 1.0, L->fct), ex), e->span);
+        return spanned(ir_bin(k, IE_DIV, ir_flt(k, 1.0, L->fct), den), e->span);
+    }
+    case BI_SIGN: {
+        /* select(x > 0, 1, select(x < 0, -1, 0)); sign(NaN) is 0 in every back end */
+        Expr *x = lower_expr(L, args[0]);
+        bool fl = dtype_is_float(x->dtype);
+        if (fl)
+            x = to_float(L, x);
+        DType t = x->dtype;
+        Expr *zero = fl ? ir_flt(k, 0.0, t) : ir_cast(k, ir_int(k, 0), t);
+        Expr *one = fl ? ir_flt(k, 1.0, t) : ir_cast(k, ir_int(k, 1), t);
+        Expr *mone = fl ? ir_flt(k, -1.0, t) : ir_cast(k, ir_int(k, -1), t);
+        Expr *neg = ir_select(k, spanned(ir_bin(k, IE_LT, ir_clone_expr(k, x), ir_clone_expr(k, zero)), e->span),
+                              mone, ir_clone_expr(k, zero));
+        return spanned(ir_select(k, spanned(ir_bin(k, IE_GT, x, zero), e->span), one, neg), e->span);
+    }
+    case BI_CLAMP: {
+        /* min(max(x, lo), hi): with lo > hi the answer is hi, as in NumPy's clip */
+        Expr *x = lower_expr(L, args[0]);
+        Expr *lo = lower_expr(L, args[1]);
+        Expr *hi = lower_expr(L, args[2]);
+        unify(L, &x, &lo);
+        unify(L, &x, &hi);
+        unify(L, &lo, &hi);
+        Expr *m = spanned(ir_bin(k, IE_MAX, x, lo), e->span);
+        return spanned(ir_bin(k, IE_MIN, m, hi), e->span);
     }
     default:
         return spanned(ir_un(k, builtin_of[bi], to_float(L, lower_expr(L, args[0]))), e->span);

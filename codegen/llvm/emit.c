@@ -1428,6 +1428,11 @@ static Val emit_expr(Fn *f, const Expr *e)
         }
         return (Val){r, a[0].vec};
     }
+    case IE_LOG1P: case IE_EXPM1: case IE_FLOOR: case IE_CEIL: case IE_ROUND: case IE_POW:
+        a[0] = emit_as(f, e->args[0], t);
+        a[1] = e->kind == IE_POW ? emit_as(f, e->args[1], t) : a[0];
+        same_shape(f, a, 2);
+        return (Val){cg_llvm_mathfn(g->M, B, e->kind, a[0].v, e->kind == IE_POW ? a[1].v : NULL), a[0].vec};
     case IE_ADD:
     case IE_SUB:
         /* a*b + c and c - a*b in float: one fused multiply-add. */
@@ -2663,7 +2668,8 @@ static bool expr_transcendental(const Expr *e)
 {
     if (!e)
         return false;
-    if (e->kind == IE_EXP || e->kind == IE_LOG || e->kind == IE_TANH || e->kind == IE_ERF)
+    if (e->kind == IE_EXP || e->kind == IE_LOG || e->kind == IE_TANH || e->kind == IE_ERF || e->kind == IE_LOG1P ||
+        e->kind == IE_EXPM1 || e->kind == IE_POW)
         return true;
     if (e->kind == IE_LOAD) {
         for (int i = 0; i < e->u.load.buf->rank; i++)
