@@ -1267,6 +1267,14 @@ double **ir_alloc_buffers(const Kernel *k, uint64_t seed)
         /* one stream per buffer: adding a buffer does not change the others' data */
         Rng r;
         rng_seed(&r, seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(i + 1)));
+        char err[256];
+        if (ir_has_domain(b)) {
+            if (!ir_domain_fill(k, b, n, &r, p, err, sizeof err)) {
+                ir_free_buffers(k, bufs);
+                return NULL;
+            }
+            continue;
+        }
         bool nonzero = false;
         for (int64_t j = 0; j < n; j++) {
             double v;

@@ -116,6 +116,11 @@ typedef struct Buffer {
     Expr **shape;           /* size expressions (INT, PARAM and arithmetic on them) */
     bool has_pad;           /* out-of-range reads of a padded input yield pad */
     double pad;
+    /* An input's domain, range(lo, hi) or distinct(lo, hi): the harness draws its
+     * values from [lo, hi) (ir/domain.c).  FLT constants for a float buffer, size
+     * expressions for an integer one; NULL without a domain. */
+    Expr *dom_lo, *dom_hi;
+    bool dom_distinct;
     Span span;
     /* Set by staging transformations (passes/xform_cache.c, xform_rfactor.c): every
      * read of this buffer gets its value from a write in the same iteration of each
@@ -270,6 +275,14 @@ bool ir_verify(const Kernel *k, Diags *d);
 /* ---- ir/eval.c: integer evaluation of sizes (shared by everyone) ---- */
 /* Evaluates a size expression with the kernel's bound parameter values. */
 bool ir_eval_size(const Kernel *k, const Expr *e, int64_t *out);
+/* ---- domain.c ---- */
+/* Draws the n values of input b from its declared domain into v (doubles, rounded
+ * to b's dtype); false with a message in err when the domain cannot be drawn at
+ * these sizes (an empty range; more distinct values asked for than it holds).
+ * A buffer without a domain is left to the caller (ir_has_domain is false). */
+bool ir_has_domain(const Buffer *b);
+bool ir_domain_check(const Kernel *k, const Buffer *b, int64_t n, char *err, size_t errn);
+bool ir_domain_fill(const Kernel *k, const Buffer *b, int64_t n, Rng *r, double *v, char *err, size_t errn);
 /* Number of elements of a buffer, or -1 if a parameter is unbound. */
 int64_t ir_buffer_elems(const Kernel *k, const Buffer *b);
 /* True when every parameter has a value. */

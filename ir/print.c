@@ -238,6 +238,13 @@ void ir_print_kernel(const Kernel *k, StrBuf *out)
             put_float(out, b->pad, DT_F64);
             sb_putc(out, ')');
         }
+        if (b->dom_lo && b->dom_hi) {
+            sb_puts(out, b->dom_distinct ? " distinct(" : " range(");
+            put_expr(k, b->dom_lo, out);
+            sb_puts(out, ", ");
+            put_expr(k, b->dom_hi, out);
+            sb_putc(out, ')');
+        }
         sb_printf(out, " %s", mem_space_name(b->mem));
         if (b->kind == BUF_TEMP)
             sb_puts(out, " temp");

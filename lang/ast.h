@@ -149,6 +149,12 @@ struct AstTensor {
     bool has_pad;            /* `pad(v)`: reads out of range yield pad_value */
     double pad_value;
     Span pad_span;
+    /* range(lo, hi) / distinct(lo, hi) on an input: the harness draws its values
+     * from [lo, hi) (floats: number literals; integers: size expressions), all
+     * different for distinct.  dom_lo is NULL without one. */
+    AstExpr *dom_lo, *dom_hi;
+    bool dom_distinct;
+    Span dom_span;
     /* sema */
     int id;                  /* position among the kernel's tensors */
     struct AstStmt *def;     /* the statement that assigns it (OUT, LOCAL, TEMP) */

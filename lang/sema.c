@@ -908,6 +908,62 @@ static bool order_stmts(Sema *S)
 /* ---- kernels ---- */
 
 
+/* A literal number (an integer or a float, a minus sign folded in). */
+static bool literal_value(const AstExpr *e, double *v)
+{
+    if (e->kind == AST_INT)
+        *v = (double)e->ival;
+    else if (e->kind == AST_FLOAT)
+        *v = e->fval;
+    else
+        return false;
+    return true;
+}
+
+/* range(lo, hi) and distinct(lo, hi): a float input takes finite number literals
+ * that its dtype tells apart; an integer input takes size expressions (so class
+ * labels can be range(0, C)), checked again with the bound sizes when lowering. */
+static void check_domain(Sema *S, const AstTensor *t)
+{
+    const char *kw = t->dom_distinct ? "distinct" : "range";
+    if (dtype_is_float(t->dtype)) {
+        if (t->dom_distinct) {
+            diag_error(S->d, t->dom_span, "distinct(...) draws whole numbers, for index tensors: %s is %s; use "
+                       "range(lo, hi)", t->name, dtype_name(t->dtype));
+            return;
+        }
+        double lo, hi;
+        if (!literal_value(t->dom_lo, &lo) || !literal_value(t->dom_hi, &hi)) {
+            diag_error(S->d, t->dom_span, "range(...) of a float tensor takes two numbers, such as range(0.1, 2.0)");
+            return;
+        }
+        if (!isfinite(lo) || !isfinite(hi)) {
+            diag_error(S->d, t->dom_span, "range(%g, %g): the bounds must be finite", lo, hi);
+            return;
+        }
+        if (!(dtype_round(lo, t->dtype) < dtype_round(hi, t->dtype)) || !isfinite(dtype_round(hi, t->dtype)) ||
+            !isfinite(dtype_round(lo, t->dtype))) {
+            diag_error(S->d, t->dom_span, "range(%g, %g) holds no %s value: the low bound must be below the high "
+                       "one, both finite in %s", lo, hi, dtype_name(t->dtype), dtype_name(t->dtype));
+            return;
+        }
+        return;
+    }
+    bool ok = check_size(S, t->dom_lo, "a range bound");
+    ok = check_size(S, t->dom_hi, "a range bound") && ok;
+    if (!ok || !size_computable(S, t->dom_lo, "a range bound") || !size_computable(S, t->dom_hi, "a range bound"))
+        return;
+    int64_t lo, hi;
+    if (size_eval(t->dom_lo, NULL, NULL, &lo) && size_eval(t->dom_hi, NULL, NULL, &hi)) {
+        if (lo >= hi)
+            diag_error(S->d, t->dom_span, "%s(%lld, %lld) is empty: values are drawn from lo, lo+1, ..., hi-1", kw,
+                       (long long)lo, (long long)hi);
+        else if (t->dtype == DT_I32 && (lo < INT32_MIN || hi - 1 > INT32_MAX))
+            diag_error(S->d, t->dom_span, "%s(%lld, %lld) leaves i32: %s holds -2147483648 to 2147483647", kw,
+                       (long long)lo, (long long)hi, t->name);
+    }
+}
+
 /* A pad value must be one the tensor's dtype holds: reads outside the tensor yield
  * it, and the interpreter (f64) and the generated code (the storage type) would
  * otherwise disagree about what they read.  Whole numbers within range for i32; for
@@ -977,6 +1033,8 @@ static bool check_kernel(Sema *S)
         }
         if (t->has_pad)
             check_pad(S, t);
+        if (t->dom_lo)
+            check_domain(S, t);
     }
 
     /* Defining statements; temporaries come into being here. */

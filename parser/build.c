@@ -230,6 +230,10 @@ void tensor_set_pad(ParseCtx *c, AstTensor *t, AstExpr *v, Token padtok)
 {
     if (!v)
         return;
+    if (t->has_pad) {
+        diag_error(c->d, v->span, "%s already has a pad value", t->name);
+        return;
+    }
     t->pad_span = v->span;
     if (v->kind == AST_INT) {
         t->has_pad = true;
@@ -243,6 +247,24 @@ void tensor_set_pad(ParseCtx *c, AstTensor *t, AstExpr *v, Token padtok)
     if (t->kind != TENSOR_IN)
         diag_error(c->d, v->span, "pad(...) applies to inputs only: it gives the value of reads outside %s", t->name);
     (void)padtok;
+}
+
+void tensor_set_domain(ParseCtx *c, AstTensor *t, Token kw, AstExpr *lo, AstExpr *hi, Token rp, bool distinct)
+{
+    Span sp = span_join(kw.span, rp.span);
+    if (t->dom_lo) {
+        diag_error(c->d, sp, "%s already has a domain: give one range(...) or distinct(...)", t->name);
+        return;
+    }
+    if (t->kind != TENSOR_IN) {
+        diag_error(c->d, sp, "%s(...) applies to inputs only: it says what values %s is drawn from",
+                   distinct ? "distinct" : "range", t->name);
+        return;
+    }
+    t->dom_lo = lo;
+    t->dom_hi = hi;
+    t->dom_distinct = distinct;
+    t->dom_span = sp;
 }
 
 AstStmt *mk_stmt(ParseCtx *c, Token lhs, PtrVec *idx, AstExpr *rhs, AstExpr *where)

@@ -81,8 +81,16 @@ kitem(A) ::= decl(D).                       { A = D; }
 kitem(A) ::= stmt(S).                       { A = (void *)((uintptr_t)S | 1); }
 
 %type decl {AstTensor *}
-decl(A) ::= declkind(K) IDENT(N) COLON IDENT(D) shape(S) padopt(P).
-                                            { A = mk_tensor(ctx, K.ival, N, D, S, S == NULL); tensor_set_pad(ctx, A, P, K); }
+decl(A) ::= declkind(K) IDENT(N) COLON IDENT(D) shape(S).
+                                            { A = mk_tensor(ctx, K.ival, N, D, S, S == NULL); }
+decl(A) ::= decl(T) PAD(K) LP expr(P) RP.   { A = T; tensor_set_pad(ctx, A, P, K); }
+/* An input's domain (what the harness draws it from) follows the declaration:
+ * range(lo, hi) or distinct(lo, hi); the lexer makes RANGE and DISTINCT only of
+ * those words directly before '(', so they remain ordinary names elsewhere. */
+decl(A) ::= decl(T) RANGE(R) LP expr(L) COMMA expr(H) RP(E).
+                                            { A = T; tensor_set_domain(ctx, A, R, L, H, E, false); }
+decl(A) ::= decl(T) DISTINCT(R) LP expr(L) COMMA expr(H) RP(E).
+                                            { A = T; tensor_set_domain(ctx, A, R, L, H, E, true); }
 %type declkind {Token}
 declkind(A) ::= IN(T).                      { A = T; A.ival = TENSOR_IN; }
 declkind(A) ::= OUT(T).                     { A = T; A.ival = TENSOR_OUT; }
@@ -90,9 +98,6 @@ declkind(A) ::= LOCAL(T).                   { A = T; A.ival = TENSOR_LOCAL; }
 %type shape {PtrVec *}
 shape(A) ::= .                              { A = NULL; }
 shape(A) ::= LB exprlist(L) RB.             { A = L; }
-%type padopt {AstExpr *}
-padopt(A) ::= .                             { A = NULL; }
-padopt(A) ::= PAD LP expr(E) RP.            { A = E; }
 
 %type stmt {AstStmt *}
 stmt(A) ::= IDENT(N) LB exprlist(L) RB ASSIGN expr(E) whereopt(W).

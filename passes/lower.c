@@ -730,6 +730,16 @@ static void add_buffers(Lower *L, BufKind want)
             b->shape[r] = ir_simplify(L->k, size_expr(L, t->shape[r]));
         b->has_pad = t->has_pad;
         b->pad = t->pad_value;
+        if (t->dom_lo && dtype_is_float(t->dtype)) {
+            double lo = t->dom_lo->kind == AST_INT ? (double)t->dom_lo->ival : t->dom_lo->fval;
+            double hi = t->dom_hi->kind == AST_INT ? (double)t->dom_hi->ival : t->dom_hi->fval;
+            b->dom_lo = ir_flt(L->k, lo, DT_F64);
+            b->dom_hi = ir_flt(L->k, hi, DT_F64);
+        } else if (t->dom_lo) {
+            b->dom_lo = ir_simplify(L->k, size_expr(L, t->dom_lo));
+            b->dom_hi = ir_simplify(L->k, size_expr(L, t->dom_hi));
+        }
+        b->dom_distinct = t->dom_distinct;
         L->buf_of[i] = b;
     }
 }
@@ -781,6 +791,23 @@ static void check_shapes(Lower *L)
     }
 }
 
+/* With the sizes bound, every declared domain must be drawable: the same check the
+ * harness makes before it draws (ir_domain_fill), reported at the declaration. */
+static void check_domains(Lower *L)
+{
+    for (int i = 0; i < L->k->nbufs; i++) {
+        const Buffer *b = L->k->bufs[i];
+        if (!ir_has_domain(b))
+            continue;
+        int64_t n = ir_buffer_elems(L->k, b);
+        char err[256];
+        if (n >= 0 && !ir_domain_check(L->k, b, n, err, sizeof err)) {
+            diag_error(L->d, b->span, "%s", err);
+            L->ok = false;
+        }
+    }
+}
+
 Kernel *lower_kernel(const Program *p, const AstKernel *ak, const int64_t *values, const bool *bound, Diags *d)
 {
     (void)p;
@@ -807,6 +834,8 @@ Kernel *lower_kernel(const Program *p, const AstKernel *ak, const int64_t *value
     add_buffers(&L, BUF_TEMP);
     if (L.all_bound && L.ok)
         check_shapes(&L);
+    if (L.all_bound && L.ok)
+        check_domains(&L);
 
     int total = 0;
     for (int i = 0; i < ak->nstmts; i++)

@@ -476,7 +476,8 @@ static int validate(H *h, RtExec *x)
             if (b->kind != BUF_IN)
                 continue;
             Slot *s = &h->s[h->u2k[i]];
-            rt_fill_random(b->dtype, s->n, &rng, h->gb[i], s->host);
+            if (!rt_fill_input(u, b, s->n, &rng, h->gb[i], s->host, h->d))
+                return EXIT_USAGE;
             if (!h->dev->upload(h->dev, s->dev, s->host, s->bytes, h->d))
                 return EXIT_RUNTIME;
         }

@@ -251,6 +251,9 @@ void rt_golden_free(RtGolden *g);
  * uniform in [-16, 16]; never all equal.  Writes the f64 values and, when native is
  * not NULL, the same values in t's storage format. */
 void rt_fill_random(DType t, int64_t n, Rng *r, double *f64, void *native);
+/* An input of kernel k: from its declared domain (range/distinct) when it has one,
+ * else as rt_fill_random; false with an error when the domain cannot be drawn. */
+bool rt_fill_input(const Kernel *k, const Buffer *b, int64_t n, Rng *r, double *f64, void *native, Diags *d);
 void rt_to_native(DType t, const double *src, void *dst, int64_t n);
 void rt_from_native(DType t, const void *src, double *dst, int64_t n);
 /* NaN in t's format (INT32_MIN for integers, which cannot hold NaN). */
