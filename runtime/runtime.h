@@ -283,6 +283,11 @@ typedef struct RunOptions {
     FILE *out;            /* where the report goes; NULL: stdout */
     const struct Progress *progress; /* phase events (runtime/progress.h); NULL: none */
     struct RtResult *keep;  /* rt_run copies its result here (the caller draws it); NULL: not */
+    /* NumPy files (runtime/npy.h): every check runs on the inputs read from `inputs`
+     * (an .npz, or a folder of NAME.npy) instead of random ones; save_inputs gets
+     * the first check's inputs, save_outputs the kernel's outputs of the last
+     * validation run.  NULL: none. */
+    const char *inputs, *save_inputs, *save_outputs;
 } RunOptions;
 
 /* Zero everything, then the defaults above (target "host", seed 1). */

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""npy_io.py PERFC SOURCE_DIR: perfc on data from NumPy, against NumPy.
+
+For each kernel below: NumPy draws inputs, writes them with numpy.savez, perfc runs
+the kernel with --run --inputs FILE --save-outputs FILE (host JIT; the first one
+also on the interpreter and from a folder of .npy files), and the outputs are
+compared with NumPy's own computation of the operator.  Then malformed files (a
+wrong dtype, shape, a truncated array, a huge header, a compressed archive, not
+a zip at all, a missing array) must each get exit status 1 and one error line.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+PERFC, SRC = sys.argv[1], sys.argv[2]
+W = tempfile.mkdtemp()
+rng = np.random.default_rng(11)
+failures = []
+
+
+def f32(*shape, lo=-1.0, hi=1.0):
+    return rng.uniform(lo, hi, shape).astype(np.float32)
+
+
+def run(pdl, kernel, sizes, inputs, target="host", folder=False):
+    src = os.path.join(W, kernel + ("_dir" if folder else ".npz"))
+    if folder:
+        os.makedirs(src, exist_ok=True)
+        for k, v in inputs.items():
+            np.save(os.path.join(src, k + ".npy"), v)
+    else:
+        np.savez(src, **inputs)
+    out = os.path.join(W, kernel + "_out.npz")
+    args = [PERFC, pdl, "-k", kernel, "--run", "--quiet", "--inputs", src, "--save-outputs", out, "-target", target]
+    for k, v in sizes.items():
+        args += ["-D", "%s=%d" % (k, v)]
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode != 0:
+        failures.append("%s: perfc exit %d: %s" % (kernel, p.returncode, p.stderr.strip()[-400:]))
+        return None
+    return dict(np.load(out))
+
+
+def check(name, got, want, tol=1e-4):
+    if got is None:
+        return
+    for k, w in want.items():
+        g = got.get(k)
+        if g is None or g.shape != w.shape:
+            failures.append("%s: output %s has shape %s, NumPy's %s" % (name, k, None if g is None else g.shape,
+                                                                      w.shape))
+            continue
+        err = np.max(np.abs(g.astype(np.float64) - w)) / max(1.0, np.max(np.abs(w)))
+        if not err <= tol:
+            failures.append("%s: output %s differs from NumPy by %g" % (name, k, err))
+        else:
+            print("%-14s %-3s max relative difference %.2g" % (name, k, err))
+
+
+STD = os.path.join(SRC, "stdlib")
+LANG = os.path.join(SRC, "tests", "lang")
+
+# 1-3. matrix products
+A, B = f32(33, 17), f32(17, 21)
+for target in ("host", "interp"):
+    check("gemm/" + target, run(os.path.join(STD, "gemm.pdl"), "gemm", dict(M=33, N=21, K=17), dict(A=A, B=B),
+                                target), dict(C=A.astype(np.float64) @ B))
+check("gemm/folder", run(os.path.join(STD, "gemm.pdl"), "gemm", dict(M=33, N=21, K=17), dict(A=A, B=B),
+                         folder=True), dict(C=A.astype(np.float64) @ B))
+Ah, Bh = A.astype(np.float16), B.astype(np.float16)
+check("gemm_f16", run(os.path.join(STD, "gemm.pdl"), "gemm_f16", dict(M=33, N=21, K=17), dict(A=Ah, B=Bh)),
+      dict(C=Ah.astype(np.float64) @ Bh.astype(np.float64)))
+A3, W3 = f32(3, 9, 7), f32(3, 7, 5)
+check("batched_gemm", run(os.path.join(STD, "batched_gemm.pdl"), "batched_gemm", dict(B=3, M=9, N=5, K=7),
+                          dict(A=A3, W=W3)), dict(C=np.matmul(A3.astype(np.float64), W3)))
+bias = f32(21)
+check("gemm_bias_relu", run(os.path.join(STD, "gemm_bias_relu.pdl"), "gemm_bias_relu", dict(M=33, N=21, K=17),
+                            dict(A=A, B=B, bias=bias)),
+      dict(C=np.maximum(A.astype(np.float64) @ B + bias, 0)))
+
+# 4-5. row operators
+X = f32(13, 70, lo=-4, hi=4)
+e = np.exp(X - X.max(1, keepdims=True).astype(np.float64))
+check("softmax", run(os.path.join(STD, "softmax.pdl"), "softmax", dict(R=13, C=70), dict(X=X)),
+      dict(Y=e / e.sum(1, keepdims=True)))
+g, b = f32(70), f32(70)
+mu = X.astype(np.float64).mean(1, keepdims=True)
+var = ((X - mu) ** 2).mean(1, keepdims=True)
+check("layernorm", run(os.path.join(STD, "layernorm.pdl"), "layernorm", dict(R=13, C=70),
+                       dict(X=X, gamma=g, beta=b)), dict(Y=(X - mu) / np.sqrt(var + 1e-5) * g + b))
+
+# 6. depthwise convolution, zero padding 1
+Xc, F = f32(2, 4, 11, 13), f32(4, 3, 3)
+Xp = np.pad(Xc.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+Yc = np.zeros((2, 4, 11, 13))
+for r in range(3):
+    for s in range(3):
+        Yc += Xp[:, :, r:r + 11, s:s + 13] * F[None, :, r, s, None, None]
+check("depthwise", run(os.path.join(STD, "depthwise_conv2d.pdl"), "depthwise_conv2d", {}, dict(X=Xc, F=F)),
+      dict(Y=Yc))
+
+# 7. the new functions
+Xf, I = f32(200), rng.integers(-16, 17, 200).astype(np.int32)
+Xd = Xf.astype(np.float64)
+Id = I.astype(np.float64)
+want = dict(
+    A=1 / (1 + np.exp(-Xd * 8)) + np.log1p(np.abs(Xd)) + np.expm1(Xd) + np.floor(Xd * 4) + np.ceil(Xd * 8),
+    B=np.round(Xd * 4) + np.sign(Xd) + np.clip(Xd, -0.5, 0.5) + np.round(Id * 0.5),
+    C=(np.abs(Xd) + 0.5) ** Xd + (np.abs(Xd) + 1) ** 2 - 2.0 ** -(Xd ** 2),
+    D=np.clip(Id, -3, 4) + np.sign(Id) * 10 + Id + np.maximum(Id, 2) + np.minimum(Id, -2))
+check("functions", run(os.path.join(LANG, "functions.pdl"), "fns", dict(N=200), dict(X=Xf, I=I)), want)
+
+# 8. batch norm with a positive variance
+Xb, M, V, G, Bb = f32(2, 5, 4, 3), f32(5), f32(5, lo=0.1, hi=2.0), f32(5), f32(5)
+bc = (slice(None), None, None)
+check("batchnorm", run(os.path.join(LANG, "ops.pdl"), "batchnorm", dict(N=2, C=5, H=4, W=3),
+                       dict(X=Xb, M=M, V=V, G=G, B=Bb)),
+      dict(Y=(Xb - M[bc]) / np.sqrt(V[bc].astype(np.float64) + 1e-5) * G[bc] + Bb[bc]))
+
+# 9. cross-entropy with integer labels
+Xe, L = f32(9, 6, lo=-3, hi=3), rng.integers(0, 6, 9).astype(np.int32)
+lse = np.log(np.exp(Xe.astype(np.float64)).sum(1))
+check("xent_onehot", run(os.path.join(LANG, "ops.pdl"), "xent_onehot", dict(N=9, C=6), dict(X=Xe, L=L)),
+      dict(Y=lse - Xe[np.arange(9), L]))
+
+# 10+. kernels of ops.pdl that use gathers, scatters and scans (when present)
+EXTRA = os.path.join(LANG, "npy_io_extra.py")
+if os.path.exists(EXTRA):
+    exec(open(EXTRA).read())
+
+# malformed files: one error line, exit status 1, never a crash
+gemm = os.path.join(STD, "gemm.pdl")
+
+
+def bad(label, path, expect):
+    p = subprocess.run([PERFC, gemm, "-D", "M=4", "-D", "N=3", "-D", "K=2", "--run", "--quiet", "--inputs", path],
+                       capture_output=True, text=True)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    if p.returncode != 1 or len(lines) != 1 or expect not in lines[0]:
+        failures.append("malformed %s: exit %d, stderr %r (wanted one line with %r)" % (label, p.returncode,
+                                                                                        p.stderr, expect))
+    else:
+        print("malformed %-12s %s" % (label, lines[0]))
+
+
+a, b = f32(4, 2), f32(2, 3)
+d = os.path.join(W, "bad")
+os.makedirs(d)
+
+
+def folder(name, A_bytes=None, **arrays):
+    path = os.path.join(d, name)
+    os.makedirs(path)
+    for k, v in arrays.items():
+        np.save(os.path.join(path, k + ".npy"), v)
+    if A_bytes is not None:
+        open(os.path.join(path, "A.npy"), "wb").write(A_bytes)
+    return path
+
+
+np.savez(os.path.join(d, "dtype.npz"), A=a.astype(np.float64), B=b)
+bad("dtype", os.path.join(d, "dtype.npz"), "is float64 but input A is f32")
+np.savez(os.path.join(d, "shape.npz"), A=a.T.copy(), B=b)
+bad("shape", os.path.join(d, "shape.npz"), "has shape (2, 4) but input A is (4, 2)")
+np.savez(os.path.join(d, "missing.npz"), B=b)
+bad("missing", os.path.join(d, "missing.npz"), "holds no array A")
+np.savez_compressed(os.path.join(d, "deflated.npz"), A=a, B=b)
+bad("deflated", os.path.join(d, "deflated.npz"), "is compressed")
+full = open(os.path.join(d, "dtype.npz"), "rb").read()
+open(os.path.join(d, "cut.npz"), "wb").write(full[:len(full) // 2])
+bad("cut zip", os.path.join(d, "cut.npz"), "archive")
+open(os.path.join(d, "text.npz"), "wb").write(b"hello, this is not a zip file at all\n" * 3)
+bad("not a zip", os.path.join(d, "text.npz"), "not a .npz")
+np.save(os.path.join(d, "a.npy"), a)
+good = open(os.path.join(d, "a.npy"), "rb").read()
+bad("truncated", folder("trunc", good[:len(good) - 5], B=b), "is truncated")
+huge = b"\x93NUMPY\x02\x00" + (1 << 30).to_bytes(4, "little") + b"{" * 100
+bad("huge header", folder("huge", huge, B=b), "header claims")
+bad("bad magic", folder("magic", b"PK\x03\x04" + good[4:], B=b), "not a .npy")
+bad("header text", folder("hdr", good[:10] + b"{'descr': <f4, " + good[25:], B=b), "the .npy")
+bad("fortran", folder("fort", None, A=np.asfortranarray(a), B=b), "Fortran order")
+bad("no file", folder("nofile", None, B=b), "has no A.npy")
+
+shutil.rmtree(W, ignore_errors=True)
+if failures:
+    print("\n".join("FAIL: " + f for f in failures), file=sys.stderr)
+    sys.exit(1)
+print("npy_io: every kernel agrees with NumPy; every malformed file is refused")
