@@ -119,6 +119,18 @@ static bool check_size(Sema *S, AstExpr *e, const char *what)
         return true;
     case AST_NAME: {
         int p = find_param(S->k, e->name.name);
+        if (p < 0 && S->stmt && find_index(S->stmt, e->name.name)) {
+            /* the hint to add an index to the parameter list would be wrong: a range
+             * that moves with another index is a mask */
+            diag_error(S->d, e->span, "%s cannot depend on index %s: ranges are fixed sizes; restrict the terms with "
+                       "a mask instead (sum(j) X[j] where j <= %s)", what, e->name.name, e->name.name);
+            return false;
+        }
+        if (p < 0 && find_tensor(S, e->name.name)) {
+            diag_error(S->d, e->span, "%s uses tensor %s: sizes are made of size parameters and integers, never of "
+                       "tensor values", what, e->name.name);
+            return false;
+        }
         if (p < 0) {
             diag_error(S->d, e->span, "%s uses '%s', which is not a size parameter of kernel %s; add it to the parameter list",
                        what, e->name.name, S->k->name);

@@ -201,8 +201,10 @@ AstParam *mk_param(ParseCtx *c, Token name, bool has_def, Token def, bool neg)
     p->has_default = has_def;
     if (has_def) {
         p->def = neg ? -def.ival : def.ival;
-        if (p->def <= 0)
-            diag_error(c->d, def.span, "size parameter %s must be positive, not %lld", name.text, (long long)p->def);
+        /* 0 is a size too (padding = 0); where it is an extent, lowering says so */
+        if (p->def < 0)
+            diag_error(c->d, def.span, "size parameter %s cannot be negative (%lld): sizes are 0 or more, as -D "
+                       "values are", name.text, (long long)p->def);
     }
     return p;
 }
