@@ -130,3 +130,22 @@ bool ir_domain_fill(const Kernel *k, const Buffer *b, int64_t n, Rng *r, double 
     free(pool);
     return true;
 }
+
+bool ir_domain_holds(const Kernel *k, const Buffer *b, const double *v, int64_t n, char *err, size_t errn)
+{
+    double flo = 0, fhi = 0;
+    int64_t lo = 0, hi = 0;
+    if (!ir_has_domain(b) || dtype_is_float(b->dtype))
+        return true; /* a float range describes data; only index ranges guard memory */
+    if (!bounds(k, b, &flo, &fhi, &lo, &hi)) {
+        snprintf(err, errn, "the range(...) bounds of %s cannot be computed with these sizes", b->name);
+        return false;
+    }
+    for (int64_t i = 0; i < n; i++)
+        if (!(v[i] >= (double)lo && v[i] < (double)hi)) {
+            snprintf(err, errn, "input %s, element %lld, is %.17g: outside its declared %s(%lld, %lld)", b->name,
+                     (long long)i, v[i], b->dom_distinct ? "distinct" : "range", (long long)lo, (long long)hi);
+            return false;
+        }
+    return true;
+}

@@ -283,6 +283,10 @@ bool ir_eval_size(const Kernel *k, const Expr *e, int64_t *out);
 bool ir_has_domain(const Buffer *b);
 bool ir_domain_check(const Kernel *k, const Buffer *b, int64_t n, char *err, size_t errn);
 bool ir_domain_fill(const Kernel *k, const Buffer *b, int64_t n, Rng *r, double *v, char *err, size_t errn);
+/* Whether the n values v of integer input b lie in its declared range (given data:
+ * a gather's index tensor must, since lowering bounds reads with it); float
+ * buffers and buffers without a domain always pass. */
+bool ir_domain_holds(const Kernel *k, const Buffer *b, const double *v, int64_t n, char *err, size_t errn);
 /* Number of elements of a buffer, or -1 if a parameter is unbound. */
 int64_t ir_buffer_elems(const Kernel *k, const Buffer *b);
 /* True when every parameter has a value. */

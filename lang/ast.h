@@ -181,7 +181,15 @@ typedef struct AstStmt {
     int nlhs;
     AstExpr *rhs;
     AstExpr *where;          /* mask, or NULL */
-    /* sema */
+    /* sema: a scan (docs/language.md "Scans"), `Y[i] = Y[i - 1] + X[i]`: the
+     * right-hand side combines the previous element of the tensor it defines along
+     * left-hand dimension scan_dim (scan_dir +1: i - 1, forward; -1: i + 1,
+     * backward) with scan_step by scan_op (RED_SUM for +, RED_PROD for *, RED_MAX,
+     * RED_MIN); the element before the first is the operator's identity. */
+    bool scan;
+    int scan_dim, scan_dir;
+    ReduceOp scan_op;
+    AstExpr *scan_step;
     AstIndex **indices;
     int nindices;
     int order;               /* position after dependence ordering */

@@ -226,8 +226,14 @@ static bool check_affine(Sema *S, const AstExpr *e, const AstExpr *whole, const 
         }
         break;
     case AST_ACCESS:
-        diag_error(S->d, e->span, "tensor values cannot be used as indices (in an index of %s)", tname);
-        return false;
+        /* a gather: an integer tensor value as (a term of) an index; lowering
+         * bounds it with the index tensor's declared range or the pad of tname */
+        if (e->access.tensor && dtype_is_float(e->access.tensor->dtype)) {
+            diag_error(S->d, e->span, "%s holds %s values: only integer tensors index other tensors (in an index "
+                       "of %s)", e->access.tensor->name, dtype_name(e->access.tensor->dtype), tname);
+            return false;
+        }
+        return true;
     default:
         break;
     }
@@ -813,6 +819,110 @@ static int heap_pop(int *h, int *n)
     return top;
 }
 
+/* Whether e is the tensor's own previous element in a scan: the left-hand indices
+ * as written, except one that is `i - 1` or `i + 1`.  Sets *dim and *dir. */
+static bool scan_carry(const AstStmt *s, const AstExpr *e, int *dim, int *dir)
+{
+    if (e->kind != AST_ACCESS || strcmp(e->access.name, s->lhs_name) != 0 || e->access.nidx != s->nlhs)
+        return false;
+    *dim = -1;
+    for (int d = 0; d < s->nlhs; d++) {
+        const AstExpr *x = e->access.idx[d];
+        const char *want = s->lhs_idx[d]->kind == AST_NAME ? s->lhs_idx[d]->name.name : NULL;
+        if (!want)
+            return false;
+        if (x->kind == AST_NAME && !strcmp(x->name.name, want))
+            continue;
+        if (x->kind == AST_BINARY && (x->binary.op == OP_ADD || x->binary.op == OP_SUB) &&
+            x->binary.a->kind == AST_NAME && !strcmp(x->binary.a->name.name, want) &&
+            x->binary.b->kind == AST_INT && x->binary.b->ival == 1 && *dim < 0) {
+            *dim = d;
+            *dir = x->binary.op == OP_SUB ? 1 : -1;
+            continue;
+        }
+        return false;
+    }
+    return *dim >= 0;
+}
+
+static bool reads_tensor(const AstExpr *e, const char *name)
+{
+    if (!e)
+        return false;
+    switch (e->kind) {
+    case AST_NAME: return !strcmp(e->name.name, name);
+    case AST_ACCESS:
+        if (!strcmp(e->access.name, name))
+            return true;
+        for (int i = 0; i < e->access.nidx; i++)
+            if (reads_tensor(e->access.idx[i], name))
+                return true;
+        return false;
+    case AST_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            if (reads_tensor(e->call.args[i], name))
+                return true;
+        return false;
+    case AST_UNARY: return reads_tensor(e->unary.a, name);
+    case AST_BINARY: return reads_tensor(e->binary.a, name) || reads_tensor(e->binary.b, name);
+    case AST_REDUCE: return reads_tensor(e->reduce.body, name);
+    default: return false;
+    }
+}
+
+/* A statement that reads the tensor it defines is a scan when it has the form
+ * `Y[.., i, ..] = Y[.., i - 1, ..] OP step` (or step OP Y[...], max(Y[...], step),
+ * min(...)); anything else is reported with the forms that are allowed. */
+static bool classify_scan(Sema *S, AstStmt *s, AstTensor *t)
+{
+    const AstExpr *r = s->rhs;
+    const AstExpr *a = NULL, *b = NULL;
+    ReduceOp op = RED_SUM;
+    if (r->kind == AST_BINARY && (r->binary.op == OP_ADD || r->binary.op == OP_MUL)) {
+        a = r->binary.a;
+        b = r->binary.b;
+        op = r->binary.op == OP_ADD ? RED_SUM : RED_PROD;
+    } else if (r->kind == AST_CALL && r->call.nargs == 2 &&
+               (!strcmp(r->call.fn, "max") || !strcmp(r->call.fn, "min"))) {
+        a = r->call.args[0];
+        b = r->call.args[1];
+        op = r->call.fn[1] == 'a' ? RED_MAX : RED_MIN;
+    }
+    int dim = -1, dir = 0;
+    if (a && !scan_carry(s, a, &dim, &dir)) {
+        const AstExpr *x = a;
+        a = b;
+        b = x;
+    }
+    if (!a || !scan_carry(s, a, &dim, &dir)) {
+        diag_error(S->d, s->lhs_span, "%s reads itself: a tensor's defining statement reads it only as a scan, "
+                   "%s[..., i, ...] = %s[..., i - 1, ...] + step (or i + 1 for a reverse scan; * max min also), "
+                   "with every other index as on the left", t->name, t->name, t->name);
+        return false;
+    }
+    if (reads_tensor(b, t->name)) {
+        diag_error(S->d, b->span, "the step of the scan of %s reads %s again: a scan combines one previous "
+                   "element with a step that does not read %s", t->name, t->name, t->name);
+        return false;
+    }
+    if (s->where) {
+        diag_error(S->d, s->where->span, "a scan cannot have a mask: put the condition in the step, "
+                   "select(cond, X[i], 0.0)");
+        return false;
+    }
+    if (t->kind == TENSOR_TEMP) {
+        diag_error(S->d, s->lhs_span, "the scan's tensor %s must be declared (out or local): its type and shape "
+                   "come from the declaration", t->name);
+        return false;
+    }
+    s->scan = true;
+    s->scan_dim = dim;
+    s->scan_dir = dir;
+    s->scan_op = op;
+    s->scan_step = (AstExpr *)b;
+    return true;
+}
+
 static bool order_stmts(Sema *S)
 {
     AstKernel *k = S->k;
@@ -826,9 +936,9 @@ static bool order_stmts(Sema *S)
         collect_reads(s->where, &reads, S);
         for (int j = 0; j < reads.n; j++) {
             AstTensor *t = reads.v[j];
+            if (t->def == s && (s->scan || classify_scan(S, s, t)))
+                continue;
             if (t->def == s) {
-                diag_error(S->d, s->lhs_span, "%s reads itself: a tensor's defining statement cannot read it "
-                           "(use a reduction, or a second tensor)", t->name);
                 vec_free(&reads);
                 for (int q = 0; q < n; q++) vec_free(&deps[q]);
                 free(deps);

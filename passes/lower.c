@@ -44,6 +44,8 @@ typedef struct Lower {
     DType ct;               /* compute type of the destination */
     DType fct;              /* the type float values are computed in */
     int64_t iters;          /* iterations of the statement's nest so far (bound sizes) */
+    int rev_id;             /* a reverse scan's index (AstIndex id; -1: none): it is */
+    Expr *rev_hi;           /* rev_hi - 1 - its loop variable */
     bool iters_reported;
 } Lower;
 
@@ -146,6 +148,18 @@ static bool interval(Lower *L, const Expr *e, int64_t *lo, int64_t *hi)
     }
     case IE_CAST:
         return interval(L, e->args[0], lo, hi);
+    case IE_LOAD: {
+        /* a gather's index: the declared integer domain of the tensor read, which
+         * the harness checks of any data it is given (ir_domain_holds) */
+        const Buffer *b = e->u.load.buf;
+        int64_t dlo, dhi;
+        if (!ir_has_domain(b) || dtype_is_float(b->dtype) || !ir_eval_size(L->k, b->dom_lo, &dlo) ||
+            !ir_eval_size(L->k, b->dom_hi, &dhi) || dhi <= dlo)
+            return false;
+        *lo = dlo;
+        *hi = dhi - 1;
+        return true;
+    }
     case IE_NEG:
         if (!interval(L, e->args[0], &a0, &a1))
             return false;
@@ -212,6 +226,18 @@ static bool interval(Lower *L, const Expr *e, int64_t *lo, int64_t *hi)
     }
 }
 
+static bool has_load(const Expr *e)
+{
+    if (!e)
+        return false;
+    if (e->kind == IE_LOAD)
+        return true;
+    for (int i = 0; i < ir_expr_arity(e->kind); i++)
+        if (has_load(e->args[i]))
+            return true;
+    return false;
+}
+
 /* Is the read of t at idx always in range?  Decides guarded loads and reports
  * reads that would leave an unpadded tensor. */
 static bool check_read(Lower *L, const AstExpr *acc, const Buffer *b, Expr **idx)
@@ -242,7 +268,17 @@ static bool check_read(Lower *L, const AstExpr *acc, const Buffer *b, Expr **idx
         }
         if (!interval(L, idx[i], &lo, &hi)) {
             /* not provable either way: guard a padded read; the interpreter
-             * reports an unpadded one if it ever leaves the tensor */
+             * reports an unpadded one if it ever leaves the tensor.  A gather
+             * whose index tensor has no declared range would leave it unchecked
+             * in compiled code: refused. */
+            if (!b->has_pad && has_load(idx[i])) {
+                const AstExpr *ix = acc->access.idx[i];
+                diag_error(L->d, ix->span, "%s is indexed by tensor values whose range is not known: declare the "
+                           "index tensor with range(lo, hi) inside 0..%lld (given inputs are checked against it) or "
+                           "%s with pad(v) for reads outside it", b->name, (long long)size, b->name);
+                L->ok = false;
+                return false;
+            }
             guarded |= b->has_pad;
             continue;
         }
@@ -291,6 +327,16 @@ static void unify(Lower *L, Expr **a, Expr **b)
 
 static Expr *lower_expr(Lower *L, const AstExpr *e);
 
+/* The value of index id: its loop variable, or for a reverse scan's index the
+ * variable counted down from the end. */
+static Expr *index_value(Lower *L, int id)
+{
+    Expr *v = ir_var(L->k, L->var_of[id]);
+    if (id != L->rev_id)
+        return v;
+    return ir_bin(L->k, IE_SUB, ir_bin(L->k, IE_SUB, ir_clone_expr(L->k, L->rev_hi), ir_int(L->k, 1)), v);
+}
+
 /* raw: leave a float load in its storage type (the argument of an explicit cast:
  * f32(A[i, k]) is one conversion, not two). */
 static Expr *lower_access(Lower *L, const AstExpr *e, bool raw)
@@ -313,6 +359,17 @@ static Expr *lower_access(Lower *L, const AstExpr *e, bool raw)
     }
     Expr *r = spanned(ir_load(L->k, b, idx), e->span);
     r->u.load.guarded = check_read(L, e, b, r->u.load.idx);
+    /* A gather from an unpadded tensor: check_read has bounded its index by the
+     * index tensor's declared range, which the harness checks of the data it is
+     * given; a library's caller passes data nobody checked, so the index is also
+     * clamped into the tensor: memory stays safe whatever the data. */
+    for (int i = 0; i < b->rank && !b->has_pad; i++)
+        if (has_load(r->u.load.idx[i])) {
+            Expr *x = r->u.load.idx[i], *sp = r->u.load.idx[i];
+            Expr *top = ir_bin(L->k, IE_SUB, ir_clone_expr(L->k, b->shape[i]), ir_int(L->k, 1));
+            x = spanned(ir_bin(L->k, IE_MAX, x, ir_int(L->k, 0)), sp->span);
+            r->u.load.idx[i] = spanned(ir_bin(L->k, IE_MIN, x, top), sp->span);
+        }
     free(idx);
     if (!raw && dtype_is_float(r->dtype))
         r = to_float(L, r);
@@ -420,7 +477,7 @@ static Expr *lower_expr(Lower *L, const AstExpr *e)
             return spanned(ir_param(k, e->name.param), e->span);
         if (e->name.ref == REF_INDEX && e->name.index && e->name.index->id >= 0 &&
             e->name.index->id < L->s->nindices && L->s->indices[e->name.index->id] == e->name.index)
-            return spanned(ir_var(k, L->var_of[e->name.index->id]), e->span);
+            return spanned(index_value(L, e->name.index->id), e->span);
         internal(L, e->span, "a name that sema did not resolve");
         return ir_int(k, 0);
     case AST_ACCESS:
@@ -510,7 +567,7 @@ static Expr **lhs_index(Lower *L, const AstStmt *s)
 {
     Expr **idx = arena_alloc(L->k->arena, sizeof(Expr *) * (size_t)(s->nlhs ? s->nlhs : 1));
     for (int i = 0; i < s->nlhs; i++)
-        idx[i] = spanned(ir_var(L->k, L->var_of[s->lhs_idx[i]->name.index->id]), s->lhs_idx[i]->span);
+        idx[i] = spanned(index_value(L, s->lhs_idx[i]->name.index->id), s->lhs_idx[i]->span);
     return idx;
 }
 
@@ -585,6 +642,57 @@ static Buffer *accumulator(Lower *L, const Buffer *dst)
     return acc;
 }
 
+/* A scan, Y[r, c] = Y[r, c - 1] + X[r, c]: the scanned index's loop innermost,
+ * the other left-hand indices around it in order, and a running value per
+ * iteration of those:
+ *     for r:  Y_scan[r] = identity
+ *             for c:  Y_scan[r] += X[r, c];  Y[r, c] = Y_scan[r]
+ * A reverse scan (c + 1) runs c from the end: its loop variable counts up and the
+ * index is C - 1 - c.  The running value is in the compute type, as a reduction's
+ * accumulator is, and the loop over c carries it, so deps.c keeps that loop in
+ * order while the loops around it stay free to run in parallel. */
+static void lower_scan(Lower *L, const AstStmt *s, Buffer *b)
+{
+    Kernel *k = L->k;
+    int e = s->scan_dim;
+    NodeList *list = &k->body;
+    Node *parent = NULL;
+    for (int i = 0; i < s->nlhs; i++)
+        if (i != e)
+            open_loop(L, s, i, &list, &parent);
+    const char *name = arena_printf(k->arena, "%s_scan", b->name);
+    for (int n = 2; ir_find_buffer(k, name); n++)
+        name = arena_printf(k->arena, "%s_scan%d", b->name, n);
+    Buffer *acc = ir_add_buffer(k, name, L->ct, BUF_TEMP, s->nlhs - 1, s->span);
+    Expr **aidx = arena_alloc(k->arena, sizeof(Expr *) * (size_t)(s->nlhs > 1 ? s->nlhs - 1 : 1));
+    for (int i = 0, j = 0; i < s->nlhs; i++)
+        if (i != e) {
+            acc->shape[j] = ir_clone_expr(k, b->shape[i]);
+            aidx[j++] = spanned(ir_var(k, L->var_of[s->lhs_idx[i]->name.index->id]), s->lhs_idx[i]->span);
+        }
+    ir_list_push(list, ir_stmt(k, acc, aidx, SOP_ASSIGN, spanned(identity(L, s->scan_op), s->span), s->span),
+                 parent);
+    open_loop(L, s, e, &list, &parent);
+    if (s->scan_dir < 0) {
+        L->rev_id = s->lhs_idx[e]->name.index->id;
+        L->rev_hi = b->shape[e];
+    }
+    static const StmtOp op_of[] = {[RED_SUM] = SOP_ADD, [RED_MAX] = SOP_MAX, [RED_MIN] = SOP_MIN,
+                                   [RED_PROD] = SOP_MUL};
+    Expr *v = spanned(ir_cast(k, lower_expr(L, s->scan_step), L->ct), s->scan_step->span);
+    Expr **aidx2 = arena_alloc(k->arena, sizeof(Expr *) * (size_t)(s->nlhs > 1 ? s->nlhs - 1 : 1));
+    for (int j = 0; j < s->nlhs - 1; j++)
+        aidx2[j] = ir_clone_expr(k, aidx[j]);
+    ir_list_push(list, ir_stmt(k, acc, aidx2, op_of[s->scan_op], v, s->span), parent);
+    Expr **aidx3 = arena_alloc(k->arena, sizeof(Expr *) * (size_t)(s->nlhs > 1 ? s->nlhs - 1 : 1));
+    for (int j = 0; j < s->nlhs - 1; j++)
+        aidx3[j] = ir_clone_expr(k, aidx[j]);
+    Expr *cur = spanned(ir_load(k, acc, aidx3), s->span);
+    ir_list_push(list, ir_stmt(k, b, lhs_index(L, s), SOP_ASSIGN, cur, s->span), parent);
+    L->rev_id = -1;
+    L->rev_hi = NULL;
+}
+
 static void lower_stmt(Lower *L, const AstStmt *s, const char *const *names)
 {
     Kernel *k = L->k;
@@ -608,6 +716,13 @@ static void lower_stmt(Lower *L, const AstStmt *s, const char *const *names)
     Node *parent = NULL;
     L->iters = 1;
     L->iters_reported = false;
+    L->rev_id = -1;
+    if (s->scan) {
+        lower_scan(L, s, b);
+        free(L->var_of);
+        L->var_of = NULL;
+        return;
+    }
     for (int i = 0; i < s->nlhs; i++)
         open_loop(L, s, i, &list, &parent);
     if (s->rhs->kind != AST_REDUCE) {

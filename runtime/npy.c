@@ -623,7 +623,14 @@ bool rt_npy_load_input(const Kernel *k, const Buffer *b, const char *path, doubl
         diag_plain(d, DIAG_ERROR, "the shape of input %s is not bound", b->name);
         return false;
     }
-    return npy_load(path, b->name, b->dtype, rank, shape, out, n, d);
+    if (!npy_load(path, b->name, b->dtype, rank, shape, out, n, d))
+        return false;
+    char err[256];
+    if (!ir_domain_holds(k, b, out, n, err, sizeof err)) {
+        diag_plain(d, DIAG_ERROR, "%s: %s", path, err);
+        return false;
+    }
+    return true;
 }
 
 bool rt_npz_save(const Kernel *k, const char *path, int kind, double *const *values, Diags *d)

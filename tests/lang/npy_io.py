@@ -127,10 +127,37 @@ lse = np.log(np.exp(Xe.astype(np.float64)).sum(1))
 check("xent_onehot", run(os.path.join(LANG, "ops.pdl"), "xent_onehot", dict(N=9, C=6), dict(X=Xe, L=L)),
       dict(Y=lse - Xe[np.arange(9), L]))
 
-# 10+. kernels of ops.pdl that use gathers, scatters and scans (when present)
-EXTRA = os.path.join(LANG, "npy_io_extra.py")
-if os.path.exists(EXTRA):
-    exec(open(EXTRA).read())
+# 10-16. gathers and scans of ops.pdl
+OPS = os.path.join(LANG, "ops.pdl")
+E, T = f32(20, 7), rng.integers(0, 20, 50).astype(np.int32)
+check("embedding", run(OPS, "embedding", dict(N=50, V=20, D=7), dict(E=E, T=T)), dict(Y=E[T].astype(np.float64)))
+P = rng.permutation(20)[:10].astype(np.int32)
+check("index_select", run(OPS, "index_select", dict(N=10, V=20, D=7), dict(E=E, T=P)),
+      dict(Y=np.take(E, P, axis=0).astype(np.float64)))
+check("xent_gather", run(OPS, "xent_gather", dict(N=9, C=6), dict(X=Xe, L=L)), dict(Y=lse - Xe[np.arange(9), L]))
+Et = f32(20)
+Ep = np.concatenate([np.zeros(1), Et.astype(np.float64), np.zeros(3)])
+check("shifted_lookup", run(OPS, "shifted_lookup", dict(N=50, V=20), dict(E=Et, T=T)),
+      dict(Y=Ep[T + 3] - Ep[T]))
+Xs = f32(37, 101)
+check("cumsum", run(OPS, "cumsum", dict(R=37, C=101), dict(X=Xs)), dict(Y=np.cumsum(Xs.astype(np.float64), 1)))
+Xq = f32(5, 40, lo=0.5, hi=1.5)
+check("cumprod", run(OPS, "cumprod", dict(R=5, C=40), dict(X=Xq)), dict(Y=np.cumprod(Xq.astype(np.float64), 1)))
+check("reverse_cumsum", run(OPS, "reverse_cumsum", dict(R=37, C=101), dict(X=Xs)),
+      dict(Y=np.cumsum(Xs[:, ::-1].astype(np.float64), 1)[:, ::-1]))
+Xm = f32(37, 19)
+check("cummax_rows", run(OPS, "cummax_rows", dict(R=37, C=19), dict(X=Xm)),
+      dict(Y=np.maximum.accumulate(Xm.astype(np.float64), 0)))
+# an index outside the declared range is refused before anything runs
+Tb = T.copy()
+Tb[7] = 20
+np.savez(os.path.join(W, "emb_bad.npz"), E=E, T=Tb)
+p = subprocess.run([PERFC, OPS, "-k", "embedding", "-D", "N=50", "-D", "V=20", "-D", "D=7", "--run", "--quiet",
+                    "--inputs", os.path.join(W, "emb_bad.npz")], capture_output=True, text=True)
+if p.returncode != 1 or "element 7, is 20: outside its declared range(0, 20)" not in p.stderr:
+    failures.append("an out-of-range gather index: exit %d, %r" % (p.returncode, p.stderr))
+else:
+    print("out-of-range index refused: " + p.stderr.strip())
 
 # malformed files: one error line, exit status 1, never a crash
 gemm = os.path.join(STD, "gemm.pdl")
