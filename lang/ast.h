@@ -186,6 +186,13 @@ typedef struct AstStmt {
      * left-hand dimension scan_dim (scan_dir +1: i - 1, forward; -1: i + 1,
      * backward) with scan_step by scan_op (RED_SUM for +, RED_PROD for *, RED_MAX,
      * RED_MIN); the element before the first is the operator's identity. */
+    /* a scatter, `Y[T[i], d] += X[i, d]`: sema rewrites it as Y[s0, d] = sum(i)
+     * X[i, d] where T[i] == s0 (checked like any masked sum) and keeps the
+     * scattered subscripts here (NULL for a plain one) and the user's own mask;
+     * lowering adds each term at its place instead of testing every s0. */
+    bool scatter;
+    AstExpr **scatter_idx;
+    AstExpr *scatter_where;
     bool scan;
     int scan_dim, scan_dir;
     ReduceOp scan_op;

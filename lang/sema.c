@@ -845,6 +845,23 @@ static bool scan_carry(const AstStmt *s, const AstExpr *e, int *dim, int *dir)
     return *dim >= 0;
 }
 
+static bool reads_tensor_any(const AstExpr *e)
+{
+    if (!e)
+        return false;
+    switch (e->kind) {
+    case AST_ACCESS: return true;
+    case AST_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            if (reads_tensor_any(e->call.args[i]))
+                return true;
+        return false;
+    case AST_UNARY: return reads_tensor_any(e->unary.a);
+    case AST_BINARY: return reads_tensor_any(e->binary.a) || reads_tensor_any(e->binary.b);
+    default: return false;
+    }
+}
+
 static bool reads_tensor(const AstExpr *e, const char *name)
 {
     if (!e)
@@ -1121,6 +1138,137 @@ static void check_pad(Sema *S, const AstTensor *t)
         diag_error(S->d, t->pad_span, "pad(%.15g) cannot be held by %s tensor %s: it rounds to 0 in %s", v, dt, t->name,
                    dt);
 }
+/* ---- scatters ---- */
+
+static void free_names(Sema *S, const AstStmt *s, const AstExpr *e, PtrVec *out)
+{
+    if (!e)
+        return;
+    switch (e->kind) {
+    case AST_NAME: {
+        const char *n = e->name.name;
+        if (find_param(S->k, n) >= 0 || find_tensor(S, n) || strchr(n, '.'))
+            return;
+        for (int i = 0; i < s->nlhs; i++)
+            if (s->lhs_idx[i]->kind == AST_NAME && !strcmp(s->lhs_idx[i]->name.name, n))
+                return;
+        for (int i = 0; i < out->n; i++)
+            if (!strcmp(((const AstExpr *)out->v[i])->name.name, n))
+                return;
+        vec_push(out, (void *)e);
+        return;
+    }
+    case AST_ACCESS:
+        for (int i = 0; i < e->access.nidx; i++)
+            free_names(S, s, e->access.idx[i], out);
+        return;
+    case AST_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            free_names(S, s, e->call.args[i], out);
+        return;
+    case AST_UNARY: free_names(S, s, e->unary.a, out); return;
+    case AST_BINARY:
+        free_names(S, s, e->binary.a, out);
+        free_names(S, s, e->binary.b, out);
+        return;
+    default: return;
+    }
+}
+
+static AstExpr *new_expr(Sema *S, AstExprKind k, Span sp)
+{
+    AstExpr *e = arena_alloc(S->a, sizeof *e);
+    memset(e, 0, sizeof *e);
+    e->kind = k;
+    e->span = sp;
+    e->dtype = DT_COUNT;
+    e->depth = 1;
+    return e;
+}
+
+/* `Y[T[i], d] += X[i, d] [where m]` becomes `Y[s0, d] = sum(i) X[i, d] where
+ * T[i] == s0 [&& m]`: the summed indices are the names the statement uses that
+ * are neither left-hand names, sizes nor tensors. */
+static bool desugar_scatter(Sema *S, AstStmt *s)
+{
+    AstExpr **sc = arena_alloc(S->a, sizeof(AstExpr *) * (size_t)(s->nlhs ? s->nlhs : 1));
+    AstExpr *mask = NULL;
+    bool any = false;
+    for (int d = 0; d < s->nlhs; d++) {
+        sc[d] = NULL;
+        if (s->lhs_idx[d]->kind == AST_NAME)
+            continue;
+        if (!reads_tensor_any(s->lhs_idx[d])) {
+            diag_error(S->d, s->lhs_idx[d]->span, "a subscript on the left of += is an index name or holds a tensor "
+                       "value (Y[T[i]] += X[i]), not an expression of indices");
+            return false;
+        }
+        any = true;
+        sc[d] = s->lhs_idx[d];
+        AstExpr *n = new_expr(S, AST_NAME, sc[d]->span);
+        n->name.name = arena_printf(S->a, "__scatter%d", d);
+        s->lhs_idx[d] = n;
+        AstExpr *n2 = new_expr(S, AST_NAME, sc[d]->span);
+        n2->name.name = n->name.name;
+        AstExpr *eq = new_expr(S, AST_BINARY, sc[d]->span);
+        eq->binary.op = OP_EQ;
+        eq->binary.a = sc[d];
+        eq->binary.b = n2;
+        if (mask) {
+            AstExpr *and = new_expr(S, AST_BINARY, sc[d]->span);
+            and->binary.op = OP_AND;
+            and->binary.a = mask;
+            and->binary.b = eq;
+            mask = and;
+        } else {
+            mask = eq;
+        }
+    }
+    if (!any) {
+        diag_error(S->d, s->lhs_span, "+= scatters into %s: a subscript on its left must hold a tensor value "
+                   "(Y[T[i]] += X[i]); write %s[...] = ... for an assignment", s->lhs_name, s->lhs_name);
+        return false;
+    }
+    if (s->rhs->kind == AST_REDUCE) {
+        diag_error(S->d, s->rhs->span, "the value of a scatter is an expression, not a reduction: the scatter "
+                   "itself sums");
+        return false;
+    }
+    PtrVec names = {0};
+    free_names(S, s, s->rhs, &names);
+    for (int d = 0; d < s->nlhs; d++)
+        free_names(S, s, sc[d], &names);
+    if (names.n == 0) {
+        diag_error(S->d, s->span, "this scatter runs over no index: name one on the right (Y[T[i]] += X[i])");
+        vec_free(&names);
+        return false;
+    }
+    AstExpr *red = new_expr(S, AST_REDUCE, s->rhs->span);
+    red->reduce.op = RED_SUM;
+    red->reduce.nvars = names.n;
+    red->reduce.vars = arena_alloc(S->a, sizeof(AstRedVar) * (size_t)names.n);
+    for (int i = 0; i < names.n; i++) {
+        const AstExpr *n = names.v[i];
+        memset(&red->reduce.vars[i], 0, sizeof red->reduce.vars[i]);
+        red->reduce.vars[i].name = n->name.name;
+        red->reduce.vars[i].span = n->span;
+    }
+    red->reduce.body = s->rhs;
+    vec_free(&names);
+    s->scatter_where = s->where;
+    if (s->where) {
+        AstExpr *and = new_expr(S, AST_BINARY, s->where->span);
+        and->binary.op = OP_AND;
+        and->binary.a = s->where;
+        and->binary.b = mask;
+        mask = and;
+    }
+    s->rhs = red;
+    s->where = mask;
+    s->scatter_idx = sc;
+    return true;
+}
+
 static bool check_kernel(Sema *S)
 {
     Program *p = S->prog;
@@ -1157,6 +1305,22 @@ static bool check_kernel(Sema *S)
             check_pad(S, t);
         if (t->dom_lo)
             check_domain(S, t);
+    }
+
+    /* Scatters become masked sums before anything else looks at them. */
+    for (int i = 0; i < k->nstmts; i++) {
+        AstStmt *s = k->stmts[i];
+        if (!s->scatter || s->scatter_idx)
+            continue;
+        AstTensor *t = find_tensor(S, s->lhs_name);
+        if (!t) {
+            diag_error(d, s->lhs_span, "%s is not declared: a scatter adds into a declared out or local tensor, "
+                       "whose shape says where its subscripts may go", s->lhs_name);
+            s->scatter = false;
+            continue;
+        }
+        if (!desugar_scatter(S, s))
+            s->scatter = false;
     }
 
     /* Defining statements; temporaries come into being here. */

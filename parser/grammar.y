@@ -104,6 +104,9 @@ stmt(A) ::= IDENT(N) LB exprlist(L) RB ASSIGN expr(E) whereopt(W).
                                             { A = mk_stmt(ctx, N, L, E, W); }
 stmt(A) ::= IDENT(N) ASSIGN expr(E) whereopt(W).
                                             { A = mk_stmt(ctx, N, NULL, E, W); }
+/* a scatter, Y[T[i]] += X[i]: sema turns it into a masked sum (lang/sema.c) */
+stmt(A) ::= IDENT(N) LB exprlist(L) RB PLUSEQ expr(E) whereopt(W).
+                                            { A = mk_stmt(ctx, N, L, E, W); A->scatter = true; }
 %type whereopt {AstExpr *}
 whereopt(A) ::= .                           { A = NULL; }
 whereopt(A) ::= WHERE expr(E).              { A = E; }

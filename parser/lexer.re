@@ -358,6 +358,7 @@ loop:
     "+"  { lx->cur = cur; return make(lx, TK_PLUS, tok); }
     "-"  { lx->cur = cur; return make(lx, TK_MINUS, tok); }
     "**" { lx->cur = cur; return make(lx, TK_POW, tok); }
+    "+=" { lx->cur = cur; return make(lx, TK_PLUSEQ, tok); }
     "*"  { lx->cur = cur; return make(lx, TK_STAR, tok); }
     "/"  { lx->cur = cur; return make(lx, TK_SLASH, tok); }
     "%"  { lx->cur = cur; return make(lx, TK_PERCENT, tok); }
@@ -427,6 +428,7 @@ const char *token_name(int kind)
     case TK_MINUS: return "'-'";
     case TK_STAR: return "'*'";
     case TK_POW: return "'**'";
+    case TK_PLUSEQ: return "'+='";
     case TK_RANGE: return "'range('";
     case TK_DISTINCT: return "'distinct('";
     case TK_SLASH: return "'/'";

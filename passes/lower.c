@@ -693,6 +693,78 @@ static void lower_scan(Lower *L, const AstStmt *s, Buffer *b)
     L->rev_hi = NULL;
 }
 
+/* A scatter, Y[T[i], d] += X[i, d] (sema made it Y[s0, d] = sum(i) X[i, d] where
+ * T[i] == s0): two nests,
+ *     for s0, d:  Y[s0, d] = 0
+ *     for d, i:   Y[clamp(T[i]), d] += X[i, d]
+ * the second with the plain left-hand indices in order, then the summed ones.  Its
+ * store goes through a tensor value, so deps.c sees it as "any element" and keeps
+ * the summed loops in order (no parallel loop over i on a CPU); the scattered
+ * subscript is bounded like a gather's (the index tensor's range) and clamped. */
+static void lower_scatter(Lower *L, const AstStmt *s, Buffer *b, const char *const *names)
+{
+    Kernel *k = L->k;
+    if (b->dtype != L->ct) {
+        diag_error(L->d, s->lhs_span, "a scatter adds into %s in its own type, and %s is %s: declare it f32 (or "
+                   "f64, i32)", b->name, b->name, dtype_name(b->dtype));
+        L->ok = false;
+        return;
+    }
+    NodeList *list = &k->body;
+    Node *parent = NULL;
+    Var **main = xcalloc((size_t)s->nlhs + 1, sizeof(Var *));
+    for (int i = 0; i < s->nlhs; i++) {
+        main[i] = L->var_of[i];
+        L->var_of[i] = ir_new_var(k, arena_printf(k->arena, "%s_0", names[i]));
+        open_loop(L, s, i, &list, &parent);
+    }
+    ir_list_push(list, ir_stmt(k, b, lhs_index(L, s), SOP_ASSIGN, typed_const(L, 0, L->ct), s->span), parent);
+    for (int i = 0; i < s->nlhs; i++)
+        L->var_of[i] = main[i];
+    free(main);
+    list = &k->body;
+    parent = NULL;
+    for (int i = 0; i < s->nindices; i++)
+        if (i >= s->nlhs || !s->scatter_idx[i])
+            open_loop(L, s, i, &list, &parent);
+    if (s->scatter_where) {
+        Node *g = ir_guard(k, lower_expr(L, s->scatter_where), s->scatter_where->span);
+        ir_list_push(list, g, parent);
+        list = &g->u.guard.body;
+        parent = g;
+    }
+    Expr **idx = arena_alloc(k->arena, sizeof(Expr *) * (size_t)(s->nlhs ? s->nlhs : 1));
+    for (int d = 0; d < s->nlhs; d++) {
+        if (!s->scatter_idx[d]) {
+            idx[d] = spanned(ir_var(k, L->var_of[s->lhs_idx[d]->name.index->id]), s->lhs_idx[d]->span);
+            continue;
+        }
+        const AstExpr *ax = s->scatter_idx[d];
+        Expr *x = lower_expr(L, ax);
+        if (x->dtype != DT_I64)
+            x = spanned(ir_cast(k, x, DT_I64), ax->span);
+        int64_t lo, hi, size;
+        if (L->all_bound && ir_eval_size(k, b->shape[d], &size)) {
+            L->saw_empty = L->saw_overflow = false;
+            if (!interval(L, x, &lo, &hi)) {
+                diag_error(L->d, ax->span, "%s is scattered into at tensor values whose range is not known: declare "
+                           "the index tensor with range(lo, hi) inside 0..%lld", b->name, (long long)size);
+                L->ok = false;
+            } else if (!L->saw_empty && (lo < 0 || hi >= size)) {
+                diag_error(L->d, ax->span, "a scatter into %s may leave it: its subscript runs %lld..%lld but "
+                           "dimension %d has size %lld", b->name, (long long)lo, (long long)hi + 1, d, (long long)size);
+                L->ok = false;
+            }
+        }
+        Expr *top = ir_bin(k, IE_SUB, ir_clone_expr(k, b->shape[d]), ir_int(k, 1));
+        x = spanned(ir_bin(k, IE_MAX, x, ir_int(k, 0)), ax->span);
+        idx[d] = spanned(ir_bin(k, IE_MIN, x, top), ax->span);
+    }
+    const AstExpr *body = s->rhs->reduce.body;
+    Expr *v = spanned(ir_cast(k, lower_expr(L, body), L->ct), body->span);
+    ir_list_push(list, ir_stmt(k, b, idx, SOP_ADD, v, s->span), parent);
+}
+
 static void lower_stmt(Lower *L, const AstStmt *s, const char *const *names)
 {
     Kernel *k = L->k;
@@ -717,6 +789,12 @@ static void lower_stmt(Lower *L, const AstStmt *s, const char *const *names)
     L->iters = 1;
     L->iters_reported = false;
     L->rev_id = -1;
+    if (s->scatter && s->scatter_idx) {
+        lower_scatter(L, s, b, names);
+        free(L->var_of);
+        L->var_of = NULL;
+        return;
+    }
     if (s->scan) {
         lower_scan(L, s, b);
         free(L->var_of);
@@ -955,6 +1033,9 @@ Kernel *lower_kernel(const Program *p, const AstKernel *ak, const int64_t *value
     int total = 0;
     for (int i = 0; i < ak->nstmts; i++)
         total += ak->stmts[i]->nindices;
+    for (int i = 0; i < ak->nstmts; i++)
+        if (ak->stmts[i]->scatter)
+            total += ak->stmts[i]->nlhs; /* the scatter's initialisation nest */
     L.cap_vars = total + 1;
     L.vlo = xcalloc((size_t)L.cap_vars, sizeof(int64_t));
     L.vhi = xcalloc((size_t)L.cap_vars, sizeof(int64_t));

@@ -148,6 +148,11 @@ check("reverse_cumsum", run(OPS, "reverse_cumsum", dict(R=37, C=101), dict(X=Xs)
 Xm = f32(37, 19)
 check("cummax_rows", run(OPS, "cummax_rows", dict(R=37, C=19), dict(X=Xm)),
       dict(Y=np.maximum.accumulate(Xm.astype(np.float64), 0)))
+Xa = f32(50, 3)
+Ya = np.zeros((7, 3))
+np.add.at(Ya, T % 7, Xa.astype(np.float64))
+check("scatter_add", run(OPS, "scatter_add", dict(N=50, V=7, D=3), dict(X=Xa, T=(T % 7).astype(np.int32))),
+      dict(Y=Ya))
 # an index outside the declared range is refused before anything runs
 Tb = T.copy()
 Tb[7] = 20
