@@ -217,6 +217,28 @@ bad("header text", folder("hdr", good[:10] + b"{'descr': <f4, " + good[25:], B=b
 bad("fortran", folder("fort", None, A=np.asfortranarray(a), B=b), "Fortran order")
 bad("no file", folder("nofile", None, B=b), "has no A.npy")
 
+# mutated files (bytes flipped, cut at random places, in the zip directory and the
+# .npy header alike): perfc must exit 0 (data that is still valid) or 1, never crash
+np.savez(os.path.join(d, "ok.npz"), A=a, B=b)
+base = open(os.path.join(d, "ok.npz"), "rb").read()
+mrng = np.random.default_rng(5)
+crashes = 0
+for t in range(60):
+    m = bytearray(base)
+    if t % 3 == 0:
+        m = m[:int(mrng.integers(0, len(m)))]
+    else:
+        for _ in range(int(mrng.integers(1, 6))):
+            m[int(mrng.integers(0, len(m)))] = int(mrng.integers(0, 256))
+    path = os.path.join(d, "mut%d.npz" % t)
+    open(path, "wb").write(bytes(m))
+    p = subprocess.run([PERFC, gemm, "-D", "M=4", "-D", "N=3", "-D", "K=2", "--run", "--quiet", "--inputs", path],
+                       capture_output=True, text=True)
+    if p.returncode not in (0, 1, 2) or "Sanitizer" in p.stderr:
+        crashes += 1
+        failures.append("mutated archive %d: exit %d: %s" % (t, p.returncode, p.stderr[-300:]))
+print("60 mutated archives: %d crashes" % crashes)
+
 shutil.rmtree(W, ignore_errors=True)
 if failures:
     print("\n".join("FAIL: " + f for f in failures), file=sys.stderr)
