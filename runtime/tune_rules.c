@@ -494,7 +494,7 @@ static bool gpu_shared_text(const Nest *n, bool pipelined, int kstep, StrBuf *b)
 }
 
 /* Tensor cores on a GPU (sm_80+): the structure of the hand-written gemm_tc_*
- * schedules of stdlib/gemm.pdl (scripts/gen_tc_sched.py writes the same text) made a
+ * schedules of stdlib/gemm.pdl (scripts/gen_tc_schedule.py writes the same text) made a
  * family of templates, one per block tile BM x BN x BK and warp tile WM x WN, with
  * the pipeline depth as the parameter.  mma.sync m16n8k16 products in the
  * accumulator fragment layout, K staged through shared memory (rows padded by 8

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # How long the golden reference takes in `perfc --run` at the bench sizes of the CPU
-# (docs/benchmarks.md, "Golden references at bench sizes"): every stdlib kernel that
+# (docs/benchmarks-log.md, "Golden references at bench sizes"): every stdlib kernel that
 # has a CPU meaning (the GPU-only kernels, whose defaults are 4096^3 tensor-core
 # shapes, are left out), one run each with --verbose, which prints the golden's
 # total time (set-up, and the reference on every input set).  Prints one row per

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Validation at full size on a GPU (docs/benchmarks.md, "Golden references at
+# Validation at full size on a GPU (docs/benchmarks-log.md, "Golden references at
 # bench sizes"): the wall time of `perfc FILE -target sm_90 --run` for a GEMM written
 # as a new user writes it (bf16 in and out, no schedule) at 4096^3, the same as a
 # linear layer (Y = X W^T), and stdlib attention and causal attention at S = 4096,

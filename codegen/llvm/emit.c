@@ -20,6 +20,7 @@
  * constant; parallel loops are outlined as described above. */
 #include "lang/checked.h"
 #include "cg_llvm_int.h"
+#include "vmath.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/DebugInfo.h>
@@ -498,44 +499,10 @@ static LLVMValueRef fmadd(Cg *g, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c)
     return intr_n(g, g->t->fma ? "llvm.fma" : "llvm.fmuladd", args, 3);
 }
 
-/* exp for f32 (and f16/bf16, computed in f32), inline so that vector loops and the
- * loop vectoriser keep it in vector registers: llvm.exp would become one expf call
- * per lane.  x = n ln2 + r with |r| <= ln2/2 (Cody-Waite, ln2 in two parts);
- * e^r - 1 = r q(r) with q of degree 5 interpolating (e^r - 1)/r at the Chebyshev
- * nodes of [-0.3466, 0.3466] (relative error 1.1e-8 with the coefficients rounded
- * to f32; the degree-4 q of Arm's optimized-routines expf came to 2.03 ulp at 117
- * floats under an exhaustive test here); then
- * 2^n = 2^a 2^b with a = max(n, -124) - 1 and b = n - a: (1 + y) 2^a is exact and
- * normal, and the multiply by 2^b (2 for normal results, down to 2^-25) rounds
- * once, so subnormal results round once and exp(88.7228) overflows to inf by itself.
- * The clamps are plain min/max that pass a NaN through (select of an ordered
- * compare: one vminps/vmaxps), and a NaN propagates through the arithmetic, so no
- * final select is needed.  19 operations per vector (the Taylor-7 version: ~30). */
-static LLVMValueRef exp_f32(Cg *g, LLVMValueRef x)
+/* The transcendental functions, inline in the operand's shape (codegen/llvm/vmath.c). */
+static VmCtx vm_ctx(Cg *g)
 {
-    LLVMBuilderRef B = g->B;
-    LLVMTypeRef tf = LLVMTypeOf(x), ti = shaped(tf, g->ti32);
-    LLVMValueRef lo = kflt(tf, -104.0), hi = kflt(tf, 0x1.62e430p+6); /* first float above ln(FLT_MAX) */
-    LLVMValueRef xc = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, lo, ""), lo, x, "");
-    xc = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, xc, hi, ""), hi, xc, "");
-    /* Round x/ln2 to nearest by the 1.5 * 2^23 trick: t's low mantissa bits hold n
-     * (two's complement), so n << 23 is bits(t) << 23. */
-    const double magic = 12582912.0;
-    LLVMValueRef t = fmadd(g, xc, kflt(tf, 0x1.715476p+0), kflt(tf, magic));
-    LLVMValueRef n = LLVMBuildFSub(B, t, kflt(tf, magic), "");
-    /* ln2_hi has 9 significant bits, so n * ln2_hi is exact. */
-    LLVMValueRef r = fmadd(g, n, kflt(tf, -0x1.62e4p-1), xc);
-    r = fmadd(g, n, kflt(tf, -0x1.7f7d1cp-20), r);
-    static const double c[] = {0x1.6d4320p-10, 0x1.123d8ep-7, 0x1.5554eap-5, 0x1.55547cp-3, 0.5, 1.0};
-    LLVMValueRef p = kflt(tf, c[0]);
-    for (int i = 1; i < 6; i++)
-        p = fmadd(g, p, r, kflt(tf, c[i]));
-    LLVMValueRef y = LLVMBuildFMul(B, p, r, ""); /* e^r - 1 */
-    LLVMValueRef k = LLVMBuildShl(B, LLVMBuildBitCast(B, t, ti, ""), kint(ti, 23), "");
-    LLVMValueRef ka = intr2(g, "llvm.smax", k, kint(ti, -124 * (1 << 23)));
-    LLVMValueRef sa = LLVMBuildBitCast(B, LLVMBuildAdd(B, ka, kint(ti, 126 << 23), ""), tf, "");
-    LLVMValueRef sb = LLVMBuildBitCast(B, LLVMBuildAdd(B, LLVMBuildSub(B, k, ka, ""), kint(ti, 128 << 23), ""), tf, "");
-    return LLVMBuildFMul(B, fmadd(g, y, sa, sa), sb, "");
+    return (VmCtx){g->C, g->M, g->B, g->t->fma};
 }
 
 /* Integer floor division / modulo (ir.h semantics).  Division by zero yields 0
@@ -1416,15 +1383,19 @@ static Val emit_expr(Fn *f, const Expr *e)
             return S(kdtype(g, t, 0));
         }
         a[0] = emit_as(f, e->args[0], t);
-        bool dbl = cty(g, t) == g->tf64;
         LLVMValueRef x = a[0].v, r;
+        VmCtx vc = vm_ctx(g);
         switch (e->kind) {
-        case IE_EXP: r = dbl ? intr1(g, "llvm.exp", x) : exp_f32(g, x); break;
-        case IE_LOG: r = intr1(g, "llvm.log", x); break;
+        case IE_EXP: r = vm_exp(&vc, x); break;
+        case IE_LOG: r = vm_log(&vc, x); break;
         case IE_SQRT: r = intr1(g, "llvm.sqrt", x); break;
         case IE_RSQRT: r = LLVMBuildFDiv(B, kflt(LLVMTypeOf(x), 1.0), intr1(g, "llvm.sqrt", x), ""); break;
-        case IE_TANH: r = libm(g, dbl ? "tanh" : "tanhf", x); break;
-        default: r = libm(g, dbl ? "erf" : "erff", x); break;
+        case IE_TANH: r = vm_tanh(&vc, x); break;
+        default:
+            r = vm_erf(&vc, x);
+            if (!r)
+                r = libm(g, "erf", x);
+            break;
         }
         return (Val){r, a[0].vec};
     }

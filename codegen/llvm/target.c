@@ -62,7 +62,7 @@ static void init_llvm(void)
      * what LSR would build; on the stdlib kernels LSR cost 10-15% of a compilation
      * (conv2d's schedule: 18 of 120 million instructions; attention 7-9 of 70) and
      * bought nothing measurable on the scheduled kernels, 3-5% on the naive attention
-     * loops (docs/benchmarks.md "Compile time, 2026-11-21 (LSR off)").  An LLVM option is
+     * loops (docs/benchmarks-log.md "Compile time, 2026-11-21 (LSR off)").  An LLVM option is
      * process-wide: set once here, before any compilation. */
     const char *argv[] = {"perfc", "-disable-lsr"};
     LLVMParseCommandLineOptions(2, argv, NULL);

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # One device call for the tensor-core GEMM schedule search (coalesced staging
 # through collapse): names the GPU, then for every schedule file under
-# carry/tc/*.pdl (made by scripts/gen_tc_sched.py) validates it at a small shape
+# carry/tc/*.pdl (made by scripts/gen_tc_schedule.py) validates it at a small shape
 # against the f64 interpreter and times it at 4096^3 against cuBLAS in the same
 # process (`--run --compare cublas --json`, validated first against OpenBLAS
 # dgemm), printing one table row each; dumps the SASS of the files named in
-# $TC_SASS.  Logs and JSON go to $OUT.  Usage: scripts/gpu_tc2.sh PERFC
+# $TC_SASS.  Logs and JSON go to $OUT.  Usage: scripts/gpu_gemm_tc_search.sh PERFC
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 P=$1

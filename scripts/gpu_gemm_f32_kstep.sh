@@ -15,10 +15,10 @@
 # to a temporary folder.  Ends with a table of the medians and vs_baseline per run.
 # JSON reports and logs go to $OUT when set (the device tool brings them back),
 # else /tmp/gpu_f32k32.
-# Usage: scripts/gpu_f32k32.sh PERFC   (run from the repository root)
+# Usage: scripts/gpu_gemm_f32_kstep.sh PERFC   (run from the repository root)
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-P=${1:?usage: scripts/gpu_f32k32.sh PERFC}
+P=${1:?usage: scripts/gpu_gemm_f32_kstep.sh PERFC}
 O=${OUT:-/tmp/gpu_f32k32}
 T=$(mktemp -d)
 mkdir -p "$O"

@@ -16,7 +16,7 @@ for r in 1 2 3; do
     echo "$r $1: exit $s $(echo "$o" | j)"; echo "$o" > $O/$1.$r.json
   done
 done
-echo "== gpu_f32k32.sh"; OUT=$O/k32 timeout 300 bash scripts/gpu_f32k32.sh $P 2>&1 | tail -25
+echo "== gpu_gemm_f32_kstep.sh"; OUT=$O/k32 timeout 300 bash scripts/gpu_gemm_f32_kstep.sh $P 2>&1 | tail -25
 fi
 if [ "${1:-meas}" = tune ]; then
 echo "== autotune (default budget, fresh database)"

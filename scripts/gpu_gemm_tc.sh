@@ -6,7 +6,7 @@
 # run (`--run --compare cublas --json`, validated first; f32 gemm_tiled again for
 # comparison), and runs compute-sanitizer racecheck and memcheck on the f16 kernel at
 # a small shape.  Logs go to $OUT when set (the device tool brings them back), else
-# /tmp/gpu_tc.  Usage: scripts/gpu_tc.sh [PERFC]   (default build-static/perfc)
+# /tmp/gpu_tc.  Usage: scripts/gpu_gemm_tc.sh [PERFC]   (default build-static/perfc)
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 P=${1:-build-static/perfc}

@@ -5,7 +5,7 @@
 # validation test and its benchmark (softmax beside the device copy bandwidth), and
 # runs compute-sanitizer memcheck and racecheck on the scheduled GEMM at a small shape.
 # Logs go to $OUT when set (the device tool brings them back), else /tmp/gpu_sched.
-# Usage: scripts/gpu_sched.sh [BUILD_DIR]   (default build-static)
+# Usage: scripts/gpu_stdlib_schedules.sh [BUILD_DIR]   (default build-static)
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 B=${1:-build-static}

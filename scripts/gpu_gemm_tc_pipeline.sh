@@ -10,7 +10,7 @@
 # the 16-deep k step unrolled) written to $O so the best choice is measured rather
 # than guessed, and gemm_tiled again for comparison.  Logs go to $OUT when set
 # (the device tool brings them back), else /tmp/gpu_pipe.
-# Usage: scripts/gpu_pipe.sh [PERFC]   (default build-pipe-static/perfc)
+# Usage: scripts/gpu_gemm_tc_pipeline.sh [PERFC]   (default build-pipe-static/perfc)
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 P=${1:-build-pipe-static/perfc}

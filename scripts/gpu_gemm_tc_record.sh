@@ -4,7 +4,7 @@
 # interpreter (1 and 5 K tiles), runs compute-sanitizer racecheck and memcheck on
 # gemm_tc_f16 at 256x384x160, then the documented command at 4096^3 for both and
 # for gemm_tiled (f32), each validated and timed beside cuBLAS in the same process.
-# Logs go to $OUT.  Usage: scripts/gpu_tc_final.sh PERFC
+# Logs go to $OUT.  Usage: scripts/gpu_gemm_tc_record.sh PERFC
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 P=$1
