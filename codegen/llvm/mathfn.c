@@ -1,10 +1,10 @@
-/* The math functions PDL added after the first back end was written (log1p, expm1,
- * floor, ceil, round, pow), emitted as LLVM IR in one place so that emit.c only
- * dispatches to them.  floor, ceil, round and pow are LLVM intrinsics (a single
- * instruction for the first three on x86-64 with SSE4.1, AVX-512 or NEON; pow
- * becomes a libm call per lane); log1p and expm1 have no intrinsic and are libm
- * calls applied lane by lane.  round is llvm.roundeven: ties go to even, as NumPy's
- * round and the reference interpreter's nearbyint do. */
+/* Math functions PDL added after the first back end was written (floor, ceil,
+ * round, pow), emitted as LLVM IR in one place so that emit.c only dispatches to
+ * them: LLVM intrinsics (a single instruction for the first three on x86-64 with
+ * SSE4.1, AVX-512 or NEON; pow becomes a libm call per lane).  round is
+ * llvm.roundeven: ties go to even, as NumPy's round and the reference
+ * interpreter's nearbyint do.  log1p and expm1 are built inline by vmath.c; the
+ * libm calls here remain for a caller that asks for them outside that path. */
 #include <string.h>
 
 #include "cg_llvm_int.h"

@@ -167,7 +167,7 @@ static LLVMValueRef exp_scale(const VmCtx *c, LLVMValueRef y, LLVMValueRef k)
     bool d = is_f64(y);
     LLVMTypeRef ti = LLVMTypeOf(k), tf = LLVMTypeOf(y);
     int p = d ? 52 : 23, nmin = d ? -1020 : -124, bias = d ? 1023 : 127;
-    LLVMValueRef ka = call2(c, "llvm.smax", k, ki(ti, (int64_t)nmin << p));
+    LLVMValueRef ka = call2(c, "llvm.smax", k, ki(ti, (int64_t)nmin * ((int64_t)1 << p))); /* no shift of a negative */
     LLVMValueRef sa = LLVMBuildBitCast(B, LLVMBuildAdd(B, ka, ki(ti, (int64_t)(bias - 1) << p), ""), tf, "");
     LLVMValueRef sb =
         LLVMBuildBitCast(B, LLVMBuildAdd(B, LLVMBuildSub(B, k, ka, ""), ki(ti, (int64_t)(bias + 1) << p), ""), tf, "");
