@@ -199,7 +199,7 @@ LLVMValueRef vm_expm1(const VmCtx *c, LLVMValueRef x)
     LLVMValueRef k, r = exp_reduce(c, xc, &k);
     LLVMValueRef y = expm1_poly(c, r);
     LLVMTypeRef ti = LLVMTypeOf(k);
-    LLVMValueRef kc = call2(c, "llvm.smax", k, ki(ti, (int64_t)(1 - bias) << p));
+    LLVMValueRef kc = call2(c, "llvm.smax", k, ki(ti, (int64_t)(1 - bias) * ((int64_t)1 << p)));
     kc = call2(c, "llvm.smin", kc, ki(ti, (int64_t)100 << p));
     LLVMValueRef two = LLVMBuildBitCast(B, LLVMBuildAdd(B, kc, ki(ti, (int64_t)bias << p), ""), LLVMTypeOf(x), "");
     LLVMValueRef mid = fma3(c, two, y, LLVMBuildFSub(B, two, kf(x, 1.0), ""));
