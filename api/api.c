@@ -15,7 +15,7 @@
 #include "passes/passes.h"
 #include "passes/xform.h"
 #include "runtime/runtime.h"
-#include "runtime/tune.h"
+#include "tune/tune.h"
 #ifdef PERFC_HAVE_LLVM
 #include "codegen/llvm/cg_llvm.h"
 #endif

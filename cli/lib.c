@@ -429,6 +429,10 @@ int lib_autotune(Lib *L, const char *kname, const char *target, Compilation *c, 
 static bool build_variant(Lib *L, LibKernel *lk, const SizeSet *set, bool defaults_only, bool *skip)
 {
     *skip = false;
+    if (!L->nisa) { /* GPU targets only: the CPU part is the general variant alone */
+        *skip = true;
+        return true;
+    }
     Variant v = {0};
     bool ok = true;
     for (int is = 0; is < L->nisa && ok; is++) {
@@ -600,6 +604,8 @@ static bool load_file(Lib *L, const char *file)
         lk->file = file;
         lk->name = xstrdup(ak->name);
         lk->gen = g;
+        if (L->ngpu)
+            lib_cuda_general(L, lk, c.prog, ak);
     }
     if (c.diags.nerrors)
         L->d->nerrors++;
@@ -943,7 +949,7 @@ static bool gen_source(Lib *L, StrBuf *s)
                  " * and the kernel table; the specialised variants are LLVM objects beside it. */\n",
               N, PERFC_VERSION);
     sb_printf(s, "#include \"%s.h\"\n\n", N);
-    sb_puts(s, cg_c_prelude());
+    cg_c_prelude(s);
     sb_puts(s, SOURCE_COMMON);
     bool used_avx = false;
     for (int i = 0; i < L->nisa; i++)
@@ -1090,6 +1096,12 @@ static bool gen_source(Lib *L, StrBuf *s)
             sb_puts(&js, g ? ", " : "");
             json_str(&js, L->gpus[g]);
         }
+        sb_puts(&js, "], \"gpu_general\": [");
+        for (int g = 0, n = 0; g < L->ngpu; g++)
+            if (lk->ggen.k && lk->ggen.built[g]) {
+                sb_puts(&js, n++ ? ", " : "");
+                json_str(&js, L->gpus[g]);
+            }
         sb_puts(&js, "], \"gpu_specialised\": [");
         for (int v = 0; v < lk->ngvar; v++) {
             sb_puts(&js, v ? ", {" : "{");

@@ -50,6 +50,16 @@ typedef struct GpuVariant {
     int nbufs;                 /* buffers of the scheduled kernel (schedules may add some) */
 } GpuVariant;
 
+/* The general GPU variant of one kernel (cli/lib_cuda_general.c): the canonical
+ * nest with every size unbound, as CUDA C with the sizes as arguments, compiled for
+ * every architecture of Lib.gpus. */
+typedef struct GpuGeneral {
+    Kernel *k;                 /* NULL: none (the reason was printed at build time) */
+    int *nchain;               /* per top-level node of k: loops spread over threads */
+    CgCudaModule mod[LIB_MAX_GPUS];
+    bool built[LIB_MAX_GPUS];
+} GpuGeneral;
+
 typedef struct LibKernel {
     const char *file;
     char *name;                /* PDL name */
@@ -58,6 +68,7 @@ typedef struct LibKernel {
     int nvar;
     GpuVariant *gvar;
     int ngvar;
+    GpuGeneral ggen;
 } LibKernel;
 
 typedef struct Lib {
@@ -80,6 +91,22 @@ typedef struct Lib {
 /* cli/lib_general.c: the general variant's nest, every size unbound, reordered
  * for memory where the compiler proves it legal.  NULL with diagnostics. */
 Kernel *lib_general_kernel(Program *p, AstKernel *ak, Arena *a, Diags *d);
+/* The canonical nest with every size unbound (defaults ignored). */
+Kernel *lib_lower_unbound(Program *p, AstKernel *ak, Diags *d);
+/* True when `parallel(var)` is legal on the canonical nest: no iteration of the loop
+ * touches an element another one writes (passes/deps.c decides). */
+bool lib_loop_parallel(Program *p, AstKernel *ak, const char *var, Arena *a);
+
+/* cli/lib_cuda_general.c: builds lk->ggen, the general GPU variant (a note on stderr
+ * when it cannot be built: the kernel then has GPU code for its size sets only). */
+void lib_cuda_general(Lib *L, LibKernel *lk, Program *p, AstKernel *ak);
+/* Its host code, for the library's C file: the index check, the embedded code and
+ * NAME__cuda_general_KERNEL(bufs, bytes, sizes, stream). */
+void lib_cuda_general_source(const Lib *L, const LibKernel *lk, StrBuf *s);
+void lib_cuda_general_free(GpuGeneral *gg);
+/* cli/lib_cuda.c: the cubin, PTX and launch arrays of one module per architecture
+ * and the pf_cu_code table BASE_code[] over them; returns its number of entries. */
+int lib_cuda_code_table(const Lib *L, const char *base, const CgCudaModule *mods, const bool *built, StrBuf *s);
 
 /* cli/lib_cuda.c.  Builds the GPU variants of one kernel for a size set (NULL with
  * defaults_only: the kernel's defaults) on every architecture of L->gpus; a kernel

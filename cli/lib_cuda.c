@@ -13,10 +13,12 @@
  * With --autotune each GPU variant gets the tuner's winner (which needs that GPU at
  * build time; without one the file's schedule stays, with a note).
  *
- * GPU code serves the sizes it was built for: the CUDA back end compiles sizes in,
- * and there is no general GPU variant yet.  A call with other sizes is refused with
- * PERFC_LIB_EDEVICE and a message listing the sizes that have GPU code.  Global
- * temporaries are allocated on the first call per context and kept. */
+ * This specialised code serves the sizes it was built for (the CUDA back end compiles
+ * sizes in) and runs only when every tensor is 256-byte aligned, as cuMemAlloc
+ * aligns (its vector and TMA accesses assume alignment); every other call runs the
+ * kernel's general GPU variant (cli/lib_cuda_general.c), correct for any size.  Global
+ * temporaries of specialised code are allocated on the first call per context and
+ * kept. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +132,7 @@ void lib_cuda_variants(Lib *L, LibKernel *lk, const SizeSet *set, bool defaults_
 
 void lib_cuda_free(LibKernel *lk)
 {
+    lib_cuda_general_free(&lk->ggen);
     for (int i = 0; i < lk->ngvar; i++) {
         for (int g = 0; g < LIB_MAX_GPUS; g++)
             if (lk->gvar[i].built[g])
@@ -146,8 +149,9 @@ void lib_cuda_header(const Lib *L, StrBuf *h)
         return;
     const char *N = L->o->name;
     sb_puts(h, "/* GPU entry points: tensors are device pointers, stream a CUstream (NULL: the\n"
-               " * default stream); the call only enqueues work.  GPU code exists for the size\n"
-               " * sets listed with each kernel above; other sizes give PERFC_LIB_EDEVICE. */\n");
+               " * default stream); the call only enqueues work.  The size sets listed with each\n"
+               " * kernel above run tuned GPU code (tensors 256-byte aligned); any other call runs\n"
+               " * its general GPU variant. */\n");
     for (int i = 0; i < L->nk; i++) {
         lib_signature(L, &L->k[i], "_cuda", true, h);
         sb_puts(h, ";\n");
@@ -193,6 +197,11 @@ static const char LOADER[] =
     "                                void *, void **, void **);\n"
     "    pf_CUresult (*MemAlloc)(pf_CUptr *, size_t);\n"
     "    pf_CUresult (*GetErrorString)(pf_CUresult, const char **);\n"
+    "    pf_CUresult (*MemFree)(pf_CUptr);\n"
+    "    pf_CUresult (*StreamSynchronize)(void *);\n"
+    "    /* optional (CUDA 11.2): stream-ordered temporaries of general variants */\n"
+    "    pf_CUresult (*MemAllocAsync)(pf_CUptr *, size_t, void *);\n"
+    "    pf_CUresult (*MemFreeAsync)(pf_CUptr, void *);\n"
     "} pf_cu;\n"
     "static pthread_mutex_t pf_cu_lock = PTHREAD_MUTEX_INITIALIZER;\n"
     "static int pf_cu_open(void) /* under pf_cu_lock */\n"
@@ -213,8 +222,13 @@ static const char LOADER[] =
     "    PF_SYM(DeviceGetAttribute, \"cuDeviceGetAttribute\", 0) PF_SYM(ModuleLoadData, \"cuModuleLoadData\", 0)\n"
     "    PF_SYM(ModuleGetFunction, \"cuModuleGetFunction\", 0) PF_SYM(FuncSetAttribute, \"cuFuncSetAttribute\", 0)\n"
     "    PF_SYM(LaunchKernel, \"cuLaunchKernel\", 0) PF_SYM(MemAlloc, \"cuMemAlloc_v2\", \"cuMemAlloc\")\n"
-    "    PF_SYM(GetErrorString, \"cuGetErrorString\", 0)\n"
+    "    PF_SYM(GetErrorString, \"cuGetErrorString\", 0) PF_SYM(MemFree, \"cuMemFree_v2\", \"cuMemFree\")\n"
+    "    PF_SYM(StreamSynchronize, \"cuStreamSynchronize\", 0)\n"
     "#undef PF_SYM\n"
+    "    *(void **)&pf_cu.MemAllocAsync = dlsym(h, \"cuMemAllocAsync\");\n"
+    "    *(void **)&pf_cu.MemFreeAsync = dlsym(h, \"cuMemFreeAsync\");\n"
+    "    if (!pf_cu.MemAllocAsync || !pf_cu.MemFreeAsync)\n"
+    "        pf_cu.MemAllocAsync = 0;\n"
     "    if (pf_cu.Init(0)) {\n"
     "        snprintf(pf_cu.why, sizeof pf_cu.why, \"cuInit failed: no usable GPU\");\n"
     "        return 0;\n"
@@ -328,6 +342,52 @@ static const char LOADER[] =
     "    if (pf_trace())\n"
     "        fprintf(stderr, \"%s: GPU code for %s (%s)\\n\", k, c->arch, v->ptx ? \"PTX compiled by the driver\" : \"cubin\");\n"
     "    return PERFC_LIB_OK;\n"
+    "}\n"
+    "/* General variants: the code for the current context, loaded once (as above). */\n"
+    "static int pf_cu_load(pf_cu_variant *v, const char *k)\n"
+    "{\n"
+    "    pthread_mutex_lock(&pf_cu_lock);\n"
+    "    int rc = pf_cu_open() ? pf_cu_prepare(v, k) : pf_fail(PERFC_LIB_EDEVICE, \"%s: %s\", k, pf_cu.why);\n"
+    "    pthread_mutex_unlock(&pf_cu_lock);\n"
+    "    return rc;\n"
+    "}\n"
+    "/* A temporary of a general variant, its size known only now: stream-ordered where\n"
+    " * the driver can (*sync = 0), else cuMemAlloc, freed after the stream drains. */\n"
+    "static int pf_cu_temp(pf_CUptr *p, int64_t bytes, void *stream, int *sync, const char *k)\n"
+    "{\n"
+    "    size_t n = (size_t)(bytes > 0 ? bytes : 1);\n"
+    "    *sync = 0;\n"
+    "    if (pf_cu.MemAllocAsync && !pf_cu.MemAllocAsync(p, n, stream))\n"
+    "        return PERFC_LIB_OK;\n"
+    "    *sync = 1;\n"
+    "    pf_CUresult r = pf_cu.MemAlloc(p, n);\n"
+    "    if (r) {\n"
+    "        *p = 0;\n"
+    "        return pf_cu_fail(k, \"cuMemAlloc (a temporary)\", r);\n"
+    "    }\n"
+    "    return PERFC_LIB_OK;\n"
+    "}\n"
+    "static void pf_cu_temp_free(pf_CUptr p, int sync, void *stream)\n"
+    "{\n"
+    "    if (!p)\n"
+    "        return;\n"
+    "    if (!sync) {\n"
+    "        pf_cu.MemFreeAsync(p, stream);\n"
+    "        return;\n"
+    "    }\n"
+    "    pf_cu.StreamSynchronize(stream);\n"
+    "    pf_cu.MemFree(p);\n"
+    "}\n"
+    "/* One node of a general variant: `total` threads' worth of work in PF_GEN_BLOCK-thread\n"
+    " * blocks; its grid-stride loop takes what a capped grid leaves. */\n"
+    "static int pf_cu_launch_general(pf_cu_variant *v, int node, int64_t total, void **args, void *stream,\n"
+    "                                const char *k)\n"
+    "{\n"
+    "    int64_t blocks = (total + PF_GEN_BLOCK - 1) / PF_GEN_BLOCK;\n"
+    "    if (blocks > (INT64_C(1) << 20))\n"
+    "        blocks = INT64_C(1) << 20;\n"
+    "    pf_CUresult r = pf_cu.LaunchKernel(v->fn[node], (unsigned)blocks, 1, 1, PF_GEN_BLOCK, 1, 1, 0, stream, args, 0);\n"
+    "    return r ? pf_cu_fail(k, \"cuLaunchKernel (general variant)\", r) : PERFC_LIB_OK;\n"
     "}\n";
 
 static void bytes_array(StrBuf *s, const char *name, const unsigned char *p, size_t n, bool nul)
@@ -338,11 +398,48 @@ static void bytes_array(StrBuf *s, const char *name, const unsigned char *p, siz
     sb_printf(s, "%s};\n", nul ? "0" : "");
 }
 
+int lib_cuda_code_table(const Lib *L, const char *base, const CgCudaModule *mods, const bool *built, StrBuf *s)
+{
+    for (int g = 0; g < L->ngpu; g++) {
+        if (!built[g])
+            continue;
+        const CgCudaModule *m = &mods[g];
+        char nm[400];
+        snprintf(nm, sizeof nm, "%s_%d_cubin", base, g);
+        bytes_array(s, nm, m->cubin, m->cubin_len, false);
+        snprintf(nm, sizeof nm, "%s_%d_ptx", base, g);
+        bytes_array(s, nm, (const unsigned char *)m->ptx, m->ptx_len, true);
+        sb_printf(s, "static const pf_cu_launch %s_%d_launch[] = {\n", base, g);
+        for (int l = 0; l < m->nlaunches; l++) {
+            const CgLaunch *la = &m->launches[l];
+            sb_printf(s, "    {\"%s\", {%" PRId64 "u, %" PRId64 "u, %" PRId64 "u}, {%du, %du, %du}, %du},\n", la->name,
+                      la->grid[0], la->grid[1], la->grid[2], la->block[0], la->block[1], la->block[2],
+                      la->shared_bytes);
+        }
+        sb_puts(s, "};\n");
+    }
+    sb_printf(s, "static const pf_cu_code %s_code[] = {\n", base);
+    int ncode = 0;
+    for (int g = 0; g < L->ngpu; g++) {
+        if (!built[g])
+            continue;
+        const CgArch *a = cg_cuda_arch(L->gpus[g]);
+        size_t len = strlen(L->gpus[g]);
+        sb_printf(s, "    {\"%s\", %d, %d, %d, %s_%d_cubin, (const char *)%s_%d_ptx, %s_%d_launch, %d},\n", L->gpus[g],
+                  a ? a->major : 0, a ? a->minor : 0, L->gpus[g][len - 1] == 'a', base, g, base, g, base, g,
+                  mods[g].nlaunches);
+        ncode++;
+    }
+    sb_puts(s, "};\n");
+    return ncode;
+}
+
 void lib_cuda_source(const Lib *L, StrBuf *s)
 {
     if (!L->ngpu)
         return;
     const char *N = L->o->name;
+    sb_printf(s, "\n#define PF_GEN_BLOCK %d /* threads per block of general variants (codegen/c) */", CG_C_GPU_BLOCK);
     sb_puts(s, LOADER);
     for (int i = 0; i < L->nk; i++) {
         const LibKernel *lk = &L->k[i];
@@ -352,42 +449,14 @@ void lib_cuda_source(const Lib *L, StrBuf *s)
             const GpuVariant *gv = &lk->gvar[v];
             int nargs = -1;
             const int *args = NULL;
-            for (int g = 0; g < L->ngpu; g++) {
-                if (!gv->built[g])
-                    continue;
-                const CgCudaModule *m = &gv->mod[g];
-                char nm[400];
-                snprintf(nm, sizeof nm, "%s__%s__g%d_%d_cubin", N, lk->name, v, g);
-                bytes_array(s, nm, m->cubin, m->cubin_len, false);
-                snprintf(nm, sizeof nm, "%s__%s__g%d_%d_ptx", N, lk->name, v, g);
-                bytes_array(s, nm, (const unsigned char *)m->ptx, m->ptx_len, true);
-                sb_printf(s, "static const pf_cu_launch %s__%s__g%d_%d_launch[] = {\n", N, lk->name, v, g);
-                for (int l = 0; l < m->nlaunches; l++) {
-                    const CgLaunch *la = &m->launches[l];
-                    sb_printf(s, "    {\"%s\", {%" PRId64 "u, %" PRId64 "u, %" PRId64 "u}, {%du, %du, %du}, %du},\n", la->name,
-                              la->grid[0], la->grid[1], la->grid[2], la->block[0], la->block[1], la->block[2],
-                              la->shared_bytes);
+            for (int g = 0; g < L->ngpu; g++)
+                if (gv->built[g] && nargs < 0) {
+                    nargs = gv->mod[g].nargs;
+                    args = gv->mod[g].arg_bufs;
                 }
-                sb_puts(s, "};\n");
-                if (nargs < 0) {
-                    nargs = m->nargs;
-                    args = m->arg_bufs;
-                }
-            }
-            sb_printf(s, "static const pf_cu_code %s__%s__g%d_code[] = {\n", N, lk->name, v);
-            int ncode = 0;
-            for (int g = 0; g < L->ngpu; g++) {
-                if (!gv->built[g])
-                    continue;
-                const CgArch *a = cg_cuda_arch(L->gpus[g]);
-                size_t len = strlen(L->gpus[g]);
-                sb_printf(s, "    {\"%s\", %d, %d, %d, %s__%s__g%d_%d_cubin, (const char *)%s__%s__g%d_%d_ptx, "
-                             "%s__%s__g%d_%d_launch, %d},\n",
-                          L->gpus[g], a ? a->major : 0, a ? a->minor : 0, L->gpus[g][len - 1] == 'a', N, lk->name, v, g,
-                          N, lk->name, v, g, N, lk->name, v, g, gv->mod[g].nlaunches);
-                ncode++;
-            }
-            sb_puts(s, "};\n");
+            char base[300];
+            snprintf(base, sizeof base, "%s__%s__g%d", N, lk->name, v);
+            int ncode = lib_cuda_code_table(L, base, gv->mod, gv->built, s);
             sb_printf(s, "static const int %s__%s__g%d_arg[] = {", N, lk->name, v);
             for (int a = 0; a < nargs; a++)
                 sb_printf(s, "%d, ", args[a]);
@@ -398,30 +467,40 @@ void lib_cuda_source(const Lib *L, StrBuf *s)
                          "%s__%s__g%d_temp, %d, 0, 0, 0, 0, 0, 0};\n",
                       N, lk->name, v, N, lk->name, v, ncode, N, lk->name, v, nargs, N, lk->name, v, gv->nbufs);
         }
-        /* the runner: checks, then the variant of these sizes */
+        lib_cuda_general_source(L, lk, s);
+        /* the runner: checks, then the variant of these sizes, else the general one */
         sb_printf(s, "\nstatic int %s__cuda_run_%s(void *const *t, const int64_t *p, void *stream)\n{\n", N, lk->name);
         int nb = k->nbufs;
         for (int v = 0; v < lk->ngvar; v++)
             nb = lk->gvar[v].nbufs > nb ? lk->gvar[v].nbufs : nb;
         sb_printf(s, "    void *bufs[%d] = {0};\n    int64_t bytes[%d] = {0};\n", nb + 1, nb + 1);
         sb_printf(s, "    int rc = %s__check_%s(t, p, bufs, bytes);\n    if (rc)\n        return rc;\n", N, lk->name);
+        /* specialised code: these sizes, and every tensor aligned as cuMemAlloc aligns
+         * (its vector and TMA accesses assume 16 bytes and more) */
         for (int v = 0; v < lk->ngvar; v++) {
             sb_puts(s, "    if (");
             for (int j = 0; j < k->nparams; j++)
                 sb_printf(s, "p[%d] == INT64_C(%" PRId64 ") && ", j, lk->gvar[v].values[j]);
+            for (int b = 0; b < k->nbufs; b++)
+                if (k->bufs[b]->kind != BUF_TEMP)
+                    sb_printf(s, "((uintptr_t)bufs[%d] & 255) == 0 && ", b);
             sb_printf(s, "1)\n        return pf_cu_run(&%s__%s__g%d, bufs, stream, \"%s\");\n", N, lk->name, v,
                       lk->name);
         }
-        StrBuf sets = {0};
-        for (int v = 0; v < lk->ngvar; v++) {
-            sb_puts(&sets, v ? "; " : "");
-            for (int j = 0; j < k->nparams; j++)
-                sb_printf(&sets, "%s%s=%" PRId64, j ? "," : "", k->params[j].name, lk->gvar[v].values[j]);
+        if (lk->ggen.k) {
+            sb_printf(s, "    return %s__cuda_general_%s(bufs, bytes, p, stream);\n}\n", N, lk->name);
+        } else {
+            StrBuf sets = {0};
+            for (int v = 0; v < lk->ngvar; v++) {
+                sb_puts(&sets, v ? "; " : "");
+                for (int j = 0; j < k->nparams; j++)
+                    sb_printf(&sets, "%s%s=%" PRId64, j ? "," : "", k->params[j].name, lk->gvar[v].values[j]);
+            }
+            sb_printf(s, "    return pf_fail(PERFC_LIB_EDEVICE, \"%s: the library has GPU code for %s only (with "
+                         "tensors 256-byte aligned), and no general GPU variant\");\n}\n",
+                      lk->name, lk->ngvar ? sets.s : "no sizes");
+            sb_free(&sets);
         }
-        sb_printf(s, "    return pf_fail(PERFC_LIB_EDEVICE, \"%s: the library has GPU code for %s only (the GPU back end "
-                     "compiles sizes in)\");\n}\n",
-                  lk->name, lk->ngvar ? sets.s : "no sizes");
-        sb_free(&sets);
         StrBuf sig = {0};
         lib_signature(L, lk, "_cuda", true, &sig);
         sb_printf(s, "\n%s\n{\n", sig.s);

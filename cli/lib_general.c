@@ -28,7 +28,7 @@ typedef struct Steps {
     int n;
 } Steps;
 
-static Kernel *lower_unbound(Program *p, AstKernel *ak, Diags *d)
+Kernel *lib_lower_unbound(Program *p, AstKernel *ak, Diags *d)
 {
     bool *had = xcalloc((size_t)ak->nparams + 1, sizeof(bool));
     for (int j = 0; j < ak->nparams; j++) {
@@ -45,7 +45,7 @@ static Kernel *lower_unbound(Program *p, AstKernel *ak, Diags *d)
 /* Lowers and applies the steps; NULL when one is refused (d gets why). */
 static Kernel *apply(Program *p, AstKernel *ak, const Steps *st, Arena *a, Diags *d)
 {
-    Kernel *k = lower_unbound(p, ak, d);
+    Kernel *k = lib_lower_unbound(p, ak, d);
     if (!k || d->nerrors) {
         if (k)
             ir_free(k);
@@ -75,6 +75,22 @@ static Kernel *apply(Program *p, AstKernel *ak, const Steps *st, Arena *a, Diags
         return NULL;
     }
     return k;
+}
+
+bool lib_loop_parallel(Program *p, AstKernel *ak, const char *var, Arena *a)
+{
+    Steps st = {0};
+    size_t n = strlen(var) + 16;
+    st.text[st.n++] = xmalloc(n);
+    snprintf(st.text[0], n, "parallel(%s)", var);
+    Diags scratch;
+    diag_init(&scratch);
+    Kernel *k = apply(p, ak, &st, a, &scratch);
+    diag_free(&scratch);
+    free(st.text[0]);
+    if (k)
+        ir_free(k);
+    return k != NULL;
 }
 
 /* Unit-stride score of variable v in the accesses under node list l: +2 for each

@@ -8,7 +8,7 @@
 #include "cli.h"
 #include "runtime/peak.h"
 #include "runtime/plot.h"
-#include "runtime/tune.h"
+#include "tune/tune.h"
 
 /* True when an input is f16 or bf16: the tensor-core roof applies on a GPU. */
 static bool half_inputs(const char *dtypes)

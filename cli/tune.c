@@ -1,5 +1,5 @@
 /* `perfc FILE --autotune` and `perfc tune --show|--export`: the command-line face of
- * the autotuner (runtime/tune.h) and of its database (runtime/tunedb.h).
+ * the autotuner (tune/tune.h) and of its database (runtime/tunedb.h).
  *
  *   perfc tune --show   [--db FILE] [-k KERNEL] [--all]   one line per key (its best
  *                                                         row), or every row
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "runtime/tune.h"
+#include "tune/tune.h"
 
 int cli_tune_autotune(Compilation *c);
 int cli_tune_main(int argc, char **argv);

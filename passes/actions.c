@@ -9,6 +9,7 @@
 
 static const int64_t split_factors[] = {2, 4, 8, 16, 32};
 static const int64_t tile_factors[] = {4, 16};
+static const int64_t osm_tiles[] = {4, 64};
 
 typedef struct Gen {
     Kernel *k;
@@ -84,6 +85,37 @@ static bool accessed_in(Kernel *k, Node *l, const Buffer *b)
     return r;
 }
 
+/* The loop holds, under guards only, one `+=` statement: the contraction's loop of a
+ * softmax chain, the one place online_softmax can start. */
+static bool sum_loop(Node *l)
+{
+    Node *cur = l;
+    for (;;) {
+        NodeList *b = ir_body(cur);
+        if (!b || b->n != 1)
+            return false;
+        cur = b->v[0];
+        if (cur->kind == N_STMT)
+            return cur->u.stmt.op == SOP_ADD;
+        if (cur->kind != N_IF)
+            return false;
+    }
+}
+
+static const Buffer *last_written(Node *n)
+{
+    if (n->kind == N_STMT)
+        return n->u.stmt.buf;
+    NodeList *b = ir_body(n);
+    const Buffer *r = NULL;
+    for (int i = 0; b && i < b->n; i++) {
+        const Buffer *x = last_written(b->v[i]);
+        if (x)
+            r = x;
+    }
+    return r;
+}
+
 static int enumerate(Kernel *k, Arena *a, SchedItem **out, bool unchecked)
 {
     Gen g = {.k = k, .a = a, .unchecked = unchecked};
@@ -123,6 +155,17 @@ static int enumerate(Kernel *k, Arena *a, SchedItem **out, bool unchecked)
             for (size_t f = 0; f < sizeof tile_factors / sizeof tile_factors[0]; f++) {
                 SchedArg t[4] = {nm(v), nm(ch->u.loop.var->name), in(tile_factors[f]), in(tile_factors[f])};
                 try_item(&g, "tile", t, 4);
+            }
+        }
+        /* online_softmax: a sum loop, named with the last tensor its nest writes */
+        if (sum_loop(l)) {
+            Node *top = l;
+            while (top->parent)
+                top = top->parent;
+            const Buffer *last = last_written(top);
+            for (size_t f = 0; last && f < sizeof osm_tiles / sizeof osm_tiles[0]; f++) {
+                SchedArg os[3] = {nm(last->name), nm(v), in(osm_tiles[f])};
+                try_item(&g, "online_softmax", os, 3);
             }
         }
         NodeList *sib = xf_list_of(k, l);

@@ -26,6 +26,7 @@ static bool (*const xf_fns[])(XfCtx *) = {
     xf_bind, xf_mma, xf_wgmma, xf_pipeline, /* xform_gpu.c */
     xf_collapse,                  /* xform_collapse.c */
     xf_prefetch,                  /* xform_prefetch.c */
+    xf_online_softmax,            /* xform_online_softmax.c */
 };
 _Static_assert(sizeof xf_fns / sizeof xf_fns[0] == XF_COUNT, "one function per transformation");
 

@@ -40,7 +40,8 @@
     X(WGMMA, "wgmma", "wgmma(i, j, k)  # 64xNx16 f16/bf16 warpgroup triple (sm_90a)") \
     X(PIPELINE, "pipeline", "pipeline(loop, stages[, inflight=1])  # rotate shared copies over 2-8 stages") \
     X(COLLAPSE, "collapse", "collapse(outer, inner[, name])  # one loop over both: v / B, v % B") \
-    X(PREFETCH, "prefetch", "prefetch(buffer, at, from[, offset][, like=loop])  # fetch what at accesses, offset iterations of from ahead")
+    X(PREFETCH, "prefetch", "prefetch(buffer, at, from[, offset][, like=loop])  # fetch what at accesses, offset iterations of from ahead") \
+    X(ONLINE_SOFTMAX, "online_softmax", "online_softmax(out, loop, tile)  # max, exp, sum and contraction over loop in one pass over tiles")
 
 typedef enum XformKind {
 #define X(k, s, syn) XF_##k,

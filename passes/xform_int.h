@@ -247,6 +247,8 @@ bool xf_pipeline(XfCtx *c);
 bool xf_collapse(XfCtx *c);
 /* xform_prefetch.c */
 bool xf_prefetch(XfCtx *c);
+/* xform_online_softmax.c */
+bool xf_online_softmax(XfCtx *c);
 
 /* Shared by split and tile: the rewrite alone (legality is trivial for split). */
 void xf_do_split(Kernel *k, Node *l, int64_t f, const char *outer, const char *inner, bool peel,

@@ -571,6 +571,23 @@ static RtExec *crt_compile(RtDevice *dev, const Kernel *k, const char *target, D
     return &x->x;
 }
 
+static RtExec *crt_adopt(RtDevice *dev, void *module, Diags *d)
+{
+    CudaRt *c = dev->impl;
+    CgCudaModule *m = module;
+    CudaExec *x = xcalloc(1, sizeof *x);
+    x->x.what = "perfc kernel";
+    x->x.impl = x;
+    x->m = *m; /* the module's fields move into the exec; the shell is freed */
+    free(m);
+    if (!(x->prog = gpu_load(c->g, &x->m, d))) {
+        cg_cuda_module_free(&x->m);
+        free(x);
+        return NULL;
+    }
+    return &x->x;
+}
+
 static RtExec *crt_library(RtDevice *dev, const char *lib, const RtGemm *g, char *why, size_t whylen, Diags *d)
 {
     CudaRt *c = dev->impl;
@@ -756,6 +773,7 @@ RtDevice *rt_cuda_open(const char *target, Diags *d)
     dev->library = crt_library;
     dev->run = crt_run;
     dev->flush = crt_flush;
+    dev->adopt = crt_adopt;
     dev->release = crt_release;
     dev->close = crt_close;
     dev->gemm_f64 = crt_gemm_f64;

@@ -139,6 +139,12 @@ struct RtDevice {
     bool (*poison)(RtDevice *dev, void *dst, DType t, int64_t n, Diags *d);
     /* Compiles the kernel for target.  The harness times this call (compile_ms). */
     RtExec *(*compile)(RtDevice *dev, const Kernel *k, const char *target, Diags *d);
+    /* Optional (NULL: none): makes something runnable of a compilation done on another
+     * thread, on the calling thread (a GPU context belongs to the thread that made it).
+     * CUDA: `module` is a CgCudaModule after cg_cuda_generate and cg_cuda_compile
+     * (codegen/cuda/cg_cuda.h), allocated with malloc; the device takes it, even on
+     * failure.  The tuner compiles candidates on every core while it measures others. */
+    RtExec *(*adopt)(RtDevice *dev, void *module, Diags *d);
     /* The library `lib` ("openblas", "cublas") doing g.  Its buffers at run time are
      * {A, B, C}.  NULL with a one-line reason in why (and no diagnostic) when the
      * library has no equivalent; NULL with a diagnostic when it failed. */
@@ -263,6 +269,19 @@ void rt_poison(DType t, void *dst, int64_t n);
  * runtime/harness.c: validate, time, compare
  * ------------------------------------------------------------------------- */
 
+/* Inputs and golden outputs kept across evaluations of one kernel (runtime/harness.c).
+ * Every evaluation with the same seed validates on the same input sets, so a tuner
+ * measuring many schedules of one kernel u computes the reference of each set once
+ * and every candidate is checked against the same values; nothing checked changes.
+ * Only references that give every element (interpreter, dgemm, the device's f64
+ * copy) are kept: a sampled reference visits the tile edges of each candidate. */
+typedef struct RtRefCache RtRefCache;
+/* u: the unscheduled kernel every evaluation will pass (the same object). */
+RtRefCache *rt_refcache_new(const Kernel *u);
+void rt_refcache_free(RtRefCache *c);
+/* Input sets whose reference was computed once and reused (0 when none). */
+int rt_refcache_hits(const RtRefCache *c);
+
 typedef struct RunOptions {
     const char *target;   /* NULL: "host" */
     int threads;          /* <= 0: every online CPU; kernel and CPU baseline alike */
@@ -288,6 +307,12 @@ typedef struct RunOptions {
      * the first check's inputs, save_outputs the kernel's outputs of the last
      * validation run.  NULL: none. */
     const char *inputs, *save_inputs, *save_outputs;
+    RtRefCache *refs;     /* reuse inputs and references across evaluations of u (the tuner); NULL: none */
+    /* > 0: the best median so far among other schedules of this kernel (the tuner).
+     * Timing stops early when the kernel is clearly slower: every run of it so far
+     * (the validation runs and at least one timed repetition, three or more in all)
+     * took over 1.5 times this; then the warm-up is skipped too (docs/harness.md). */
+    double stop_above_ms;
 } RunOptions;
 
 /* Zero everything, then the defaults above (target "host", seed 1). */
@@ -329,6 +354,14 @@ typedef struct RtResult {
     /* 0: timed in this run.  Otherwise the Unix time at which the times above were
      * measured (a tuning database answer; the kernel was re-validated now). */
     double measured_at;
+    /* Where this evaluation's wall time went, seconds: set-up (workload analysis,
+     * choosing the reference, buffers), drawing and uploading inputs, the golden
+     * reference, the checked validation runs, the timed loop (warm-up, poison,
+     * flush, runs and their checks), the baseline.  Read by the tuner's profile. */
+    struct {
+        double setup, inputs, golden, checks, timing, baseline;
+    } spent;
+    bool stopped_early;   /* timing stopped by stop_above_ms: a clearly slower kernel, fewer repetitions */
 } RtResult;
 
 /* Validates and times k on dev.  u is the same kernel before scheduling (NULL: k
@@ -338,6 +371,10 @@ typedef struct RtResult {
  * error (diagnostics in d).  Prints nothing on stdout. */
 int rt_evaluate(RtDevice *dev, const Kernel *k, const Kernel *u, const RunOptions *o, RtResult *r,
                 Diags *d);
+/* The same for a kernel the caller compiled (dev->compile of k); x stays the
+ * caller's to release.  The tuner compiles its candidates in parallel beforehand. */
+int rt_evaluate_exec(RtDevice *dev, RtExec *x, const Kernel *k, const Kernel *u, const RunOptions *o,
+                     RtResult *r, Diags *d);
 /* What `perfc --run` calls: opens the device for o->target, evaluates, prints the
  * report (table, or JSON with o->json) when the status is 0 or 2, and returns it. */
 int rt_run(const Kernel *k, const Kernel *u, const RunOptions *o, Diags *d);

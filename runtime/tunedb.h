@@ -62,7 +62,7 @@ typedef struct TuneRecord {
     double base_median_ms, base_min_ms, base_max_ms, base_gflops;
     int base_reps;
     /* The cost model's features of the scheduled candidate ("w=WORK f0 f1 ...",
-     * runtime/tune_model.h); empty in rows written before it existed.  Handed out by
+     * tune/model.h); empty in rows written before it existed.  Handed out by
      * tunedb_foreach only. */
     const char *features;
 } TuneRecord;

@@ -32,12 +32,35 @@
 
 enum { CG_C_OK = 0, CG_C_ERANGE = 3 };
 
-/* The static helper functions every emitted kernel uses. */
-const char *cg_c_prelude(void);
+/* Appends the static helper functions every emitted kernel uses (once per C file). */
+void cg_c_prelude(StrBuf *out);
 
 /* Appends the function F (see above) to out.  False with a diagnostic when the
  * kernel holds something this back end cannot express. */
 bool cg_c_emit_general(const Kernel *k, const char *fname, StrBuf *out, Diags *d);
+
+/* Appends `static int F(const int64_t *p)`: the index-range check of F above alone,
+ * for code that runs the nest elsewhere (the CUDA flavour below); 0 or CG_C_ERANGE. */
+bool cg_c_emit_range_check(const Kernel *k, const char *fname, StrBuf *out, Diags *d);
+
+/* ---- emit_cuda.c: the general variant as CUDA C (perfc lib, GPU targets) ----
+ *
+ * The same nest with run-time sizes, as one __global__ function per top-level node
+ * of k->body, named PREFIX_pI, for NVRTC.  Each is launched after the one before on
+ * one stream, so a node sees everything the nodes before it wrote.  nchain[i] of the
+ * outermost loops of node i, a perfect chain whose bounds are size expressions and
+ * whose iterations may run in any order (the caller proves it), are spread over
+ * threads, one thread per iteration of them all; the rest of the node runs in that
+ * thread as written.  nchain[i] = 0: the node runs in one thread.  Parameters of
+ * every function, in order: one pointer per buffer (Kernel.bufs order, inputs
+ * const), one int64 per size parameter, then per chain loop its first value and its
+ * number of iterations (int64 each), then their product (int64).  Threads walk the
+ * product in a grid-stride loop, so any grid is correct; the index check is the
+ * host's (cg_c_emit_range_check), so the device code has none. */
+enum { CG_C_GPU_MAX_CHAIN = 8, CG_C_GPU_BLOCK = 256 /* threads per block of every launch */ };
+bool cg_c_emit_cuda_general(const Kernel *k, const char *prefix, const int *nchain, StrBuf *out, Diags *d);
+/* The chain's loops of a top-level node: a loop, then its body's sole loop, ... */
+const Node *cg_c_chain_loop(const Node *top, int depth);
 
 /* A size expression (INT, PARAM and integer arithmetic) as C code over `p[i]`,
  * computed with the prelude's overflow-checked helpers: each helper sets *ovf

@@ -9,7 +9,7 @@
  *
  * Every expression is emitted as one C expression; helpers that need an operand
  * twice are functions of the prelude, so no operand is evaluated twice. */
-#include "cg_c.h"
+#include "cg_c_int.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -29,8 +29,14 @@ static const char PRELUDE[] =
     "#else\n"
     "#define PF_CLONES\n"
     "#endif\n"
-    "typedef struct pf_iv { int64_t lo, hi; } pf_iv;\n"
-    "static inline float pf_h2f(uint16_t h)\n"
+    "#define PF_INL static inline\n"
+    "PF_INL float pf_u2f(uint32_t x) { float f; memcpy(&f, &x, 4); return f; }\n"
+    "PF_INL uint32_t pf_f2u(float f) { uint32_t x; memcpy(&x, &f, 4); return x; }\n";
+
+/* The helpers of values, shared by the C and the CUDA flavour: every function is
+ * PF_INL, bit casts go through pf_u2f/pf_f2u, which each flavour defines. */
+static const char VALUES[] =
+    "PF_INL float pf_h2f(uint16_t h)\n"
     "{\n"
     "    uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, x;\n"
     "    if (e == 0x1f) x = s | 0x7f800000u | (m << 13);\n"
@@ -40,20 +46,16 @@ static const char PRELUDE[] =
     "        float f = (float)m * 5.9604644775390625e-8f;\n"
     "        return s ? -f : f;\n"
     "    }\n"
-    "    float f;\n"
-    "    memcpy(&f, &x, 4);\n"
-    "    return f;\n"
+    "    return pf_u2f(x);\n"
     "}\n"
-    "static inline uint16_t pf_f2h(float f)\n"
+    "PF_INL uint16_t pf_f2h(float f)\n"
     "{\n"
-    "    uint32_t x;\n"
-    "    memcpy(&x, &f, 4);\n"
+    "    uint32_t x = pf_f2u(f);\n"
     "    uint32_t s = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;\n"
     "    if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00u);\n"
     "    if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u); /* rounds to >= 65520: inf */\n"
     "    if (a < 0x38800000u) { /* below the smallest normal f16: a multiple of 2^-24 */\n"
-    "        float v;\n"
-    "        memcpy(&v, &a, 4);\n"
+    "        float v = pf_u2f(a);\n"
     "        v *= 16777216.0f; /* exact; now round to an integer, ties to even */\n"
     "        uint32_t n = (uint32_t)v;\n"
     "        float r = v - (float)n;\n"
@@ -64,24 +66,20 @@ static const char PRELUDE[] =
     "    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;\n"
     "    return (uint16_t)(s | h);\n"
     "}\n"
-    "static inline float pf_bf2f(uint16_t h)\n"
+    "PF_INL float pf_bf2f(uint16_t h)\n"
     "{\n"
-    "    uint32_t x = (uint32_t)h << 16;\n"
-    "    float f;\n"
-    "    memcpy(&f, &x, 4);\n"
-    "    return f;\n"
+    "    return pf_u2f((uint32_t)h << 16);\n"
     "}\n"
-    "static inline uint16_t pf_f2bf(float f)\n"
+    "PF_INL uint16_t pf_f2bf(float f)\n"
     "{\n"
-    "    uint32_t x;\n"
-    "    memcpy(&x, &f, 4);\n"
+    "    uint32_t x = pf_f2u(f);\n"
     "    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);\n"
     "    x += 0x7fffu + ((x >> 16) & 1u);\n"
     "    return (uint16_t)(x >> 16);\n"
     "}\n"
-    "static inline float pf_rh(float f) { return pf_h2f(pf_f2h(f)); }\n"
-    "static inline float pf_rbf(float f) { return pf_bf2f(pf_f2bf(f)); }\n"
-    "static inline int64_t pf_div(int64_t a, int64_t b)\n"
+    "PF_INL float pf_rh(float f) { return pf_h2f(pf_f2h(f)); }\n"
+    "PF_INL float pf_rbf(float f) { return pf_bf2f(pf_f2bf(f)); }\n"
+    "PF_INL int64_t pf_div(int64_t a, int64_t b)\n"
     "{\n"
     "    if (b == 0) return 0;\n"
     "    if (b == -1) return (int64_t)(0 - (uint64_t)a);\n"
@@ -89,97 +87,103 @@ static const char PRELUDE[] =
     "    if (a % b != 0 && ((a < 0) != (b < 0))) q--;\n"
     "    return q;\n"
     "}\n"
-    "static inline int64_t pf_mod(int64_t a, int64_t b)\n"
+    "PF_INL int64_t pf_mod(int64_t a, int64_t b)\n"
     "{\n"
     "    if (b == 0 || b == -1) return 0;\n"
     "    int64_t r = a % b;\n"
     "    if (r != 0 && ((r < 0) != (b < 0))) r += b;\n"
     "    return r;\n"
     "}\n"
-    "static inline int32_t pf_div32(int32_t a, int32_t b) { return (int32_t)pf_div(a, b); }\n"
-    "static inline int32_t pf_mod32(int32_t a, int32_t b) { return (int32_t)pf_mod(a, b); }\n"
-    "static inline float pf_fmodf(float a, float b) { return a - b * floorf(a / b); }\n"
-    "static inline double pf_fmodd(double a, double b) { return a - b * floor(a / b); }\n"
-    "static inline float pf_maxf(float a, float b) { return a != a ? a : b != b ? b : a > b ? a : b; }\n"
-    "static inline float pf_minf(float a, float b) { return a != a ? a : b != b ? b : a < b ? a : b; }\n"
-    "static inline double pf_maxd(double a, double b) { return a != a ? a : b != b ? b : a > b ? a : b; }\n"
-    "static inline double pf_mind(double a, double b) { return a != a ? a : b != b ? b : a < b ? a : b; }\n"
-    "static inline int64_t pf_max64(int64_t a, int64_t b) { return a > b ? a : b; }\n"
-    "static inline int64_t pf_min64(int64_t a, int64_t b) { return a < b ? a : b; }\n"
-    "static inline int32_t pf_max32(int32_t a, int32_t b) { return a > b ? a : b; }\n"
-    "static inline int32_t pf_min32(int32_t a, int32_t b) { return a < b ? a : b; }\n"
-    "static inline int64_t pf_abs64(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t)a) : a; }\n"
-    "static inline int32_t pf_abs32(int32_t a) { return a < 0 ? (int32_t)(0 - (uint32_t)a) : a; }\n"
-    "static inline int32_t pf_f2i32(double v)\n"
+    "PF_INL int32_t pf_div32(int32_t a, int32_t b) { return (int32_t)pf_div(a, b); }\n"
+    "PF_INL int32_t pf_mod32(int32_t a, int32_t b) { return (int32_t)pf_mod(a, b); }\n"
+    "PF_INL float pf_fmodf(float a, float b) { return a - b * floorf(a / b); }\n"
+    "PF_INL double pf_fmodd(double a, double b) { return a - b * floor(a / b); }\n"
+    "PF_INL float pf_maxf(float a, float b) { return a != a ? a : b != b ? b : a > b ? a : b; }\n"
+    "PF_INL float pf_minf(float a, float b) { return a != a ? a : b != b ? b : a < b ? a : b; }\n"
+    "PF_INL double pf_maxd(double a, double b) { return a != a ? a : b != b ? b : a > b ? a : b; }\n"
+    "PF_INL double pf_mind(double a, double b) { return a != a ? a : b != b ? b : a < b ? a : b; }\n"
+    "PF_INL int64_t pf_max64(int64_t a, int64_t b) { return a > b ? a : b; }\n"
+    "PF_INL int64_t pf_min64(int64_t a, int64_t b) { return a < b ? a : b; }\n"
+    "PF_INL int32_t pf_max32(int32_t a, int32_t b) { return a > b ? a : b; }\n"
+    "PF_INL int32_t pf_min32(int32_t a, int32_t b) { return a < b ? a : b; }\n"
+    "PF_INL int64_t pf_abs64(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t)a) : a; }\n"
+    "PF_INL int32_t pf_abs32(int32_t a) { return a < 0 ? (int32_t)(0 - (uint32_t)a) : a; }\n"
+    "PF_INL int32_t pf_f2i32(double v)\n"
     "{\n"
     "    if (v != v) return 0;\n"
     "    if (v >= 2147483647.0) return INT32_MAX;\n"
     "    if (v <= -2147483648.0) return INT32_MIN;\n"
     "    return (int32_t)v;\n"
     "}\n"
-    "static inline int64_t pf_f2i64(double v)\n"
+    "PF_INL int64_t pf_f2i64(double v)\n"
     "{\n"
     "    if (v != v) return 0;\n"
     "    if (v >= 9223372036854775807.0) return INT64_MAX;\n"
     "    if (v <= -9223372036854775808.0) return INT64_MIN;\n"
     "    return (int64_t)v;\n"
     "}\n"
-    "static inline int32_t pf_i2i32(int64_t v) { return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v; }\n"
+    "PF_INL int32_t pf_i2i32(int64_t v) { return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v; }\n"
     "/* guarded reads: offset of an element, or -1 when an index leaves its dimension */\n"
-    "static inline int64_t pf_gx(int64_t off, int64_t i, int64_t d)\n"
+    "PF_INL int64_t pf_gx(int64_t off, int64_t i, int64_t d)\n"
     "{\n"
     "    return off < 0 || i < 0 || i >= d ? -1 : off * d + i;\n"
-    "}\n"
+    "}\n";
+
+/* Size arithmetic with overflow checks and interval arithmetic: host code only (the
+ * range check of a general variant runs before any element is touched). */
+static const char HOST[] =
+    "typedef struct pf_iv { int64_t lo, hi; } pf_iv;\n"
     "/* size arithmetic with overflow and division by zero reported in *ovf */\n"
-    "static inline int64_t pf_sadd(int64_t a, int64_t b, int *ovf) { int64_t r; if (__builtin_add_overflow(a, b, &r)) { *ovf = 1; return 0; } return r; }\n"
-    "static inline int64_t pf_ssub(int64_t a, int64_t b, int *ovf) { int64_t r; if (__builtin_sub_overflow(a, b, &r)) { *ovf = 1; return 0; } return r; }\n"
-    "static inline int64_t pf_smul(int64_t a, int64_t b, int *ovf) { int64_t r; if (__builtin_mul_overflow(a, b, &r)) { *ovf = 1; return 0; } return r; }\n"
-    "static inline int64_t pf_sdiv(int64_t a, int64_t b, int *ovf) { if (b == 0 || (b == -1 && a == INT64_MIN)) { *ovf = 1; return 0; } return pf_div(a, b); }\n"
-    "static inline int64_t pf_smod(int64_t a, int64_t b, int *ovf) { if (b == 0) { *ovf = 1; return 0; } return pf_mod(a, b); }\n"
-    "static inline int64_t pf_sneg(int64_t a, int *ovf) { return pf_ssub(0, a, ovf); }\n"
+    "PF_INL int64_t pf_sadd(int64_t a, int64_t b, int *ovf) { int64_t r; if (__builtin_add_overflow(a, b, &r)) { *ovf = 1; return 0; } return r; }\n"
+    "PF_INL int64_t pf_ssub(int64_t a, int64_t b, int *ovf) { int64_t r; if (__builtin_sub_overflow(a, b, &r)) { *ovf = 1; return 0; } return r; }\n"
+    "PF_INL int64_t pf_smul(int64_t a, int64_t b, int *ovf) { int64_t r; if (__builtin_mul_overflow(a, b, &r)) { *ovf = 1; return 0; } return r; }\n"
+    "PF_INL int64_t pf_sdiv(int64_t a, int64_t b, int *ovf) { if (b == 0 || (b == -1 && a == INT64_MIN)) { *ovf = 1; return 0; } return pf_div(a, b); }\n"
+    "PF_INL int64_t pf_smod(int64_t a, int64_t b, int *ovf) { if (b == 0) { *ovf = 1; return 0; } return pf_mod(a, b); }\n"
+    "PF_INL int64_t pf_sneg(int64_t a, int *ovf) { return pf_ssub(0, a, ovf); }\n"
     "/* interval arithmetic for the index-range check of a general variant */\n"
-    "static inline pf_iv pf_iv_k(int64_t c) { pf_iv r = {c, c}; return r; }\n"
-    "static inline pf_iv pf_iv_all(void) { pf_iv r = {INT64_MIN, INT64_MAX}; return r; }\n"
-    "static inline pf_iv pf_iv_add(pf_iv a, pf_iv b, int *o) { pf_iv r = {pf_sadd(a.lo, b.lo, o), pf_sadd(a.hi, b.hi, o)}; return r; }\n"
-    "static inline pf_iv pf_iv_sub(pf_iv a, pf_iv b, int *o) { pf_iv r = {pf_ssub(a.lo, b.hi, o), pf_ssub(a.hi, b.lo, o)}; return r; }\n"
-    "static inline pf_iv pf_iv_neg(pf_iv a, int *o) { pf_iv r = {pf_sneg(a.hi, o), pf_sneg(a.lo, o)}; return r; }\n"
-    "static inline pf_iv pf_iv_hull4(int64_t a, int64_t b, int64_t c, int64_t d)\n"
+    "PF_INL pf_iv pf_iv_k(int64_t c) { pf_iv r = {c, c}; return r; }\n"
+    "PF_INL pf_iv pf_iv_all(void) { pf_iv r = {INT64_MIN, INT64_MAX}; return r; }\n"
+    "PF_INL pf_iv pf_iv_add(pf_iv a, pf_iv b, int *o) { pf_iv r = {pf_sadd(a.lo, b.lo, o), pf_sadd(a.hi, b.hi, o)}; return r; }\n"
+    "PF_INL pf_iv pf_iv_sub(pf_iv a, pf_iv b, int *o) { pf_iv r = {pf_ssub(a.lo, b.hi, o), pf_ssub(a.hi, b.lo, o)}; return r; }\n"
+    "PF_INL pf_iv pf_iv_neg(pf_iv a, int *o) { pf_iv r = {pf_sneg(a.hi, o), pf_sneg(a.lo, o)}; return r; }\n"
+    "PF_INL pf_iv pf_iv_hull4(int64_t a, int64_t b, int64_t c, int64_t d)\n"
     "{\n"
     "    pf_iv r = {pf_min64(pf_min64(a, b), pf_min64(c, d)), pf_max64(pf_max64(a, b), pf_max64(c, d))};\n"
     "    return r;\n"
     "}\n"
-    "static inline pf_iv pf_iv_mul(pf_iv a, pf_iv b, int *o)\n"
+    "PF_INL pf_iv pf_iv_mul(pf_iv a, pf_iv b, int *o)\n"
     "{\n"
     "    return pf_iv_hull4(pf_smul(a.lo, b.lo, o), pf_smul(a.lo, b.hi, o), pf_smul(a.hi, b.lo, o), pf_smul(a.hi, b.hi, o));\n"
     "}\n"
     "/* floor division is monotone in each operand while the divisor keeps one sign */\n"
-    "static inline pf_iv pf_iv_div(pf_iv a, pf_iv b, int *o)\n"
+    "PF_INL pf_iv pf_iv_div(pf_iv a, pf_iv b, int *o)\n"
     "{\n"
     "    if (b.lo <= 0 && b.hi >= 0) { *o = 1; return pf_iv_all(); }\n"
     "    return pf_iv_hull4(pf_sdiv(a.lo, b.lo, o), pf_sdiv(a.lo, b.hi, o), pf_sdiv(a.hi, b.lo, o), pf_sdiv(a.hi, b.hi, o));\n"
     "}\n"
-    "static inline pf_iv pf_iv_mod(pf_iv a, pf_iv b, int *o)\n"
+    "PF_INL pf_iv pf_iv_mod(pf_iv a, pf_iv b, int *o)\n"
     "{\n"
     "    if (b.lo <= 0) { *o = 1; return pf_iv_all(); }\n"
     "    if (a.lo >= 0 && a.hi < b.lo) return a;\n"
     "    pf_iv r = {0, b.hi - 1};\n"
     "    return r;\n"
     "}\n"
-    "static inline pf_iv pf_iv_max(pf_iv a, pf_iv b) { pf_iv r = {pf_max64(a.lo, b.lo), pf_max64(a.hi, b.hi)}; return r; }\n"
-    "static inline pf_iv pf_iv_min(pf_iv a, pf_iv b) { pf_iv r = {pf_min64(a.lo, b.lo), pf_min64(a.hi, b.hi)}; return r; }\n"
+    "PF_INL pf_iv pf_iv_max(pf_iv a, pf_iv b) { pf_iv r = {pf_max64(a.lo, b.lo), pf_max64(a.hi, b.hi)}; return r; }\n"
+    "PF_INL pf_iv pf_iv_min(pf_iv a, pf_iv b) { pf_iv r = {pf_min64(a.lo, b.lo), pf_min64(a.hi, b.hi)}; return r; }\n"
     "\n";
 
-const char *cg_c_prelude(void)
+void cg_c_prelude(StrBuf *out)
 {
-    return PRELUDE;
+    sb_puts(out, PRELUDE);
+    sb_puts(out, VALUES);
+    sb_puts(out, HOST);
 }
 
-typedef struct CgC {
-    const Kernel *k;
-    Diags *d;
-    bool ok;
-    StrBuf *out;
-} CgC;
+const char *cg_c_values_prelude(void)
+{
+    return VALUES;
+}
+
 
 static void fail(CgC *g, Span sp, const char *what)
 {
@@ -808,10 +812,9 @@ static bool list_guarded(const NodeList *l, const Buffer *b)
     return false;
 }
 
-bool cg_c_emit_general(const Kernel *k, const char *fname, StrBuf *out, Diags *d)
+void cgc_guard_helpers(CgC *g, const char *fname)
 {
-    CgC g = {.k = k, .d = d, .ok = true, .out = out};
-    /* guarded-read helpers, one per buffer that needs one (typed pointer) */
+    const Kernel *k = g->k;
     for (int i = 0; i < k->nbufs; i++) {
         const Buffer *b = k->bufs[i];
         if (!list_guarded(&k->body, b))
@@ -819,11 +822,63 @@ bool cg_c_emit_general(const Kernel *k, const char *fname, StrBuf *out, Diags *d
         DType ct = dtype_compute(b->dtype);
         StrBuf el = {0};
         load_elem(b, "o", &el);
-        sb_printf(out, "static inline %s %s_gl_%d(const %s *b%d, int64_t o, %s pad) { return o < 0 ? pad : %s; }\n",
-                  ctype(ct), fname, i, cg_c_storage_type(b->dtype), i, ctype(ct), el.s);
-        sb_printf(out, "#define pf_gl%d %s_gl_%d\n", i, fname, i);
+        sb_printf(g->out, "%s %s %s_gl_%d(const %s *b%d, int64_t o, %s pad) { return o < 0 ? pad : %s; }\n",
+                  g->cuda ? "static __device__ __forceinline__" : "static inline", ctype(ct), fname, i,
+                  cg_c_storage_type(b->dtype), i, ctype(ct), el.s);
+        sb_printf(g->out, "#define pf_gl%d %s_gl_%d\n", i, fname, i);
         sb_free(&el);
     }
+}
+
+void cgc_guard_undefs(CgC *g)
+{
+    for (int i = 0; i < g->k->nbufs; i++)
+        if (list_guarded(&g->k->body, g->k->bufs[i]))
+            sb_printf(g->out, "#undef pf_gl%d\n", i);
+}
+
+bool cgc_dims(CgC *g, int ind)
+{
+    const Kernel *k = g->k;
+    for (int i = 0; i < k->nbufs; i++) {
+        const Buffer *b = k->bufs[i];
+        for (int j = 0; j < b->rank; j++) {
+            sb_printf(g->out, "%*sconst int64_t b%d_d%d = ", ind, "", i, j);
+            if (!size_expr(k, b->shape[j], "pf_p%d", g->out)) {
+                fail(g, b->span, "this shape");
+                return false;
+            }
+            sb_printf(g->out, ";\n%*s(void)b%d_d%d;\n", ind, "", i, j);
+        }
+    }
+    return true;
+}
+
+void cgc_check_list(CgC *g, const NodeList *l, int ind)
+{
+    check_list(g, l, ind);
+}
+
+void cgc_body_list(CgC *g, const NodeList *l, int ind)
+{
+    body_list(g, l, ind);
+}
+
+bool cgc_size_expr(const Kernel *k, const Expr *e, const char *pfmt, StrBuf *o)
+{
+    return size_expr(k, e, pfmt, o);
+}
+
+const char *cgc_ctype(DType t)
+{
+    return ctype(t);
+}
+
+bool cg_c_emit_general(const Kernel *k, const char *fname, StrBuf *out, Diags *d)
+{
+    CgC g = {.k = k, .d = d, .ok = true, .out = out};
+    /* guarded-read helpers, one per buffer that needs one (typed pointer) */
+    cgc_guard_helpers(&g, fname);
     sb_printf(out, "PF_CLONES static int %s(void *const *bufs, const int64_t *p)\n{\n    int ovf = 0;\n", fname);
     for (int i = 0; i < k->nparams; i++)
         sb_printf(out, "    const int64_t pf_p%d = p[%d]; /* %s */\n", i, i, k->params[i].name);
@@ -832,16 +887,10 @@ bool cg_c_emit_general(const Kernel *k, const char *fname, StrBuf *out, Diags *d
         sb_printf(out, "    %s%s *restrict b%d = (%s%s *)bufs[%d]; /* %s */\n", b->kind == BUF_IN ? "const " : "",
                   cg_c_storage_type(b->dtype), i, b->kind == BUF_IN ? "const " : "", cg_c_storage_type(b->dtype), i,
                   b->name);
-        for (int j = 0; j < b->rank; j++) {
-            sb_printf(out, "    const int64_t b%d_d%d = ", i, j);
-            if (!size_expr(k, b->shape[j], "pf_p%d", out)) {
-                fail(&g, b->span, "this shape");
-                return false;
-            }
-            sb_puts(out, ";\n");
-        }
         sb_printf(out, "    (void)b%d;\n", i);
     }
+    if (!cgc_dims(&g, 4))
+        return false;
     for (int i = 0; i < k->nparams; i++)
         sb_printf(out, "    (void)pf_p%d;\n", i);
     sb_printf(out, "    if (ovf)\n        return %d;\n", CG_C_ERANGE);
@@ -850,8 +899,20 @@ bool cg_c_emit_general(const Kernel *k, const char *fname, StrBuf *out, Diags *d
     sb_puts(out, "    /* the loop nest */\n");
     body_list(&g, &k->body, 4);
     sb_puts(out, "    return 0;\n}\n");
-    for (int i = 0; i < k->nbufs; i++)
-        if (list_guarded(&k->body, k->bufs[i]))
-            sb_printf(out, "#undef pf_gl%d\n", i);
+    cgc_guard_undefs(&g);
+    return g.ok;
+}
+
+bool cg_c_emit_range_check(const Kernel *k, const char *fname, StrBuf *out, Diags *d)
+{
+    CgC g = {.k = k, .d = d, .ok = true, .out = out};
+    sb_printf(out, "static int %s(const int64_t *p)\n{\n    int ovf = 0;\n", fname);
+    for (int i = 0; i < k->nparams; i++)
+        sb_printf(out, "    const int64_t pf_p%d = p[%d]; /* %s */\n    (void)pf_p%d;\n", i, i, k->params[i].name, i);
+    if (!cgc_dims(&g, 4))
+        return false;
+    sb_printf(out, "    if (ovf)\n        return %d;\n", CG_C_ERANGE);
+    check_list(&g, &k->body, 4);
+    sb_puts(out, "    return 0;\n}\n");
     return g.ok;
 }

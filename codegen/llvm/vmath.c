@@ -76,6 +76,13 @@ static LLVMValueRef ki(LLVMTypeRef t, int64_t v)
     return splat(t, LLVMConstInt(elem(t), (unsigned long long)v, 1));
 }
 
+/* v * 2^p as the bits of a lane: a shift of the unsigned value, since shifting a
+ * negative int64_t left is undefined in C. */
+static int64_t shl(int64_t v, int p)
+{
+    return (int64_t)((uint64_t)v << p);
+}
+
 static LLVMValueRef call(const VmCtx *c, const char *name, LLVMValueRef *args, int n)
 {
     unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
@@ -167,10 +174,10 @@ static LLVMValueRef exp_scale(const VmCtx *c, LLVMValueRef y, LLVMValueRef k)
     bool d = is_f64(y);
     LLVMTypeRef ti = LLVMTypeOf(k), tf = LLVMTypeOf(y);
     int p = d ? 52 : 23, nmin = d ? -1020 : -124, bias = d ? 1023 : 127;
-    LLVMValueRef ka = call2(c, "llvm.smax", k, ki(ti, (int64_t)nmin * ((int64_t)1 << p))); /* no shift of a negative */
-    LLVMValueRef sa = LLVMBuildBitCast(B, LLVMBuildAdd(B, ka, ki(ti, (int64_t)(bias - 1) << p), ""), tf, "");
+    LLVMValueRef ka = call2(c, "llvm.smax", k, ki(ti, shl(nmin, p)));
+    LLVMValueRef sa = LLVMBuildBitCast(B, LLVMBuildAdd(B, ka, ki(ti, shl(bias - 1, p)), ""), tf, "");
     LLVMValueRef sb =
-        LLVMBuildBitCast(B, LLVMBuildAdd(B, LLVMBuildSub(B, k, ka, ""), ki(ti, (int64_t)(bias + 1) << p), ""), tf, "");
+        LLVMBuildBitCast(B, LLVMBuildAdd(B, LLVMBuildSub(B, k, ka, ""), ki(ti, shl(bias + 1, p)), ""), tf, "");
     return LLVMBuildFMul(B, fma3(c, y, sa, sa), sb, "");
 }
 
@@ -199,11 +206,11 @@ LLVMValueRef vm_expm1(const VmCtx *c, LLVMValueRef x)
     LLVMValueRef k, r = exp_reduce(c, xc, &k);
     LLVMValueRef y = expm1_poly(c, r);
     LLVMTypeRef ti = LLVMTypeOf(k);
-    LLVMValueRef kc = call2(c, "llvm.smax", k, ki(ti, (int64_t)(1 - bias) * ((int64_t)1 << p)));
-    kc = call2(c, "llvm.smin", kc, ki(ti, (int64_t)100 << p));
-    LLVMValueRef two = LLVMBuildBitCast(B, LLVMBuildAdd(B, kc, ki(ti, (int64_t)bias << p), ""), LLVMTypeOf(x), "");
+    LLVMValueRef kc = call2(c, "llvm.smax", k, ki(ti, shl(1 - bias, p)));
+    kc = call2(c, "llvm.smin", kc, ki(ti, shl(100, p)));
+    LLVMValueRef two = LLVMBuildBitCast(B, LLVMBuildAdd(B, kc, ki(ti, shl(bias, p)), ""), LLVMTypeOf(x), "");
     LLVMValueRef mid = fma3(c, two, y, LLVMBuildFSub(B, two, kf(x, 1.0), ""));
-    LLVMValueRef big = LLVMBuildICmp(B, LLVMIntSGT, k, ki(ti, (int64_t)100 << p), "");
+    LLVMValueRef big = LLVMBuildICmp(B, LLVMIntSGT, k, ki(ti, shl(100, p)), "");
     return LLVMBuildSelect(B, big, exp_scale(c, y, k), mid, "");
 }
 

@@ -8,8 +8,9 @@
 
 Tensors are NumPy arrays or PyTorch tensors, C-contiguous, of the kernel's dtype
 (f16 as float16; bf16 as torch.bfloat16 or NumPy uint16 holding the bits).  CUDA
-tensors run the library's GPU code (built with -target ...,sm_XY) on the current
-stream of their device; all tensors of a call must then be on that one device.  Every
+tensors run the library's GPU code (built with -target ...,sm_XY) at any size (the
+general GPU variant where no specialised code matches) on PyTorch's current stream
+of their device; all tensors of a call must then be on that one device.  Every
 size is checked against every shape before the call; a wrong dtype raises
 TypeError, a wrong shape or size ValueError, and an error the library reports
 (an index that would leave a tensor, say) perfc.LibraryError.  The kernels'
@@ -18,6 +19,7 @@ names, sizes and shapes come from the library's own manifest (NAME_manifest).
 
 import ast
 import ctypes
+import functools
 import json
 import os
 import re
@@ -47,35 +49,48 @@ class LibraryError(RuntimeError):
         self.code = code
 
 
-def _eval_size(expr, sizes):
-    """Evaluates a shape expression of the manifest (+ - * // %, max, min)."""
-    def ev(n):
+@functools.lru_cache(maxsize=None)
+def _size_fn(expr):
+    """A shape expression of the manifest (+ - * // %, max, min) as a function of the
+    sizes, parsed once: calls pay for evaluation only."""
+    def build(n):
         if isinstance(n, ast.Expression):
-            return ev(n.body)
+            return build(n.body)
         if isinstance(n, ast.Constant) and isinstance(n.value, int):
-            return n.value
+            v = n.value
+            return lambda s: v
         if isinstance(n, ast.Name):
-            return sizes[n.id]
+            name = n.id
+            return lambda s: s[name]
         if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
-            return -ev(n.operand)
-        if isinstance(n, ast.BinOp):
-            a, b = ev(n.left), ev(n.right)
-            if isinstance(n.op, ast.Add):
-                return a + b
-            if isinstance(n.op, ast.Sub):
-                return a - b
-            if isinstance(n.op, ast.Mult):
-                return a * b
-            if isinstance(n.op, (ast.FloorDiv, ast.Mod)):
-                if b == 0:
+            f = build(n.operand)
+            return lambda s: -f(s)
+        if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)):
+            a, b, op = build(n.left), build(n.right), type(n.op)
+            if op is ast.Add:
+                return lambda s: a(s) + b(s)
+            if op is ast.Sub:
+                return lambda s: a(s) - b(s)
+            if op is ast.Mult:
+                return lambda s: a(s) * b(s)
+
+            def div(s):
+                x, y = a(s), b(s)
+                if y == 0:
                     raise ZeroDivisionError(expr)
-                return a // b if isinstance(n.op, ast.FloorDiv) else a % b
+                return x // y if op is ast.FloorDiv else x % y
+            return div
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("max", "min") \
                 and len(n.args) == 2:
-            f = max if n.func.id == "max" else min
-            return f(ev(n.args[0]), ev(n.args[1]))
+            f, a, b = (max if n.func.id == "max" else min), build(n.args[0]), build(n.args[1])
+            return lambda s: f(a(s), b(s))
         raise ValueError("perfc: unsupported shape expression %r in the manifest" % expr)
-    return ev(ast.parse(expr, mode="eval"))
+    return build(ast.parse(expr, mode="eval"))
+
+
+def _eval_size(expr, sizes):
+    """Evaluates a shape expression of the manifest for these sizes."""
+    return _size_fn(expr)(sizes)
 
 
 class _Tensor:
@@ -89,6 +104,7 @@ class _Tensor:
             self.dtype = str(obj.dtype).replace("torch.", "")
             self.shape = tuple(int(s) for s in obj.shape)
             self.device = str(obj.device)
+            self.index = obj.device.index
             if obj.device.type not in ("cpu", "cuda"):
                 raise ValueError("perfc: %s is a %s tensor; perfc libraries run on the CPU and CUDA GPUs"
                                  % (arg, obj.device.type))
@@ -106,6 +122,7 @@ class _Tensor:
             self.ptr = ai["data"][0] or 0
             self.writeable = not ai["data"][1]
             self.device = "cpu"
+            self.index = None
         else:
             raise TypeError("perfc: %s must be a NumPy array or a PyTorch tensor, not %s"
                             % (arg, type(obj).__name__))
@@ -122,7 +139,13 @@ class Kernel:
         self.inputs = [t for t in self.tensors if not t["output"]]
         self.outputs = [t for t in self.tensors if t["output"]]
         self.specialised = desc.get("specialised", [])
+        self.gpu_general = desc.get("gpu_general", [])
+        self.gpu_specialised = desc.get("gpu_specialised", [])
         self.source = desc.get("source")
+        # dimensions that are a bare size name: where sizes are read from
+        self._bare = [[(d, e) for d, e in enumerate(t["shape"]) if re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", e)]
+                      for t in self.tensors]
+        self._name = self.name.encode()
 
     def __repr__(self):
         args = ", ".join("%s %s %s[%s]" % ("out" if t["output"] else "in", t["name"], t["dtype"],
@@ -132,16 +155,17 @@ class Kernel:
     def _infer(self, given, sizes):
         """Sizes from the dimensions that are a bare size name."""
         where = {}
-        for t, a in given:
-            for d, expr in enumerate(t["shape"]):
-                if re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", expr) and d < len(a.shape):
-                    v = a.shape[d]
-                    if expr in sizes and sizes[expr] != v:
-                        src = where.get(expr, "the keyword argument")
-                        raise ValueError("perfc: %s: size %s is %d from %s but %d from dimension %d of %s"
-                                         % (self.name, expr, sizes[expr], src, v, d, t["name"]))
-                    sizes.setdefault(expr, v)
-                    where.setdefault(expr, "dimension %d of %s" % (d, t["name"]))
+        for (t, a), bare in zip(given, self._bare):
+            for d, expr in bare:
+                if d >= len(a.shape):
+                    continue
+                v = a.shape[d]
+                if expr in sizes and sizes[expr] != v:
+                    src = where.get(expr, "the keyword argument")
+                    raise ValueError("perfc: %s: size %s is %d from %s but %d from dimension %d of %s"
+                                     % (self.name, expr, sizes[expr], src, v, d, t["name"]))
+                sizes.setdefault(expr, v)
+                where.setdefault(expr, "dimension %d of %s" % (d, t["name"]))
 
     def _shape(self, t, sizes):
         out = []
@@ -192,6 +216,7 @@ class Kernel:
         if device != "cpu" and self._lib._call_cuda is None:
             raise ValueError("perfc: %s: %s tensors given, but library %s has no GPU code (build it with "
                              "-target host,sm_XY)" % (self.name, device, self._lib.name))
+        index = wrapped[0].index if wrapped else None
         sizes = dict(sizes)
         self._infer(list(zip(self.tensors, wrapped)), sizes)
         missing = [s for s in self.sizes if s not in sizes]
@@ -199,6 +224,11 @@ class Kernel:
             raise TypeError("perfc: %s: size%s %s cannot be read from the shapes; pass %s"
                             % (self.name, "s" if len(missing) > 1 else "", ", ".join(missing),
                                ", ".join("%s=..." % m for m in missing)))
+        if device != "cpu" and not self.gpu_general and \
+                not any(all(g[n] == sizes[n] for n in self.sizes) for g in self.gpu_specialised):
+            have = "; ".join(",".join("%s=%d" % (n, g[n]) for n in self.sizes) for g in self.gpu_specialised)
+            raise ValueError("perfc: %s: library %s has GPU code for this kernel only at %s, and no general GPU "
+                             "variant (see the notes of perfc lib)" % (self.name, self._lib.name, have or "no sizes"))
         for w, t in zip(wrapped, self.tensors):
             want = self._shape(t, sizes)
             if w.shape != want:
@@ -227,12 +257,17 @@ class Kernel:
         ptrs = (ctypes.c_void_p * max(1, len(wrapped)))(*[w.ptr or None for w in wrapped])
         vals = (ctypes.c_int64 * max(1, len(self.sizes)))(*[sizes[s] for s in self.sizes])
         if device == "cpu":
-            rc = self._lib._call(self.name.encode(), ptrs, vals)
+            rc = self._lib._call(self._name, ptrs, vals)
         else:
             import torch
-            stream = torch.cuda.current_stream(torch.device(device)).cuda_stream
-            with torch.cuda.device(torch.device(device)):  # its context is the current one
-                rc = self._lib._call_cuda(self.name.encode(), ptrs, vals, ctypes.c_void_p(stream))
+            # the library launches on the current context's stream given here: the
+            # tensors' device must be current (its primary context is PyTorch's)
+            stream = torch.cuda.current_stream(index).cuda_stream
+            if index == torch.cuda.current_device():
+                rc = self._lib._call_cuda(self._name, ptrs, vals, ctypes.c_void_p(stream))
+            else:
+                with torch.cuda.device(index):
+                    rc = self._lib._call_cuda(self._name, ptrs, vals, ctypes.c_void_p(stream))
         if rc != 0:
             raise LibraryError(rc, "perfc: %s" % self._lib._error().decode(errors="replace"))
         if made:

@@ -13,6 +13,11 @@
  *       the call with these sizes (tensors of 1 MiB each) must fail with CODE:
  *       2 for a shape that is negative or undefined, 3 for reads that would leave
  *       a tensor.
+ *   lib_check LIB.so NAME FILE.pdl KERNEL 'M=33,N=17,K=5' --cuda [--aligned]
+ *       the same comparison through NAME_call_cuda on device memory (cuMemAlloc,
+ *       256-byte aligned with --aligned, else 4 bytes off); exit status 77 when
+ *       there is no CUDA driver or GPU.  With --expect, the bad call goes to
+ *       NAME_call_cuda on host pointers: it must be refused before any launch.
  * Exit status 0 when everything agrees. */
 #include <dlfcn.h>
 #include <errno.h>
@@ -26,7 +31,82 @@
 #include "passes/passes.h"
 
 typedef int (*CallFn)(const char *, void *const *, const int64_t *);
+typedef int (*CallCudaFn)(const char *, void *const *, const int64_t *, void *);
 typedef const char *(*ErrFn)(void);
+
+/* The CUDA driver for --cuda, loaded with dlopen (no CUDA at build time). */
+typedef unsigned long long Dptr;
+static struct {
+    int (*Init)(unsigned);
+    int (*DeviceGet)(int *, int);
+    int (*PrimaryCtxRetain)(void **, int);
+    int (*CtxSetCurrent)(void *);
+    int (*MemAlloc)(Dptr *, size_t);
+    int (*MemFree)(Dptr);
+    int (*HtoD)(Dptr, const void *, size_t);
+    int (*DtoH)(void *, Dptr, size_t);
+    int (*Sync)(void);
+} cu;
+
+/* 0 ready, 77 no driver or GPU. */
+static int cuda_open(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        fprintf(stderr, "lib_check: no CUDA driver: skipped\n");
+        return 77;
+    }
+    struct { void **fn; const char *a, *b; } s[] = {
+        {(void **)&cu.Init, "cuInit", 0}, {(void **)&cu.DeviceGet, "cuDeviceGet", 0},
+        {(void **)&cu.PrimaryCtxRetain, "cuDevicePrimaryCtxRetain", 0}, {(void **)&cu.CtxSetCurrent, "cuCtxSetCurrent", 0},
+        {(void **)&cu.MemAlloc, "cuMemAlloc_v2", 0}, {(void **)&cu.MemFree, "cuMemFree_v2", 0},
+        {(void **)&cu.HtoD, "cuMemcpyHtoD_v2", 0}, {(void **)&cu.DtoH, "cuMemcpyDtoH_v2", 0},
+        {(void **)&cu.Sync, "cuCtxSynchronize", 0},
+    };
+    for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
+        if (!(*s[i].fn = dlsym(h, s[i].a))) {
+            fprintf(stderr, "lib_check: the CUDA driver lacks %s\n", s[i].a);
+            return 1;
+        }
+    int dev;
+    void *ctx;
+    if (cu.Init(0) || cu.DeviceGet(&dev, 0) || cu.PrimaryCtxRetain(&ctx, dev) || cu.CtxSetCurrent(ctx)) {
+        fprintf(stderr, "lib_check: no usable GPU: skipped\n");
+        return 77;
+    }
+    return 0;
+}
+
+/* Copies the nt host tensors to the GPU, runs the kernel there, copies them back. */
+static int cuda_call(CallCudaFn fn, const char *kname, void **tens, const size_t *bytes, int nt, const int64_t *v,
+                     bool aligned)
+{
+    Dptr *d = calloc((size_t)nt + 1, sizeof(Dptr));
+    void **dt = calloc((size_t)nt + 1, sizeof(void *));
+    int rc = 0;
+    for (int i = 0; i < nt && !rc; i++) {
+        if (cu.MemAlloc(&d[i], bytes[i] + 256) || cu.HtoD(d[i] + (aligned ? 0 : 4), tens[i], bytes[i])) {
+            fprintf(stderr, "lib_check: cuMemAlloc/cuMemcpyHtoD failed\n");
+            rc = -1;
+        }
+        dt[i] = (void *)(uintptr_t)(d[i] + (aligned ? 0 : 4));
+    }
+    if (!rc)
+        rc = fn(kname, dt, v, NULL);
+    if (!rc && cu.Sync()) {
+        fprintf(stderr, "lib_check: the kernel failed on the GPU\n");
+        rc = -1;
+    }
+    for (int i = 0; i < nt && !rc; i++)
+        if (cu.DtoH(tens[i], d[i] + (aligned ? 0 : 4), bytes[i]))
+            rc = -1;
+    for (int i = 0; i < nt; i++)
+        if (d[i])
+            cu.MemFree(d[i]);
+    free(d);
+    free(dt);
+    return rc;
+}
 
 static void store_elem(void *p, DType t, int64_t i, double v)
 {
@@ -74,12 +154,14 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *lib = argv[1], *name = argv[2], *file = argv[3], *kname = argv[4], *sizes = argv[5];
-    bool aligned = false, errors = false;
+    bool aligned = false, errors = false, cuda = false;
     int expect = -1;
     uint64_t seed = 1;
     for (int i = 6; i < argc; i++) {
         if (!strcmp(argv[i], "--aligned"))
             aligned = true;
+        else if (!strcmp(argv[i], "--cuda"))
+            cuda = true;
         else if (!strcmp(argv[i], "--errors"))
             errors = true;
         else if (!strcmp(argv[i], "--expect") && i + 1 < argc)
@@ -100,6 +182,17 @@ int main(int argc, char **argv)
     if (!call || !err) {
         fprintf(stderr, "lib_check: %s lacks %s_call or %s_last_error\n", lib, name, name);
         return 1;
+    }
+    snprintf(sym, sizeof sym, "%s_call_cuda", name);
+    CallCudaFn call_cuda = (CallCudaFn)dlsym(h, sym);
+    if (cuda) {
+        if (!call_cuda) {
+            fprintf(stderr, "lib_check: %s has no GPU code (%s)\n", lib, sym);
+            return 1;
+        }
+        int st = cuda_open();
+        if (st)
+            return st;
     }
 
     /* the kernel, lowered with these sizes, for the interpreter */
@@ -153,7 +246,8 @@ int main(int argc, char **argv)
         for (int b = 0; b < u->nbufs && n < 64; b++)
             if (u->bufs[b]->kind != BUF_TEMP)
                 t[n++] = calloc(1, 1 << 20);
-        int rc = call(kname, t, values);
+        /* (with --cuda the pointers are host memory: the call must fail before any launch) */
+        int rc = cuda ? call_cuda(kname, t, values, NULL) : call(kname, t, values);
         printf("%s %s: %d %s\n", kname, sizes, rc, err());
         for (int i = 0; i < n; i++)
             free(t[i]);
@@ -178,6 +272,7 @@ int main(int argc, char **argv)
         nt += k->bufs[b]->kind != BUF_TEMP;
     void **tens = calloc((size_t)nt + 1, sizeof(void *));
     void **blocks = calloc((size_t)nt + 1, sizeof(void *));
+    size_t *tbytes = calloc((size_t)nt + 1, sizeof(size_t));
     double **ref = ir_alloc_buffers(k, seed);
     if (!ref) {
         fprintf(stderr, "lib_check: cannot allocate the reference buffers\n");
@@ -194,6 +289,7 @@ int main(int argc, char **argv)
         /* unaligned: off the 64-byte line, but on the element's own alignment
          * (8 bytes for f64), which C callers always give */
         tens[ti] = (char *)blocks[ti] + (aligned ? 0 : dtype_bytes(bf->dtype) > 4 ? dtype_bytes(bf->dtype) : 4);
+        tbytes[ti] = bytes;
         for (int64_t i = 0; i < n; i++)
             store_elem(tens[ti], bf->dtype, i, bf->kind == BUF_IN ? ref[b][i] : NAN);
         ti++;
@@ -232,7 +328,7 @@ int main(int argc, char **argv)
             diag_flush(&d, stderr);
             return 1;
         }
-        int rc = call(kname, tens, values);
+        int rc = cuda ? cuda_call(call_cuda, kname, tens, tbytes, nt, values, aligned) : call(kname, tens, values);
         if (rc) {
             fprintf(stderr, "lib_check: %s(%s) failed: %d %s\n", kname, sizes, rc, err());
             return 1;
@@ -255,8 +351,8 @@ int main(int argc, char **argv)
                     if (e > worst || e != e)
                         worst = e;
                 }
-                printf("%s %s %s (%s): %lld elements, worst relative error %.3g%s\n", kname, sizes, bf->name,
-                       aligned ? "aligned" : "unaligned", (long long)n, worst, bad ? "  MISMATCH" : "");
+                printf("%s %s %s (%s%s): %lld elements, worst relative error %.3g%s\n", kname, sizes, bf->name,
+                       cuda ? "GPU, " : "", aligned ? "aligned" : "unaligned", (long long)n, worst, bad ? "  MISMATCH" : "");
                 fails += bad != 0;
             }
             ti++;
@@ -265,6 +361,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < nt; i++)
         free(blocks[i]);
     free(blocks);
+    free(tbytes);
     free(tens);
     ir_free_buffers(k, ref);
     ir_free(k);

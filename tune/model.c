@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune_model.h"
+#include "model.h"
 
 /* ---- features ---- */
 

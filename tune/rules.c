@@ -664,7 +664,8 @@ static void elementwise_text(const Nest *n, int lanes, StrBuf *b)
 /* Row-wise kernels: every nest's outer loop runs over the same rows. */
 static bool rows_text(const Kernel *k, Nest *ns, int nn, int lanes, StrBuf *b)
 {
-    if (nn < 2)
+    /* one nest qualifies when it reduces along its rows (a matrix-vector product) */
+    if (nn < 2 && !(nn == 1 && ns[0].red))
         return false;
     for (int i = 0; i < nn; i++)
         if (ns[i].ext[0] != ns[0].ext[0] || ns[i].nloops != 2)
@@ -672,7 +673,9 @@ static bool rows_text(const Kernel *k, Nest *ns, int nn, int lanes, StrBuf *b)
     const char *row = lname(&ns[0], 0);
     for (int i = 1; i < nn; i++)
         sb_printf(b, "fuse(%s, %s)\n", row, lname(&ns[i], 0));
-    sb_printf(b, "parallel(%s)\n", row);
+    /* rows for every thread, else the rows stay serial (a dot product has one) */
+    if (ns[0].ext[0] >= rt_cpu_count())
+        sb_printf(b, "parallel(%s)\n", row);
     int64_t cv[4];
     int nv = vec_cands(ns[0].ext[1], lanes, cv);
     if (!nv)
@@ -693,16 +696,10 @@ static bool rows_text(const Kernel *k, Nest *ns, int nn, int lanes, StrBuf *b)
 
 static bool apply_fresh(const TuneInput *in, const AstSchedule *s, Diags *d)
 {
-    Kernel *k = lower_kernel(in->prog, in->ast, in->values, in->bound, d);
-    if (!k)
-        return false;
-    const AstSchedule *list[1] = {s};
-    PipelineOpts po = {0};
-    po.schedules = list;
-    po.nschedules = 1;
-    bool ok = pipeline_run(k, &po, d);
-    ir_free(k);
-    return ok;
+    Kernel *k = tune_apply(in, s, NULL, 0, d);
+    if (k)
+        ir_free(k);
+    return k != NULL;
 }
 
 /* Parses text into a schedule and keeps only the statements that apply at the
@@ -941,7 +938,12 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
                                       dropped == 1 ? "" : "s");
             add_template(sp, s, origin);
         }
-    } else if (nred && rows_text(u, ns, nn, lanes, &b)) {
+    }
+    /* a contraction no micro-kernel or dot-product template fits (one output loop: a
+     * matrix-vector product, a dot product) is tuned as the reduction it is */
+    if (sp->n > (in->nscheds ? 1 : 0)) {
+        /* templates from the contraction rules */
+    } else if (nred && (sb_reset(&b), rows_text(u, ns, nn, lanes, &b))) {
         sp->kclass = "row-wise";
         AstSchedule *s = parse_checked(in, b.s, a, &dropped, d);
         if (!s) {
@@ -951,6 +953,7 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
         add_template(sp, s, dropped ? arena_printf(a, "rules: row-wise (%d statements dropped)", dropped) : "rules: row-wise");
     } else {
         sp->kclass = nred ? "reduction" : "elementwise";
+        sb_reset(&b);
         for (int i = 0; i < nn; i++)
             if (!ns[i].red)
                 elementwise_text(&ns[i], lanes, &b);

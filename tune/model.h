@@ -1,8 +1,8 @@
-/* The tuner's cost model (runtime/tune_model.c): features of a scheduled loop nest
+/* The tuner's cost model (tune/model.c): features of a scheduled loop nest
  * and a LASSO over them, fitted from the tuning database, that ranks candidates
  * before they are compiled.  docs/autotune.md lists the features and the fit. */
-#ifndef PERFC_RUNTIME_TUNE_MODEL_H
-#define PERFC_RUNTIME_TUNE_MODEL_H
+#ifndef PERFC_TUNE_MODEL_H
+#define PERFC_TUNE_MODEL_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -23,7 +23,7 @@
 #include "../passes/passes.h"
 #include "../passes/xform.h"
 #include "../codegen/cuda/cg_cuda.h"
-#include "tune_model.h"
+#include "model.h"
 
 void tune_options_init(TuneOptions *o)
 {
@@ -41,10 +41,12 @@ typedef struct Cand {
     int idx[TUNE_MAX_PARAMS];
     /* filled by a worker */
     bool scheduled;              /* the schedule step ran (k or why set) */
-    double feat[TM_NFEAT], work; /* the cost model's features (tune_model.h) */
+    double feat[TM_NFEAT], work; /* the cost model's features (tune/model.h) */
     double pred;                 /* the model's prediction: smaller is faster */
     Kernel *k;
     RtExec *x;
+    CgCudaModule *mod;           /* GPU: generated at pruning, compiled by a worker, adopted by the device */
+    bool ready;                  /* the worker is done with it (an asynchronous batch) */
     double compile_ms;
     char *why;                   /* pruned or refused: the reason */
     /* filled by the measurement */
@@ -62,9 +64,9 @@ typedef struct Tuner {
     Arena *arena;
     const char *target;
     RtDevice *dev;               /* real device, or NULL with a planted measure */
-    bool parallel_compile;
+    bool parallel_compile;       /* CPU: a batch compiled on every core, then measured with them idle */
+    bool async_compile;          /* GPU: candidates compiled on other cores while earlier ones are measured */
     int threads, jobs, lanes;
-    pthread_mutex_t lower_lock;  /* lowering reads the shared AST: one at a time */
     /* every candidate proposed so far, for de-duplication and the report */
     Cand **all;
     int nall, capall;
@@ -88,7 +90,7 @@ typedef struct Tuner {
     int nstored, capstored;
     Cand *best;
     double t0;
-    Kernel *fk, *fu;             /* the winner's final run, kept for the report */
+    Kernel *fk;                  /* the winner's final run, kept for the report */
     struct {
         char why[96];
         int n;
@@ -105,6 +107,10 @@ typedef struct Tuner {
     bool use_model;
     uint64_t group;              /* this search's group in the model */
     double caches[3];
+    const Kernel *u;             /* the kernel before scheduling: the harness's reference and counts */
+    bool plain;                  /* the kernel as written is measured after the search */
+    bool plain_in_space;         /* ... or is a template of the space already */
+    RtRefCache *refs;            /* the two input sets' inputs and references, computed once */
     Cand **reserve;              /* scheduled, ranked, not yet chosen */
     int nreserve;
 } Tuner;
@@ -204,7 +210,7 @@ static char *params_text(const struct Tuner *T, const Cand *c)
             p++;
         }
     if (!b.s)
-        sb_puts(&b, T->sp.n > 1 ? "" : "(none)");
+        sb_puts(&b, !s->nitems ? "(no schedule)" : T->sp.n > 1 ? "" : "(none)");
     if (T->sp.n > 1) {
         StrBuf v = {0};
         sb_printf(&v, "[template %d] %s", c->t + 1, b.s);
@@ -215,24 +221,6 @@ static char *params_text(const struct Tuner *T, const Cand *c)
 }
 
 /* ---- scheduling, pruning, compiling ---- */
-
-Kernel *tune_instantiate(const TuneInput *in, const AstSchedule *tmpl, const ParamChoice *ch, int nch, Diags *d)
-{
-    Kernel *k = lower_kernel(in->prog, in->ast, in->values, in->bound, d);
-    if (!k)
-        return NULL;
-    const AstSchedule *list[1] = {tmpl};
-    PipelineOpts po = {0};
-    po.schedules = list;
-    po.nschedules = tmpl ? 1 : 0;
-    po.choices = ch;
-    po.nchoices = nch;
-    if (!pipeline_run(k, &po, d)) {
-        ir_free(k);
-        return NULL;
-    }
-    return k;
-}
 
 static int64_t trips(const Kernel *k, const Node *l)
 {
@@ -287,7 +275,7 @@ static const char *prune_walk(const Tuner *T, const Kernel *k, const Node *n, bo
     return NULL;
 }
 
-static const char *prune(const Tuner *T, const Kernel *k, bool rules, Diags *d)
+static const char *prune(const Tuner *T, const Kernel *k, bool rules, CgCudaModule **keep, Diags *d)
 {
     bool gpu = !strncmp(T->target, "sm_", 3);
     if (gpu) {
@@ -303,7 +291,12 @@ static const char *prune(const Tuner *T, const Kernel *k, bool rules, Diags *d)
             if (th > 32 && th % 32)
                 why = "a thread block that is not a whole number of warps";
         }
-        cg_cuda_module_free(&m);
+        if (ok && !why && keep) { /* the CUDA C to compile, generated once */
+            *keep = xmalloc(sizeof **keep);
+            **keep = m;
+        } else {
+            cg_cuda_module_free(&m);
+        }
         return why;
     }
     int64_t local = 0;
@@ -330,6 +323,9 @@ typedef struct Batch {
     bool schedule_only;          /* rank first: schedule, do not compile */
     int next;
     pthread_mutex_t lock;
+    pthread_cond_t done;         /* signalled as each candidate becomes ready */
+    pthread_t th[64];
+    int started;
 } Batch;
 
 /* The schedule step: lower, apply the candidate's schedule, prune, read the cost
@@ -341,27 +337,17 @@ static void schedule_cand(Tuner *T, Cand *c)
     diag_init(&d);
     ParamChoice ch[TUNE_MAX_PARAMS];
     choices_of(T, c, ch);
-    pthread_mutex_lock(&T->lower_lock);
-    Kernel *k = lower_kernel(T->in->prog, T->in->ast, T->in->values, T->in->bound, &d);
-    pthread_mutex_unlock(&T->lower_lock);
-    const AstSchedule *list[1] = {T->sp.t[c->t].s};
-    PipelineOpts po = {0};
-    po.schedules = list;
-    po.nschedules = 1;
-    po.choices = ch;
-    po.nchoices = T->sp.t[c->t].nparams;
-    if (!k || !pipeline_run(k, &po, &d)) {
+    Kernel *k = tune_apply(T->in, T->sp.t[c->t].s, ch, T->sp.t[c->t].nparams, &d);
+    if (!k) {
         /* the first line of the refusal says which statement and why */
         const char *msg = d.text.s ? d.text.s : "refused";
         const char *nl = strchr(msg, '\n');
         c->why = xmalloc(strlen(msg) + 16);
         snprintf(c->why, strlen(msg) + 16, "refused: %.*s", nl ? (int)(nl - msg) : (int)strlen(msg), msg);
-        if (k)
-            ir_free(k);
         diag_free(&d);
         return;
     }
-    const char *why = prune(T, k, !strncmp(T->sp.t[c->t].origin, "rules", 5), &d);
+    const char *why = prune(T, k, !strncmp(T->sp.t[c->t].origin, "rules", 5), T->async_compile ? &c->mod : NULL, &d);
     if (why) {
         c->why = xstrdup(why);
         ir_free(k);
@@ -376,10 +362,38 @@ static void schedule_cand(Tuner *T, Cand *c)
     diag_free(&d);
 }
 
+/* Frees what a candidate holds before it is measured (pruned, over the budget, dropped
+ * from the reserve). */
+static void cand_drop(Cand *c)
+{
+    if (c->k)
+        ir_free(c->k);
+    c->k = NULL;
+    if (c->mod) {
+        cg_cuda_module_free(c->mod);
+        free(c->mod);
+        c->mod = NULL;
+    }
+}
+
 static void prepare(Tuner *T, Cand *c)
 {
     if (!c->scheduled)
         schedule_cand(T, c);
+    if (c->k && T->async_compile && c->mod && !c->mod->cubin) {
+        /* NVRTC on this worker thread; the device loads the module when it measures */
+        Diags d;
+        diag_init(&d);
+        double t0 = now_seconds();
+        bool ok = cg_cuda_compile(c->mod, T->target, &d);
+        c->compile_ms = (now_seconds() - t0) * 1e3;
+        if (!ok) {
+            c->why = xstrdup(d.text.s ? d.text.s : "compile failed");
+            cand_drop(c);
+        }
+        diag_free(&d);
+        return;
+    }
     if (!c->k || !T->parallel_compile || c->x)
         return;
     Diags d;
@@ -411,120 +425,70 @@ static void *worker(void *arg)
         } else {
             prepare(b->T, b->c[i]);
         }
+        pthread_mutex_lock(&b->lock);
+        b->c[i]->ready = true;
+        pthread_cond_broadcast(&b->done);
+        pthread_mutex_unlock(&b->lock);
     }
+}
+
+/* Starts nt worker threads on b (the caller may work too). */
+static void batch_start(Batch *b, int nt)
+{
+    pthread_mutex_init(&b->lock, NULL);
+    pthread_cond_init(&b->done, NULL);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    /* LLVM's optimiser recurses deeply on big unrolled bodies */
+    pthread_attr_setstacksize(&attr, (size_t)64 << 20);
+    for (int i = 0; i < nt && i < 64; i++)
+        if (pthread_create(&b->th[b->started], &attr, worker, b) == 0)
+            b->started++;
+    pthread_attr_destroy(&attr);
+}
+
+static void batch_join(Batch *b)
+{
+    if (!b->started) /* no thread could start: the caller does the work */
+        worker(b);
+    for (int i = 0; i < b->started; i++)
+        pthread_join(b->th[i], NULL);
+    pthread_cond_destroy(&b->done);
+    pthread_mutex_destroy(&b->lock);
+}
+
+/* Waits until a worker of an asynchronous batch is done with c. */
+static void batch_wait(Batch *b, const Cand *c)
+{
+    pthread_mutex_lock(&b->lock);
+    while (!c->ready)
+        pthread_cond_wait(&b->done, &b->lock);
+    pthread_mutex_unlock(&b->lock);
 }
 
 static void run_batch(Tuner *T, Cand **c, int n, bool schedule_only)
 {
     Batch b = {.T = T, .c = c, .n = n, .schedule_only = schedule_only};
-    pthread_mutex_init(&b.lock, NULL);
     int nt = T->jobs < n ? T->jobs : n;
-    pthread_t th[64];
-    int started = 0;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    /* LLVM's optimiser recurses deeply on big unrolled bodies */
-    pthread_attr_setstacksize(&attr, (size_t)64 << 20);
-    for (int i = 1; i < nt && i < 64; i++)
-        if (pthread_create(&th[started], &attr, worker, &b) == 0)
-            started++;
-    pthread_attr_destroy(&attr);
+    batch_start(&b, nt - 1);
     worker(&b);
-    for (int i = 0; i < started; i++)
-        pthread_join(th[i], NULL);
-    pthread_mutex_destroy(&b.lock);
+    batch_join(&b);
 }
 
 static void prepare_batch(Tuner *T, Cand **c, int n) { run_batch(T, c, n, false); }
 
-/* ---- the proxy device: hands rt_evaluate a compilation made beforehand ---- */
-
-typedef struct Proxy {
-    RtDevice dev;
-    RtDevice *real;
-    const Kernel *k;
-    RtExec *x;
-} Proxy;
-
-#define REAL(d) (((Proxy *)(d))->real)
-static void px_describe(RtDevice *d, RtMachine *m) { REAL(d)->describe(REAL(d), m); }
-static void *px_alloc(RtDevice *d, size_t n, Diags *g) { return REAL(d)->alloc(REAL(d), n, g); }
-static void px_free(RtDevice *d, void *p) { REAL(d)->free(REAL(d), p); }
-static bool px_upload(RtDevice *d, void *dst, const void *src, size_t n, Diags *g)
-{
-    return REAL(d)->upload(REAL(d), dst, src, n, g);
-}
-static bool px_download(RtDevice *d, void *dst, const void *src, size_t n, Diags *g)
-{
-    return REAL(d)->download(REAL(d), dst, src, n, g);
-}
-static RtExec *px_compile(RtDevice *d, const Kernel *k, const char *target, Diags *g)
-{
-    Proxy *p = (Proxy *)d;
-    if (p->x && p->k == k) {
-        RtExec *x = p->x;
-        p->x = NULL;
-        return x;
-    }
-    return p->real->compile(p->real, k, target, g);
-}
-static RtExec *px_library(RtDevice *d, const char *lib, const RtGemm *gm, char *why, size_t n, Diags *g)
-{
-    return REAL(d)->library(REAL(d), lib, gm, why, n, g);
-}
-static bool px_run(RtDevice *d, RtExec *x, void **bufs, double *ms, Diags *g)
-{
-    return REAL(d)->run(REAL(d), x, bufs, ms, g);
-}
-static void px_flush(RtDevice *d) { REAL(d)->flush(REAL(d)); }
-static void px_release(RtDevice *d, RtExec *x) { REAL(d)->release(REAL(d), x); }
-static void px_close(RtDevice *d) { (void)d; }
-static bool px_poison(RtDevice *d, void *dst, DType t, int64_t n, Diags *g)
-{
-    return REAL(d)->poison(REAL(d), dst, t, n, g);
-}
-static bool px_gemm_f64(RtDevice *d, const RtGemm *g, const double *a, const double *b, double *c, Diags *dg)
-{
-    return REAL(d)->gemm_f64(REAL(d), g, a, b, c, dg);
-}
-
-static void proxy_init(Proxy *p, RtDevice *real)
-{
-    memset(p, 0, sizeof *p);
-    p->real = real;
-    p->dev = *real;
-    p->dev.impl = p;
-    p->dev.describe = px_describe;
-    p->dev.alloc = px_alloc;
-    p->dev.free = px_free;
-    p->dev.upload = px_upload;
-    p->dev.download = px_download;
-    p->dev.compile = px_compile;
-    p->dev.library = px_library;
-    p->dev.run = px_run;
-    p->dev.flush = px_flush;
-    p->dev.release = px_release;
-    p->dev.close = px_close;
-    /* every hook forwards to the real device: none may see the proxy as its own */
-    p->dev.gemm_f64 = real->gemm_f64 ? px_gemm_f64 : NULL;
-    p->dev.poison = real->poison ? px_poison : NULL;
-}
-
 /* ---- measuring ---- */
 
+/* One evaluation: the planted measurement of a test, or the harness on the
+ * compilation made beforehand (x), or compiled now (x NULL).  x stays the caller's. */
 static int measure(Tuner *T, const Kernel *k, const Kernel *u, const RunOptions *ro, RtResult *r, RtExec *x,
                    Diags *d)
 {
     if (T->o->measure)
         return T->o->measure(T->o->measure_ctx, T->dev, k, u, ro, r, d);
-    Proxy p;
-    proxy_init(&p, T->dev);
-    p.k = k;
-    p.x = x;
-    int rc = rt_evaluate(&p.dev, k, u, ro, r, d);
-    if (p.x) /* rt_evaluate stopped before compiling */
-        T->dev->release(T->dev, p.x);
-    return rc;
+    if (x)
+        return rt_evaluate_exec(T->dev, x, k, u, ro, r, d);
+    return rt_evaluate(T->dev, k, u, ro, r, d);
 }
 
 static void record(Tuner *T, const Cand *c, const RtResult *fin, double compile_ms, Diags *d)
@@ -693,13 +657,39 @@ static bool resume_from_store(Tuner *T, Cand *x, const ParamChoice *ch)
 }
 
 /* Measures the prepared candidates of a batch, one at a time. */
-static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags *d)
+/* Stops the workers of an asynchronous batch from taking more candidates; returns how
+ * many they took (those are waited for before being dropped). */
+static int batch_cancel(Batch *b)
+{
+    pthread_mutex_lock(&b->lock);
+    int taken = b->next < b->n ? b->next : b->n;
+    b->next = b->n;
+    pthread_mutex_unlock(&b->lock);
+    return taken;
+}
+
+/* Measures the prepared candidates of a batch, one at a time.  ab: the batch's
+ * workers when they still compile (GPU), each candidate waited for in turn. */
+static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Batch *ab, Diags *d)
 {
     T->total = total;
-    const Kernel *u = NULL;
-    Kernel *uk = NULL;
+    const Kernel *u = T->u;
+    int taken = n;
+    bool cancelled = false;
     for (int i = 0; i < n; i++) {
         Cand *x = c[i];
+        double limit = T->o->time_limit > 0 ? T->o->time_limit : 300;
+        bool over = T->res->measured >= budget || (T->res->measured && now_seconds() - T->t0 >= limit) ||
+                    (T->res->measured && stopped(T));
+        if (ab && over && !cancelled) {
+            taken = batch_cancel(ab);
+            cancelled = true;
+        }
+        if (ab && i < taken) { /* the time waited for a compilation: what overlapping did not hide */
+            double tw = now_seconds();
+            batch_wait(ab, x);
+            T->res->spent.compile += now_seconds() - tw;
+        }
         if (!x->k && x->why) {
             T->res->pruned++;
             note_reason(T, x->why);
@@ -707,14 +697,11 @@ static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags
         }
         if (!x->k)
             continue;
-        double limit = T->o->time_limit > 0 ? T->o->time_limit : 300;
-        if (T->res->measured >= budget || (T->res->measured && now_seconds() - T->t0 >= limit) ||
-            (T->res->measured && stopped(T))) {
+        if (over) {
             if (x->x)
                 T->dev->release(T->dev, x->x);
             x->x = NULL;
-            ir_free(x->k);
-            x->k = NULL;
+            cand_drop(x);
             continue;
         }
         ParamChoice ch[TUNE_MAX_PARAMS];
@@ -732,24 +719,37 @@ static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags
             progress(T, x);
             continue;
         }
-        if (!uk) {
-            pthread_mutex_lock(&T->lower_lock);
-            uk = lower_kernel(T->in->prog, T->in->ast, T->in->values, T->in->bound, d);
-            pthread_mutex_unlock(&T->lower_lock);
-            if (!uk)
-                return 1;
-            u = uk;
-        }
         /* The library is timed once, beside the first candidate that validates, so
          * the progress line can say how the best so far compares with it. */
         bool with_lib = T->o->compare && T->lib_ms <= 0 && T->dev && !T->o->measure && !T->lib_tried;
         RunOptions ro = cand_options(T, T->o->cand_min_time_s > 0 ? T->o->cand_min_time_s : 0.05, T->o->seed,
                                      with_lib ? T->o->compare : NULL);
+        if (x->mod) { /* compiled by a worker: loaded here, on the device's thread */
+            Diags q;
+            diag_init(&q);
+            x->x = T->dev->adopt(T->dev, x->mod, &q);
+            x->mod = NULL;
+            if (!x->x) {
+                x->measured = true;
+                x->status = 1;
+                T->res->failed++;
+                T->res->measured++;
+                if (!T->o->quiet && q.text.s)
+                    fprintf(stderr, "\r\033[Kperfc: candidate %s failed: %s", x->params, q.text.s);
+                diag_free(&q);
+                cand_drop(x);
+                progress(T, x);
+                continue;
+            }
+            diag_free(&q);
+        }
+        /* the best so far: a clearly slower candidate's timing stops early (RunOptions) */
+        ro.stop_above_ms = T->best ? T->best->median : 0;
+        ro.refs = T->refs;
         RtResult *r = xcalloc(1, sizeof *r);
         Diags q;
         diag_init(&q);
         int rc = measure(T, x->k, u, &ro, r, x->x, &q);
-        x->x = NULL;
         if (with_lib && rc != 0 && rc != 2) {
             /* the library could not be run (none built in, a wrong kind of device): the
              * final run will say so; the candidate is measured alone */
@@ -758,10 +758,20 @@ static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags
             diag_free(&q);
             diag_init(&q);
             memset(r, 0, sizeof *r);
-            rc = measure(T, x->k, u, &ro, r, NULL, &q);
+            rc = measure(T, x->k, u, &ro, r, x->x, &q);
         }
+        if (x->x)
+            T->dev->release(T->dev, x->x);
+        x->x = NULL;
+        T->res->stopped_early += r->stopped_early;
         x->measured = true;
         x->status = rc;
+        T->res->spent.setup += r->spent.setup;
+        T->res->spent.inputs += r->spent.inputs;
+        T->res->spent.golden += r->spent.golden;
+        T->res->spent.checks += r->spent.checks;
+        T->res->spent.timing += r->spent.timing;
+        T->res->spent.baseline += r->spent.baseline;
         /* a time that is no number cannot rank a candidate */
         x->valid = rc == 0 && r->valid && isfinite(r->time.median) && r->time.median >= 0;
         x->rel_error = r->rel_error;
@@ -786,7 +796,9 @@ static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags
         StrBuf s = {0};
         schedule_print(T->sp.t[x->t].s, ch, T->sp.t[x->t].nparams, &s);
         x->sched = s.s ? s.s : xstrdup("");
+        double tdb = now_seconds();
         record(T, x, NULL, x->compile_ms, d);
+        T->res->spent.db += now_seconds() - tdb;
         if (T->use_model && x->valid && x->work > 0)
             tm_add(&T->model, x->feat, x->work, x->median, T->group);
         T->res->measured++;
@@ -797,8 +809,6 @@ static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Diags
         x->k = NULL;
         progress(T, x);
     }
-    if (uk)
-        ir_free(uk);
     return 0;
 }
 
@@ -830,6 +840,35 @@ static void random_cand(Tuner *T, Cand *c)
     const TuneTemplate *t = &T->sp.t[c->t];
     for (int i = 0; i < t->nparams; i++)
         c->idx[i] = (int)(rng_next(&T->rng) % (uint64_t)t->ncands[i]);
+}
+
+/* Whether the kernel as written is measured after the search: unless a template of
+ * the space is already the empty schedule, or one run of it would take too long.
+ * The estimate divides the kernel's work by a slow rate (a scalar loop that misses
+ * the cache: 0.25 GFLOP/s per CPU thread, 200 GFLOP/s on a GPU), so a kernel that
+ * could run fast enough to win is measured; a 1024^3 GEMM without a schedule, about
+ * 2 s a run on two quiet cores and three runs at least, is not (the report says so). */
+static bool plain_policy(Tuner *T, TuneResult *res)
+{
+    for (int i = 0; i < T->sp.n; i++)
+        if (T->sp.t[i].s->nitems == 0)
+            return !(T->plain_in_space = true);
+    RtWork w;
+    Diags q;
+    diag_init(&q);
+    bool ok = rt_analyse(T->u, &w, &q);
+    diag_free(&q);
+    if (!ok)
+        return true;
+    bool gpu = !strncmp(T->target, "sm_", 3);
+    double est = (w.flops + w.execs) / (gpu ? 2e11 : 2.5e8 * T->threads);
+    if (est <= 1.0)
+        return true;
+    snprintf(res->plain_note, sizeof res->plain_note,
+             "not measured: without a schedule one run could take up to about %.0f s (%.3g operations at the rate "
+             "of a scalar loop), three runs at least",
+             est, w.flops + w.execs);
+    return false;
 }
 
 static int cmp_time(const void *a, const void *b)
@@ -1049,9 +1088,7 @@ static int propose_ranked(Tuner *T, bool exhaustive, Cand **out, int want, int *
     /* the reserve keeps its best 256: the tail is unlikely ever to be chosen */
     while (T->nreserve > 256) {
         Cand *c = T->reserve[--T->nreserve];
-        if (c->k)
-            ir_free(c->k);
-        c->k = NULL;
+        cand_drop(c);
     }
     return n;
 }
@@ -1154,6 +1191,18 @@ static void report(const Tuner *T, const TuneResult *res, const char *db_path, F
                     res->t_within5, res->n_within5, res->measured);
         if (res->model[0])
             fprintf(tf, "model      %s\n", res->model);
+        if (res->plain_note[0])
+            fprintf(tf, "as written %s\n", res->plain_note);
+        if (res->stopped_early || res->ref_hits)
+            fprintf(tf, "measuring  %d input sets' references reused, not recomputed; timing stopped early for %d "
+                        "candidates slower than 1.5x the best so far in every run\n",
+                    res->ref_hits, res->stopped_early);
+        fprintf(tf, "profile    space %.2f s, model %.2f, proposing and scheduling %.2f, compiling %.2f; "
+                    "measuring: set-up %.2f, inputs %.2f, golden %.2f, checks %.2f, timing %.2f, baseline %.2f; "
+                    "database %.2f; winner %.2f\n",
+                res->spent.space, res->spent.model, res->spent.schedule, res->spent.compile, res->spent.setup,
+                res->spent.inputs, res->spent.golden, res->spent.checks, res->spent.timing, res->spent.baseline,
+                res->spent.db, res->spent.final);
         int top = -1;
         for (int i = 0; i < T->nreasons; i++)
             if (top < 0 || T->reasons[i].n > T->reasons[top].n)
@@ -1193,16 +1242,10 @@ static int final_run(Tuner *T, const AstSchedule *tmpl, const ParamChoice *ch, i
                      bool validate_only, Diags *d)
 {
     TuneResult *res = T->res;
-    Kernel *k = tune_instantiate(T->in, tmpl, ch, nch, d);
+    Kernel *k = tune_apply(T->in, tmpl, ch, nch, d);
     if (!k)
         return 1;
-    pthread_mutex_lock(&T->lower_lock);
-    Kernel *u = lower_kernel(T->in->prog, T->in->ast, T->in->values, T->in->bound, d);
-    pthread_mutex_unlock(&T->lower_lock);
-    if (!u) {
-        ir_free(k);
-        return 1;
-    }
+    const Kernel *u = T->u;
     StrBuf ir = {0};
     ir_print_kernel(k, &ir);
     free(res->best_ir);
@@ -1217,13 +1260,10 @@ static int final_run(Tuner *T, const AstSchedule *tmpl, const ParamChoice *ch, i
     }
     int rc = measure(T, k, u, &ro, &res->final, NULL, d);
     res->has_final = rc == 0 || rc == 2;
-    /* the result points at k for printing: both live until the report is out */
+    /* the result points at k for printing: it lives until the report is out */
     if (T->fk)
         ir_free(T->fk);
-    if (T->fu)
-        ir_free(T->fu);
     T->fk = k;
-    T->fu = u;
     return rc;
 }
 
@@ -1290,7 +1330,6 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
     T->t0 = now_seconds();
     T->target = o->target ? o->target : "host";
     T->arena = arena_new();
-    pthread_mutex_init(&T->lower_lock, NULL);
     rng_seed(&T->rng, o->seed ^ 0x7475e3ull);
     T->threads = o->threads > 0 ? o->threads : rt_cpu_count();
     T->jobs = o->jobs > 0 ? o->jobs : rt_cpu_count();
@@ -1319,7 +1358,7 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
     char *db_path = NULL;
     bool own_dev = false, searched = false;
 
-    Kernel *u = lower_kernel(in->prog, in->ast, in->values, in->bound, d);
+    Kernel *u = tune_apply(in, NULL, NULL, 0, d);
     if (!u)
         goto done;
     if (!ir_all_bound(u, d))
@@ -1352,6 +1391,11 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
     /* LLVM compilations are independent (cg_llvm.h); a GPU context belongs to the
      * thread that made it, so CUDA modules are loaded by the measuring thread. */
     T->parallel_compile = T->dev && !o->measure && !strcmp(T->dev->name, "cpu");
+    /* a GPU device that loads modules compiled elsewhere: NVRTC on the other cores
+     * while candidates are measured (the measuring thread needs no core of its own
+     * beyond the one it runs on); NVRTC is loaded here, before any worker needs it */
+    T->async_compile = T->dev && !o->measure && !T->parallel_compile && T->dev->adopt &&
+                       !strncmp(T->target, "sm_", 3) && cg_nvrtc_available(NULL, 0);
 
     RtMachine m;
     memset(&m, 0, sizeof m);
@@ -1362,6 +1406,8 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
         T->dev->describe(T->dev, &m);
     }
     tune_make_key(in->ast, u, T->target, m.device, T->threads, &T->key);
+    T->u = u;
+    T->refs = rt_refcache_new(u);
     res->key = T->key;
 
     if (!o->no_db) {
@@ -1445,34 +1491,64 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
      * of every statement (about 1 s for the six tensor-core templates), which a warm
      * answer does not need. */
     progress_emit(T->prog, &(ProgEvent){.phase = PROG_SPACE, .kind = PROG_BEGIN, .what = in->ast->name, .eta_s = -1});
-    if (!tune_space(in, u, T->target, T->arena, &T->sp, d))
+    double tspace = now_seconds();
+    if (!tune_space(in, u, T->target, T->arena, &T->sp, d)) {
+        if (!d->nerrors) /* never a silent failure */
+            diag_plain(d, DIAG_ERROR, "autotuning: no search space for kernel %s on %s (no rule of tune/rules.c "
+                                      "fits it); write a schedule with `param` items to tune it",
+                       in->ast->name, T->target);
         goto done;
+    }
     res->space_size = T->sp.size;
+    res->spent.space = now_seconds() - tspace;
+    double tmodel = now_seconds();
     model_start(T);
+    res->spent.model = now_seconds() - tmodel;
 
     /* The search. */
     {
         int budget = o->budget > 0 ? o->budget : 48;
+        /* one measurement of the budget is kept for the kernel as written (below) */
+        T->plain = plain_policy(T, res);
+        if (T->plain && budget > 1)
+            budget--;
         double limit = o->time_limit > 0 ? o->time_limit : 300;
         bool exhaustive = T->sp.size <= budget;
         int total = exhaustive ? (int)T->sp.size : budget; /* for the progress line */
-        int batch = T->parallel_compile ? 2 * T->jobs : 4;
+        int batch = T->parallel_compile || T->async_compile ? 2 * T->jobs : 4;
         if (batch < 4)
             batch = 4;
         Cand **cs = xmalloc(sizeof *cs * (size_t)batch);
         int stale = 0, fitted_at = T->model.n;
         while (res->measured < budget && now_seconds() - T->t0 < limit && !stopped(T)) {
             int want = batch;
+            double tp = now_seconds();
             int n = T->use_model ? propose_ranked(T, exhaustive, cs, want, &fitted_at)
                                  : propose(T, exhaustive, cs, want);
+            res->spent.schedule += now_seconds() - tp;
             if (n == 0) {
                 if (exhaustive || ++stale > 3)
                     break;
                 continue;
             }
-            prepare_batch(T, cs, n);
-            if (measure_batch(T, cs, n, budget, total, d))
-                break;
+            double tc = now_seconds();
+            if (T->async_compile) {
+                /* compiled on the other cores while the measuring thread takes each in
+                 * turn: the first is measured as soon as it is ready */
+                Batch b = {.T = T, .c = cs, .n = n};
+                for (int i = 0; i < n; i++) /* the ranking's schedule-only pass marked them */
+                    cs[i]->ready = false;
+                batch_start(&b, T->jobs > 2 ? T->jobs - 1 : 1);
+                int mrc = measure_batch(T, cs, n, budget, total, &b, d);
+                batch_join(&b);
+                if (mrc)
+                    break;
+            } else {
+                prepare_batch(T, cs, n);
+                res->spent.compile += now_seconds() - tc;
+                if (measure_batch(T, cs, n, budget, total, NULL, d))
+                    break;
+            }
             for (int i = 0; i < n; i++)
                 if (cs[i]->x) {
                     T->dev->release(T->dev, cs[i]->x);
@@ -1486,32 +1562,39 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
             res->time_limited = !res->interrupted && now_seconds() - T->t0 >= limit;
         }
     }
-    within5(res);
-
-    /* Every candidate pruned (a space that does not fit these sizes): the
-     * unscheduled kernel is still a valid answer, so measure it rather than fail. */
-    if (!T->best && res->measured == 0 && T->sp.n < TUNE_MAX_TEMPLATES) {
+    /* The kernel as written, unscheduled, is always a candidate, so a tuned kernel is
+     * never slower than an untuned one, and a space whose every candidate was pruned
+     * still ends with a validated answer.  It is measured after the search (unless
+     * the search was interrupted and has an answer): an unscheduled contraction can
+     * be a hundred times slower than the best, and measured first it would only delay
+     * the search; a clearly slower one costs its two checks and one timed run. */
+    if ((T->plain || (!T->best && !T->plain_in_space)) && (!stopped(T) || !T->best) &&
+        T->sp.n < TUNE_MAX_TEMPLATES) {
         AstSchedule *e = arena_alloc(T->arena, sizeof *e);
         e->kernel = in->ast->name;
         e->span = in->ast->span;
         TuneTemplate *t = &T->sp.t[T->sp.n++];
         memset(t, 0, sizeof *t);
         t->s = e;
-        t->origin = "fallback: no schedule (every candidate of the space was pruned)";
+        t->origin = T->best ? "no schedule (the kernel as written)"
+                            : "no schedule (the kernel as written; every candidate of the space was pruned)";
         T->sp.size += 1;
+        res->space_size = T->sp.size;
         Cand proto;
         memset(&proto, 0, sizeof proto);
         proto.t = T->sp.n - 1;
         Cand *c = cand_push(T, &proto);
         if (c) {
             prepare_batch(T, &c, 1);
-            measure_batch(T, &c, 1, res->measured + 1, 1, d);
+            measure_batch(T, &c, 1, res->measured + 1, res->measured + 1, NULL, d);
             if (c->x) {
                 T->dev->release(T->dev, c->x);
                 c->x = NULL;
             }
         }
     }
+    within5(res);
+    res->ref_hits = rt_refcache_hits(T->refs);
 
     /* Top five, every one of them validated. */
     {
@@ -1535,8 +1618,10 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
     {
         ParamChoice ch[TUNE_MAX_PARAMS];
         choices_of(T, T->best, ch);
+        double tf = now_seconds();
         rc = final_run(T, T->sp.t[T->best->t].s, ch, T->sp.t[T->best->t].nparams,
                        o->seed * 0x9e3779b97f4a7c15ull + 1, 0.2, false, d);
+        res->spent.final = now_seconds() - tf;
         free(res->best_ir);
         res->best_ir = xstrdup(T->best->ir); /* what was measured in the search */
         if (res->has_final) {
@@ -1576,8 +1661,7 @@ report:
 done:
     for (int i = 0; i < T->nall; i++) {
         Cand *c = T->all[i];
-        if (c->k)
-            ir_free(c->k);
+        cand_drop(c);
         free(c->why);
         free(c->params);
         free(c->sched);
@@ -1593,10 +1677,9 @@ done:
     free(T->stored);
     free(T->reserve);
     tm_free(&T->model);
+    rt_refcache_free(T->refs);
     if (T->fk)
         ir_free(T->fk);
-    if (T->fu)
-        ir_free(T->fu);
     res->final.k = NULL;
     if (T->db)
         tunedb_close(T->db);
@@ -1605,7 +1688,6 @@ done:
         T->dev->close(T->dev);
     if (u)
         ir_free(u);
-    pthread_mutex_destroy(&T->lower_lock);
     arena_free(T->arena);
     res->status = rc;
     return rc;
