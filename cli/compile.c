@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "lang/pdl_limits.h"
+#include "codegen/llvm/cg_llvm.h"
 #include "passes/passes.h"
 #include "passes/xform.h"
 
@@ -174,6 +175,11 @@ int compile_kernel(Compilation *c)
      * would change the names and nesting the moves refer to. */
     if (c->o->actions)
         po.stop_after = "schedule";
+    /* CPU targets get target legalisation and lowering (passes/cpu_*.c) here, so
+     * -dump-after shows them; `-emit ir` prints the kernel as scheduled. */
+    const char *cpu = c->o->target ? c->o->target : "host";
+    if (c->o->emit != EMIT_IR && cg_llvm_target_known(cpu))
+        po.target = cpu;
     if (c->o->dump_after) {
         bool known = !strcmp(c->o->dump_after, "all");
         for (int i = 0; pipeline_pass_name(i); i++)

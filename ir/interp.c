@@ -844,6 +844,15 @@ static void comp_nodes(Comp *c, const NodeList *l)
             learn(c, n->u.guard.cond);
             comp_nodes(c, &n->u.guard.body);
             c->nfacts = nfacts;
+            if (n->u.guard.els.n) {
+                /* the else body (a versioned loop's original): nothing learnt */
+                int jmp = c->ncode;
+                emit(c, C_JMP, 0, 0, 0, n->u.guard.cond);
+                c->code[jz].t = c->ncode;
+                comp_nodes(c, &n->u.guard.els);
+                c->code[jmp].t = c->ncode;
+                break;
+            }
             c->code[jz].t = c->ncode;
             break;
         }

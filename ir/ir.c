@@ -29,6 +29,11 @@ static const char *const loop_names[] = {
     PF_LOOP_KINDS(X)
 #undef X
 };
+static const char *const hint_names[] = {
+#define X(k, s) s,
+    PF_LOOP_HINTS(X)
+#undef X
+};
 static const char *const sop_names[] = {
 #define X(k, s) s,
     PF_STMT_OPS(X)
@@ -53,6 +58,11 @@ int ir_expr_arity(ExprKind k)
 const char *loop_kind_name(LoopKind k)
 {
     return (unsigned)k < LOOP_COUNT ? loop_names[k] : "?";
+}
+
+const char *loop_hint_name(LoopHint h)
+{
+    return (unsigned)h < HINT_COUNT ? hint_names[h] : "?";
 }
 
 const char *stmt_op_name(StmtOp op)
@@ -655,6 +665,11 @@ NodeList *ir_body(Node *n)
     return NULL;
 }
 
+NodeList *ir_else(Node *n)
+{
+    return n && n->kind == N_IF ? &n->u.guard.els : NULL;
+}
+
 bool ir_list_only_prefetch(const NodeList *l)
 {
     for (int i = 0; i < l->n; i++)
@@ -674,6 +689,7 @@ static Node *clone_node(Kernel *k, const Node *n, Node *parent)
         c->u.loop.var = n->u.loop.var;
         c->u.loop.kind = n->u.loop.kind;
         c->u.loop.inflight = n->u.loop.inflight;
+        c->u.loop.hint = n->u.loop.hint;
         c->u.loop.lo = ir_clone_expr(k, n->u.loop.lo);
         c->u.loop.hi = ir_clone_expr(k, n->u.loop.hi);
         from = &n->u.loop.body;
@@ -681,6 +697,9 @@ static Node *clone_node(Kernel *k, const Node *n, Node *parent)
         break;
     case N_IF:
         c->u.guard.cond = ir_clone_expr(k, n->u.guard.cond);
+        c->u.guard.holds = n->u.guard.holds;
+        for (int i = 0; i < n->u.guard.els.n; i++)
+            ir_list_push(&c->u.guard.els, clone_node(k, n->u.guard.els.v[i], c), c);
         from = &n->u.guard.body;
         to = &c->u.guard.body;
         break;
@@ -717,6 +736,27 @@ static Node *clone_node(Kernel *k, const Node *n, Node *parent)
 Node *ir_clone_node(Kernel *k, const Node *n)
 {
     return clone_node(k, n, NULL);
+}
+
+Kernel *ir_clone_kernel(const Kernel *k)
+{
+    Kernel *c = ir_kernel_new(k->name, k->span);
+    c->params = arena_alloc(c->arena, sizeof(Param) * (size_t)(k->nparams ? k->nparams : 1));
+    if (k->nparams)
+        memcpy(c->params, k->params, sizeof(Param) * (size_t)k->nparams);
+    c->nparams = k->nparams;
+    c->bufs = arena_alloc(c->arena, sizeof(Buffer *) * (size_t)(k->nbufs ? k->nbufs : 1));
+    if (k->nbufs)
+        memcpy(c->bufs, k->bufs, sizeof(Buffer *) * (size_t)k->nbufs);
+    c->nbufs = c->capbufs = k->nbufs;
+    c->vars = arena_alloc(c->arena, sizeof(Var *) * (size_t)(k->nvars ? k->nvars : 1));
+    if (k->nvars)
+        memcpy(c->vars, k->vars, sizeof(Var *) * (size_t)k->nvars);
+    c->nvars = c->capvars = k->nvars;
+    c->cpu_lowered = k->cpu_lowered;
+    for (int i = 0; i < k->body.n; i++)
+        ir_list_push(&c->body, clone_node(c, k->body.v[i], NULL), NULL);
+    return c;
 }
 
 static Node *find_loop(NodeList *l, const char *name)

@@ -79,6 +79,26 @@ typedef enum LoopKind {
 } LoopKind;
 const char *loop_kind_name(LoopKind k);
 
+/* How the CPU back end translates a loop, set by the target lowering passes
+ * (passes/cpu_*.c, docs/codegen.md); a hint never changes what the loop computes,
+ * and the interpreter ignores it.
+ *   memset     a serial nest storing zero over one contiguous range (cpu_fill.c)
+ *   memcpy     a serial loop copying a contiguous range (cpu_partition.c)
+ *   transpose  a two-loop copy between a register tile and a buffer whose
+ *              contiguous dimensions differ: shuffles (cpu_transpose.c)
+ *   ordered    a vector loop made from a serial one whose reductions into one
+ *              element keep the serial order (cpu_vectorize.c)
+ *   unroll2    a serial loop run two iterations per trip (cpu_unroll2.c) */
+#define PF_LOOP_HINTS(X) \
+    X(NONE, "") X(FILL, "memset") X(COPY, "memcpy") X(TRANSPOSE, "transpose") X(ORDERED, "ordered") X(TWICE, "unroll2")
+typedef enum LoopHint {
+#define X(k, s) HINT_##k,
+    PF_LOOP_HINTS(X)
+#undef X
+    HINT_COUNT
+} LoopHint;
+const char *loop_hint_name(LoopHint h);
+
 /* Statement update operators: `=`, `+=`, `*=`, `max=`, `min=`. */
 #define PF_STMT_OPS(X) X(ASSIGN, "=") X(ADD, "+=") X(MUL, "*=") X(MAX, "max=") X(MIN, "min=")
 typedef enum StmtOp {
@@ -173,6 +193,7 @@ struct Node {
              * still read their stage when the next one starts (pipeline(.., inflight=)) */
             int inflight;
             NodeList body;
+            LoopHint hint;  /* CPU translation hint; HINT_NONE until target lowering */
         } loop;
         struct {
             Buffer *buf;
@@ -183,6 +204,12 @@ struct Node {
         struct {
             Expr *cond;     /* BOOL */
             NodeList body;
+            /* Added by target lowering only (passes/cpu_version.c): run when cond is
+             * false.  Walkers of scheduled IR never see one; ir_else() gives it. */
+            NodeList els;
+            /* Known to hold wherever it is reached (proven by the pass that set it:
+             * a versioned or narrowed loop); back ends may emit the body alone. */
+            bool holds;
         } guard;
         struct {
             Buffer *buf;
@@ -215,6 +242,9 @@ typedef struct Kernel {
     int nvars, capvars;
     struct VarNames *names; /* ir.c: name -> Var hash behind ir_new_var/ir_find_var */
     NodeList body;
+    /* The CPU target lowering passes have run (passes/pipeline.c); the LLVM back
+     * end runs them on a copy of a kernel that has not been through them. */
+    bool cpu_lowered;
 } Kernel;
 
 /* ---- ir/ir.c: construction ---- */
@@ -255,10 +285,15 @@ void ir_list_push(NodeList *l, Node *n, Node *parent);
 void ir_list_insert(NodeList *l, int at, Node *n, Node *parent);
 void ir_list_remove(NodeList *l, int at);
 NodeList *ir_body(Node *n);  /* loop or guard body; a prefetch's empty one; else NULL */
+NodeList *ir_else(Node *n);  /* a guard's else body (often empty); else NULL */
 /* True when l holds nothing but prefetches (no loop, guard or statement). */
 bool ir_list_only_prefetch(const NodeList *l);
 /* Deep copy of a subtree (variables are shared, not renamed). */
 Node *ir_clone_node(Kernel *k, const Node *n);
+/* A copy of k with a deep copy of its body; buffers, variables and parameter
+ * values are shared with k (read-only), so it must be freed before k.  Names are
+ * not indexed: ir_find_var/ir_new_var must not be used on it. */
+Kernel *ir_clone_kernel(const Kernel *k);
 /* Finds the loop whose variable has this name. */
 Node *ir_find_loop(Kernel *k, const char *name);
 

@@ -180,14 +180,23 @@ static void put_nodes(const Kernel *k, const NodeList *l, int depth, StrBuf *out
                 sb_printf(out, " %s", loop_kind_name(n->u.loop.kind));
             if (n->u.loop.inflight)
                 sb_printf(out, " inflight %d", n->u.loop.inflight);
+            if (n->u.loop.hint != HINT_NONE)
+                sb_printf(out, " %s", loop_hint_name(n->u.loop.hint));
             sb_putc(out, '\n');
             put_nodes(k, &n->u.loop.body, depth + 1, out);
             break;
         case N_IF:
             sb_puts(out, "if ");
             put_expr(k, n->u.guard.cond, out);
+            if (n->u.guard.holds)
+                sb_puts(out, " holds");
             sb_putc(out, '\n');
             put_nodes(k, &n->u.guard.body, depth + 1, out);
+            if (n->u.guard.els.n) {
+                indent(depth, out);
+                sb_puts(out, "else\n");
+                put_nodes(k, &n->u.guard.els, depth + 1, out);
+            }
             break;
         case N_STMT:
             sb_puts(out, n->u.stmt.buf->name);

@@ -281,6 +281,8 @@ static void check_nodes(Ver *v, const NodeList *l, const Node *parent)
                 fail(v, sp, "loop variable does not belong to the kernel");
                 return;
             }
+            if ((unsigned)n->u.loop.hint >= HINT_COUNT)
+                fail(v, sp, "loop %s has hint %d out of range", x->name, (int)n->u.loop.hint);
             if ((unsigned)n->u.loop.kind >= LOOP_COUNT)
                 fail(v, sp, "loop %s has kind %d out of range", x->name, (int)n->u.loop.kind);
             if (v->in_scope[x->id])
@@ -302,6 +304,8 @@ static void check_nodes(Ver *v, const NodeList *l, const Node *parent)
                 fail(v, sp, "guard condition is %s, not bool", dtype_name(n->u.guard.cond->dtype));
             if (v->ok)
                 check_nodes(v, &n->u.guard.body, n);
+            if (v->ok)
+                check_nodes(v, &n->u.guard.els, n);
             break;
         case N_STMT: {
             const Buffer *b = n->u.stmt.buf;

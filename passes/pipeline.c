@@ -6,9 +6,32 @@
  *   lower     the IR as lowering produced it (nothing runs; a dump point)
  *   schedule  the file's schedule blocks for the target, then -s, in order
  *   simplify  canonical index arithmetic; empty loops (or loops holding only
- *             prefetches) dropped, one-trip loops replaced by their body */
+ *             prefetches) dropped, one-trip loops replaced by their body
+ *
+ * Then, for a CPU target only (PipelineOpts.target), target legalisation and the
+ * target lowering passes of passes/cpu_*.c, which decide how the LLVM back end
+ * translates each loop and say so in the IR (docs/codegen.md):
+ *   legalize        GPU loop kinds refused; vector and unroll loops the back end
+ *                   cannot translate made serial, with a warning
+ *   partition       padded loops split where their reads stay inside (tiled
+ *                   kernels); interior copies marked memcpy
+ *   fill            zero-fill nests marked memset
+ *   narrow          a loop whose body is one guard on its variable runs over the
+ *                   range where it holds
+ *   version         guards hoisted out of tile loops: a fast and a guarded copy
+ *   unroll2         the loop around a small tile update runs two iterations a trip
+ *   transpose       copies across a register tile's layout change marked transpose
+ *   vectorize-tiles small serial loops over register tiles made vector (ordered)
+ *   unroll-small    small serial loops around tiles unrolled
+ *   verify          the IR the back end receives (a dump point)
+ * Their order is the order in which the back end used to try these rewrites on a
+ * loop, so each loop gets the first that applies; passes that run later consult
+ * the predicates of those that run earlier on the same loop.  A kernel that
+ * reaches the LLVM back end without them (a caller that named no target) gets them
+ * there, on a copy (codegen/llvm/jit.c). */
 #include <string.h>
 
+#include "cpu.h"
 #include "xform_int.h"
 
 typedef bool (*PassFn)(Kernel *k, const PipelineOpts *o, Diags *d);
@@ -85,6 +108,38 @@ static bool pass_simplify(Kernel *k, const PipelineOpts *o, Diags *d)
     return true;
 }
 
+static bool cpu_target(const PipelineOpts *o)
+{
+    return o->target != NULL;
+}
+
+static bool pass_legalize(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    return !cpu_target(o) || cpu_legalize(k, o->target, d);
+}
+
+#define CPU_PASS(name, fn)                                               \
+    static bool name(Kernel *k, const PipelineOpts *o, Diags *d)         \
+    {                                                                    \
+        return !cpu_target(o) || fn(k, d);                               \
+    }
+CPU_PASS(pass_partition, cpu_partition)
+CPU_PASS(pass_fill, cpu_fill)
+CPU_PASS(pass_narrow, cpu_narrow)
+CPU_PASS(pass_version, cpu_version)
+CPU_PASS(pass_unroll2, cpu_unroll2)
+CPU_PASS(pass_transpose, cpu_transpose)
+CPU_PASS(pass_vectorize, cpu_vectorize)
+CPU_PASS(pass_unroll, cpu_unroll)
+
+static bool pass_verify(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    (void)d;
+    if (cpu_target(o))
+        k->cpu_lowered = true;
+    return true;
+}
+
 static const struct {
     const char *name;
     PassFn fn;
@@ -92,7 +147,18 @@ static const struct {
     {"lower", pass_lower},
     {"schedule", pass_schedule},
     {"simplify", pass_simplify},
+    {"legalize", pass_legalize},
+    {"partition", pass_partition},
+    {"fill", pass_fill},
+    {"narrow", pass_narrow},
+    {"version", pass_version},
+    {"unroll2", pass_unroll2},
+    {"transpose", pass_transpose},
+    {"vectorize-tiles", pass_vectorize},
+    {"unroll-small", pass_unroll},
+    {"verify", pass_verify},
 };
+enum { FIRST_TARGET_PASS = 3 };
 enum { NPASSES = sizeof passes / sizeof passes[0] };
 
 const char *pipeline_pass_name(int i) { return i >= 0 && i < NPASSES ? passes[i].name : NULL; }
@@ -126,6 +192,26 @@ bool pipeline_run(Kernel *k, const PipelineOpts *o, Diags *d)
         }
         if (o->stop_after && strcmp(o->stop_after, passes[i].name) == 0)
             break;
+    }
+    return true;
+}
+
+bool pipeline_lower_cpu(Kernel *k, const char *target, Diags *d)
+{
+    PipelineOpts o = {.target = target ? target : "host"};
+    /* Kernels built by hand (tests of the back end) need not meet every invariant
+     * of the verifier; the passes are checked on those that do. */
+    Diags quiet;
+    diag_init(&quiet);
+    bool valid = ir_verify(k, &quiet);
+    diag_free(&quiet);
+    for (int i = FIRST_TARGET_PASS; i < NPASSES; i++) {
+        if (!passes[i].fn(k, &o, d))
+            return false;
+        if (valid && !ir_verify(k, d)) {
+            diag_plain(d, DIAG_ERROR, "internal error: the IR is invalid after pass `%s`", passes[i].name);
+            return false;
+        }
     }
     return true;
 }

@@ -115,10 +115,17 @@ typedef struct PipelineOpts {
                                           * (--actions lists moves on the kernel that a
                                           * further -s statement would be applied to,
                                           * which is the kernel before `simplify`) */
+    const char *target;                  /* a CPU target name: run target legalisation
+                                          * and the CPU lowering passes (NULL: none,
+                                          * as for GPU targets and the C back end) */
 } PipelineOpts;
 /* Runs the post-lowering passes in their fixed order, verifying the IR after each.
  * Returns false with diagnostics on a refused schedule or a verifier failure. */
 bool pipeline_run(Kernel *k, const PipelineOpts *o, Diags *d);
+/* Runs only the CPU target passes (legalize .. verify) on k, which has been
+ * through `simplify`: what the LLVM back end does for a kernel whose pipeline named
+ * no target.  Sets k->cpu_lowered. */
+bool pipeline_lower_cpu(Kernel *k, const char *target, Diags *d);
 /* The pass names, for -dump-after validation: NULL past the last. */
 const char *pipeline_pass_name(int i);
 

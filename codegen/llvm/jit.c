@@ -15,6 +15,7 @@
  * of the running process. */
 #define _POSIX_C_SOURCE 200809L
 #include "cg_llvm_int.h"
+#include "passes/xform.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -241,7 +242,19 @@ static bool optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, const Kernel *k, 
 /* Builds and optimises the kernel's module for t; the caller owns ctx. */
 static LLVMModuleRef compile(const Kernel *k, const CgTarget *t, LLVMContextRef ctx, LLVMTargetMachineRef tm, Diags *d)
 {
-    LLVMModuleRef m = cg_build_module(k, t, ctx, tm, d);
+    /* The emitter translates; the decisions of how (passes/cpu_*.c) are made by the
+     * pipeline for a CPU target, or here on a copy when the caller's pipeline named
+     * no target.  The optimisation pipeline below is chosen on k as scheduled. */
+    Kernel *low = NULL;
+    if (!k->cpu_lowered) {
+        low = ir_clone_kernel(k);
+        if (!pipeline_lower_cpu(low, t->name, d)) {
+            ir_free(low);
+            return NULL;
+        }
+    }
+    LLVMModuleRef m = cg_build_module(low ? low : k, t, ctx, tm, d);
+    ir_free(low);
     if (!m)
         return NULL;
     if (!optimize(m, tm, k, d)) {

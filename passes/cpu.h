@@ -1,0 +1,130 @@
+/* The CPU target lowering passes (passes/cpu_*.c) and what they share with the
+ * LLVM back end (codegen/llvm/emit.c): an affine form of index expressions over
+ * loop variables with the bound sizes folded in, the classification of an access
+ * against a vector loop's variable, and the ranges of loop variables.
+ *
+ * The passes run after `simplify` for a CPU target (passes/pipeline.c) and state
+ * how the back end translates each loop in the IR itself (loop kinds, LoopHint,
+ * versioned and `holds` guards), so `-dump-after` shows every decision and the
+ * interpreter executes what the back end executes.  Each pass keeps the kernel's
+ * meaning; the paragraph atop its file says why. */
+#ifndef PERFC_PASSES_CPU_H
+#define PERFC_PASSES_CPU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../ir/ir.h"
+
+#define CPU_AFF_TERMS 12
+#define CPU_MAX_VECTOR_WIDTH 256
+#define CPU_MAX_UNROLL 4096
+/* A private buffer of at most this many elements is a register tile. */
+#define CPU_TILE_ELEMS 256
+/* Statements at most in a loop that unroll-small unrolls (and in the update that
+ * unroll2 doubles). */
+#define CPU_UNROLL_STMTS 16
+
+/* c + sum k[i] * var[i] (Var ids); bound parameters are constants. */
+typedef struct CpuAff {
+    int64_t c;
+    int n;
+    int var[CPU_AFF_TERMS];
+    int64_t k[CPU_AFF_TERMS];
+} CpuAff;
+
+/* r += a * scale; false (r unusable) when a coefficient overflows 64 bits. */
+bool cpu_aff_add(CpuAff *r, const CpuAff *a, int64_t scale);
+/* The affine form of an integer expression; false when it is not affine. */
+bool cpu_affine(const Kernel *k, const Expr *e, CpuAff *out);
+/* hi - lo when it does not depend on any variable. */
+bool cpu_const_extent(const Kernel *k, const Expr *lo, const Expr *hi, int64_t *ext);
+/* The coefficient of v in a. */
+int64_t cpu_coef(const CpuAff *a, const Var *v);
+/* Whether two affine forms are the same function of the variables. */
+bool cpu_aff_same(const CpuAff *a, const CpuAff *b);
+/* Size of dimension d of b with the bound parameters (-1 when unknown). */
+int64_t cpu_dim(const Kernel *k, const Buffer *b, int d);
+/* The row-major element offset of b[idx] as an affine form. */
+bool cpu_offset_aff(const Kernel *k, const Buffer *b, Expr *const *idx, CpuAff *tot);
+
+/* How an integer expression moves per lane of vector variable v (*s; 0: uniform);
+ * false when unknown. */
+bool cpu_stride(const Kernel *k, const Expr *e, const Var *v, int64_t *s);
+typedef enum { CPU_ACC_UNIFORM, CPU_ACC_CONTIG, CPU_ACC_OTHER } CpuAccKind;
+/* Classifies buffer index idx[0..rank) against the vector variable: the same
+ * element for every lane, consecutive elements along the last dimension, or
+ * anything else (a gather). */
+CpuAccKind cpu_access_kind(const Kernel *k, Expr *const *idx, int rank, const Var *v);
+/* Whether e reads buffer b (load indices included). */
+bool cpu_reads_buffer(const Expr *e, const Buffer *b);
+/* Whether a load is a read of a padded input that may leave it. */
+bool cpu_load_padded(const Expr *e);
+/* Whether list l reads a padded input that may leave it. */
+bool cpu_list_padded(const NodeList *l);
+/* Whether list l (else bodies included) holds an unroll or vector loop. */
+bool cpu_holds_scheduled(const NodeList *l);
+/* A MEM_LOCAL temporary of at most CPU_TILE_ELEMS elements: registers. */
+bool cpu_is_tile(const Kernel *k, const Buffer *b);
+
+/* Known ranges of loop variables while a pass walks the tree, as the back end
+ * knows them: a serial or unroll loop of constant bounds gives its variable
+ * [lo, hi - 1]; any other loop leaves it unknown (vmin > vmax). */
+typedef struct CpuRanges {
+    int64_t *vmin, *vmax;    /* by Var id */
+} CpuRanges;
+void cpu_ranges_init(CpuRanges *r, const Kernel *k);
+void cpu_ranges_free(CpuRanges *r);
+/* Sets the range of loop n's variable; returns the previous one to restore. */
+typedef struct CpuRangeSave {
+    int64_t min, max;
+} CpuRangeSave;
+CpuRangeSave cpu_ranges_enter(CpuRanges *r, const Kernel *k, const Node *n);
+void cpu_ranges_leave(CpuRanges *r, const Node *n, CpuRangeSave s);
+/* The range [*lo, *hi] of a; false when a variable's range is unknown. */
+bool cpu_aff_range(const CpuRanges *r, const CpuAff *a, int64_t *lo, int64_t *hi);
+/* For a padded read: 1 when every index is known inside its dimension, -1 when one
+ * is known outside (the read is the pad value), 0 when it has to be tested. */
+int cpu_pad_known(const Kernel *k, const CpuRanges *r, const Expr *load);
+
+/* The comparisons of a conjunction of affine comparisons, each as d <= lim;
+ * false when e is not one (or has more than cap). */
+typedef struct CpuCmp {
+    CpuAff d;
+    int64_t lim;
+} CpuCmp;
+bool cpu_conjuncts(const Kernel *k, const Expr *e, CpuCmp *out, int *n, int cap);
+/* sum of k * var over the terms of a (without its constant), as an i64 IR
+ * expression built in the order of the terms; NULL when a has no term. */
+Expr *cpu_aff_terms(Kernel *k, const CpuAff *a);
+
+/* ---- the passes' predicates that other passes consult, so that each loop gets
+ * the rewrite the back end used to give it first (see pipeline.c for the order) */
+/* cpu_fill.c: loop n heads a serial nest that stores zero over one contiguous
+ * range (total elements in *total when not NULL). */
+bool cpu_fill_ok(const Kernel *k, const CpuRanges *r, const Node *n, int64_t *total);
+/* cpu_partition.c: loop n copies one contiguous range into another over [lo, hi)
+ * (reads known inside their buffer). */
+bool cpu_copy_ok(const Kernel *k, const CpuRanges *r, const Node *n, int64_t lo, int64_t hi);
+/* cpu_transpose.c: loop nest n is a copy across a register tile's layout change. */
+bool cpu_transpose_ok(const Kernel *k, const Node *n);
+/* cpu_vectorize.c: serial loop n over a register tile may run lane-parallel. */
+bool cpu_vectorize_ok(const Kernel *k, const Node *n);
+/* cpu_unroll.c: serial loop n is small enough to unroll. */
+bool cpu_unroll_ok(const Kernel *k, const Node *n);
+
+/* cpu_legalize.c: the body of vector loop v can be translated lane-parallel. */
+bool cpu_vector_body_ok(const Kernel *k, const NodeList *l, const Var *v);
+
+/* ---- the passes (each returns false only with an error in d) ---- */
+bool cpu_legalize(Kernel *k, const char *target, Diags *d);
+bool cpu_partition(Kernel *k, Diags *d);
+bool cpu_fill(Kernel *k, Diags *d);
+bool cpu_narrow(Kernel *k, Diags *d);
+bool cpu_version(Kernel *k, Diags *d);
+bool cpu_unroll2(Kernel *k, Diags *d);
+bool cpu_transpose(Kernel *k, Diags *d);
+bool cpu_vectorize(Kernel *k, Diags *d);
+bool cpu_unroll(Kernel *k, Diags *d);
+
+#endif

@@ -1,0 +1,224 @@
+/* version: guard versioning.  A split whose factor may not divide the extent
+ * leaves a guard such as `if ir*6 + iu < M` inside the unrolled and vector loops of
+ * a register tile and inside the reduction loop around them: evaluated for every
+ * row and every k, and as lane masks in vector loops, although it fails only in
+ * the last tile.  So the body of a serial (or parallel) loop L becomes
+ *
+ *     if TEST            every hoisted guard holds for all inner iterations
+ *       BODY, the hoisted guards marked `holds` (emitted as their bodies)
+ *     else
+ *       BODY as it was
+ *
+ * and, when every statement of the body lies under a hoisted guard, that sits in
+ * `if ANY`, false when no hoisted guard can hold (a tile wholly past the edge).
+ *
+ * A guard is hoisted out of L when its condition is a conjunction of affine
+ * comparisons, L is the innermost serial or parallel loop whose variable it uses,
+ * the other inner variables it uses belong to unroll or vector loops of constant
+ * bounds (TEST takes their worst values, ANY their best), and at least one loop
+ * lies between L and the guard (else TEST would be the guard).  Each guard is thus
+ * versioned at one loop only, and the code at most doubles per guarded tile level.
+ *
+ * Legal because TEST and ANY read loop variables only (nothing the body writes),
+ * TEST implies every hoisted guard wherever it is reached, so the `holds` marks
+ * are true, and when ANY is false no statement of the body can run.  Loops that a
+ * later pass unrolls, vectorises or transposes are left alone, as are loops of one
+ * iteration and loops inside vector loops. */
+#include "cpu.h"
+
+#define MAX_HOISTED 64
+#define MAX_INNER 16
+
+typedef struct Inner {
+    int var;
+    LoopKind kind;
+    bool cst;
+    int64_t lo, hi;          /* constant bounds when cst (hi exclusive) */
+} Inner;
+
+typedef struct Ver {
+    Kernel *k;
+    bool lean;
+    Node *hoisted[MAX_HOISTED];
+    int nh;
+    Expr *test, *any;
+} Ver;
+
+static const Inner *inner_of(const Inner *in, int nin, int var)
+{
+    for (int i = nin - 1; i >= 0; i--)
+        if (in[i].var == var)
+            return &in[i];
+    return NULL;
+}
+
+/* Adds to test the condition under which guard n holds for every value of the
+ * inner variables, and ORs into any a condition without which it holds for none;
+ * false when n is not hoistable out of L. */
+static bool hoist_test(Ver *v, const Node *L, const Node *n, const Inner *in, int nin)
+{
+    Kernel *k = v->k;
+    CpuCmp cmp[8];
+    int nc = 0;
+    if (!cpu_conjuncts(k, n->u.guard.cond, cmp, &nc, 8))
+        return false;
+    bool uses_l = false;
+    for (int c = 0; c < nc; c++)
+        for (int t = 0; t < cmp[c].d.n; t++) {
+            if (cmp[c].d.k[t] == 0)
+                continue;
+            int x = cmp[c].d.var[t];
+            const Inner *y = inner_of(in, nin, x);
+            if (y) {
+                if (!y->cst || (y->kind != LOOP_UNROLL && y->kind != LOOP_VECTOR))
+                    return false;
+            } else if (x == L->u.loop.var->id) {
+                uses_l = true;
+            }
+        }
+    if (!uses_l)
+        return false;
+    Expr *some = NULL;
+    for (int c = 0; c < nc; c++) {
+        int64_t worst = cmp[c].d.c, best = cmp[c].d.c;
+        CpuAff outer = {0};
+        for (int t = 0; t < cmp[c].d.n; t++) {
+            int64_t kk = cmp[c].d.k[t];
+            if (kk == 0)
+                continue;
+            const Inner *y = inner_of(in, nin, cmp[c].d.var[t]);
+            if (y) {
+                worst += kk * (kk > 0 ? y->hi - 1 : y->lo);
+                best += kk * (kk > 0 ? y->lo : y->hi - 1);
+                continue;
+            }
+            outer.var[outer.n] = cmp[c].d.var[t];
+            outer.k[outer.n++] = kk;
+        }
+        Expr *sum = cpu_aff_terms(k, &outer);
+        if (!sum)
+            sum = ir_int(k, 0);
+        Expr *ok = ir_bin(k, IE_LE, sum, ir_int(k, cmp[c].lim - worst));
+        v->test = v->test ? ir_bin(k, IE_AND, v->test, ok) : ok;
+        Expr *may = ir_bin(k, IE_LE, ir_clone_expr(k, sum), ir_int(k, cmp[c].lim - best));
+        some = some ? ir_bin(k, IE_AND, some, may) : may;
+    }
+    v->any = v->any ? ir_bin(k, IE_OR, v->any, some) : some;
+    return true;
+}
+
+/* Collects the guards of list l (inside L, under the loops in[]) that can be
+ * hoisted out of L. */
+static void hoist_collect(Ver *v, const Node *L, NodeList *l, Inner *in, int nin)
+{
+    for (int i = 0; i < l->n; i++) {
+        Node *n = l->v[i];
+        if (n->kind == N_LOOP) {
+            /* a nested parallel loop is emitted in a function of its own */
+            if (n->u.loop.kind == LOOP_PARALLEL || nin == MAX_INNER)
+                continue;
+            CpuAff lo, hi;
+            Inner x = {.var = n->u.loop.var->id, .kind = n->u.loop.kind};
+            x.cst = cpu_affine(v->k, n->u.loop.lo, &lo) && cpu_affine(v->k, n->u.loop.hi, &hi) && lo.n == 0 &&
+                    hi.n == 0 && lo.c < hi.c;
+            x.lo = x.cst ? lo.c : 0;
+            x.hi = x.cst ? hi.c : 0;
+            in[nin] = x;
+            hoist_collect(v, L, &n->u.loop.body, in, nin + 1);
+        } else if (n->kind == N_IF) {
+            if (nin > 0 && v->nh < MAX_HOISTED && !n->u.guard.holds && !n->u.guard.els.n && hoist_test(v, L, n, in, nin))
+                v->hoisted[v->nh++] = n;
+            hoist_collect(v, L, &n->u.guard.body, in, nin);
+        }
+    }
+}
+
+/* True when every statement of list l lies inside one of the hoisted guards. */
+static bool all_covered(const Ver *v, const NodeList *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        Node *n = l->v[i];
+        bool in = false;
+        for (int j = 0; j < v->nh && !in; j++)
+            in = v->hoisted[j] == n;
+        if (in)
+            continue;
+        if (n->kind == N_STMT || !all_covered(v, ir_body(n)))
+            return false;
+        if (n->kind == N_IF && !all_covered(v, &n->u.guard.els))
+            return false;
+    }
+    return true;
+}
+
+/* Whether L is emitted as a loop around its body, where versioning applies. */
+static bool versionable(const Ver *v, const Node *L)
+{
+    int64_t ext;
+    LoopKind kind = L->u.loop.kind;
+    if ((kind != LOOP_SERIAL && kind != LOOP_PARALLEL) || L->u.loop.hint != HINT_NONE)
+        return false;
+    if (kind == LOOP_SERIAL && cpu_const_extent(v->k, L->u.loop.lo, L->u.loop.hi, &ext) && ext <= 1)
+        return false;
+    if (kind == LOOP_SERIAL && v->lean &&
+        (cpu_transpose_ok(v->k, L) || cpu_vectorize_ok(v->k, L) || cpu_unroll_ok(v->k, L)))
+        return false;
+    return true;
+}
+
+static void version_list(Ver *v, NodeList *l, bool in_vector);
+
+static void version_loop(Ver *v, Node *L)
+{
+    Kernel *k = v->k;
+    Inner in[MAX_INNER];
+    v->nh = 0;
+    v->test = v->any = NULL;
+    hoist_collect(v, L, &L->u.loop.body, in, 0);
+    if (v->nh == 0)
+        return;
+    bool covered = all_covered(v, &L->u.loop.body);
+    /* the fast copy: the hoisted guards marked while cloning */
+    for (int i = 0; i < v->nh; i++)
+        v->hoisted[i]->u.guard.holds = true;
+    Node *ver = ir_guard(k, v->test, L->span);
+    for (int i = 0; i < L->u.loop.body.n; i++)
+        ir_list_push(&ver->u.guard.body, ir_clone_node(k, L->u.loop.body.v[i]), ver);
+    for (int i = 0; i < v->nh; i++)
+        v->hoisted[i]->u.guard.holds = false;
+    for (int i = 0; i < L->u.loop.body.n; i++)
+        ir_list_push(&ver->u.guard.els, L->u.loop.body.v[i], ver);
+    L->u.loop.body.n = 0;
+    if (covered) {
+        Node *any = ir_guard(k, v->any, L->span);
+        ir_list_push(&any->u.guard.body, ver, any);
+        ir_list_push(&L->u.loop.body, any, L);
+    } else {
+        ir_list_push(&L->u.loop.body, ver, L);
+    }
+}
+
+static void version_list(Ver *v, NodeList *l, bool in_vector)
+{
+    for (int i = 0; i < l->n; i++) {
+        Node *n = l->v[i];
+        if (n->kind == N_IF) {
+            version_list(v, &n->u.guard.body, in_vector);
+            version_list(v, &n->u.guard.els, in_vector);
+            continue;
+        }
+        if (n->kind != N_LOOP)
+            continue;
+        if (!in_vector && versionable(v, n))
+            version_loop(v, n);
+        version_list(v, &n->u.loop.body, in_vector || n->u.loop.kind == LOOP_VECTOR);
+    }
+}
+
+bool cpu_version(Kernel *k, Diags *d)
+{
+    (void)d;
+    Ver v = {.k = k, .lean = cpu_holds_scheduled(&k->body)};
+    version_list(&v, &k->body, false);
+    return true;
+}
