@@ -60,7 +60,20 @@ int compile_front(Compilation *c)
     c->prog = parse_program(c->arena, &c->src, &c->diags);
     if (c->diags.nerrors)
         return 1;
-    sema_program(c->prog, &c->diags);
+    /* -k picks one kernel: only it must check, so a half-written neighbour in the
+     * same file does not stop it (-emit ast prints, and so checks, them all) */
+    AstKernel *only = c->o->kernel && c->o->emit != EMIT_AST ? program_find_kernel(c->prog, c->o->kernel) : NULL;
+    if (only) {
+        for (int i = 0; i < c->prog->nkernels; i++)
+            if (c->prog->kernels[i] != only && !strcmp(c->prog->kernels[i]->name, only->name)) {
+                diag_error(&c->diags, c->prog->kernels[i]->span, "kernel %s is defined twice", only->name);
+                diag_note(&c->diags, only->span, "first defined here");
+                return 1;
+            }
+        sema_kernel(c->prog, only, &c->diags);
+    } else {
+        sema_program(c->prog, &c->diags);
+    }
     return c->diags.nerrors ? 1 : 0;
 }
 

@@ -59,6 +59,9 @@ int cli_run(Compilation *c)
     ro.compare = c->o->compare;
     ro.json = c->o->json;
     ro.verbose = c->o->verbose;
+    ro.inputs = c->o->inputs;
+    ro.save_inputs = c->o->save_inputs;
+    ro.save_outputs = c->o->save_outputs;
     /* Fresh inputs on every run unless the user pins them. */
     ro.seed = c->o->seed_given ? c->o->seed
                                : (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)getpid() ^ (uint64_t)(now_seconds() * 1e9);

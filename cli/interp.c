@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "runtime/npy.h"
 
 int cli_run_interp(Compilation *c)
 {
@@ -19,6 +20,17 @@ int cli_run_interp(Compilation *c)
                    "(its buffers do not fit in memory); bind smaller sizes with -D", k->name);
         return 1;
     }
+    /* --inputs replaces the drawn inputs; --save-inputs writes what runs */
+    for (int b = 0; b < k->nbufs && c->o->inputs; b++)
+        if (k->bufs[b]->kind == BUF_IN &&
+            !rt_npy_load_input(k, k->bufs[b], c->o->inputs, bufs[b], ir_buffer_elems(k, k->bufs[b]), &c->diags)) {
+            ir_free_buffers(k, bufs);
+            return 1;
+        }
+    if (c->o->save_inputs && !rt_npz_save(k, c->o->save_inputs, BUF_IN, bufs, &c->diags)) {
+        ir_free_buffers(k, bufs);
+        return 1;
+    }
     double t0 = now_seconds();
     bool ok = ir_interp(k, bufs, &c->diags);
     double dt = now_seconds() - t0;
@@ -26,7 +38,14 @@ int cli_run_interp(Compilation *c)
         ir_free_buffers(k, bufs);
         return 3;
     }
-    printf("kernel %s on the f64 interpreter, seed %llu, %.3f ms\n", k->name, (unsigned long long)seed, dt * 1e3);
+    if (c->o->save_outputs && !rt_npz_save(k, c->o->save_outputs, BUF_OUT, bufs, &c->diags)) {
+        ir_free_buffers(k, bufs);
+        return 1;
+    }
+    if (c->o->inputs)
+        printf("kernel %s on the f64 interpreter, inputs from %s, %.3f ms\n", k->name, c->o->inputs, dt * 1e3);
+    else
+        printf("kernel %s on the f64 interpreter, seed %llu, %.3f ms\n", k->name, (unsigned long long)seed, dt * 1e3);
     int status = 0;
     for (int b = 0; b < k->nbufs; b++) {
         const Buffer *buf = k->bufs[b];

@@ -34,6 +34,9 @@ void options_usage(FILE *f)
           "  --verbose        the harness says on stderr what each check and phase took\n"
           "  --quiet          no progress on stderr (by default a status line on a terminal, else a line per phase)\n"
           "  --plot FILE.svg  draw the run: the kernel on the machine's roofline; for --autotune the search too\n"
+          "  --inputs F       with --run: the inputs from F.npz (or a folder of NAME.npy), not random ones\n"
+          "  --save-inputs F  with --run: write the inputs used to F.npz\n"
+          "  --save-outputs F with --run: write the kernel's outputs (last validation run) to F.npz\n"
           "  --no-model       --autotune without the cost model fitted from the tuning database\n"
           "  -Werror          treat warnings as errors\n"
           "  --help, --version\n"
@@ -205,6 +208,9 @@ int options_parse(Options *o, int argc, char **argv)
         } else if (!strcmp(a, "--plot")) {
             NEXT();
             o->plot = argv[i];
+        } else if (!strcmp(a, "--inputs") || !strcmp(a, "--save-inputs") || !strcmp(a, "--save-outputs")) {
+            NEXT();
+            *(a[2] == 'i' ? &o->inputs : a[7] == 'i' ? &o->save_inputs : &o->save_outputs) = argv[i];
         } else if (!strcmp(a, "--seed")) {
             NEXT();
             if (!parse_int(argv[i], &v))
@@ -222,6 +228,8 @@ int options_parse(Options *o, int argc, char **argv)
     }
     if (!o->file)
         return usage_error("no input file%s", "");
+    if ((o->inputs || o->save_inputs || o->save_outputs) && !o->run)
+        return usage_error("--inputs, --save-inputs and --save-outputs go with --run%s", "");
     return 0;
 }
 

@@ -33,6 +33,7 @@ typedef struct Options {
     bool quiet;                /* no progress on stderr */
     bool no_model;             /* --autotune without the cost model */
     const char *plot;          /* --plot FILE.svg */
+    const char *inputs, *save_inputs, *save_outputs; /* --inputs, --save-inputs, --save-outputs (.npz) */
     const char *compare;
     const char *dump_after;
     const char *db;

@@ -42,6 +42,7 @@
     X(FMOV) X(FADD) X(FSUB) X(FMUL) X(FDIV) X(FMOD) X(FMAX) X(FMIN)                 \
     X(QDIV) X(QMOD) /* floor division of integer values held in f64 (i32) */        \
     X(FNEG) X(FABS) X(FNOT) X(FEXP) X(FLOG) X(FSQRT) X(FRSQRT) X(FTANH) X(FERF)       \
+    X(FLOG1P) X(FEXPM1) X(FFLOOR) X(FCEIL) X(FRINT) X(FPOW)                          \
     X(FLT) X(FLE) X(FGT) X(FGE) X(FEQ) X(FNE) X(FAND) X(FOR)                         \
     X(RF32) X(ROUND) X(TOBOOL)                                                      \
     /* memory */                                                                    \
@@ -802,6 +803,8 @@ static int comp_f(Comp *c, const Expr *e)
         [IE_DIV] = C_FDIV, [IE_MOD] = C_FMOD, [IE_MAX] = C_FMAX, [IE_MIN] = C_FMIN,
         [IE_LT] = C_FLT, [IE_LE] = C_FLE, [IE_GT] = C_FGT, [IE_GE] = C_FGE,
         [IE_EQ] = C_FEQ, [IE_NE] = C_FNE, [IE_AND] = C_FAND, [IE_OR] = C_FOR,
+        [IE_LOG1P] = C_FLOG1P, [IE_EXPM1] = C_FEXPM1, [IE_FLOOR] = C_FFLOOR, [IE_CEIL] = C_FCEIL,
+        [IE_ROUND] = C_FRINT, [IE_POW] = C_FPOW,
     };
     if (!fops[e->kind]) {
         cfail(c, e->span, "cannot evaluate a %s node", ir_expr_name(e->kind));
@@ -1115,6 +1118,12 @@ static bool run(const Op *code, double *R, int64_t *I, Fault *f)
         case C_FRSQRT: R[op->d] = 1.0 / sqrt(R[op->a]); break;
         case C_FTANH: R[op->d] = tanh(R[op->a]); break;
         case C_FERF: R[op->d] = erf(R[op->a]); break;
+        case C_FLOG1P: R[op->d] = log1p(R[op->a]); break;
+        case C_FEXPM1: R[op->d] = expm1(R[op->a]); break;
+        case C_FFLOOR: R[op->d] = floor(R[op->a]); break;
+        case C_FCEIL: R[op->d] = ceil(R[op->a]); break;
+        case C_FRINT: R[op->d] = nearbyint(R[op->a]); break; /* ties to even: the default rounding mode */
+        case C_FPOW: R[op->d] = pow(R[op->a], R[op->b]); break;
         case C_FLT: R[op->d] = R[op->a] < R[op->b]; break;
         case C_FLE: R[op->d] = R[op->a] <= R[op->b]; break;
         case C_FGT: R[op->d] = R[op->a] > R[op->b]; break;
@@ -1323,6 +1332,14 @@ double **ir_alloc_buffers(const Kernel *k, uint64_t seed)
         /* one stream per buffer: adding a buffer does not change the others' data */
         Rng r;
         rng_seed(&r, seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(i + 1)));
+        char err[256];
+        if (ir_has_domain(b)) {
+            if (!ir_domain_fill(k, b, n, &r, p, err, sizeof err)) {
+                ir_free_buffers(k, bufs);
+                return NULL;
+            }
+            continue;
+        }
         bool nonzero = false;
         for (int64_t j = 0; j < n; j++) {
             double v;

@@ -32,8 +32,12 @@
     X(NEG, "-", 1) X(NOT, "!", 1)                                             \
     X(EXP, "exp", 1) X(LOG, "log", 1) X(SQRT, "sqrt", 1) X(RSQRT, "rsqrt", 1) \
     X(TANH, "tanh", 1) X(ERF, "erf", 1) X(ABS, "abs", 1)                      \
+    X(LOG1P, "log1p", 1) X(EXPM1, "expm1", 1)                                 \
+    X(FLOOR, "floor", 1) X(CEIL, "ceil", 1) /* float operands only */         \
+    X(ROUND, "round", 1) /* to nearest, ties to even (NumPy's round) */       \
     X(ADD, "+", 2) X(SUB, "-", 2) X(MUL, "*", 2) X(DIV, "/", 2)               \
     X(MOD, "%", 2) X(MAX, "max", 2) X(MIN, "min", 2)                          \
+    X(POW, "pow", 2) /* float operands only */                                \
     X(LT, "<", 2) X(LE, "<=", 2) X(GT, ">", 2) X(GE, ">=", 2)                 \
     X(EQ, "==", 2) X(NE, "!=", 2) X(AND, "&&", 2) X(OR, "||", 2)              \
     X(SELECT, "select", 3) /* args[0] ? args[1] : args[2] */
@@ -138,6 +142,11 @@ typedef struct Buffer {
     Expr **shape;           /* size expressions (INT, PARAM and arithmetic on them) */
     bool has_pad;           /* out-of-range reads of a padded input yield pad */
     double pad;
+    /* An input's domain, range(lo, hi) or distinct(lo, hi): the harness draws its
+     * values from [lo, hi) (ir/domain.c).  FLT constants for a float buffer, size
+     * expressions for an integer one; NULL without a domain. */
+    Expr *dom_lo, *dom_hi;
+    bool dom_distinct;
     Span span;
     /* Set by staging transformations (passes/xform_cache.c, xform_rfactor.c): every
      * read of this buffer gets its value from a write in the same iteration of each
@@ -322,6 +331,18 @@ bool ir_verify(const Kernel *k, Diags *d);
 /* ---- ir/eval.c: integer evaluation of sizes (shared by everyone) ---- */
 /* Evaluates a size expression with the kernel's bound parameter values. */
 bool ir_eval_size(const Kernel *k, const Expr *e, int64_t *out);
+/* ---- domain.c ---- */
+/* Draws the n values of input b from its declared domain into v (doubles, rounded
+ * to b's dtype); false with a message in err when the domain cannot be drawn at
+ * these sizes (an empty range; more distinct values asked for than it holds).
+ * A buffer without a domain is left to the caller (ir_has_domain is false). */
+bool ir_has_domain(const Buffer *b);
+bool ir_domain_check(const Kernel *k, const Buffer *b, int64_t n, char *err, size_t errn);
+bool ir_domain_fill(const Kernel *k, const Buffer *b, int64_t n, Rng *r, double *v, char *err, size_t errn);
+/* Whether the n values v of integer input b lie in its declared range (given data:
+ * a gather's index tensor must, since lowering bounds reads with it); float
+ * buffers and buffers without a domain always pass. */
+bool ir_domain_holds(const Kernel *k, const Buffer *b, const double *v, int64_t n, char *err, size_t errn);
 /* Number of elements of a buffer, or -1 if a parameter is unbound. */
 int64_t ir_buffer_elems(const Kernel *k, const Buffer *b);
 /* True when every parameter has a value. */

@@ -139,7 +139,8 @@ static void put_expr(const Kernel *k, const Expr *e, StrBuf *out)
         put_sub(k, e->args[0], prec(e->args[0]) <= P_UNARY, out);
         return;
     case IE_EXP: case IE_LOG: case IE_SQRT: case IE_RSQRT: case IE_TANH: case IE_ERF: case IE_ABS:
-    case IE_MAX: case IE_MIN: case IE_SELECT:
+    case IE_MAX: case IE_MIN: case IE_SELECT: case IE_LOG1P: case IE_EXPM1: case IE_FLOOR: case IE_CEIL:
+    case IE_ROUND: case IE_POW:
         sb_printf(out, "%s(", ir_expr_name(e->kind));
         put_list(k, e->args, ir_expr_arity(e->kind), out);
         sb_putc(out, ')');
@@ -248,6 +249,13 @@ void ir_print_kernel(const Kernel *k, StrBuf *out)
         if (b->has_pad) {
             sb_puts(out, " pad(");
             put_float(out, b->pad, DT_F64);
+            sb_putc(out, ')');
+        }
+        if (b->dom_lo && b->dom_hi) {
+            sb_puts(out, b->dom_distinct ? " distinct(" : " range(");
+            put_expr(k, b->dom_lo, out);
+            sb_puts(out, ", ");
+            put_expr(k, b->dom_hi, out);
             sb_putc(out, ')');
         }
         sb_printf(out, " %s", mem_space_name(b->mem));

@@ -219,7 +219,8 @@ static void check_expr(Ver *v, const Expr *e, Span where, bool size)
         if (e->dtype != DT_BOOL || a->dtype != DT_BOOL)
             fail(v, sp, "'!' needs and gives bool: '%s'", show(v, e, &b));
         break;
-    case IE_EXP: case IE_LOG: case IE_SQRT: case IE_RSQRT: case IE_TANH: case IE_ERF:
+    case IE_EXP: case IE_LOG: case IE_SQRT: case IE_RSQRT: case IE_TANH: case IE_ERF: case IE_LOG1P:
+    case IE_EXPM1: case IE_FLOOR: case IE_CEIL: case IE_ROUND:
         if (!dtype_is_float(e->dtype) || e->dtype != a->dtype)
             fail(v, sp, "%s of %s gives %s (floats only, same type)", ir_expr_name(e->kind),
                  dtype_name(a->dtype), dtype_name(e->dtype));
@@ -228,6 +229,11 @@ static void check_expr(Ver *v, const Expr *e, Span where, bool size)
         if (a->dtype != c->dtype || e->dtype != a->dtype || e->dtype == DT_BOOL)
             fail(v, sp, "operands of '%s' are %s and %s giving %s: cast them to one type", show(v, e, &b),
                  dtype_name(a->dtype), dtype_name(c->dtype), dtype_name(e->dtype));
+        break;
+    case IE_POW:
+        if (!dtype_is_float(e->dtype) || a->dtype != c->dtype || e->dtype != a->dtype)
+            fail(v, sp, "pow of %s and %s gives %s (floats only, one type)", dtype_name(a->dtype),
+                 dtype_name(c->dtype), dtype_name(e->dtype));
         break;
     case IE_LT: case IE_LE: case IE_GT: case IE_GE: case IE_EQ: case IE_NE:
         if (a->dtype != c->dtype || e->dtype != DT_BOOL)

@@ -49,7 +49,10 @@ const char *ast_op_name(AstOp op);
     X(EXP, "exp", 1) X(LOG, "log", 1) X(SQRT, "sqrt", 1)          \
     X(RSQRT, "rsqrt", 1) X(TANH, "tanh", 1) X(ERF, "erf", 1)      \
     X(ABS, "abs", 1) X(MAX, "max", 2) X(MIN, "min", 2)            \
-    X(SELECT, "select", 3)
+    X(SELECT, "select", 3) X(POW, "pow", 2) X(SIGMOID, "sigmoid", 1) \
+    X(LOG1P, "log1p", 1) X(EXPM1, "expm1", 1) X(FLOOR, "floor", 1)  \
+    X(CEIL, "ceil", 1) X(ROUND, "round", 1) X(SIGN, "sign", 1)      \
+    X(CLAMP, "clamp", 3)
 
 typedef enum Builtin {
 #define X(k, s, n) BI_##k,
@@ -146,6 +149,12 @@ struct AstTensor {
     bool has_pad;            /* `pad(v)`: reads out of range yield pad_value */
     double pad_value;
     Span pad_span;
+    /* range(lo, hi) / distinct(lo, hi) on an input: the harness draws its values
+     * from [lo, hi) (floats: number literals; integers: size expressions), all
+     * different for distinct.  dom_lo is NULL without one. */
+    AstExpr *dom_lo, *dom_hi;
+    bool dom_distinct;
+    Span dom_span;
     /* sema */
     int id;                  /* position among the kernel's tensors */
     struct AstStmt *def;     /* the statement that assigns it (OUT, LOCAL, TEMP) */
@@ -172,7 +181,22 @@ typedef struct AstStmt {
     int nlhs;
     AstExpr *rhs;
     AstExpr *where;          /* mask, or NULL */
-    /* sema */
+    /* sema: a scan (docs/language.md "Scans"), `Y[i] = Y[i - 1] + X[i]`: the
+     * right-hand side combines the previous element of the tensor it defines along
+     * left-hand dimension scan_dim (scan_dir +1: i - 1, forward; -1: i + 1,
+     * backward) with scan_step by scan_op (RED_SUM for +, RED_PROD for *, RED_MAX,
+     * RED_MIN); the element before the first is the operator's identity. */
+    /* a scatter, `Y[T[i], d] += X[i, d]`: sema rewrites it as Y[s0, d] = sum(i)
+     * X[i, d] where T[i] == s0 (checked like any masked sum) and keeps the
+     * scattered subscripts here (NULL for a plain one) and the user's own mask;
+     * lowering adds each term at its place instead of testing every s0. */
+    bool scatter;
+    AstExpr **scatter_idx;
+    AstExpr *scatter_where;
+    bool scan;
+    int scan_dim, scan_dir;
+    ReduceOp scan_op;
+    AstExpr *scan_step;
     AstIndex **indices;
     int nindices;
     int order;               /* position after dependence ordering */

@@ -155,6 +155,13 @@ static void print_tensor(const AstTensor *t, StrBuf *b)
         print_float(t->pad_value, b);
         sb_putc(b, ')');
     }
+    if (t->dom_lo) {
+        sb_puts(b, t->dom_distinct ? " distinct(" : " range(");
+        ast_print_expr(t->dom_lo, b);
+        sb_puts(b, ", ");
+        ast_print_expr(t->dom_hi, b);
+        sb_putc(b, ')');
+    }
     if (t->kind == TENSOR_TEMP)
         sb_puts(b, "  (temporary, inferred)");
     sb_putc(b, '\n');

@@ -119,6 +119,18 @@ static bool check_size(Sema *S, AstExpr *e, const char *what)
         return true;
     case AST_NAME: {
         int p = find_param(S->k, e->name.name);
+        if (p < 0 && S->stmt && find_index(S->stmt, e->name.name)) {
+            /* the hint to add an index to the parameter list would be wrong: a range
+             * that moves with another index is a mask */
+            diag_error(S->d, e->span, "%s cannot depend on index %s: ranges are fixed sizes; restrict the terms with "
+                       "a mask instead (sum(j) X[j] where j <= %s)", what, e->name.name, e->name.name);
+            return false;
+        }
+        if (p < 0 && find_tensor(S, e->name.name)) {
+            diag_error(S->d, e->span, "%s uses tensor %s: sizes are made of size parameters and integers, never of "
+                       "tensor values", what, e->name.name);
+            return false;
+        }
         if (p < 0) {
             diag_error(S->d, e->span, "%s uses '%s', which is not a size parameter of kernel %s; add it to the parameter list",
                        what, e->name.name, S->k->name);
@@ -214,8 +226,14 @@ static bool check_affine(Sema *S, const AstExpr *e, const AstExpr *whole, const 
         }
         break;
     case AST_ACCESS:
-        diag_error(S->d, e->span, "tensor values cannot be used as indices (in an index of %s)", tname);
-        return false;
+        /* a gather: an integer tensor value as (a term of) an index; lowering
+         * bounds it with the index tensor's declared range or the pad of tname */
+        if (e->access.tensor && dtype_is_float(e->access.tensor->dtype)) {
+            diag_error(S->d, e->span, "%s holds %s values: only integer tensors index other tensors (in an index "
+                       "of %s)", e->access.tensor->name, dtype_name(e->access.tensor->dtype), tname);
+            return false;
+        }
+        return true;
     default:
         break;
     }
@@ -303,7 +321,8 @@ static bool check_call(Sema *S, AstExpr *e, PtrVec *ranges, PtrVec *reads)
                        "indices in the parentheses and the expression after them", e->call.fn, e->call.fn);
         else
             diag_error(S->d, e->span, "unknown function '%s'; the built-ins are exp log sqrt rsqrt tanh erf abs "
-                       "max min select and the casts f64 f32 f16 bf16 i32", e->call.fn);
+                       "log1p expm1 sigmoid pow floor ceil round sign max min clamp select and the casts "
+                       "f64 f32 f16 bf16 i32", e->call.fn);
         return false;
     }
     if (builtin_arity(b) != e->call.nargs) {
@@ -349,9 +368,30 @@ static bool check_call(Sema *S, AstExpr *e, PtrVec *ranges, PtrVec *reads)
         }
         e->dtype = dtype_promote(a[0]->dtype, a[1]->dtype);
         return true;
+    case BI_CLAMP:
+        for (int i = 0; i < 3; i++)
+            if (is_bool(a[i]->dtype)) {
+                diag_error(S->d, a[i]->span, "clamp bounds numbers, not comparisons");
+                return false;
+            }
+        e->dtype = dtype_promote(dtype_promote(a[0]->dtype, a[1]->dtype), a[2]->dtype);
+        return true;
+    case BI_POW:
+        if (is_bool(a[0]->dtype) || is_bool(a[1]->dtype)) {
+            diag_error(S->d, e->span, "pow of a comparison: use select(cond, a, b) to turn a condition into a number");
+            return false;
+        }
+        e->dtype = float_of(dtype_promote(a[0]->dtype, a[1]->dtype));
+        return true;
     case BI_ABS:
+    case BI_SIGN:
+    case BI_FLOOR:
+    case BI_CEIL:
+    case BI_ROUND:
+        /* these keep an integer an integer: floor(i / 2) is the index it reads */
         if (is_bool(a[0]->dtype)) {
-            diag_error(S->d, a[0]->span, "abs of a comparison");
+            diag_error(S->d, a[0]->span, "%s of a comparison: use select(cond, a, b) to turn a condition into a "
+                       "number", e->call.fn);
             return false;
         }
         e->dtype = a[0]->dtype;
@@ -779,6 +819,127 @@ static int heap_pop(int *h, int *n)
     return top;
 }
 
+/* Whether e is the tensor's own previous element in a scan: the left-hand indices
+ * as written, except one that is `i - 1` or `i + 1`.  Sets *dim and *dir. */
+static bool scan_carry(const AstStmt *s, const AstExpr *e, int *dim, int *dir)
+{
+    if (e->kind != AST_ACCESS || strcmp(e->access.name, s->lhs_name) != 0 || e->access.nidx != s->nlhs)
+        return false;
+    *dim = -1;
+    for (int d = 0; d < s->nlhs; d++) {
+        const AstExpr *x = e->access.idx[d];
+        const char *want = s->lhs_idx[d]->kind == AST_NAME ? s->lhs_idx[d]->name.name : NULL;
+        if (!want)
+            return false;
+        if (x->kind == AST_NAME && !strcmp(x->name.name, want))
+            continue;
+        if (x->kind == AST_BINARY && (x->binary.op == OP_ADD || x->binary.op == OP_SUB) &&
+            x->binary.a->kind == AST_NAME && !strcmp(x->binary.a->name.name, want) &&
+            x->binary.b->kind == AST_INT && x->binary.b->ival == 1 && *dim < 0) {
+            *dim = d;
+            *dir = x->binary.op == OP_SUB ? 1 : -1;
+            continue;
+        }
+        return false;
+    }
+    return *dim >= 0;
+}
+
+static bool reads_tensor_any(const AstExpr *e)
+{
+    if (!e)
+        return false;
+    switch (e->kind) {
+    case AST_ACCESS: return true;
+    case AST_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            if (reads_tensor_any(e->call.args[i]))
+                return true;
+        return false;
+    case AST_UNARY: return reads_tensor_any(e->unary.a);
+    case AST_BINARY: return reads_tensor_any(e->binary.a) || reads_tensor_any(e->binary.b);
+    default: return false;
+    }
+}
+
+static bool reads_tensor(const AstExpr *e, const char *name)
+{
+    if (!e)
+        return false;
+    switch (e->kind) {
+    case AST_NAME: return !strcmp(e->name.name, name);
+    case AST_ACCESS:
+        if (!strcmp(e->access.name, name))
+            return true;
+        for (int i = 0; i < e->access.nidx; i++)
+            if (reads_tensor(e->access.idx[i], name))
+                return true;
+        return false;
+    case AST_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            if (reads_tensor(e->call.args[i], name))
+                return true;
+        return false;
+    case AST_UNARY: return reads_tensor(e->unary.a, name);
+    case AST_BINARY: return reads_tensor(e->binary.a, name) || reads_tensor(e->binary.b, name);
+    case AST_REDUCE: return reads_tensor(e->reduce.body, name);
+    default: return false;
+    }
+}
+
+/* A statement that reads the tensor it defines is a scan when it has the form
+ * `Y[.., i, ..] = Y[.., i - 1, ..] OP step` (or step OP Y[...], max(Y[...], step),
+ * min(...)); anything else is reported with the forms that are allowed. */
+static bool classify_scan(Sema *S, AstStmt *s, AstTensor *t)
+{
+    const AstExpr *r = s->rhs;
+    const AstExpr *a = NULL, *b = NULL;
+    ReduceOp op = RED_SUM;
+    if (r->kind == AST_BINARY && (r->binary.op == OP_ADD || r->binary.op == OP_MUL)) {
+        a = r->binary.a;
+        b = r->binary.b;
+        op = r->binary.op == OP_ADD ? RED_SUM : RED_PROD;
+    } else if (r->kind == AST_CALL && r->call.nargs == 2 &&
+               (!strcmp(r->call.fn, "max") || !strcmp(r->call.fn, "min"))) {
+        a = r->call.args[0];
+        b = r->call.args[1];
+        op = r->call.fn[1] == 'a' ? RED_MAX : RED_MIN;
+    }
+    int dim = -1, dir = 0;
+    if (a && !scan_carry(s, a, &dim, &dir)) {
+        const AstExpr *x = a;
+        a = b;
+        b = x;
+    }
+    if (!a || !scan_carry(s, a, &dim, &dir)) {
+        diag_error(S->d, s->lhs_span, "%s reads itself: a tensor's defining statement reads it only as a scan, "
+                   "%s[..., i, ...] = %s[..., i - 1, ...] + step (or i + 1 for a reverse scan; * max min also), "
+                   "with every other index as on the left", t->name, t->name, t->name);
+        return false;
+    }
+    if (reads_tensor(b, t->name)) {
+        diag_error(S->d, b->span, "the step of the scan of %s reads %s again: a scan combines one previous "
+                   "element with a step that does not read %s", t->name, t->name, t->name);
+        return false;
+    }
+    if (s->where) {
+        diag_error(S->d, s->where->span, "a scan cannot have a mask: put the condition in the step, "
+                   "select(cond, X[i], 0.0)");
+        return false;
+    }
+    if (t->kind == TENSOR_TEMP) {
+        diag_error(S->d, s->lhs_span, "the scan's tensor %s must be declared (out or local): its type and shape "
+                   "come from the declaration", t->name);
+        return false;
+    }
+    s->scan = true;
+    s->scan_dim = dim;
+    s->scan_dir = dir;
+    s->scan_op = op;
+    s->scan_step = (AstExpr *)b;
+    return true;
+}
+
 static bool order_stmts(Sema *S)
 {
     AstKernel *k = S->k;
@@ -792,9 +953,9 @@ static bool order_stmts(Sema *S)
         collect_reads(s->where, &reads, S);
         for (int j = 0; j < reads.n; j++) {
             AstTensor *t = reads.v[j];
+            if (t->def == s && (s->scan || classify_scan(S, s, t)))
+                continue;
             if (t->def == s) {
-                diag_error(S->d, s->lhs_span, "%s reads itself: a tensor's defining statement cannot read it "
-                           "(use a reduction, or a second tensor)", t->name);
                 vec_free(&reads);
                 for (int q = 0; q < n; q++) vec_free(&deps[q]);
                 free(deps);
@@ -886,6 +1047,62 @@ static bool order_stmts(Sema *S)
 /* ---- kernels ---- */
 
 
+/* A literal number (an integer or a float, a minus sign folded in). */
+static bool literal_value(const AstExpr *e, double *v)
+{
+    if (e->kind == AST_INT)
+        *v = (double)e->ival;
+    else if (e->kind == AST_FLOAT)
+        *v = e->fval;
+    else
+        return false;
+    return true;
+}
+
+/* range(lo, hi) and distinct(lo, hi): a float input takes finite number literals
+ * that its dtype tells apart; an integer input takes size expressions (so class
+ * labels can be range(0, C)), checked again with the bound sizes when lowering. */
+static void check_domain(Sema *S, const AstTensor *t)
+{
+    const char *kw = t->dom_distinct ? "distinct" : "range";
+    if (dtype_is_float(t->dtype)) {
+        if (t->dom_distinct) {
+            diag_error(S->d, t->dom_span, "distinct(...) draws whole numbers, for index tensors: %s is %s; use "
+                       "range(lo, hi)", t->name, dtype_name(t->dtype));
+            return;
+        }
+        double lo, hi;
+        if (!literal_value(t->dom_lo, &lo) || !literal_value(t->dom_hi, &hi)) {
+            diag_error(S->d, t->dom_span, "range(...) of a float tensor takes two numbers, such as range(0.1, 2.0)");
+            return;
+        }
+        if (!isfinite(lo) || !isfinite(hi)) {
+            diag_error(S->d, t->dom_span, "range(%g, %g): the bounds must be finite", lo, hi);
+            return;
+        }
+        if (!(dtype_round(lo, t->dtype) < dtype_round(hi, t->dtype)) || !isfinite(dtype_round(hi, t->dtype)) ||
+            !isfinite(dtype_round(lo, t->dtype))) {
+            diag_error(S->d, t->dom_span, "range(%g, %g) holds no %s value: the low bound must be below the high "
+                       "one, both finite in %s", lo, hi, dtype_name(t->dtype), dtype_name(t->dtype));
+            return;
+        }
+        return;
+    }
+    bool ok = check_size(S, t->dom_lo, "a range bound");
+    ok = check_size(S, t->dom_hi, "a range bound") && ok;
+    if (!ok || !size_computable(S, t->dom_lo, "a range bound") || !size_computable(S, t->dom_hi, "a range bound"))
+        return;
+    int64_t lo, hi;
+    if (size_eval(t->dom_lo, NULL, NULL, &lo) && size_eval(t->dom_hi, NULL, NULL, &hi)) {
+        if (lo >= hi)
+            diag_error(S->d, t->dom_span, "%s(%lld, %lld) is empty: values are drawn from lo, lo+1, ..., hi-1", kw,
+                       (long long)lo, (long long)hi);
+        else if (t->dtype == DT_I32 && (lo < INT32_MIN || hi - 1 > INT32_MAX))
+            diag_error(S->d, t->dom_span, "%s(%lld, %lld) leaves i32: %s holds -2147483648 to 2147483647", kw,
+                       (long long)lo, (long long)hi, t->name);
+    }
+}
+
 /* A pad value must be one the tensor's dtype holds: reads outside the tensor yield
  * it, and the interpreter (f64) and the generated code (the storage type) would
  * otherwise disagree about what they read.  Whole numbers within range for i32; for
@@ -921,6 +1138,137 @@ static void check_pad(Sema *S, const AstTensor *t)
         diag_error(S->d, t->pad_span, "pad(%.15g) cannot be held by %s tensor %s: it rounds to 0 in %s", v, dt, t->name,
                    dt);
 }
+/* ---- scatters ---- */
+
+static void free_names(Sema *S, const AstStmt *s, const AstExpr *e, PtrVec *out)
+{
+    if (!e)
+        return;
+    switch (e->kind) {
+    case AST_NAME: {
+        const char *n = e->name.name;
+        if (find_param(S->k, n) >= 0 || find_tensor(S, n) || strchr(n, '.'))
+            return;
+        for (int i = 0; i < s->nlhs; i++)
+            if (s->lhs_idx[i]->kind == AST_NAME && !strcmp(s->lhs_idx[i]->name.name, n))
+                return;
+        for (int i = 0; i < out->n; i++)
+            if (!strcmp(((const AstExpr *)out->v[i])->name.name, n))
+                return;
+        vec_push(out, (void *)e);
+        return;
+    }
+    case AST_ACCESS:
+        for (int i = 0; i < e->access.nidx; i++)
+            free_names(S, s, e->access.idx[i], out);
+        return;
+    case AST_CALL:
+        for (int i = 0; i < e->call.nargs; i++)
+            free_names(S, s, e->call.args[i], out);
+        return;
+    case AST_UNARY: free_names(S, s, e->unary.a, out); return;
+    case AST_BINARY:
+        free_names(S, s, e->binary.a, out);
+        free_names(S, s, e->binary.b, out);
+        return;
+    default: return;
+    }
+}
+
+static AstExpr *new_expr(Sema *S, AstExprKind k, Span sp)
+{
+    AstExpr *e = arena_alloc(S->a, sizeof *e);
+    memset(e, 0, sizeof *e);
+    e->kind = k;
+    e->span = sp;
+    e->dtype = DT_COUNT;
+    e->depth = 1;
+    return e;
+}
+
+/* `Y[T[i], d] += X[i, d] [where m]` becomes `Y[s0, d] = sum(i) X[i, d] where
+ * T[i] == s0 [&& m]`: the summed indices are the names the statement uses that
+ * are neither left-hand names, sizes nor tensors. */
+static bool desugar_scatter(Sema *S, AstStmt *s)
+{
+    AstExpr **sc = arena_alloc(S->a, sizeof(AstExpr *) * (size_t)(s->nlhs ? s->nlhs : 1));
+    AstExpr *mask = NULL;
+    bool any = false;
+    for (int d = 0; d < s->nlhs; d++) {
+        sc[d] = NULL;
+        if (s->lhs_idx[d]->kind == AST_NAME)
+            continue;
+        if (!reads_tensor_any(s->lhs_idx[d])) {
+            diag_error(S->d, s->lhs_idx[d]->span, "a subscript on the left of += is an index name or holds a tensor "
+                       "value (Y[T[i]] += X[i]), not an expression of indices");
+            return false;
+        }
+        any = true;
+        sc[d] = s->lhs_idx[d];
+        AstExpr *n = new_expr(S, AST_NAME, sc[d]->span);
+        n->name.name = arena_printf(S->a, "__scatter%d", d);
+        s->lhs_idx[d] = n;
+        AstExpr *n2 = new_expr(S, AST_NAME, sc[d]->span);
+        n2->name.name = n->name.name;
+        AstExpr *eq = new_expr(S, AST_BINARY, sc[d]->span);
+        eq->binary.op = OP_EQ;
+        eq->binary.a = sc[d];
+        eq->binary.b = n2;
+        if (mask) {
+            AstExpr *and = new_expr(S, AST_BINARY, sc[d]->span);
+            and->binary.op = OP_AND;
+            and->binary.a = mask;
+            and->binary.b = eq;
+            mask = and;
+        } else {
+            mask = eq;
+        }
+    }
+    if (!any) {
+        diag_error(S->d, s->lhs_span, "+= scatters into %s: a subscript on its left must hold a tensor value "
+                   "(Y[T[i]] += X[i]); write %s[...] = ... for an assignment", s->lhs_name, s->lhs_name);
+        return false;
+    }
+    if (s->rhs->kind == AST_REDUCE) {
+        diag_error(S->d, s->rhs->span, "the value of a scatter is an expression, not a reduction: the scatter "
+                   "itself sums");
+        return false;
+    }
+    PtrVec names = {0};
+    free_names(S, s, s->rhs, &names);
+    for (int d = 0; d < s->nlhs; d++)
+        free_names(S, s, sc[d], &names);
+    if (names.n == 0) {
+        diag_error(S->d, s->span, "this scatter runs over no index: name one on the right (Y[T[i]] += X[i])");
+        vec_free(&names);
+        return false;
+    }
+    AstExpr *red = new_expr(S, AST_REDUCE, s->rhs->span);
+    red->reduce.op = RED_SUM;
+    red->reduce.nvars = names.n;
+    red->reduce.vars = arena_alloc(S->a, sizeof(AstRedVar) * (size_t)names.n);
+    for (int i = 0; i < names.n; i++) {
+        const AstExpr *n = names.v[i];
+        memset(&red->reduce.vars[i], 0, sizeof red->reduce.vars[i]);
+        red->reduce.vars[i].name = n->name.name;
+        red->reduce.vars[i].span = n->span;
+    }
+    red->reduce.body = s->rhs;
+    vec_free(&names);
+    s->scatter_where = s->where;
+    if (s->where) {
+        AstExpr *and = new_expr(S, AST_BINARY, s->where->span);
+        and->binary.op = OP_AND;
+        and->binary.a = s->where;
+        and->binary.b = mask;
+        mask = and;
+    }
+    s->rhs = red;
+    s->where = mask;
+    s->scatter_idx = sc;
+    return true;
+}
+
 static bool check_kernel(Sema *S)
 {
     Program *p = S->prog;
@@ -955,6 +1303,24 @@ static bool check_kernel(Sema *S)
         }
         if (t->has_pad)
             check_pad(S, t);
+        if (t->dom_lo)
+            check_domain(S, t);
+    }
+
+    /* Scatters become masked sums before anything else looks at them. */
+    for (int i = 0; i < k->nstmts; i++) {
+        AstStmt *s = k->stmts[i];
+        if (!s->scatter || s->scatter_idx)
+            continue;
+        AstTensor *t = find_tensor(S, s->lhs_name);
+        if (!t) {
+            diag_error(d, s->lhs_span, "%s is not declared: a scatter adds into a declared out or local tensor, "
+                       "whose shape says where its subscripts may go", s->lhs_name);
+            s->scatter = false;
+            continue;
+        }
+        if (!desugar_scatter(S, s))
+            s->scatter = false;
     }
 
     /* Defining statements; temporaries come into being here. */

@@ -145,6 +145,19 @@ AstExpr *mk_binary(ParseCtx *c, AstOp op, AstExpr *a, AstExpr *b)
     return e;
 }
 
+/* a ** b is the call pow(a, b): one node kind for both spellings, so the checker
+ * and the printer need nothing of their own for the operator. */
+AstExpr *mk_pow(ParseCtx *c, AstExpr *a, AstExpr *b)
+{
+    AstExpr *e = expr_new(c, AST_CALL, span_join(a->span, b->span));
+    e->call.fn = "pow";
+    e->call.args = (AstExpr **)list_freeze(c, list_add(c, list_add(c, list_new(c), a), b), &e->call.nargs);
+    e->call.builtin = BI_COUNT;
+    grow(c, e, a);
+    grow(c, e, b);
+    return e;
+}
+
 AstExpr *mk_paren(ParseCtx *c, Token lp, AstExpr *e, Token rp)
 {
     (void)c;
@@ -188,8 +201,10 @@ AstParam *mk_param(ParseCtx *c, Token name, bool has_def, Token def, bool neg)
     p->has_default = has_def;
     if (has_def) {
         p->def = neg ? -def.ival : def.ival;
-        if (p->def <= 0)
-            diag_error(c->d, def.span, "size parameter %s must be positive, not %lld", name.text, (long long)p->def);
+        /* 0 is a size too (padding = 0); where it is an extent, lowering says so */
+        if (p->def < 0)
+            diag_error(c->d, def.span, "size parameter %s cannot be negative (%lld): sizes are 0 or more, as -D "
+                       "values are", name.text, (long long)p->def);
     }
     return p;
 }
@@ -217,6 +232,10 @@ void tensor_set_pad(ParseCtx *c, AstTensor *t, AstExpr *v, Token padtok)
 {
     if (!v)
         return;
+    if (t->has_pad) {
+        diag_error(c->d, v->span, "%s already has a pad value", t->name);
+        return;
+    }
     t->pad_span = v->span;
     if (v->kind == AST_INT) {
         t->has_pad = true;
@@ -230,6 +249,24 @@ void tensor_set_pad(ParseCtx *c, AstTensor *t, AstExpr *v, Token padtok)
     if (t->kind != TENSOR_IN)
         diag_error(c->d, v->span, "pad(...) applies to inputs only: it gives the value of reads outside %s", t->name);
     (void)padtok;
+}
+
+void tensor_set_domain(ParseCtx *c, AstTensor *t, Token kw, AstExpr *lo, AstExpr *hi, Token rp, bool distinct)
+{
+    Span sp = span_join(kw.span, rp.span);
+    if (t->dom_lo) {
+        diag_error(c->d, sp, "%s already has a domain: give one range(...) or distinct(...)", t->name);
+        return;
+    }
+    if (t->kind != TENSOR_IN) {
+        diag_error(c->d, sp, "%s(...) applies to inputs only: it says what values %s is drawn from",
+                   distinct ? "distinct" : "range", t->name);
+        return;
+    }
+    t->dom_lo = lo;
+    t->dom_hi = hi;
+    t->dom_distinct = distinct;
+    t->dom_span = sp;
 }
 
 AstStmt *mk_stmt(ParseCtx *c, Token lhs, PtrVec *idx, AstExpr *rhs, AstExpr *where)

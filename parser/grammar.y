@@ -38,6 +38,7 @@
 %left PLUS MINUS.
 %left STAR SLASH PERCENT.
 %right NOT.
+%right POW.      /* binds tighter than unary minus, as in Python: -x**2 is -(x**2) */
 
 /* ---- files ---- */
 
@@ -80,8 +81,16 @@ kitem(A) ::= decl(D).                       { A = D; }
 kitem(A) ::= stmt(S).                       { A = (void *)((uintptr_t)S | 1); }
 
 %type decl {AstTensor *}
-decl(A) ::= declkind(K) IDENT(N) COLON IDENT(D) shape(S) padopt(P).
-                                            { A = mk_tensor(ctx, K.ival, N, D, S, S == NULL); tensor_set_pad(ctx, A, P, K); }
+decl(A) ::= declkind(K) IDENT(N) COLON IDENT(D) shape(S).
+                                            { A = mk_tensor(ctx, K.ival, N, D, S, S == NULL); }
+decl(A) ::= decl(T) PAD(K) LP expr(P) RP.   { A = T; tensor_set_pad(ctx, A, P, K); }
+/* An input's domain (what the harness draws it from) follows the declaration:
+ * range(lo, hi) or distinct(lo, hi); the lexer makes RANGE and DISTINCT only of
+ * those words directly before '(', so they remain ordinary names elsewhere. */
+decl(A) ::= decl(T) RANGE(R) LP expr(L) COMMA expr(H) RP(E).
+                                            { A = T; tensor_set_domain(ctx, A, R, L, H, E, false); }
+decl(A) ::= decl(T) DISTINCT(R) LP expr(L) COMMA expr(H) RP(E).
+                                            { A = T; tensor_set_domain(ctx, A, R, L, H, E, true); }
 %type declkind {Token}
 declkind(A) ::= IN(T).                      { A = T; A.ival = TENSOR_IN; }
 declkind(A) ::= OUT(T).                     { A = T; A.ival = TENSOR_OUT; }
@@ -89,15 +98,15 @@ declkind(A) ::= LOCAL(T).                   { A = T; A.ival = TENSOR_LOCAL; }
 %type shape {PtrVec *}
 shape(A) ::= .                              { A = NULL; }
 shape(A) ::= LB exprlist(L) RB.             { A = L; }
-%type padopt {AstExpr *}
-padopt(A) ::= .                             { A = NULL; }
-padopt(A) ::= PAD LP expr(E) RP.            { A = E; }
 
 %type stmt {AstStmt *}
 stmt(A) ::= IDENT(N) LB exprlist(L) RB ASSIGN expr(E) whereopt(W).
                                             { A = mk_stmt(ctx, N, L, E, W); }
 stmt(A) ::= IDENT(N) ASSIGN expr(E) whereopt(W).
                                             { A = mk_stmt(ctx, N, NULL, E, W); }
+/* a scatter, Y[T[i]] += X[i]: sema turns it into a masked sum (lang/sema.c) */
+stmt(A) ::= IDENT(N) LB exprlist(L) RB PLUSEQ expr(E) whereopt(W).
+                                            { A = mk_stmt(ctx, N, L, E, W); A->scatter = true; }
 %type whereopt {AstExpr *}
 whereopt(A) ::= .                           { A = NULL; }
 whereopt(A) ::= WHERE expr(E).              { A = E; }
@@ -120,6 +129,7 @@ expr(A) ::= expr(X) MINUS expr(Y).          { A = mk_binary(ctx, OP_SUB, X, Y); 
 expr(A) ::= expr(X) STAR expr(Y).           { A = mk_binary(ctx, OP_MUL, X, Y); }
 expr(A) ::= expr(X) SLASH expr(Y).          { A = mk_binary(ctx, OP_DIV, X, Y); }
 expr(A) ::= expr(X) PERCENT expr(Y).        { A = mk_binary(ctx, OP_MOD, X, Y); }
+expr(A) ::= expr(X) POW expr(Y).            { A = mk_pow(ctx, X, Y); }
 expr(A) ::= expr(X) LT expr(Y).             { A = mk_binary(ctx, OP_LT, X, Y); }
 expr(A) ::= expr(X) LE expr(Y).             { A = mk_binary(ctx, OP_LE, X, Y); }
 expr(A) ::= expr(X) GT expr(Y).             { A = mk_binary(ctx, OP_GT, X, Y); }

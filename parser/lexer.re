@@ -306,6 +306,15 @@ loop:
             t.fval = INFINITY;
             return t;
         }
+        /* `range(` and `distinct(` give an input's domain (a declaration's tail); a
+         * name otherwise, so neither word is taken from the user's names. */
+        if ((!strcmp(t.text, "range") || !strcmp(t.text, "distinct"))) {
+            const char *p = skip_blank(cur, lx->lim);
+            if (p < lx->lim && *p == '(') {
+                t.kind = t.text[0] == 'r' ? TK_RANGE : TK_DISTINCT;
+                return t;
+            }
+        }
         static const char *reds[] = {"sum", "max", "min", "prod"};
         for (int r = 0; r < 4; r++) {
             if (strcmp(t.text, reds[r]) != 0)
@@ -348,6 +357,8 @@ loop:
     "="  { lx->cur = cur; return make(lx, TK_ASSIGN, tok); }
     "+"  { lx->cur = cur; return make(lx, TK_PLUS, tok); }
     "-"  { lx->cur = cur; return make(lx, TK_MINUS, tok); }
+    "**" { lx->cur = cur; return make(lx, TK_POW, tok); }
+    "+=" { lx->cur = cur; return make(lx, TK_PLUSEQ, tok); }
     "*"  { lx->cur = cur; return make(lx, TK_STAR, tok); }
     "/"  { lx->cur = cur; return make(lx, TK_SLASH, tok); }
     "%"  { lx->cur = cur; return make(lx, TK_PERCENT, tok); }
@@ -416,6 +427,10 @@ const char *token_name(int kind)
     case TK_PLUS: return "'+'";
     case TK_MINUS: return "'-'";
     case TK_STAR: return "'*'";
+    case TK_POW: return "'**'";
+    case TK_PLUSEQ: return "'+='";
+    case TK_RANGE: return "'range('";
+    case TK_DISTINCT: return "'distinct('";
     case TK_SLASH: return "'/'";
     case TK_PERCENT: return "'%'";
     case TK_LT: return "'<'";

@@ -52,6 +52,8 @@ AstExpr *mk_name(ParseCtx *c, Token t);
 AstExpr *mk_access(ParseCtx *c, Token name, PtrVec *idx, Span end);
 AstExpr *mk_call(ParseCtx *c, Token name, PtrVec *args, Span end);
 AstExpr *mk_unary(ParseCtx *c, AstOp op, Token optok, AstExpr *a);
+void tensor_set_domain(ParseCtx *c, AstTensor *t, Token kw, AstExpr *lo, AstExpr *hi, Token rp, bool distinct);
+AstExpr *mk_pow(ParseCtx *c, AstExpr *a, AstExpr *b);
 AstExpr *mk_binary(ParseCtx *c, AstOp op, AstExpr *a, AstExpr *b);
 AstExpr *mk_reduce(ParseCtx *c, Token red, PtrVec *vars, AstExpr *body);
 AstExpr *mk_paren(ParseCtx *c, Token lp, AstExpr *e, Token rp);

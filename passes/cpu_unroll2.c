@@ -50,7 +50,8 @@ static bool expr_transcendental(const Expr *e)
 {
     if (!e)
         return false;
-    if (e->kind == IE_EXP || e->kind == IE_LOG || e->kind == IE_TANH || e->kind == IE_ERF)
+    if (e->kind == IE_EXP || e->kind == IE_LOG || e->kind == IE_TANH || e->kind == IE_ERF ||
+        e->kind == IE_LOG1P || e->kind == IE_EXPM1 || e->kind == IE_POW)
         return true;
     if (e->kind == IE_LOAD) {
         for (int i = 0; i < e->u.load.buf->rank; i++)

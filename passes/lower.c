@@ -44,6 +44,8 @@ typedef struct Lower {
     DType ct;               /* compute type of the destination */
     DType fct;              /* the type float values are computed in */
     int64_t iters;          /* iterations of the statement's nest so far (bound sizes) */
+    int rev_id;             /* a reverse scan's index (AstIndex id; -1: none): it is */
+    Expr *rev_hi;           /* rev_hi - 1 - its loop variable */
     bool iters_reported;
 } Lower;
 
@@ -56,6 +58,8 @@ static const ExprKind binop_of[] = {
 static const ExprKind builtin_of[] = {
     [BI_EXP] = IE_EXP, [BI_LOG] = IE_LOG, [BI_SQRT] = IE_SQRT, [BI_RSQRT] = IE_RSQRT,
     [BI_TANH] = IE_TANH, [BI_ERF] = IE_ERF, [BI_ABS] = IE_ABS, [BI_MAX] = IE_MAX, [BI_MIN] = IE_MIN,
+    [BI_LOG1P] = IE_LOG1P, [BI_EXPM1] = IE_EXPM1, [BI_FLOOR] = IE_FLOOR, [BI_CEIL] = IE_CEIL,
+    [BI_ROUND] = IE_ROUND, [BI_POW] = IE_POW,
 };
 
 static Expr *spanned(Expr *e, Span sp)
@@ -144,6 +148,18 @@ static bool interval(Lower *L, const Expr *e, int64_t *lo, int64_t *hi)
     }
     case IE_CAST:
         return interval(L, e->args[0], lo, hi);
+    case IE_LOAD: {
+        /* a gather's index: the declared integer domain of the tensor read, which
+         * the harness checks of any data it is given (ir_domain_holds) */
+        const Buffer *b = e->u.load.buf;
+        int64_t dlo, dhi;
+        if (!ir_has_domain(b) || dtype_is_float(b->dtype) || !ir_eval_size(L->k, b->dom_lo, &dlo) ||
+            !ir_eval_size(L->k, b->dom_hi, &dhi) || dhi <= dlo)
+            return false;
+        *lo = dlo;
+        *hi = dhi - 1;
+        return true;
+    }
     case IE_NEG:
         if (!interval(L, e->args[0], &a0, &a1))
             return false;
@@ -210,6 +226,18 @@ static bool interval(Lower *L, const Expr *e, int64_t *lo, int64_t *hi)
     }
 }
 
+static bool has_load(const Expr *e)
+{
+    if (!e)
+        return false;
+    if (e->kind == IE_LOAD)
+        return true;
+    for (int i = 0; i < ir_expr_arity(e->kind); i++)
+        if (has_load(e->args[i]))
+            return true;
+    return false;
+}
+
 /* Is the read of t at idx always in range?  Decides guarded loads and reports
  * reads that would leave an unpadded tensor. */
 static bool check_read(Lower *L, const AstExpr *acc, const Buffer *b, Expr **idx)
@@ -240,7 +268,17 @@ static bool check_read(Lower *L, const AstExpr *acc, const Buffer *b, Expr **idx
         }
         if (!interval(L, idx[i], &lo, &hi)) {
             /* not provable either way: guard a padded read; the interpreter
-             * reports an unpadded one if it ever leaves the tensor */
+             * reports an unpadded one if it ever leaves the tensor.  A gather
+             * whose index tensor has no declared range would leave it unchecked
+             * in compiled code: refused. */
+            if (!b->has_pad && has_load(idx[i])) {
+                const AstExpr *ix = acc->access.idx[i];
+                diag_error(L->d, ix->span, "%s is indexed by tensor values whose range is not known: declare the "
+                           "index tensor with range(lo, hi) inside 0..%lld (given inputs are checked against it) or "
+                           "%s with pad(v) for reads outside it", b->name, (long long)size, b->name);
+                L->ok = false;
+                return false;
+            }
             guarded |= b->has_pad;
             continue;
         }
@@ -289,6 +327,16 @@ static void unify(Lower *L, Expr **a, Expr **b)
 
 static Expr *lower_expr(Lower *L, const AstExpr *e);
 
+/* The value of index id: its loop variable, or for a reverse scan's index the
+ * variable counted down from the end. */
+static Expr *index_value(Lower *L, int id)
+{
+    Expr *v = ir_var(L->k, L->var_of[id]);
+    if (id != L->rev_id)
+        return v;
+    return ir_bin(L->k, IE_SUB, ir_bin(L->k, IE_SUB, ir_clone_expr(L->k, L->rev_hi), ir_int(L->k, 1)), v);
+}
+
 /* raw: leave a float load in its storage type (the argument of an explicit cast:
  * f32(A[i, k]) is one conversion, not two). */
 static Expr *lower_access(Lower *L, const AstExpr *e, bool raw)
@@ -311,6 +359,17 @@ static Expr *lower_access(Lower *L, const AstExpr *e, bool raw)
     }
     Expr *r = spanned(ir_load(L->k, b, idx), e->span);
     r->u.load.guarded = check_read(L, e, b, r->u.load.idx);
+    /* A gather from an unpadded tensor: check_read has bounded its index by the
+     * index tensor's declared range, which the harness checks of the data it is
+     * given; a library's caller passes data nobody checked, so the index is also
+     * clamped into the tensor: memory stays safe whatever the data. */
+    for (int i = 0; i < b->rank && !b->has_pad; i++)
+        if (has_load(r->u.load.idx[i])) {
+            Expr *x = r->u.load.idx[i], *sp = r->u.load.idx[i];
+            Expr *top = ir_bin(L->k, IE_SUB, ir_clone_expr(L->k, b->shape[i]), ir_int(L->k, 1));
+            x = spanned(ir_bin(L->k, IE_MAX, x, ir_int(L->k, 0)), sp->span);
+            r->u.load.idx[i] = spanned(ir_bin(L->k, IE_MIN, x, top), sp->span);
+        }
     free(idx);
     if (!raw && dtype_is_float(r->dtype))
         r = to_float(L, r);
@@ -355,6 +414,51 @@ static Expr *lower_call(Lower *L, const AstExpr *e)
             x = to_float(L, x);
         return spanned(ir_un(k, IE_ABS, x), e->span);
     }
+    case BI_FLOOR:
+    case BI_CEIL:
+    case BI_ROUND: {
+        /* an integer is already whole */
+        Expr *x = lower_expr(L, args[0]);
+        if (!dtype_is_float(x->dtype))
+            return x;
+        return spanned(ir_un(k, builtin_of[bi], to_float(L, x)), e->span);
+    }
+    case BI_POW:
+        return spanned(ir_bin(k, IE_POW, to_float(L, lower_expr(L, args[0])), to_float(L, lower_expr(L, args[1]))),
+                       e->span);
+    case BI_SIGMOID: {
+        /* 1 / (1 + exp(-x)): exact at both tails in IEEE arithmetic (exp overflows to
+         * inf and the quotient is 0), so no back end needs a function of its own */
+        Expr *x = to_float(L, lower_expr(L, args[0]));
+        Expr *ex = spanned(ir_un(k, IE_EXP, spanned(ir_un(k, IE_NEG, x), e->span)), e->span);
+        Expr *den = spanned(ir_bin(k, IE_ADD, ir_flt(k, 1.0, L->fct), ex), e->span);
+        return spanned(ir_bin(k, IE_DIV, ir_flt(k, 1.0, L->fct), den), e->span);
+    }
+    case BI_SIGN: {
+        /* select(x > 0, 1, select(x < 0, -1, 0)); sign(NaN) is 0 in every back end */
+        Expr *x = lower_expr(L, args[0]);
+        bool fl = dtype_is_float(x->dtype);
+        if (fl)
+            x = to_float(L, x);
+        DType t = x->dtype;
+        Expr *zero = fl ? ir_flt(k, 0.0, t) : ir_cast(k, ir_int(k, 0), t);
+        Expr *one = fl ? ir_flt(k, 1.0, t) : ir_cast(k, ir_int(k, 1), t);
+        Expr *mone = fl ? ir_flt(k, -1.0, t) : ir_cast(k, ir_int(k, -1), t);
+        Expr *neg = ir_select(k, spanned(ir_bin(k, IE_LT, ir_clone_expr(k, x), ir_clone_expr(k, zero)), e->span),
+                              mone, ir_clone_expr(k, zero));
+        return spanned(ir_select(k, spanned(ir_bin(k, IE_GT, x, zero), e->span), one, neg), e->span);
+    }
+    case BI_CLAMP: {
+        /* min(max(x, lo), hi): with lo > hi the answer is hi, as in NumPy's clip */
+        Expr *x = lower_expr(L, args[0]);
+        Expr *lo = lower_expr(L, args[1]);
+        Expr *hi = lower_expr(L, args[2]);
+        unify(L, &x, &lo);
+        unify(L, &x, &hi);
+        unify(L, &lo, &hi);
+        Expr *m = spanned(ir_bin(k, IE_MAX, x, lo), e->span);
+        return spanned(ir_bin(k, IE_MIN, m, hi), e->span);
+    }
     default:
         return spanned(ir_un(k, builtin_of[bi], to_float(L, lower_expr(L, args[0]))), e->span);
     }
@@ -373,7 +477,7 @@ static Expr *lower_expr(Lower *L, const AstExpr *e)
             return spanned(ir_param(k, e->name.param), e->span);
         if (e->name.ref == REF_INDEX && e->name.index && e->name.index->id >= 0 &&
             e->name.index->id < L->s->nindices && L->s->indices[e->name.index->id] == e->name.index)
-            return spanned(ir_var(k, L->var_of[e->name.index->id]), e->span);
+            return spanned(index_value(L, e->name.index->id), e->span);
         internal(L, e->span, "a name that sema did not resolve");
         return ir_int(k, 0);
     case AST_ACCESS:
@@ -463,7 +567,7 @@ static Expr **lhs_index(Lower *L, const AstStmt *s)
 {
     Expr **idx = arena_alloc(L->k->arena, sizeof(Expr *) * (size_t)(s->nlhs ? s->nlhs : 1));
     for (int i = 0; i < s->nlhs; i++)
-        idx[i] = spanned(ir_var(L->k, L->var_of[s->lhs_idx[i]->name.index->id]), s->lhs_idx[i]->span);
+        idx[i] = spanned(index_value(L, s->lhs_idx[i]->name.index->id), s->lhs_idx[i]->span);
     return idx;
 }
 
@@ -538,6 +642,129 @@ static Buffer *accumulator(Lower *L, const Buffer *dst)
     return acc;
 }
 
+/* A scan, Y[r, c] = Y[r, c - 1] + X[r, c]: the scanned index's loop innermost,
+ * the other left-hand indices around it in order, and a running value per
+ * iteration of those:
+ *     for r:  Y_scan[r] = identity
+ *             for c:  Y_scan[r] += X[r, c];  Y[r, c] = Y_scan[r]
+ * A reverse scan (c + 1) runs c from the end: its loop variable counts up and the
+ * index is C - 1 - c.  The running value is in the compute type, as a reduction's
+ * accumulator is, and the loop over c carries it, so deps.c keeps that loop in
+ * order while the loops around it stay free to run in parallel. */
+static void lower_scan(Lower *L, const AstStmt *s, Buffer *b)
+{
+    Kernel *k = L->k;
+    int e = s->scan_dim;
+    NodeList *list = &k->body;
+    Node *parent = NULL;
+    for (int i = 0; i < s->nlhs; i++)
+        if (i != e)
+            open_loop(L, s, i, &list, &parent);
+    const char *name = arena_printf(k->arena, "%s_scan", b->name);
+    for (int n = 2; ir_find_buffer(k, name); n++)
+        name = arena_printf(k->arena, "%s_scan%d", b->name, n);
+    Buffer *acc = ir_add_buffer(k, name, L->ct, BUF_TEMP, s->nlhs - 1, s->span);
+    Expr **aidx = arena_alloc(k->arena, sizeof(Expr *) * (size_t)(s->nlhs > 1 ? s->nlhs - 1 : 1));
+    for (int i = 0, j = 0; i < s->nlhs; i++)
+        if (i != e) {
+            acc->shape[j] = ir_clone_expr(k, b->shape[i]);
+            aidx[j++] = spanned(ir_var(k, L->var_of[s->lhs_idx[i]->name.index->id]), s->lhs_idx[i]->span);
+        }
+    ir_list_push(list, ir_stmt(k, acc, aidx, SOP_ASSIGN, spanned(identity(L, s->scan_op), s->span), s->span),
+                 parent);
+    open_loop(L, s, e, &list, &parent);
+    if (s->scan_dir < 0) {
+        L->rev_id = s->lhs_idx[e]->name.index->id;
+        L->rev_hi = b->shape[e];
+    }
+    static const StmtOp op_of[] = {[RED_SUM] = SOP_ADD, [RED_MAX] = SOP_MAX, [RED_MIN] = SOP_MIN,
+                                   [RED_PROD] = SOP_MUL};
+    Expr *v = spanned(ir_cast(k, lower_expr(L, s->scan_step), L->ct), s->scan_step->span);
+    Expr **aidx2 = arena_alloc(k->arena, sizeof(Expr *) * (size_t)(s->nlhs > 1 ? s->nlhs - 1 : 1));
+    for (int j = 0; j < s->nlhs - 1; j++)
+        aidx2[j] = ir_clone_expr(k, aidx[j]);
+    ir_list_push(list, ir_stmt(k, acc, aidx2, op_of[s->scan_op], v, s->span), parent);
+    Expr **aidx3 = arena_alloc(k->arena, sizeof(Expr *) * (size_t)(s->nlhs > 1 ? s->nlhs - 1 : 1));
+    for (int j = 0; j < s->nlhs - 1; j++)
+        aidx3[j] = ir_clone_expr(k, aidx[j]);
+    Expr *cur = spanned(ir_load(k, acc, aidx3), s->span);
+    ir_list_push(list, ir_stmt(k, b, lhs_index(L, s), SOP_ASSIGN, cur, s->span), parent);
+    L->rev_id = -1;
+    L->rev_hi = NULL;
+}
+
+/* A scatter, Y[T[i], d] += X[i, d] (sema made it Y[s0, d] = sum(i) X[i, d] where
+ * T[i] == s0): two nests,
+ *     for s0, d:  Y[s0, d] = 0
+ *     for d, i:   Y[clamp(T[i]), d] += X[i, d]
+ * the second with the plain left-hand indices in order, then the summed ones.  Its
+ * store goes through a tensor value, so deps.c sees it as "any element" and keeps
+ * the summed loops in order (no parallel loop over i on a CPU); the scattered
+ * subscript is bounded like a gather's (the index tensor's range) and clamped. */
+static void lower_scatter(Lower *L, const AstStmt *s, Buffer *b, const char *const *names)
+{
+    Kernel *k = L->k;
+    if (b->dtype != L->ct) {
+        diag_error(L->d, s->lhs_span, "a scatter adds into %s in its own type, and %s is %s: declare it f32 (or "
+                   "f64, i32)", b->name, b->name, dtype_name(b->dtype));
+        L->ok = false;
+        return;
+    }
+    NodeList *list = &k->body;
+    Node *parent = NULL;
+    Var **main = xcalloc((size_t)s->nlhs + 1, sizeof(Var *));
+    for (int i = 0; i < s->nlhs; i++) {
+        main[i] = L->var_of[i];
+        L->var_of[i] = ir_new_var(k, arena_printf(k->arena, "%s_0", names[i]));
+        open_loop(L, s, i, &list, &parent);
+    }
+    ir_list_push(list, ir_stmt(k, b, lhs_index(L, s), SOP_ASSIGN, typed_const(L, 0, L->ct), s->span), parent);
+    for (int i = 0; i < s->nlhs; i++)
+        L->var_of[i] = main[i];
+    free(main);
+    list = &k->body;
+    parent = NULL;
+    for (int i = 0; i < s->nindices; i++)
+        if (i >= s->nlhs || !s->scatter_idx[i])
+            open_loop(L, s, i, &list, &parent);
+    if (s->scatter_where) {
+        Node *g = ir_guard(k, lower_expr(L, s->scatter_where), s->scatter_where->span);
+        ir_list_push(list, g, parent);
+        list = &g->u.guard.body;
+        parent = g;
+    }
+    Expr **idx = arena_alloc(k->arena, sizeof(Expr *) * (size_t)(s->nlhs ? s->nlhs : 1));
+    for (int d = 0; d < s->nlhs; d++) {
+        if (!s->scatter_idx[d]) {
+            idx[d] = spanned(ir_var(k, L->var_of[s->lhs_idx[d]->name.index->id]), s->lhs_idx[d]->span);
+            continue;
+        }
+        const AstExpr *ax = s->scatter_idx[d];
+        Expr *x = lower_expr(L, ax);
+        if (x->dtype != DT_I64)
+            x = spanned(ir_cast(k, x, DT_I64), ax->span);
+        int64_t lo, hi, size;
+        if (L->all_bound && ir_eval_size(k, b->shape[d], &size)) {
+            L->saw_empty = L->saw_overflow = false;
+            if (!interval(L, x, &lo, &hi)) {
+                diag_error(L->d, ax->span, "%s is scattered into at tensor values whose range is not known: declare "
+                           "the index tensor with range(lo, hi) inside 0..%lld", b->name, (long long)size);
+                L->ok = false;
+            } else if (!L->saw_empty && (lo < 0 || hi >= size)) {
+                diag_error(L->d, ax->span, "a scatter into %s may leave it: its subscript runs %lld..%lld but "
+                           "dimension %d has size %lld", b->name, (long long)lo, (long long)hi + 1, d, (long long)size);
+                L->ok = false;
+            }
+        }
+        Expr *top = ir_bin(k, IE_SUB, ir_clone_expr(k, b->shape[d]), ir_int(k, 1));
+        x = spanned(ir_bin(k, IE_MAX, x, ir_int(k, 0)), ax->span);
+        idx[d] = spanned(ir_bin(k, IE_MIN, x, top), ax->span);
+    }
+    const AstExpr *body = s->rhs->reduce.body;
+    Expr *v = spanned(ir_cast(k, lower_expr(L, body), L->ct), body->span);
+    ir_list_push(list, ir_stmt(k, b, idx, SOP_ADD, v, s->span), parent);
+}
+
 static void lower_stmt(Lower *L, const AstStmt *s, const char *const *names)
 {
     Kernel *k = L->k;
@@ -561,6 +788,19 @@ static void lower_stmt(Lower *L, const AstStmt *s, const char *const *names)
     Node *parent = NULL;
     L->iters = 1;
     L->iters_reported = false;
+    L->rev_id = -1;
+    if (s->scatter && s->scatter_idx) {
+        lower_scatter(L, s, b, names);
+        free(L->var_of);
+        L->var_of = NULL;
+        return;
+    }
+    if (s->scan) {
+        lower_scan(L, s, b);
+        free(L->var_of);
+        L->var_of = NULL;
+        return;
+    }
     for (int i = 0; i < s->nlhs; i++)
         open_loop(L, s, i, &list, &parent);
     if (s->rhs->kind != AST_REDUCE) {
@@ -683,6 +923,16 @@ static void add_buffers(Lower *L, BufKind want)
             b->shape[r] = ir_simplify(L->k, size_expr(L, t->shape[r]));
         b->has_pad = t->has_pad;
         b->pad = t->pad_value;
+        if (t->dom_lo && dtype_is_float(t->dtype)) {
+            double lo = t->dom_lo->kind == AST_INT ? (double)t->dom_lo->ival : t->dom_lo->fval;
+            double hi = t->dom_hi->kind == AST_INT ? (double)t->dom_hi->ival : t->dom_hi->fval;
+            b->dom_lo = ir_flt(L->k, lo, DT_F64);
+            b->dom_hi = ir_flt(L->k, hi, DT_F64);
+        } else if (t->dom_lo) {
+            b->dom_lo = ir_simplify(L->k, size_expr(L, t->dom_lo));
+            b->dom_hi = ir_simplify(L->k, size_expr(L, t->dom_hi));
+        }
+        b->dom_distinct = t->dom_distinct;
         L->buf_of[i] = b;
     }
 }
@@ -734,6 +984,23 @@ static void check_shapes(Lower *L)
     }
 }
 
+/* With the sizes bound, every declared domain must be drawable: the same check the
+ * harness makes before it draws (ir_domain_fill), reported at the declaration. */
+static void check_domains(Lower *L)
+{
+    for (int i = 0; i < L->k->nbufs; i++) {
+        const Buffer *b = L->k->bufs[i];
+        if (!ir_has_domain(b))
+            continue;
+        int64_t n = ir_buffer_elems(L->k, b);
+        char err[256];
+        if (n >= 0 && !ir_domain_check(L->k, b, n, err, sizeof err)) {
+            diag_error(L->d, b->span, "%s", err);
+            L->ok = false;
+        }
+    }
+}
+
 Kernel *lower_kernel(const Program *p, const AstKernel *ak, const int64_t *values, const bool *bound, Diags *d)
 {
     (void)p;
@@ -760,10 +1027,15 @@ Kernel *lower_kernel(const Program *p, const AstKernel *ak, const int64_t *value
     add_buffers(&L, BUF_TEMP);
     if (L.all_bound && L.ok)
         check_shapes(&L);
+    if (L.all_bound && L.ok)
+        check_domains(&L);
 
     int total = 0;
     for (int i = 0; i < ak->nstmts; i++)
         total += ak->stmts[i]->nindices;
+    for (int i = 0; i < ak->nstmts; i++)
+        if (ak->stmts[i]->scatter)
+            total += ak->stmts[i]->nlhs; /* the scatter's initialisation nest */
     L.cap_vars = total + 1;
     L.vlo = xcalloc((size_t)L.cap_vars, sizeof(int64_t));
     L.vhi = xcalloc((size_t)L.cap_vars, sizeof(int64_t));

@@ -168,3 +168,22 @@ void rt_fill_random(DType t, int64_t n, Rng *r, double *f64, void *native)
             break;
     }
 }
+
+bool rt_fill_input(const Kernel *k, const Buffer *b, int64_t n, Rng *r, double *f64, void *native, Diags *d)
+{
+    if (!ir_has_domain(b)) {
+        rt_fill_random(b->dtype, n, r, f64, native);
+        return true;
+    }
+    /* a declared domain (ir/domain.c): drawn on one thread from its own stream */
+    Rng own;
+    rng_seed(&own, rng_next(r));
+    char err[256];
+    if (!ir_domain_fill(k, b, n, &own, f64, err, sizeof err)) {
+        diag_plain(d, DIAG_ERROR, "%s", err);
+        return false;
+    }
+    if (native)
+        rt_to_native(b->dtype, f64, native, n);
+    return true;
+}

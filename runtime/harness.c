@@ -19,6 +19,7 @@
  * report.  A failed validation leaves every speed field empty: there is no way to
  * get a number for a wrong kernel. */
 #include "runtime.h"
+#include "npy.h"
 #include "lang/checked.h"
 
 #include <math.h>
@@ -581,7 +582,38 @@ static void aim_watches(H *h)
     }
 }
 
+/* --save-outputs: what the kernel wrote in its last run, every output downloaded
+ * again (a failed check stops before the later ones). */
+static bool save_outputs(H *h)
+{
+    double **vals = xcalloc((size_t)h->u->nbufs + 1, sizeof *vals);
+    bool ok = true;
+    for (int i = 0; i < h->nw && ok; i++) {
+        const Watch *w = &h->w[i];
+        ok = h->dev->download(h->dev, w->host, w->dev, (size_t)w->n * (size_t)dtype_bytes(w->t), h->d);
+        if (ok) {
+            vals[w->shape->id] = xmalloc(sizeof(double) * (size_t)(w->n ? w->n : 1));
+            rt_from_native(w->t, w->host, vals[w->shape->id], w->n);
+        }
+    }
+    ok = ok && rt_npz_save(h->u, h->o.save_outputs, BUF_OUT, vals, h->d);
+    for (int i = 0; i < h->u->nbufs; i++)
+        free(vals[i]);
+    free(vals);
+    return ok;
+}
+
+static int validate_runs(H *h, RtExec *x);
+
 static int validate(H *h, RtExec *x)
+{
+    int rc = validate_runs(h, x);
+    if (h->o.save_outputs && (rc == EXIT_OK || rc == EXIT_INVALID) && !save_outputs(h))
+        return EXIT_USAGE;
+    return rc;
+}
+
+static int validate_runs(H *h, RtExec *x)
 {
     const Kernel *u = h->u;
     for (int c = 0; c < h->o.checks; c++) {
@@ -597,13 +629,20 @@ static int validate(H *h, RtExec *x)
             if (b->kind != BUF_IN)
                 continue;
             Slot *s = &h->s[h->u2k[i]];
-            if (kept)
+            if (kept) {
                 memcpy(s->host, kept->native[i], s->bytes);
-            else
-                rt_fill_random(b->dtype, s->n, &rng, h->gb[i], s->host);
+            } else if (h->o.inputs) {
+                if (!rt_npy_load_input(u, b, h->o.inputs, h->gb[i], s->n, h->d))
+                    return EXIT_USAGE;
+                rt_to_native(b->dtype, h->gb[i], s->host, s->n);
+            } else if (!rt_fill_input(u, b, s->n, &rng, h->gb[i], s->host, h->d)) {
+                return EXIT_USAGE;
+            }
             if (!h->dev->upload(h->dev, s->dev, s->host, s->bytes, h->d))
                 return EXIT_RUNTIME;
         }
+        if (c == 0 && h->o.save_inputs && !rt_npz_save(u, h->o.save_inputs, BUF_IN, h->gb, h->d))
+            return EXIT_USAGE;
         double t0 = now_seconds();
         h->r->spent.inputs += t0 - ti;
         phase(&h->o, PROG_GOLDEN, PROG_BEGIN, c + 1, h->o.checks, rt_golden_name(h->golden), 0, -1);

@@ -257,6 +257,9 @@ void rt_golden_free(RtGolden *g);
  * uniform in [-16, 16]; never all equal.  Writes the f64 values and, when native is
  * not NULL, the same values in t's storage format. */
 void rt_fill_random(DType t, int64_t n, Rng *r, double *f64, void *native);
+/* An input of kernel k: from its declared domain (range/distinct) when it has one,
+ * else as rt_fill_random; false with an error when the domain cannot be drawn. */
+bool rt_fill_input(const Kernel *k, const Buffer *b, int64_t n, Rng *r, double *f64, void *native, Diags *d);
 void rt_to_native(DType t, const double *src, void *dst, int64_t n);
 void rt_from_native(DType t, const void *src, double *dst, int64_t n);
 /* NaN in t's format (INT32_MIN for integers, which cannot hold NaN). */
@@ -299,6 +302,11 @@ typedef struct RunOptions {
     FILE *out;            /* where the report goes; NULL: stdout */
     const struct Progress *progress; /* phase events (runtime/progress.h); NULL: none */
     struct RtResult *keep;  /* rt_run copies its result here (the caller draws it); NULL: not */
+    /* NumPy files (runtime/npy.h): every check runs on the inputs read from `inputs`
+     * (an .npz, or a folder of NAME.npy) instead of random ones; save_inputs gets
+     * the first check's inputs, save_outputs the kernel's outputs of the last
+     * validation run.  NULL: none. */
+    const char *inputs, *save_inputs, *save_outputs;
     RtRefCache *refs;     /* reuse inputs and references across evaluations of u (the tuner); NULL: none */
     /* > 0: the best median so far among other schedules of this kernel (the tuner).
      * Timing stops early when the kernel is clearly slower: every run of it so far

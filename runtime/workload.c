@@ -142,7 +142,8 @@ static double value_ops(const Expr *e)
     switch (e->kind) {
     case IE_NEG: case IE_EXP: case IE_LOG: case IE_SQRT: case IE_RSQRT: case IE_TANH:
     case IE_ERF: case IE_ABS: case IE_ADD: case IE_SUB: case IE_MUL: case IE_DIV: case IE_MOD:
-    case IE_MAX: case IE_MIN:
+    case IE_MAX: case IE_MIN: case IE_LOG1P: case IE_EXPM1: case IE_FLOOR: case IE_CEIL: case IE_ROUND:
+    case IE_POW:
         n = data_type(e->dtype);
         break;
     case IE_LT: case IE_LE: case IE_GT: case IE_GE: case IE_EQ: case IE_NE:

@@ -619,7 +619,8 @@ static void ex(CgC *g, const Expr *e, StrBuf *o)
         as(g, e->args[0], t, o);
         sb_puts(o, ")");
         return;
-    case IE_EXP: case IE_LOG: case IE_SQRT: case IE_RSQRT: case IE_TANH: case IE_ERF: {
+    case IE_EXP: case IE_LOG: case IE_SQRT: case IE_RSQRT: case IE_TANH: case IE_ERF: case IE_LOG1P:
+    case IE_EXPM1: case IE_FLOOR: case IE_CEIL: case IE_ROUND: {
         if (!f) {
             fail(g, e->span, "math on integers");
             sb_puts(o, "0");
@@ -627,7 +628,8 @@ static void ex(CgC *g, const Expr *e, StrBuf *o)
         }
         static const char *const fn[IE_COUNT] = {
             [IE_EXP] = "exp", [IE_LOG] = "log", [IE_SQRT] = "sqrt", [IE_RSQRT] = "sqrt", [IE_TANH] = "tanh",
-            [IE_ERF] = "erf",
+            [IE_ERF] = "erf", [IE_LOG1P] = "log1p", [IE_EXPM1] = "expm1", [IE_FLOOR] = "floor",
+            [IE_CEIL] = "ceil", [IE_ROUND] = "rint", /* rint: ties to even in the default rounding mode */
         };
         sb_printf(o, "%s%s%s(", e->kind == IE_RSQRT ? (dbl ? "(1.0 / " : "(1.0f / ") : "", fn[e->kind],
                   dbl ? "" : "f");
@@ -635,6 +637,14 @@ static void ex(CgC *g, const Expr *e, StrBuf *o)
         sb_puts(o, e->kind == IE_RSQRT ? "))" : ")"); /* f16/bf16 math is carried in f32 */
         return;
     }
+    case IE_POW:
+        if (!f) {
+            fail(g, e->span, "math on integers");
+            sb_puts(o, "0");
+            return;
+        }
+        bin(g, e, t, dbl ? "pow(%s, %s)" : "powf(%s, %s)", o);
+        return;
     case IE_ADD: bin(g, e, t, "(%s + %s)", o); return;
     case IE_SUB: bin(g, e, t, "(%s - %s)", o); return;
     case IE_MUL: bin(g, e, t, "(%s * %s)", o); return;

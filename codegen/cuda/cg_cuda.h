@@ -77,6 +77,9 @@ void cg_cuda_module_free(CgCudaModule *m);
 /* A word no user name may be printed as: C/C++ keywords and alternative tokens,
  * predefined macros, CUDA built-ins, what the emitter prints, `pf*`, `_*`. */
 bool cg_cuda_reserved(const char *s);
+/* The CUDA function for log1p, expm1, floor, ceil, round or pow (mathfn.c); NULL for
+ * any other kind. */
+const char *cuda_mathfn_name(ExprKind k, bool dbl);
 /* A name printed as written: [A-Za-z][A-Za-z0-9_]* without `__`, not reserved. */
 bool cg_cuda_plain(const char *s);
 /* Appends the mangled form of name: "pf" + kind (an upper-case letter) + escape. */

@@ -504,7 +504,7 @@ static const char *math_name(ExprKind k, DType t)
     case IE_ABS: return d ? "fabs" : "fabsf";
     case IE_MAX: return d ? "fmax" : "fmaxf";
     case IE_MIN: return d ? "fmin" : "fminf";
-    default: return "?";
+    default: return cuda_mathfn_name(k, d) ? cuda_mathfn_name(k, d) : "?";
     }
 }
 
@@ -597,8 +597,10 @@ static void emit_expr(Em *e, const Expr *x, StrBuf *o)
     case IE_NEG: sb_puts(o, "-"); emit_sub(e, x->args[0], o); return;
     case IE_NOT: sb_puts(o, "!"); emit_sub(e, x->args[0], o); return;
     case IE_EXP: case IE_LOG: case IE_SQRT: case IE_RSQRT: case IE_TANH: case IE_ERF:
+    case IE_LOG1P: case IE_EXPM1: case IE_FLOOR: case IE_CEIL: case IE_ROUND: case IE_POW:
         sb_printf(o, "%s(", math_name(x->kind, x->dtype));
         emit_expr(e, x->args[0], o);
+        if (x->kind == IE_POW) { sb_puts(o, ", "); emit_expr(e, x->args[1], o); }
         sb_putc(o, ')');
         return;
     case IE_ABS:

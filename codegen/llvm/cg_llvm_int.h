@@ -48,4 +48,9 @@ bool cg_kernel_tiled(const Kernel *k);
 /* Whether the kernel reads a padded input outside its range (clamped loads). */
 bool cg_kernel_padded(const Kernel *k);
 
+/* ---- mathfn.c ---- */
+/* log1p, expm1, floor, ceil, round (ties to even) and pow (y: the exponent, else
+ * NULL) of a float scalar or vector x. */
+LLVMValueRef cg_llvm_mathfn(LLVMModuleRef M, LLVMBuilderRef B, ExprKind k, LLVMValueRef x, LLVMValueRef y);
+
 #endif

@@ -123,6 +123,17 @@ Val cg_emit_expr(Fn *f, const Expr *e)
         }
         return (Val){r, a[0].vec};
     }
+    case IE_LOG1P: case IE_EXPM1: {
+        /* inline in the operand's vector shape (vmath.c), as exp and log are */
+        a[0] = emit_as(f, e->args[0], t);
+        VmCtx vc = vm_ctx(g);
+        return (Val){e->kind == IE_LOG1P ? vm_log1p(&vc, a[0].v) : vm_expm1(&vc, a[0].v), a[0].vec};
+    }
+    case IE_FLOOR: case IE_CEIL: case IE_ROUND: case IE_POW:
+        a[0] = emit_as(f, e->args[0], t);
+        a[1] = e->kind == IE_POW ? emit_as(f, e->args[1], t) : a[0];
+        same_shape(f, a, 2);
+        return (Val){cg_llvm_mathfn(g->M, B, e->kind, a[0].v, e->kind == IE_POW ? a[1].v : NULL), a[0].vec};
     case IE_ADD:
     case IE_SUB:
         /* a*b + c and c - a*b in float: one fused multiply-add. */

@@ -65,6 +65,10 @@ void cg_llvm_add_symbol(const char *name, void *addr)
 /* What generated code may call besides the thread pool: libm for tanh/erf and for
  * the libcalls LLVM itself emits (llvm.floor -> floorf without SSE4.1, llvm.exp/log
  * on vectors -> expf per lane), and the memory functions its idiom recognition produces. */
+/* llvm.roundeven without a rounding instruction: C11 has no roundeven, but
+ * nearbyint rounds ties to even in the default rounding mode, which perfc never changes. */
+static float roundeven_f(float x) { return nearbyintf(x); }
+static double roundeven_d(double x) { return nearbyint(x); }
 typedef double (*D1)(double);
 typedef float (*F1)(float);
 static const struct {
@@ -81,6 +85,11 @@ static const struct {
     {"fma", (void (*)(void))fma},         {"sqrtf", (void (*)(void))(F1)sqrtf},
     {"sqrt", (void (*)(void))(D1)sqrt},   {"floorf", (void (*)(void))(F1)floorf},
     {"floor", (void (*)(void))(D1)floor},
+    {"ceilf", (void (*)(void))(F1)ceilf}, {"ceil", (void (*)(void))(D1)ceil},
+    {"roundevenf", (void (*)(void))roundeven_f}, {"roundeven", (void (*)(void))roundeven_d},
+    {"log1pf", (void (*)(void))(F1)log1pf}, {"log1p", (void (*)(void))(D1)log1p},
+    {"expm1f", (void (*)(void))(F1)expm1f}, {"expm1", (void (*)(void))(D1)expm1},
+    {"powf", (void (*)(void))powf}, {"pow", (void (*)(void))pow},
 };
 
 /* C library functions a kernel must not be named after: what libsyms defines, and

@@ -115,8 +115,9 @@ static void store_elem(void *p, DType t, int64_t i, double v)
     case DT_F32: ((float *)p)[i] = (float)v; break;
     case DT_F16: ((uint16_t *)p)[i] = f32_to_f16_bits((float)v); break;
     case DT_BF16: ((uint16_t *)p)[i] = f32_to_bf16_bits((float)v); break;
-    case DT_I32: ((int32_t *)p)[i] = (int32_t)v; break;
-    case DT_I64: ((int64_t *)p)[i] = (int64_t)v; break;
+    /* the NaN poison of an integer output is its most negative value */
+    case DT_I32: ((int32_t *)p)[i] = v != v ? INT32_MIN : (int32_t)v; break;
+    case DT_I64: ((int64_t *)p)[i] = v != v ? INT64_MIN : (int64_t)v; break;
     default: ((uint8_t *)p)[i] = v != 0; break;
     }
 }
@@ -285,7 +286,9 @@ int main(int argc, char **argv)
         int64_t n = ir_buffer_elems(k, bf);
         size_t bytes = (size_t)(n > 0 ? n : 1) * (size_t)dtype_bytes(bf->dtype);
         blocks[ti] = aligned_alloc(64, (bytes + 64 + 63) / 64 * 64);
-        tens[ti] = (char *)blocks[ti] + (aligned ? 0 : 4);
+        /* unaligned: off the 64-byte line, but on the element's own alignment
+         * (8 bytes for f64), which C callers always give */
+        tens[ti] = (char *)blocks[ti] + (aligned ? 0 : dtype_bytes(bf->dtype) > 4 ? dtype_bytes(bf->dtype) : 4);
         tbytes[ti] = bytes;
         for (int64_t i = 0; i < n; i++)
             store_elem(tens[ti], bf->dtype, i, bf->kind == BUF_IN ? ref[b][i] : NAN);
