@@ -8,7 +8,7 @@
 # Needs two static perfc builds (cmake -DPERFC_LLVM_STATIC=ON), xz-compressed:
 #   carry/gpu/perfc_old.xz   built from the main commit the branch started from
 #   carry/gpu/perfc_new.xz   built from the branch with the GPU target passes
-# Run from the repository root:  bash bench/gpu/passes_compare.sh
+# Run from the repository root:  bash bench/gpu/passes_compare.sh   (ROUNDS=N: alternations, default 3)
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 O=${OUT:-/tmp/passes_compare}; mkdir -p "$O" /tmp/pf
@@ -28,7 +28,7 @@ row() {  # row LABEL TARGET ARGS...
   # the one expected difference: a comment the old emitter wrote for a removed fill
   diff -q <(grep -v 'is overwritten by the next nest before any read' "$O/old.cu") "$O/new.cu" >/dev/null && same=identical
   local o=() n=()
-  for i in 1 2 3; do
+  for ((i = 1; i <= ${ROUNDS:-3}; i++)); do
     o+=("$(med /tmp/pf/perfc_old "$@" -target "$t")")
     n+=("$(med /tmp/pf/perfc_new "$@" -target "$t")")
   done
