@@ -35,7 +35,7 @@ row() {  # row LABEL TARGET ARGS...
   python3 - "$label" "$same" "${o[@]}" "${n[@]}" <<'PY'
 import statistics, sys
 label, same, v = sys.argv[1], sys.argv[2], sys.argv[3:]
-o, n = v[:3], v[3:]
+o, n = v[:len(v) // 2], v[len(v) // 2:]  # ROUNDS old times, then ROUNDS new
 def m(x):
     x = [float(a) for a in x if a != "FAIL"]
     return statistics.median(x) if x else float("nan")
