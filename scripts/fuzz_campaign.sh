@@ -9,7 +9,8 @@
 # use a many-core machine: carry the binary and a tarball of the corpus.
 #
 #   scripts/fuzz_campaign.sh TOTAL JOBS [BINARY] [CORPUS_DIR]
-#   (defaults build-fuzz/fuzz_compile, build-fuzz/corpus-compile; logs in $OUT or
+#   (defaults build-fuzz/fuzz_compile, build-fuzz/corpus-compile; MAX_TIME=S stops
+#    each process after S seconds with its statistics; logs in $OUT or
 #    /tmp/fuzz-campaign)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +24,7 @@ per=$(( (TOTAL + JOBS - 1) / JOBS ))
 echo "fuzz_campaign: $JOBS x $per executions of $BIN on $CORPUS ($(ls "$CORPUS" | wc -l) inputs), $(date -u +%FT%TZ)"
 pids=()
 for ((i = 0; i < JOBS; i++)); do
-  "$BIN" -runs="$per" -seed=$((1000 + i)) -max_len=65536 -timeout=60 -rss_limit_mb=2048 \
+  "$BIN" -runs="$per" ${MAX_TIME:+-max_total_time=$MAX_TIME} -seed=$((1000 + i)) -max_len=65536 -timeout=60 -rss_limit_mb=2048 \
     -dict=tests/fuzz/pdl.dict -artifact_prefix="$LOG/" -print_final_stats=1 "$CORPUS" \
     > "$LOG/job$i.log" 2>&1 &
   pids+=($!)
