@@ -22,10 +22,24 @@ LOG=${OUT:-/tmp/fuzz-campaign}
 mkdir -p "$LOG"
 per=$(( (TOTAL + JOBS - 1) / JOBS ))
 echo "fuzz_campaign: $JOBS x $per executions of $BIN on $CORPUS ($(ls "$CORPUS" | wc -l) inputs), $(date -u +%FT%TZ)"
+# SHARD=1: each process starts from its own slice of the corpus (read-only) and
+# writes what it finds to a folder of its own, so that no process spends its first
+# minute replaying every input of a large corpus.
+dirs=()
+for ((i = 0; i < JOBS; i++)); do
+  if [ -n "${SHARD:-}" ]; then
+    mkdir -p "$LOG/new$i" "$LOG/shard$i"
+    ls "$CORPUS" | awk -v n="$JOBS" -v i="$i" 'NR % n == i' | while read -r f; do ln -sf "$(realpath "$CORPUS/$f")" "$LOG/shard$i/$f"; done
+    dirs[$i]="$LOG/new$i $LOG/shard$i"
+  else
+    dirs[$i]=$CORPUS
+  fi
+done
 pids=()
 for ((i = 0; i < JOBS; i++)); do
+  # shellcheck disable=SC2086
   "$BIN" -runs="$per" ${MAX_TIME:+-max_total_time=$MAX_TIME} -seed=$((1000 + i)) -max_len=65536 -timeout=60 -rss_limit_mb=2048 \
-    -dict=tests/fuzz/pdl.dict -artifact_prefix="$LOG/" -print_final_stats=1 "$CORPUS" \
+    -dict=tests/fuzz/pdl.dict -artifact_prefix="$LOG/" -print_final_stats=1 ${dirs[$i]} \
     > "$LOG/job$i.log" 2>&1 &
   pids+=($!)
 done
