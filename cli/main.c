@@ -2,7 +2,7 @@
  * loop-nest IR, applies its schedule, and then emits, interprets, or compiles,
  * validates and times it (runtime/).  It is a thin driver: every stage lives in its
  * module and reports through Diags, and this file decides only what to run and
- * which exit status to give (DESIGN.md: 0 ok, 1 usage/compile error, 2 validation
+ * which exit status to give (`perfc --help`: 0 ok, 1 usage/compile error, 2 validation
  * failed, 3 runtime or device error). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* Command-line parsing for perfc.  Every option of the contract in DESIGN.md keeps
+/* Command-line parsing for perfc.  Every documented option (`perfc --help`, README) keeps
  * its spelling; each error names the option and says what it expects. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* The perfc command line: the options of DESIGN.md's contract, parsed into one
+/* The perfc command line: every documented option, parsed into one
  * struct.  cli/options.c parses; cli/main.c drives the pipeline. */
 #ifndef PERFC_CLI_OPTIONS_H
 #define PERFC_CLI_OPTIONS_H
