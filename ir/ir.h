@@ -319,7 +319,7 @@ Kernel *ir_clone_kernel(const Kernel *k);
 Node *ir_find_loop(Kernel *k, const char *name);
 
 /* ---- ir/print.c: the IR's face ---- */
-/* The printed form (see DESIGN.md).  Deterministic; golden tests compare it. */
+/* The printed form (docs/schedules.md shows it).  Deterministic; golden tests compare it. */
 void ir_print_kernel(const Kernel *k, StrBuf *out);
 void ir_print_expr(const Kernel *k, const Expr *e, StrBuf *out);
 

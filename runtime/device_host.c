@@ -13,7 +13,7 @@
  *
  * A kernel that crashes must not take the report down with a misleading message:
  * while this device is open, SIGSEGV, SIGBUS, SIGILL and SIGFPE print one line and
- * end the process with status 3 (runtime error, DESIGN.md). */
+ * end the process with status 3 (runtime error, `perfc --help`). */
 #include "runtime.h"
 
 #include <signal.h>

@@ -1,5 +1,5 @@
 /* The harness: a kernel is reported fast only after it was proven right in the same
- * run (DESIGN.md, "Validation and measurement"; every rule is in docs/harness.md).
+ * run (every rule is in docs/harness.md).
  *
  *  1. Validation: `checks` times (at least 2), fresh seeded inputs are drawn,
  *     outputs and temporaries are poisoned with NaN, the kernel runs once, and its

@@ -2,7 +2,7 @@
  * library baselines and the report.
  *
  * The harness turns "a kernel compiled" into "a kernel proven correct on fresh
- * inputs and measured honestly" (DESIGN.md, "Validation and measurement"): seeded
+ * inputs and measured honestly" (docs/harness.md): seeded
  * random inputs, outputs poisoned with NaN before every run, golden outputs from a
  * reference that shares no code with the code generators, a per-dtype tolerance on
  * the relative Frobenius error, warm-up, caches flushed between repetitions,
@@ -366,7 +366,7 @@ typedef struct RtResult {
 
 /* Validates and times k on dev.  u is the same kernel before scheduling (NULL: k
  * itself); the golden reference and the operation counts come from it.  Fills r
- * and returns the exit status of DESIGN.md: 0 valid (timed), 2 validation failed
+ * and returns the exit status of `perfc --help`: 0 valid (timed), 2 validation failed
  * (r->valid false, nothing timed), 1 usage or compile error, 3 runtime or device
  * error (diagnostics in d).  Prints nothing on stdout. */
 int rt_evaluate(RtDevice *dev, const Kernel *k, const Kernel *u, const RunOptions *o, RtResult *r,

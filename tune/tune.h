@@ -112,7 +112,7 @@ typedef struct TunePoint {
 } TunePoint;
 
 typedef struct TuneResult {
-    int status;             /* exit status (DESIGN.md) */
+    int status;             /* exit status (`perfc --help`) */
     bool from_db;           /* the winner came from the database */
     TuneStatus found;       /* the search state the database held for the key at the start */
     int resumed;            /* measurements taken from an interrupted search, not re-measured */

@@ -1,6 +1,6 @@
 /* Support shared by the runtime tests: a failure counter, hand-built IR kernels
  * (so the harness can be tested before and apart from the parser and lowering),
- * and the check that a JSON report carries every field DESIGN.md and issue 3 name. */
+ * and the check that a JSON report carries every field docs/harness.md names. */
 #ifndef PERFC_TESTS_RUNTIME_RT_TEST_H
 #define PERFC_TESTS_RUNTIME_RT_TEST_H
 

@@ -1,4 +1,4 @@
-/* A planted cheat must be caught (DESIGN.md): each protection of the harness is
+/* A planted cheat must be caught (docs/harness.md): each protection of the harness is
  * broken on purpose here and the harness must reject the kernel, for the right
  * reason, with exit status 2 and no time.
  *
