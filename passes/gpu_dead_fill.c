@@ -28,25 +28,6 @@ static bool reads_buf(const Expr *x, const Buffer *b)
     return false;
 }
 
-static bool same_expr(const Expr *a, const Expr *b)
-{
-    if (a->kind != b->kind) return false;
-    switch (a->kind) {
-    case IE_INT: return a->u.i == b->u.i;
-    case IE_FLT: return a->u.f == b->u.f;
-    case IE_PARAM: return a->u.param == b->u.param;
-    case IE_VAR: return a->u.var == b->u.var;
-    case IE_LOAD:
-        if (a->u.load.buf != b->u.load.buf) return false;
-        for (int i = 0; i < a->u.load.buf->rank; i++)
-            if (!same_expr(a->u.load.idx[i], b->u.load.idx[i])) return false;
-        return true;
-    default:
-        for (int i = 0; i < ir_expr_arity(a->kind); i++)
-            if (!same_expr(a->args[i], b->args[i])) return false;
-        return a->dtype == b->dtype;
-    }
-}
 
 static bool dead_fill(Kernel *k, const Node *a, const Node *b)
 {
@@ -71,7 +52,7 @@ static bool dead_fill(Kernel *k, const Node *a, const Node *b)
     for (int d = 0; d < buf->rank; d++) {
         Expr *x = a->u.stmt.idx[d];
         for (int i = 0; i < n; i++) x = ir_subst(k, x, va[i], ir_var(k, vb[i]));
-        if (!same_expr(ir_simplify(k, x), b->u.stmt.idx[d])) return false;
+        if (!gpu_same_expr(ir_simplify(k, x), b->u.stmt.idx[d])) return false;
     }
     return true;
 }

@@ -18,6 +18,8 @@ bool gpu_scheduled(const Node *n);
 
 /* Value of an expression of constants and bound parameters (floor / and %). */
 bool gpu_cval(const Kernel *k, const Expr *x, int64_t *out);
+/* Structural equality (the same tree over the same variables and buffers). */
+bool gpu_same_expr(const Expr *a, const Expr *b);
 bool gpu_loop_extent(const Kernel *k, const Node *l, int64_t *lo, int64_t *ext);
 /* The loop of variable v in the subtree n, or NULL. */
 const Node *gpu_loop_of_var(const Node *n, const Var *v);

@@ -59,32 +59,13 @@ static void par_stmts(ParCtx *p, const Node *n)
         par_stmts(p, body->v[i]);
 }
 
-static bool same_expr(const Expr *a, const Expr *b)
-{
-    if (a->kind != b->kind) return false;
-    switch (a->kind) {
-    case IE_INT: return a->u.i == b->u.i;
-    case IE_FLT: return a->u.f == b->u.f;
-    case IE_PARAM: return a->u.param == b->u.param;
-    case IE_VAR: return a->u.var == b->u.var;
-    case IE_LOAD:
-        if (a->u.load.buf != b->u.load.buf) return false;
-        for (int i = 0; i < a->u.load.buf->rank; i++)
-            if (!same_expr(a->u.load.idx[i], b->u.load.idx[i])) return false;
-        return true;
-    default:
-        for (int i = 0; i < ir_expr_arity(a->kind); i++)
-            if (!same_expr(a->args[i], b->args[i])) return false;
-        return a->dtype == b->dtype;
-    }
-}
 
 static bool written_same(const Node *n, const Expr *ld)
 {
     if (n->kind == N_STMT) {
         if (n->u.stmt.buf != ld->u.load.buf) return false;
         for (int i = 0; i < ld->u.load.buf->rank; i++)
-            if (!same_expr(n->u.stmt.idx[i], ld->u.load.idx[i])) return false;
+            if (!gpu_same_expr(n->u.stmt.idx[i], ld->u.load.idx[i])) return false;
         return true;
     }
     const NodeList *body = ir_body((Node *)n);

@@ -178,25 +178,6 @@ static void collect_tvars(const Node *n, const Var **tv, int *nt)
 
 /* ---- demotion to shared memory */
 
-static bool same_expr(const Expr *a, const Expr *b)
-{
-    if (a->kind != b->kind) return false;
-    switch (a->kind) {
-    case IE_INT: return a->u.i == b->u.i;
-    case IE_FLT: return a->u.f == b->u.f;
-    case IE_PARAM: return a->u.param == b->u.param;
-    case IE_VAR: return a->u.var == b->u.var;
-    case IE_LOAD:
-        if (a->u.load.buf != b->u.load.buf) return false;
-        for (int i = 0; i < a->u.load.buf->rank; i++)
-            if (!same_expr(a->u.load.idx[i], b->u.load.idx[i])) return false;
-        return true;
-    default:
-        for (int i = 0; i < ir_expr_arity(a->kind); i++)
-            if (!same_expr(a->args[i], b->args[i])) return false;
-        return a->dtype == b->dtype;
-    }
-}
 
 typedef struct Own {
     const Buffer *b;
@@ -225,7 +206,7 @@ static void own_reads_expr(Own *o, const Expr *x)
             for (int w = 0; w < o->nw && !same; w++) {
                 same = true;
                 for (int d = 0; d < o->b->rank && same; d++)
-                    same = same_expr(o->stmts[w]->u.stmt.idx[d], x->u.load.idx[d]);
+                    same = gpu_same_expr(o->stmts[w]->u.stmt.idx[d], x->u.load.idx[d]);
             }
             o->ok &= same;
         }

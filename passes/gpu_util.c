@@ -209,3 +209,24 @@ bool gpu_aff_injective(const Kernel *k, const Node *top, const GAff *a)
     }
     return true;
 }
+
+/* Structural equality of two expressions (same tree, same variables and buffers). */
+bool gpu_same_expr(const Expr *a, const Expr *b)
+{
+    if (a->kind != b->kind) return false;
+    switch (a->kind) {
+    case IE_INT: return a->u.i == b->u.i;
+    case IE_FLT: return a->u.f == b->u.f;
+    case IE_PARAM: return a->u.param == b->u.param;
+    case IE_VAR: return a->u.var == b->u.var;
+    case IE_LOAD:
+        if (a->u.load.buf != b->u.load.buf) return false;
+        for (int i = 0; i < a->u.load.buf->rank; i++)
+            if (!gpu_same_expr(a->u.load.idx[i], b->u.load.idx[i])) return false;
+        return true;
+    default:
+        for (int i = 0; i < ir_expr_arity(a->kind); i++)
+            if (!gpu_same_expr(a->args[i], b->args[i])) return false;
+        return a->dtype == b->dtype;
+    }
+}
