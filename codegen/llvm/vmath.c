@@ -1,4 +1,4 @@
-/* Vector math: exp, expm1, log, log1p, tanh, erf and sigmoid for f32 and f64, built
+/* Vector math: exp, expm1, log, log1p, tanh and erf for f32 and f64, built
  * inline as LLVM IR from the operand's own shape (scalar or vector), so a vector
  * loop keeps them in vector registers.  A libm call is scalar: the vectoriser must
  * split every vector into lanes around it, which made `tanh` 26-42x slower than
@@ -17,8 +17,8 @@
  *   log        1             0.76 / 0.80
  *   tanh       3.5           3.17 / 3.21
  *   erf        3 (f32)       2.77 / glibc's erf
- *   expm1, log1p, sigmoid: built from the above; their bounds are checked once the
- *   language has them (tests/codegen/pdl/vmath.pdl lists what is tested).
+ *   expm1      3             2.03 / 2.21
+ *   log1p      3             2.38 / 2.39
  *
  * Coefficients: the exp and log polynomials are truncated Taylor series (their
  * terms are exact reciprocals of integers, rounded once; the truncation error is
@@ -275,7 +275,7 @@ LLVMValueRef vm_log1p(const VmCtx *c, LLVMValueRef x)
     return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOEQ, x, inf, ""), inf, r, "");
 }
 
-/* ---- tanh, sigmoid, erf ---- */
+/* ---- tanh and erf ---- */
 
 /* tanh |x| = t / (t + 2) with t = expm1(2|x|): no cancellation anywhere (t's relative
  * error passes through a map whose condition number is 2/(t+2) <= 1), the sign is
@@ -290,14 +290,6 @@ LLVMValueRef vm_tanh(const VmCtx *c, LLVMValueRef x)
     LLVMValueRef t = vm_expm1(c, a2);
     LLVMValueRef r = LLVMBuildFDiv(B, t, LLVMBuildFAdd(B, t, kf(x, 2.0), ""), "");
     return call2(c, "llvm.copysign", r, x);
-}
-
-/* 1 / (1 + e^-x): e^-x = inf for very negative x gives 0, as it should. */
-LLVMValueRef vm_sigmoid(const VmCtx *c, LLVMValueRef x)
-{
-    LLVMBuilderRef B = c->B;
-    LLVMValueRef e = vm_exp(c, LLVMBuildFNeg(B, x, ""));
-    return LLVMBuildFDiv(B, kf(x, 1.0), LLVMBuildFAdd(B, e, kf(x, 1.0), ""), "");
 }
 
 /* f32 erf of |x|, sign copied back.  |x| < 1: x P(x^2), P of degree 5 (relative

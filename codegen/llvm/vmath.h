@@ -19,7 +19,6 @@ LLVMValueRef vm_expm1(const VmCtx *c, LLVMValueRef x);
 LLVMValueRef vm_log(const VmCtx *c, LLVMValueRef x);
 LLVMValueRef vm_log1p(const VmCtx *c, LLVMValueRef x);
 LLVMValueRef vm_tanh(const VmCtx *c, LLVMValueRef x);
-LLVMValueRef vm_sigmoid(const VmCtx *c, LLVMValueRef x);
 /* NULL for f64: the caller calls libm's erf. */
 LLVMValueRef vm_erf(const VmCtx *c, LLVMValueRef x);
 

@@ -26,12 +26,16 @@ static long double ref_log(long double x) { return logl(x); }
 static long double ref_exp(long double x) { return expl(x); }
 static long double ref_tanh(long double x) { return tanhl(x); }
 static long double ref_erf(long double x) { return erfl(x); }
+static long double ref_expm1(long double x) { return expm1l(x); }
+static long double ref_log1p(long double x) { return log1pl(x); }
 
 static const Fn fns[] = {
     {"exp", ref_exp, 1.5, 1.5, -110, 90},
     {"log", ref_log, 1, 1, 0, 1e6},
     {"tanh", ref_tanh, 3.5, 3.5, -12, 12},
     {"erf", ref_erf, 3, 1.5, -5, 5}, /* f64: glibc's erf, not ours */
+    {"expm1", ref_expm1, 3, 3, -20, 90},
+    {"log1p", ref_log1p, 3, 3, -1, 1e6},
 };
 
 static uint64_t rng = 88172645463325252ull;
