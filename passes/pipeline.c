@@ -159,6 +159,11 @@ static bool pass_gpu_privatize(Kernel *k, const PipelineOpts *o, Diags *d)
     return !is_gpu(o) || gpu_privatize_pass(k, d);
 }
 
+static bool pass_gpu_scan(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    return !is_gpu(o) || gpu_scan_pass(k, d);
+}
+
 static bool pass_gpu_map(Kernel *k, const PipelineOpts *o, Diags *d)
 {
     return !is_gpu(o) || gpu_map_pass(k, d);
@@ -193,6 +198,7 @@ static const struct {
     /* GPU targets: legalisation, then lowering */
     {"gpu-reduce", pass_gpu_reduce, true},
     {"gpu-privatize", pass_gpu_privatize, true},
+    {"gpu-scan", pass_gpu_scan, true},
     {"gpu-map", pass_gpu_map, true},
     {"gpu-dead-fill", pass_gpu_dead_fill, true},
     /* CPU targets: legalisation, then lowering */
