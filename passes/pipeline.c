@@ -140,6 +140,7 @@ static bool pass_legalize(Kernel *k, const PipelineOpts *o, Diags *d)
     {                                                                    \
         return !cpu_target(o) || fn(k, d);                               \
     }
+CPU_PASS(pass_scan_blocks, cpu_scan_blocks)
 CPU_PASS(pass_partition, cpu_partition)
 CPU_PASS(pass_fill, cpu_fill)
 CPU_PASS(pass_narrow, cpu_narrow)
@@ -202,6 +203,7 @@ static const struct {
     {"gpu-map", pass_gpu_map, true},
     {"gpu-dead-fill", pass_gpu_dead_fill, true},
     /* CPU targets: legalisation, then lowering */
+    {"scan-blocks", pass_scan_blocks, true},
     {"legalize", pass_legalize, true},
     {"partition", pass_partition, true},
     {"fill", pass_fill, true},
