@@ -750,6 +750,7 @@ static void emit_stmt(Em *e, const Node *n)
         sb_free(&lv);
         sb_free(&v);
         sb_free(&cur);
+        sb_free(&val);
         return;
     }
     /* a block-level store to memory others see is done by one thread */
