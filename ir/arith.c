@@ -10,19 +10,19 @@
 
 /* ---- exact integer operations ---- */
 
+/* The arithmetic itself is lang/checked.h's, which the front end's size
+ * evaluation shares; with b > 0 it cannot fail. */
 int64_t ar_floordiv(int64_t a, int64_t b)
 {
-    int64_t q = a / b;
-    if (a % b != 0 && ((a < 0) != (b < 0)))
-        q--;
+    int64_t q = 0;
+    ck_floordiv(a, b, &q);
     return q;
 }
 
 int64_t ar_floormod(int64_t a, int64_t b)
 {
-    int64_t r = a % b;
-    if (r != 0 && ((r < 0) != (b < 0)))
-        r += b;
+    int64_t r = 0;
+    ck_floormod(a, b, &r);
     return r;
 }
 
