@@ -147,6 +147,7 @@ typedef struct Comp {
     int nfacts, capfacts;
     Span where;             /* the node being compiled */
     const Node *tloop[3];   /* the enclosing loops bound to thread.x, .y, .z */
+    bool checked;           /* no access proven in range: every one is checked */
 } Comp;
 
 static void cfail(Comp *c, Span sp, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -644,7 +645,7 @@ static Access *comp_access(Comp *c, const Buffer *buf, Expr *const *idx, Span sp
         t += n;
     }
     /* Proven in range?  Then fold the strides into one flat affine form. */
-    a->safe = c->ok;
+    a->safe = c->ok && !c->checked;
     for (int i = 0; i < nx && a->safe; i++) {
         const Var *v = xl[i]->u.loop.var;
         int64_t l0, l1;
@@ -1227,7 +1228,7 @@ static int64_t storage_elems(const Kernel *k, const Buffer *b)
     return n;
 }
 
-bool ir_interp(const Kernel *k, double **bufs, Diags *d)
+static bool interp(const Kernel *k, double **bufs, Diags *d, bool checked)
 {
     if (!ir_all_bound(k, d))
         return false;
@@ -1263,7 +1264,7 @@ bool ir_interp(const Kernel *k, double **bufs, Diags *d)
             ok = false;
         }
     }
-    Comp c = {.k = k, .bufs = data, .d = d, .ok = ok, .where = k->span};
+    Comp c = {.k = k, .bufs = data, .d = d, .ok = ok, .where = k->span, .checked = checked};
     c.arena = arena_new();
     c.in_scope = xcalloc((size_t)k->nvars + 1, sizeof(bool));
     c.stack = xcalloc((size_t)k->nvars + 1, sizeof(Var *));
@@ -1309,6 +1310,10 @@ bool ir_interp(const Kernel *k, double **bufs, Diags *d)
     arena_free(c.arena);
     return c.ok;
 }
+
+bool ir_interp(const Kernel *k, double **bufs, Diags *d) { return interp(k, bufs, d, false); }
+
+bool ir_interp_checked(const Kernel *k, double **bufs, Diags *d) { return interp(k, bufs, d, true); }
 
 /* ---- buffers for a run ---- */
 

@@ -8,6 +8,7 @@
  * ir_clone_* copy deeply and ir_subst builds a fresh tree, so a transformation can
  * rewrite an expression in place without touching another node by accident. */
 #include "ir.h"
+#include "arith.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -396,42 +397,17 @@ static bool is_const(const Expr *e, int64_t v)
     return e->kind == IE_INT && e->u.i == v;
 }
 
-/* Floor division and modulo: the IR's integer semantics (ir.h). */
-static int64_t floor_div(int64_t a, int64_t b)
-{
-    int64_t q = a / b;
-    if ((a % b != 0) && ((a < 0) != (b < 0)))
-        q--;
-    return q;
-}
-
-static int64_t floor_mod(int64_t a, int64_t b)
-{
-    int64_t r = a % b;
-    if (r != 0 && ((r < 0) != (b < 0)))
-        r += b;
-    return r;
-}
-
 /* Folds a op b; false when the result would overflow the type or is undefined
- * (division by zero is left in the tree for the interpreter to report). */
+ * (division by zero is left in the tree for the interpreter to report).  The
+ * arithmetic is the IR's (ir/arith.c). */
 static bool fold(ExprKind op, int64_t a, int64_t b, DType t, int64_t *out)
 {
     int64_t r;
     switch (op) {
-    case IE_ADD: if (__builtin_add_overflow(a, b, &r)) return false; break;
-    case IE_SUB: if (__builtin_sub_overflow(a, b, &r)) return false; break;
-    case IE_MUL: if (__builtin_mul_overflow(a, b, &r)) return false; break;
-    case IE_DIV:
-        if (b == 0 || (a == INT64_MIN && b == -1)) return false;
-        r = floor_div(a, b);
+    case IE_ADD: case IE_SUB: case IE_MUL: case IE_DIV: case IE_MOD: case IE_MAX: case IE_MIN:
+        if (!ar_binop(op, a, b, &r))
+            return false;
         break;
-    case IE_MOD:
-        if (b == 0 || (a == INT64_MIN && b == -1)) return false;
-        r = floor_mod(a, b);
-        break;
-    case IE_MAX: r = a > b ? a : b; break;
-    case IE_MIN: r = a < b ? a : b; break;
     default: return false;
     }
     if (t == DT_I32 && (r < INT32_MIN || r > INT32_MAX))

@@ -363,6 +363,10 @@ bool ir_all_bound(const Kernel *k, Diags *d);
  * used as given: callers round them to their dtype first (ir_alloc_buffers does).
  * Returns false with a diagnostic on an out-of-range access of an unpadded buffer. */
 bool ir_interp(const Kernel *k, double **bufs, Diags *d);
+/* The same with the interpreter's own check elimination off: accesses its interval
+ * analysis proves in range are checked too (and a padded read tests its range).
+ * Slower; tests run it beside ir_interp to catch an unsound proof. */
+bool ir_interp_checked(const Kernel *k, double **bufs, Diags *d);
 /* Fills every input with seeded uniform values in [-1, 1) rounded to its dtype
  * (i32: integers in [-8, 8]; never all zero); allocates outputs and temporaries
  * poisoned with NaN.  NULL when a size is unbound or over 2^37 elements.  Caller

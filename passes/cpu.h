@@ -14,9 +14,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../ir/arith.h"
 #include "../ir/ir.h"
+#include "../ir/walk.h"
 
-#define CPU_AFF_TERMS 12
 #define CPU_MAX_VECTOR_WIDTH 256
 #define CPU_MAX_UNROLL 4096
 /* A private buffer of at most this many elements is a register tile. */
@@ -25,28 +26,13 @@
  * unroll2 doubles). */
 #define CPU_UNROLL_STMTS 16
 
-/* c + sum k[i] * var[i] (Var ids); bound parameters are constants. */
-typedef struct CpuAff {
-    int64_t c;
-    int n;
-    int var[CPU_AFF_TERMS];
-    int64_t k[CPU_AFF_TERMS];
-} CpuAff;
-
-/* r += a * scale; false (r unusable) when a coefficient overflows 64 bits. */
-bool cpu_aff_add(CpuAff *r, const CpuAff *a, int64_t scale);
-/* The affine form of an integer expression; false when it is not affine. */
-bool cpu_affine(const Kernel *k, const Expr *e, CpuAff *out);
+/* Affine forms are ir/arith.h's ArAff (ar_aff_of, ar_aff_add, ar_aff_coef, ...). */
 /* hi - lo when it does not depend on any variable. */
 bool cpu_const_extent(const Kernel *k, const Expr *lo, const Expr *hi, int64_t *ext);
-/* The coefficient of v in a. */
-int64_t cpu_coef(const CpuAff *a, const Var *v);
-/* Whether two affine forms are the same function of the variables. */
-bool cpu_aff_same(const CpuAff *a, const CpuAff *b);
 /* Size of dimension d of b with the bound parameters (-1 when unknown). */
 int64_t cpu_dim(const Kernel *k, const Buffer *b, int d);
 /* The row-major element offset of b[idx] as an affine form. */
-bool cpu_offset_aff(const Kernel *k, const Buffer *b, Expr *const *idx, CpuAff *tot);
+bool cpu_offset_aff(const Kernel *k, const Buffer *b, Expr *const *idx, ArAff *tot);
 
 /* How an integer expression moves per lane of vector variable v (*s; 0: uniform);
  * false when unknown. */
@@ -56,8 +42,6 @@ typedef enum { CPU_ACC_UNIFORM, CPU_ACC_CONTIG, CPU_ACC_OTHER } CpuAccKind;
  * element for every lane, consecutive elements along the last dimension, or
  * anything else (a gather). */
 CpuAccKind cpu_access_kind(const Kernel *k, Expr *const *idx, int rank, const Var *v);
-/* Whether e reads buffer b (load indices included). */
-bool cpu_reads_buffer(const Expr *e, const Buffer *b);
 /* Whether a load is a read of a padded input that may leave it. */
 bool cpu_load_padded(const Expr *e);
 /* Whether list l reads a padded input that may leave it. */
@@ -82,7 +66,7 @@ typedef struct CpuRangeSave {
 CpuRangeSave cpu_ranges_enter(CpuRanges *r, const Kernel *k, const Node *n);
 void cpu_ranges_leave(CpuRanges *r, const Node *n, CpuRangeSave s);
 /* The range [*lo, *hi] of a; false when a variable's range is unknown. */
-bool cpu_aff_range(const CpuRanges *r, const CpuAff *a, int64_t *lo, int64_t *hi);
+bool cpu_aff_range(const CpuRanges *r, const ArAff *a, int64_t *lo, int64_t *hi);
 /* For a padded read: 1 when every index is known inside its dimension, -1 when one
  * is known outside (the read is the pad value), 0 when it has to be tested. */
 int cpu_pad_known(const Kernel *k, const CpuRanges *r, const Expr *load);
@@ -90,13 +74,13 @@ int cpu_pad_known(const Kernel *k, const CpuRanges *r, const Expr *load);
 /* The comparisons of a conjunction of affine comparisons, each as d <= lim;
  * false when e is not one (or has more than cap). */
 typedef struct CpuCmp {
-    CpuAff d;
+    ArAff d;
     int64_t lim;
 } CpuCmp;
 bool cpu_conjuncts(const Kernel *k, const Expr *e, CpuCmp *out, int *n, int cap);
 /* sum of k * var over the terms of a (without its constant), as an i64 IR
  * expression built in the order of the terms; NULL when a has no term. */
-Expr *cpu_aff_terms(Kernel *k, const CpuAff *a);
+Expr *cpu_aff_terms(Kernel *k, const ArAff *a);
 
 /* ---- the passes' predicates that other passes consult, so that each loop gets
  * the rewrite the back end used to give it first (see pipeline.c for the order) */

@@ -52,16 +52,16 @@ bool cpu_fill_ok(const Kernel *k, const CpuRanges *r, const Node *L, int64_t *to
     if (!zero_value(k, r, n->u.stmt.value))
         return false;
     const Buffer *b = n->u.stmt.buf;
-    CpuAff off;
+    ArAff off;
     if (!cpu_offset_aff(k, b, n->u.stmt.idx, &off))
         return false;
     int64_t ext[8], kk[8], total = 1;
     for (int i = 0; i < nl; i++) {
-        CpuAff l;
+        ArAff l;
         if (!cpu_const_extent(k, loops[i]->u.loop.lo, loops[i]->u.loop.hi, &ext[i]) || ext[i] < 1 ||
-            !cpu_affine(k, loops[i]->u.loop.lo, &l) || l.n)
+            !ar_aff_of(k, loops[i]->u.loop.lo, &l) || l.n)
             return false;
-        kk[i] = cpu_coef(&off, loops[i]->u.loop.var);
+        kk[i] = ar_aff_coef(&off, loops[i]->u.loop.var->id);
     }
     bool used[8] = {false};
     int64_t want = 1;

@@ -65,7 +65,7 @@ static bool vector_check(const Kernel *k, const NodeList *l, const Var *v, char 
                 snprintf(why, nwhy, "the store to %s is not unit-stride in the vector index (no scatter)", b->name);
                 return false;
             }
-            if (ak == CPU_ACC_UNIFORM && n->u.stmt.op != SOP_ASSIGN && cpu_reads_buffer(n->u.stmt.value, b)) {
+            if (ak == CPU_ACC_UNIFORM && n->u.stmt.op != SOP_ASSIGN && ir_expr_reads(n->u.stmt.value, b)) {
                 snprintf(why, nwhy, "the reduction into one element of %s reads %s", b->name, b->name);
                 return false;
             }

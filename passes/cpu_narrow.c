@@ -15,15 +15,6 @@
 #include "cpu.h"
 #include "xform_int.h"
 
-static bool is_const(const Kernel *k, const Expr *e, int64_t *v)
-{
-    CpuAff a;
-    if (!cpu_affine(k, e, &a) || a.n)
-        return false;
-    *v = a.c;
-    return true;
-}
-
 static bool narrow(Kernel *k, const CpuRanges *r, Node *L)
 {
     if (L->u.loop.kind != LOOP_SERIAL || L->u.loop.hint != HINT_NONE || L->u.loop.body.n != 1 ||
@@ -66,14 +57,14 @@ static bool narrow(Kernel *k, const CpuRanges *r, Node *L)
         }
         if (kk == 1) { /* v <= lim - rest */
             Expr *b = ir_bin(k, IE_SUB, ir_int(k, cmp[c].lim + 1), rest);
-            bool hc = is_const(k, hi, &h);
+            bool hc = ar_const(k, hi, &h);
             bool tighter = known && hc && cmp[c].lim + 1 - rmin <= h;
             bool looser = known && hc && cmp[c].lim + 1 - rmax >= h;
             if (!looser)
                 hi = tighter ? b : ir_bin(k, IE_MIN, hi, b);
         } else { /* v >= rest - lim */
             Expr *b = ir_bin(k, IE_SUB, rest, ir_int(k, cmp[c].lim));
-            bool lc = is_const(k, lo, &l);
+            bool lc = ar_const(k, lo, &l);
             bool tighter = known && lc && rmin - cmp[c].lim >= l;
             bool looser = known && lc && rmax - cmp[c].lim <= l;
             if (!looser)

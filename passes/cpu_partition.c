@@ -29,13 +29,13 @@ static void pad_range_expr(const Kernel *k, const CpuRanges *r, const Expr *e, c
         const Buffer *buf = e->u.load.buf;
         for (int i = 0; i < buf->rank; i++) {
             pad_range_expr(k, r, e->u.load.idx[i], v, a, b);
-            CpuAff x;
-            if (!cpu_load_padded(e) || !cpu_affine(k, e->u.load.idx[i], &x))
+            ArAff x;
+            if (!cpu_load_padded(e) || !ar_aff_of(k, e->u.load.idx[i], &x))
                 continue;
-            int64_t c = cpu_coef(&x, v), lo, hi, d = cpu_dim(k, buf, i);
+            int64_t c = ar_aff_coef(&x, v->id), lo, hi, d = cpu_dim(k, buf, i);
             if (c != 1 && c != -1)
                 continue;
-            CpuAff rest = x; /* the index without v */
+            ArAff rest = x; /* the index without v */
             for (int t = 0; t < rest.n; t++)
                 if (rest.var[t] == v->id)
                     rest.k[t] = 0;
@@ -81,9 +81,9 @@ bool cpu_copy_ok(const Kernel *k, const CpuRanges *r, const Node *L, int64_t lo,
     const Expr *e = n->u.stmt.value;
     const Buffer *d = n->u.stmt.buf, *src = e->u.load.buf;
     const Var *v = L->u.loop.var;
-    CpuAff od, os;
+    ArAff od, os;
     if (d == src || d->dtype != src->dtype || e->dtype != src->dtype || !cpu_offset_aff(k, d, n->u.stmt.idx, &od) ||
-        !cpu_offset_aff(k, src, e->u.load.idx, &os) || cpu_coef(&od, v) != 1 || cpu_coef(&os, v) != 1)
+        !cpu_offset_aff(k, src, e->u.load.idx, &os) || ar_aff_coef(&od, v->id) != 1 || ar_aff_coef(&os, v->id) != 1)
         return false;
     if (!cpu_load_padded(e))
         return true;
@@ -108,10 +108,10 @@ static bool split(Part *p, NodeList *l, int *i, Node *parent)
 {
     Kernel *k = p->k;
     Node *L = l->v[*i];
-    CpuAff lo0;
+    ArAff lo0;
     int64_t ext;
     if (L->u.loop.kind != LOOP_SERIAL || L->u.loop.hint != HINT_NONE ||
-        !cpu_const_extent(k, L->u.loop.lo, L->u.loop.hi, &ext) || !cpu_affine(k, L->u.loop.lo, &lo0) || lo0.n ||
+        !cpu_const_extent(k, L->u.loop.lo, L->u.loop.hi, &ext) || !ar_aff_of(k, L->u.loop.lo, &lo0) || lo0.n ||
         !cpu_list_padded(&L->u.loop.body) || cpu_fill_ok(k, &p->r, L, NULL))
         return false;
     int64_t lo = lo0.c, hi = lo0.c + ext, a = INT64_MIN, b = INT64_MAX;

@@ -40,22 +40,22 @@ bool cpu_transpose_ok(const Kernel *k, const Node *L)
     bool in = cpu_is_tile(k, sb); /* copy into the tile */
     const Buffer *T = in ? sb : lb, *G = in ? lb : sb;
     Expr *const *ti = in ? st->u.stmt.idx : ld->u.load.idx, *const *gi = in ? ld->u.load.idx : st->u.stmt.idx;
-    CpuAff ta, ga, lo1, lo2;
+    ArAff ta, ga, lo1, lo2;
     int64_t n1, n2;
     if (!cpu_offset_aff(k, T, ti, &ta) || !cpu_offset_aff(k, G, gi, &ga) ||
         !cpu_const_extent(k, L->u.loop.lo, L->u.loop.hi, &n1) || !cpu_const_extent(k, L2->u.loop.lo, L2->u.loop.hi, &n2) ||
-        !cpu_affine(k, L->u.loop.lo, &lo1) || !cpu_affine(k, L2->u.loop.lo, &lo2) || lo1.n || lo2.n)
+        !ar_aff_of(k, L->u.loop.lo, &lo1) || !ar_aff_of(k, L2->u.loop.lo, &lo2) || lo1.n || lo2.n)
         return false;
     const Var *va = L->u.loop.var, *vb = L2->u.loop.var;
     const Var *gv;
     int64_t nt, ng;
-    if (cpu_coef(&ta, va) == 1 && cpu_coef(&ga, vb) == 1)
+    if (ar_aff_coef(&ta, va->id) == 1 && ar_aff_coef(&ga, vb->id) == 1)
         gv = vb, nt = n1, ng = n2;
-    else if (cpu_coef(&ta, vb) == 1 && cpu_coef(&ga, va) == 1)
+    else if (ar_aff_coef(&ta, vb->id) == 1 && ar_aff_coef(&ga, va->id) == 1)
         gv = va, nt = n2, ng = n1;
     else
         return false;
-    if (nt < 2 || nt > 16 || (nt & (nt - 1)) || ng < 1 || ng * nt > CPU_TILE_ELEMS || cpu_coef(&ta, gv) < nt)
+    if (nt < 2 || nt > 16 || (nt & (nt - 1)) || ng < 1 || ng * nt > CPU_TILE_ELEMS || ar_aff_coef(&ta, gv->id) < nt)
         return false;
     for (int i = 0; i < ta.n; i++) /* the tile is indexed by the two variables alone */
         if (ta.k[i] && ta.var[i] != va->id && ta.var[i] != vb->id)

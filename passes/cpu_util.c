@@ -7,97 +7,10 @@
 #include "../lang/checked.h"
 #include "cpu.h"
 
-bool cpu_aff_add(CpuAff *r, const CpuAff *a, int64_t scale)
-{
-    int64_t t;
-    if (!ck_mul(a->c, scale, &t) || !ck_add(r->c, t, &r->c))
-        return false;
-    for (int i = 0; i < a->n; i++) {
-        int j;
-        for (j = 0; j < r->n && r->var[j] != a->var[i]; j++)
-            ;
-        if (j == r->n) {
-            if (r->n == CPU_AFF_TERMS)
-                return false;
-            r->var[r->n] = a->var[i];
-            r->k[r->n++] = 0;
-        }
-        if (!ck_mul(a->k[i], scale, &t) || !ck_add(r->k[j], t, &r->k[j]))
-            return false;
-    }
-    return true;
-}
-
-bool cpu_affine(const Kernel *k, const Expr *e, CpuAff *out)
-{
-    memset(out, 0, sizeof *out);
-    CpuAff a, b;
-    switch (e->kind) {
-    case IE_INT: out->c = e->u.i; return true;
-    case IE_PARAM: out->c = k->params[e->u.param].value; return true;
-    case IE_VAR:
-        out->n = 1;
-        out->var[0] = e->u.var->id;
-        out->k[0] = 1;
-        return true;
-    case IE_CAST:
-        return !dtype_is_float(e->dtype) && e->dtype != DT_BOOL && !dtype_is_float(e->args[0]->dtype) &&
-               cpu_affine(k, e->args[0], out);
-    case IE_NEG: return cpu_affine(k, e->args[0], &a) && cpu_aff_add(out, &a, -1);
-    case IE_ADD:
-    case IE_SUB:
-        return cpu_affine(k, e->args[0], &a) && cpu_affine(k, e->args[1], &b) && cpu_aff_add(out, &a, 1) &&
-               cpu_aff_add(out, &b, e->kind == IE_ADD ? 1 : -1);
-    case IE_MUL:
-        if (!cpu_affine(k, e->args[0], &a) || !cpu_affine(k, e->args[1], &b))
-            return false;
-        if (a.n == 0)
-            return cpu_aff_add(out, &b, a.c);
-        if (b.n == 0)
-            return cpu_aff_add(out, &a, b.c);
-        return false;
-    case IE_DIV:
-    case IE_MOD:
-        /* Constant operands only (sizes such as (H + 2*P - R)/U + 1): floor division
-         * and modulo, as the IR defines them. */
-        if (dtype_is_float(e->dtype) || !cpu_affine(k, e->args[0], &a) || !cpu_affine(k, e->args[1], &b) || a.n ||
-            b.n)
-            return false;
-        return e->kind == IE_DIV ? ck_floordiv(a.c, b.c, &out->c) : ck_floormod(a.c, b.c, &out->c);
-    default: return false;
-    }
-}
-
 bool cpu_const_extent(const Kernel *k, const Expr *lo, const Expr *hi, int64_t *ext)
 {
-    CpuAff a, b, d = {0};
-    if (!cpu_affine(k, lo, &a) || !cpu_affine(k, hi, &b) || !cpu_aff_add(&d, &b, 1) || !cpu_aff_add(&d, &a, -1))
-        return false;
-    for (int i = 0; i < d.n; i++)
-        if (d.k[i] != 0)
-            return false;
-    *ext = d.c;
-    return true;
-}
-
-int64_t cpu_coef(const CpuAff *a, const Var *v)
-{
-    int64_t k = 0;
-    for (int i = 0; i < a->n; i++)
-        if (a->var[i] == v->id)
-            k += a->k[i];
-    return k;
-}
-
-bool cpu_aff_same(const CpuAff *a, const CpuAff *b)
-{
-    CpuAff d = {0};
-    if (!cpu_aff_add(&d, a, 1) || !cpu_aff_add(&d, b, -1) || d.c != 0)
-        return false;
-    for (int i = 0; i < d.n; i++)
-        if (d.k[i] != 0)
-            return false;
-    return true;
+    ArAff a, b;
+    return ar_aff_of(k, lo, &a) && ar_aff_of(k, hi, &b) && ar_aff_diff_const(&b, &a, ext);
 }
 
 int64_t cpu_dim(const Kernel *k, const Buffer *b, int d)
@@ -106,13 +19,13 @@ int64_t cpu_dim(const Kernel *k, const Buffer *b, int d)
     return ir_eval_size(k, b->shape[d], &v) ? v : -1;
 }
 
-bool cpu_offset_aff(const Kernel *k, const Buffer *b, Expr *const *idx, CpuAff *tot)
+bool cpu_offset_aff(const Kernel *k, const Buffer *b, Expr *const *idx, ArAff *tot)
 {
-    CpuAff a;
+    ArAff a;
     int64_t stride = 1;
     memset(tot, 0, sizeof *tot);
     for (int i = b->rank - 1; i >= 0; i--) {
-        if (!cpu_affine(k, idx[i], &a) || !cpu_aff_add(tot, &a, stride))
+        if (!ar_aff_of(k, idx[i], &a) || !ar_aff_add(tot, &a, stride))
             return false;
         stride *= cpu_dim(k, b, i);
     }
@@ -122,7 +35,7 @@ bool cpu_offset_aff(const Kernel *k, const Buffer *b, Expr *const *idx, CpuAff *
 bool cpu_stride(const Kernel *k, const Expr *e, const Var *v, int64_t *s)
 {
     int64_t a, b;
-    CpuAff c;
+    ArAff c;
     switch (e->kind) {
     case IE_INT:
     case IE_FLT:
@@ -159,11 +72,11 @@ bool cpu_stride(const Kernel *k, const Expr *e, const Var *v, int64_t *s)
             *s = 0;
             return true;
         }
-        if (a == 0 && cpu_affine(k, e->args[0], &c) && c.n == 0) {
+        if (a == 0 && ar_aff_of(k, e->args[0], &c) && c.n == 0) {
             *s = c.c * b;
             return true;
         }
-        if (b == 0 && cpu_affine(k, e->args[1], &c) && c.n == 0) {
+        if (b == 0 && ar_aff_of(k, e->args[1], &c) && c.n == 0) {
             *s = c.c * a;
             return true;
         }
@@ -191,24 +104,6 @@ CpuAccKind cpu_access_kind(const Kernel *k, Expr *const *idx, int rank, const Va
         }
     }
     return uniform ? CPU_ACC_UNIFORM : CPU_ACC_CONTIG;
-}
-
-bool cpu_reads_buffer(const Expr *e, const Buffer *b)
-{
-    if (!e)
-        return false;
-    if (e->kind == IE_LOAD) {
-        if (e->u.load.buf == b)
-            return true;
-        for (int i = 0; i < e->u.load.buf->rank; i++)
-            if (cpu_reads_buffer(e->u.load.idx[i], b))
-                return true;
-        return false;
-    }
-    for (int i = 0; i < ir_expr_arity(e->kind); i++)
-        if (cpu_reads_buffer(e->args[i], b))
-            return true;
-    return false;
 }
 
 bool cpu_load_padded(const Expr *e)
@@ -293,10 +188,10 @@ CpuRangeSave cpu_ranges_enter(CpuRanges *r, const Kernel *k, const Node *n)
 {
     int id = n->u.loop.var->id;
     CpuRangeSave s = {r->vmin[id], r->vmax[id]};
-    CpuAff lo, hi;
+    ArAff lo, hi;
     r->vmin[id] = 1, r->vmax[id] = 0;
-    if ((n->u.loop.kind == LOOP_SERIAL || n->u.loop.kind == LOOP_UNROLL) && cpu_affine(k, n->u.loop.lo, &lo) &&
-        cpu_affine(k, n->u.loop.hi, &hi) && lo.n == 0 && hi.n == 0 && lo.c < hi.c)
+    if ((n->u.loop.kind == LOOP_SERIAL || n->u.loop.kind == LOOP_UNROLL) && ar_aff_of(k, n->u.loop.lo, &lo) &&
+        ar_aff_of(k, n->u.loop.hi, &hi) && lo.n == 0 && hi.n == 0 && lo.c < hi.c)
         r->vmin[id] = lo.c, r->vmax[id] = hi.c - 1;
     return s;
 }
@@ -307,22 +202,9 @@ void cpu_ranges_leave(CpuRanges *r, const Node *n, CpuRangeSave s)
     r->vmax[n->u.loop.var->id] = s.max;
 }
 
-bool cpu_aff_range(const CpuRanges *r, const CpuAff *a, int64_t *lo, int64_t *hi)
+bool cpu_aff_range(const CpuRanges *r, const ArAff *a, int64_t *lo, int64_t *hi)
 {
-    *lo = *hi = a->c;
-    for (int i = 0; i < a->n; i++) {
-        int64_t k = a->k[i];
-        if (!k)
-            continue;
-        int v = a->var[i];
-        if (r->vmin[v] > r->vmax[v])
-            return false;
-        int64_t x, y;
-        if (!ck_mul(k, k > 0 ? r->vmin[v] : r->vmax[v], &x) || !ck_add(*lo, x, lo) ||
-            !ck_mul(k, k > 0 ? r->vmax[v] : r->vmin[v], &y) || !ck_add(*hi, y, hi))
-            return false;
-    }
-    return true;
+    return ar_aff_range(a, r->vmin, r->vmax, lo, hi);
 }
 
 int cpu_pad_known(const Kernel *k, const CpuRanges *r, const Expr *e)
@@ -330,9 +212,9 @@ int cpu_pad_known(const Kernel *k, const CpuRanges *r, const Expr *e)
     const Buffer *b = e->u.load.buf;
     bool all_in = true;
     for (int i = 0; i < b->rank; i++) {
-        CpuAff a;
+        ArAff a;
         int64_t lo, hi, d = cpu_dim(k, b, i);
-        if (!cpu_affine(k, e->u.load.idx[i], &a) || !cpu_aff_range(r, &a, &lo, &hi)) {
+        if (!ar_aff_of(k, e->u.load.idx[i], &a) || !cpu_aff_range(r, &a, &lo, &hi)) {
             all_in = false;
             continue;
         }
@@ -349,20 +231,20 @@ bool cpu_conjuncts(const Kernel *k, const Expr *e, CpuCmp *out, int *n, int cap)
         return cpu_conjuncts(k, e->args[0], out, n, cap) && cpu_conjuncts(k, e->args[1], out, n, cap);
     if (*n == cap || (e->kind != IE_LT && e->kind != IE_LE && e->kind != IE_GT && e->kind != IE_GE))
         return false;
-    CpuAff a, b;
-    if (!cpu_affine(k, e->args[0], &a) || !cpu_affine(k, e->args[1], &b))
+    ArAff a, b;
+    if (!ar_aff_of(k, e->args[0], &a) || !ar_aff_of(k, e->args[1], &b))
         return false;
     CpuCmp *c = &out[(*n)++];
     memset(&c->d, 0, sizeof c->d);
     /* a < b: a - b <= -1;  a <= b: a - b <= 0;  a > b: b - a <= -1;  a >= b: b - a <= 0 */
     bool less = e->kind == IE_LT || e->kind == IE_LE;
-    if (!cpu_aff_add(&c->d, &a, less ? 1 : -1) || !cpu_aff_add(&c->d, &b, less ? -1 : 1))
+    if (!ar_aff_add(&c->d, &a, less ? 1 : -1) || !ar_aff_add(&c->d, &b, less ? -1 : 1))
         return false;
     c->lim = (e->kind == IE_LT || e->kind == IE_GT) ? -1 : 0;
     return true;
 }
 
-Expr *cpu_aff_terms(Kernel *k, const CpuAff *a)
+Expr *cpu_aff_terms(Kernel *k, const ArAff *a)
 {
     Expr *sum = NULL;
     for (int t = 0; t < a->n; t++) {

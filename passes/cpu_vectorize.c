@@ -73,13 +73,13 @@ static bool loads_plain(const Kernel *k, const Expr *e, const Var *v)
 }
 
 /* Whether every load of b in e is of the element at offset *at. */
-static bool loads_at(const Kernel *k, const Expr *e, const Buffer *b, const CpuAff *at)
+static bool loads_at(const Kernel *k, const Expr *e, const Buffer *b, const ArAff *at)
 {
     if (!e)
         return true;
     if (e->kind == IE_LOAD) {
-        CpuAff o;
-        if (e->u.load.buf == b && (!cpu_offset_aff(k, b, e->u.load.idx, &o) || !cpu_aff_same(&o, at)))
+        ArAff o;
+        if (e->u.load.buf == b && (!cpu_offset_aff(k, b, e->u.load.idx, &o) || !ar_aff_same(&o, at)))
             return false;
         for (int i = 0; i < e->u.load.buf->rank; i++)
             if (!loads_at(k, e->u.load.idx[i], b, at))
@@ -107,21 +107,21 @@ static bool lanes_independent(const Kernel *k, const NodeList *l, const Var *v)
                 const Node *t = l->v[j];
                 if (j == i)
                     continue;
-                if (t->u.stmt.buf == b || cpu_reads_buffer(t->u.stmt.value, b))
+                if (t->u.stmt.buf == b || ir_expr_reads(t->u.stmt.value, b))
                     return false;
                 for (int d = 0; d < t->u.stmt.buf->rank; d++)
-                    if (cpu_reads_buffer(t->u.stmt.idx[d], b))
+                    if (ir_expr_reads(t->u.stmt.idx[d], b))
                         return false;
             }
             continue;
         }
-        CpuAff at;
+        ArAff at;
         if (ak != CPU_ACC_CONTIG || !cpu_offset_aff(k, b, s->u.stmt.idx, &at))
             return false;
         for (int j = 0; j < l->n; j++) {
             const Node *t = l->v[j];
-            CpuAff o;
-            if (t->u.stmt.buf == b && (!cpu_offset_aff(k, b, t->u.stmt.idx, &o) || !cpu_aff_same(&o, &at)))
+            ArAff o;
+            if (t->u.stmt.buf == b && (!cpu_offset_aff(k, b, t->u.stmt.idx, &o) || !ar_aff_same(&o, &at)))
                 return false;
             if (!loads_at(k, t->u.stmt.value, b, &at))
                 return false;

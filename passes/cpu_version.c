@@ -81,7 +81,7 @@ static bool hoist_test(Ver *v, const Node *L, const Node *n, const Inner *in, in
     Expr *some = NULL;
     for (int c = 0; c < nc; c++) {
         int64_t worst = cmp[c].d.c, best = cmp[c].d.c;
-        CpuAff outer = {0};
+        ArAff outer = {0};
         for (int t = 0; t < cmp[c].d.n; t++) {
             int64_t kk = cmp[c].d.k[t];
             if (kk == 0)
@@ -117,9 +117,9 @@ static void hoist_collect(Ver *v, const Node *L, NodeList *l, Inner *in, int nin
             /* a nested parallel loop is emitted in a function of its own */
             if (n->u.loop.kind == LOOP_PARALLEL || nin == MAX_INNER)
                 continue;
-            CpuAff lo, hi;
+            ArAff lo, hi;
             Inner x = {.var = n->u.loop.var->id, .kind = n->u.loop.kind};
-            x.cst = cpu_affine(v->k, n->u.loop.lo, &lo) && cpu_affine(v->k, n->u.loop.hi, &hi) && lo.n == 0 &&
+            x.cst = ar_aff_of(v->k, n->u.loop.lo, &lo) && ar_aff_of(v->k, n->u.loop.hi, &hi) && lo.n == 0 &&
                     hi.n == 0 && lo.c < hi.c;
             x.lo = x.cst ? lo.c : 0;
             x.hi = x.cst ? hi.c : 0;

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/arith.h"
+#include "lang/checked.h"
 #include "xform_int.h"
 
 enum { SYS_ROW_LIMIT = 600, XF_MAXDEPTH = 32 };
@@ -67,8 +69,6 @@ bool aff_is_const(const Aff *a)
     return true;
 }
 
-static bool add_ok(int64_t a, int64_t b, int64_t *r) { return !__builtin_add_overflow(a, b, r); }
-static bool mul_ok(int64_t a, int64_t b, int64_t *r) { return !__builtin_mul_overflow(a, b, r); }
 
 /* r = x*a + y*b; false on overflow. */
 static bool aff_lin(Aff *r, int64_t x, const Aff *a, int64_t y, const Aff *b)
@@ -76,7 +76,7 @@ static bool aff_lin(Aff *r, int64_t x, const Aff *a, int64_t y, const Aff *b)
     Aff t;
     for (int i = 0; i <= XF_MAXC; i++) {
         int64_t av = i < XF_MAXC ? a->c[i] : a->k, bv = i < XF_MAXC ? b->c[i] : b->k, p, q, s;
-        if (!mul_ok(x, av, &p) || !mul_ok(y, bv, &q) || !add_ok(p, q, &s))
+        if (!ck_mul(x, av, &p) || !ck_mul(y, bv, &q) || !ck_add(p, q, &s))
             return false;
         if (i < XF_MAXC)
             t.c[i] = s;
@@ -87,15 +87,6 @@ static bool aff_lin(Aff *r, int64_t x, const Aff *a, int64_t y, const Aff *b)
     return true;
 }
 
-static int64_t floordiv(int64_t a, int64_t b)
-{
-    int64_t q = a / b;
-    if ((a % b != 0) && ((a < 0) != (b < 0)))
-        q--;
-    return q;
-}
-
-static int64_t floormod(int64_t a, int64_t b) { return a - floordiv(a, b) * b; }
 
 /* q = floor(num / d) as a column of its own (one per distinct numerator and
  * divisor); out = q, or num - d*q for the remainder.  The rows that tie q to num
@@ -153,11 +144,11 @@ static void col_bounds(const Sys *s, int c, bool *hl, int64_t *lo, bool *hh, int
         if (!single)
             continue;
         if (a->c[c] > 0) { /* c*x + k >= 0: x >= ceil(-k / c) */
-            int64_t v = -floordiv(a->k, a->c[c]);
+            int64_t v = -ar_floordiv(a->k, a->c[c]);
             if (!*hl || v > *lo)
                 *lo = v, *hl = true;
         } else { /* x <= floor(k / -c) */
-            int64_t v = floordiv(a->k, -a->c[c]);
+            int64_t v = ar_floordiv(a->k, -a->c[c]);
             if (!*hh || v < *hi)
                 *hi = v, *hh = true;
         }
@@ -197,10 +188,10 @@ static void add_div_rows(Sys *s, Space *sp)
         Aff b;
         memset(&b, 0, sizeof b);
         b.c[col] = 1;
-        b.k = -floordiv(nlo, d); /* q - floor(nlo/d) >= 0 */
+        b.k = -ar_floordiv(nlo, d); /* q - floor(nlo/d) >= 0 */
         sys_add_ge(s, &b);
         b.c[col] = -1;
-        b.k = floordiv(nhi, d); /* floor(nhi/d) - q >= 0 */
+        b.k = ar_floordiv(nhi, d); /* floor(nhi/d) - q >= 0 */
         sys_add_ge(s, &b);
     }
 }
@@ -266,37 +257,15 @@ bool aff_of(Space *sp, const Expr *e, int side, Aff *out)
             return aff_div(sp, &a, b.k, e->kind == IE_MOD, out);
         if (!aff_is_const(&a) || !aff_is_const(&b))
             return false;
-        if ((e->kind == IE_DIV || e->kind == IE_MOD) && b.k == 0)
-            return false;
-        out->k = e->kind == IE_DIV   ? floordiv(a.k, b.k)
-                 : e->kind == IE_MOD ? floormod(a.k, b.k)
-                 : e->kind == IE_MIN ? (a.k < b.k ? a.k : b.k)
-                                     : (a.k > b.k ? a.k : b.k);
-        return true;
+        return ar_binop(e->kind, a.k, b.k, &out->k);
     default:
         return false;
     }
 }
 
-bool xf_const(const Kernel *k, const Expr *e, int64_t *v)
-{
-    Space sp;
-    Aff a;
-    space_init(&sp, k);
-    if (!aff_of(&sp, e, -1, &a) || !aff_is_const(&a))
-        return false;
-    *v = a.k;
-    return true;
-}
+bool xf_const(const Kernel *k, const Expr *e, int64_t *v) { return ar_const(k, e, v); }
 
-bool xf_const_extent(const Kernel *k, const Node *l, int64_t *ext)
-{
-    int64_t lo, hi;
-    if (!xf_const(k, l->u.loop.lo, &lo) || !xf_const(k, l->u.loop.hi, &hi))
-        return false;
-    *ext = hi - lo;
-    return true;
-}
+bool xf_const_extent(const Kernel *k, const Node *l, int64_t *ext) { return ar_const_extent(k, l, ext); }
 
 bool xf_divides(const Kernel *k, const Expr *e, int64_t f)
 {
@@ -512,7 +481,7 @@ static bool norm_ineqs(Aff *v, int *n)
         if (g > 1) {
             for (int j = 0; j < XF_MAXC; j++)
                 a->c[j] /= g;
-            a->k = floordiv(a->k, g);
+            a->k = ar_floordiv(a->k, g);
         }
         /* A duplicate with a weaker or equal constant adds nothing. */
         bool dup = false;
@@ -573,23 +542,23 @@ static bool delinearize(Sys *s)
                         known[j] = true;
                     }
                     int64_t p, q;
-                    ok = hl[j] && hh[j] && mul_ok(a->c[j], lo[j], &p) && mul_ok(a->c[j], hi[j], &q);
+                    ok = hl[j] && hh[j] && ck_mul(a->c[j], lo[j], &p) && ck_mul(a->c[j], hi[j], &q);
                     if (ok && p > q) {
                         int64_t t = p;
                         p = q, q = t;
                     }
-                    ok = ok && add_ok(smin, p, &smin) && add_ok(smax, q, &smax);
+                    ok = ok && ck_add(smin, p, &smin) && ck_add(smax, q, &smax);
                     any_small = true;
                 }
                 if (!ok || !any_small)
                     continue;
-                int64_t tlo = -floordiv(-smin, g), thi = floordiv(smax, g);
+                int64_t tlo = -ar_floordiv(-smin, g), thi = ar_floordiv(smax, g);
                 if (tlo > thi)
                     return false; /* S can be no multiple of g */
                 if (tlo != thi)
                     continue;
                 int64_t tg;
-                if (!mul_ok(tlo, g, &tg))
+                if (!ck_mul(tlo, g, &tg))
                     continue;
                 Aff sm, lg;
                 memset(&sm, 0, sizeof sm);

@@ -13,20 +13,7 @@
  * next one before anything runs in between, and the next nest's values do not
  * depend on the old contents, so no read can observe the first nest's values. */
 #include "gpu_int.h"
-
-static bool reads_buf(const Expr *x, const Buffer *b)
-{
-    if (!x) return false;
-    if (x->kind == IE_LOAD) {
-        if (x->u.load.buf == b) return true;
-        for (int i = 0; i < x->u.load.buf->rank; i++)
-            if (reads_buf(x->u.load.idx[i], b)) return true;
-        return false;
-    }
-    for (int i = 0; i < ir_expr_arity(x->kind); i++)
-        if (reads_buf(x->args[i], b)) return true;
-    return false;
-}
+#include "../ir/walk.h"
 
 
 static bool dead_fill(Kernel *k, const Node *a, const Node *b)
@@ -47,7 +34,7 @@ static bool dead_fill(Kernel *k, const Node *a, const Node *b)
     if (a->kind != N_STMT || b->kind != N_STMT || n == 0) return false;
     const Buffer *buf = a->u.stmt.buf;
     if (buf != b->u.stmt.buf || buf->mem != MEM_LOCAL || a->u.stmt.op != SOP_ASSIGN ||
-        b->u.stmt.op != SOP_ASSIGN || reads_buf(b->u.stmt.value, buf))
+        b->u.stmt.op != SOP_ASSIGN || ir_expr_reads(b->u.stmt.value, buf))
         return false;
     for (int d = 0; d < buf->rank; d++) {
         Expr *x = a->u.stmt.idx[d];

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../ir/arith.h"
 #include "../ir/ir.h"
 
 bool gpu_is_block(LoopKind k);
@@ -28,16 +29,9 @@ bool gpu_irange(const Kernel *k, const Node *top, const Expr *x, int64_t *lo, in
 /* Largest extent of the thread loops below n, per dimension (entries start at 1). */
 void gpu_thread_extents(const Kernel *k, const Node *n, int64_t blk[3]);
 
-/* sum c[i] * v[i] + constant; ok false when the expression is not of that form */
-typedef struct GAff {
-    int n;
-    const Var *v[16];
-    int64_t c[16];
-    bool ok;
-} GAff;
-void gpu_aff_of(const Kernel *k, const Expr *x, int64_t mul, GAff *a);
-/* Is the map from a's variables (loops in top) to one index value injective? */
-bool gpu_aff_injective(const Kernel *k, const Node *top, const GAff *a);
+/* Is the map from a's variables (loops in top) to one index value injective?
+ * (a: ar_aff_of of the index) */
+bool gpu_aff_injective(const Kernel *k, const Node *top, const ArAff *a);
 
 /* The passes, run by passes/pipeline.c for sm_* targets in this order. */
 bool gpu_reduce_pass(Kernel *k, Diags *d);     /* passes/gpu_reduce.c */

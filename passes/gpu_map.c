@@ -117,12 +117,9 @@ static void par_stmts(ParCtx *p, const Node *n)
         for (int f = 0; f < p->nf && p->ok; f++) {
             bool found = false;
             for (int dd = 0; dd < b->rank && !found; dd++) {
-                GAff a = {.ok = true};
-                gpu_aff_of(p->k, n->u.stmt.idx[dd], 1, &a);
-                if (!a.ok) continue;
-                bool has = false;
-                for (int i = 0; i < a.n; i++)
-                    has |= a.v[i] == p->F[f] && a.c[i] != 0;
+                ArAff a;
+                if (!ar_aff_of(p->k, n->u.stmt.idx[dd], &a)) continue;
+                bool has = ar_aff_coef(&a, p->F[f]->id) != 0;
                 found = has && gpu_aff_injective(p->k, p->top, &a);
             }
             p->ok = found;

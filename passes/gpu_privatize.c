@@ -60,21 +60,21 @@ static void priv_access(PrivCtx *p, Expr *const *idx)
     const Buffer *b = p->b;
     p->nlaunch++;
     for (int d = 0; d < b->rank && d < 8 && p->ok; d++) {
-        GAff a = {.ok = true};
-        gpu_aff_of(p->k, idx[d], 1, &a);
+        ArAff a;
+        bool aok = ar_aff_of(p->k, idx[d], &a);
         int td = -1, nt = 0;
         int64_t w = 0;
-        for (int i = 0; a.ok && i < a.n; i++) {
-            if (!a.c[i]) continue;
+        for (int i = 0; aok && i < a.n; i++) {
+            if (!a.k[i]) continue;
             for (int t = 0; t < p->ntvars; t++)
-                if (p->tvars[t] == a.v[i]) {
-                    const Node *l = gpu_loop_of_var(p->top, a.v[i]);
+                if (p->tvars[t]->id == a.var[i]) {
+                    const Node *l = gpu_loop_of_var(p->top, p->tvars[t]);
                     td = l ? gpu_dim(l->u.loop.kind) : -1;
-                    w = a.c[i];
+                    w = a.k[i];
                     nt++;
                 }
         }
-        if (!a.ok || nt > 1) td = -3;   /* not analysable: never privatized */
+        if (!aok || nt > 1) td = -3;   /* not analysable: never privatized */
         if (td >= 0) {
             int64_t lo, hi;
             Expr *rest = drop_thread_terms(p->k, p->tvars, p->ntvars, ir_clone_expr(p->k, idx[d]));

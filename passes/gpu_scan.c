@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "gpu_int.h"
+#include "ir/arith.h"
 
 #define SCAN_MIN_ROW 32
 
@@ -93,12 +94,10 @@ static bool scan_body(const Kernel *k, const Node *c, const Buffer **acc, const 
     for (int i = 0; i < a->rank; i++)
         if (ir_expr_uses_var(s1->u.stmt.idx[i], cv)) return false;
     /* c moves Y's last dimension by one, and no other */
-    GAff f = {.ok = true};
-    gpu_aff_of(k, s2->u.stmt.idx[y->rank - 1], 1, &f);
-    bool unit = false;
-    for (int i = 0; f.ok && i < f.n; i++)
-        if (f.v[i] == cv) unit = f.c[i] == 1 || f.c[i] == -1;
-    if (!f.ok || !unit) return false;
+    ArAff f;
+    if (!ar_aff_of(k, s2->u.stmt.idx[y->rank - 1], &f)) return false;
+    int64_t cc = ar_aff_coef(&f, cv->id);
+    if (cc != 1 && cc != -1) return false;
     for (int i = 0; i < y->rank - 1; i++)
         if (ir_expr_uses_var(s2->u.stmt.idx[i], cv)) return false;
     ScanUse u = {0};

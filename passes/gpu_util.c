@@ -1,7 +1,6 @@
 /* Small analyses shared by the GPU target passes (passes/gpu_int.h): constants
  * with the bound sizes, loop extents and index ranges over one launch, and the
- * affine form of an index in loop variables.  Floor division and modulo, as the
- * IR defines them. */
+ * affine form of an index in loop variables, through ir/arith.h. */
 #include "gpu_int.h"
 
 bool gpu_is_block(LoopKind k) { return k == LOOP_BLOCK_X || k == LOOP_BLOCK_Y || k == LOOP_BLOCK_Z; }
@@ -28,46 +27,7 @@ bool gpu_scheduled(const Node *n)
     return false;
 }
 
-static int64_t floordiv(int64_t a, int64_t b)
-{
-    int64_t q = a / b;
-    return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
-bool gpu_cval(const Kernel *k, const Expr *x, int64_t *out)
-{
-    int64_t a, b;
-    switch (x->kind) {
-    case IE_INT: *out = x->u.i; return true;
-    case IE_PARAM:
-        if (x->u.param < 0 || x->u.param >= k->nparams || !k->params[x->u.param].bound)
-            return false;
-        *out = k->params[x->u.param].value;
-        return true;
-    case IE_CAST:
-        if (dtype_is_float(x->dtype))
-            return false;
-        return gpu_cval(k, x->args[0], out);
-    case IE_NEG:
-        if (!gpu_cval(k, x->args[0], &a)) return false;
-        *out = -a;
-        return true;
-    case IE_ADD: case IE_SUB: case IE_MUL: case IE_DIV: case IE_MOD: case IE_MIN: case IE_MAX:
-        if (dtype_is_float(x->dtype) || !gpu_cval(k, x->args[0], &a) || !gpu_cval(k, x->args[1], &b))
-            return false;
-        switch (x->kind) {
-        case IE_ADD: *out = a + b; break;
-        case IE_SUB: *out = a - b; break;
-        case IE_MUL: *out = a * b; break;
-        case IE_DIV: if (!b) return false; *out = floordiv(a, b); break;
-        case IE_MOD: if (!b) return false; *out = a - floordiv(a, b) * b; break;
-        case IE_MIN: *out = a < b ? a : b; break;
-        default: *out = a > b ? a : b; break;
-        }
-        return true;
-    default: return false;
-    }
-}
+bool gpu_cval(const Kernel *k, const Expr *x, int64_t *out) { return ar_const(k, x, out); }
 
 bool gpu_loop_extent(const Kernel *k, const Node *l, int64_t *lo, int64_t *ext)
 {
@@ -91,46 +51,23 @@ const Node *gpu_loop_of_var(const Node *n, const Var *v)
     return NULL;
 }
 
+/* A loop variable ranges over its loop in the launch (ArEnv.ctx), when that loop
+ * runs at least once. */
+static bool launch_var(ArEnv *env, const Var *v, int64_t *lo, int64_t *hi)
+{
+    const Node *l = gpu_loop_of_var(env->ctx, v);
+    int64_t l0, ext;
+    if (!l || !gpu_loop_extent(env->k, l, &l0, &ext) || ext < 1)
+        return false;
+    *lo = l0;
+    *hi = l0 + ext - 1;
+    return true;
+}
+
 bool gpu_irange(const Kernel *k, const Node *top, const Expr *x, int64_t *lo, int64_t *hi)
 {
-    int64_t a0, a1, b0, b1, c;
-    if (gpu_cval(k, x, &c)) { *lo = *hi = c; return true; }
-    switch (x->kind) {
-    case IE_VAR: {
-        const Node *l = gpu_loop_of_var(top, x->u.var);
-        int64_t l0, ext;
-        if (!l || !gpu_loop_extent(k, l, &l0, &ext) || ext < 1) return false;
-        *lo = l0;
-        *hi = l0 + ext - 1;
-        return true;
-    }
-    case IE_ADD: case IE_SUB:
-        if (!gpu_irange(k, top, x->args[0], &a0, &a1) || !gpu_irange(k, top, x->args[1], &b0, &b1)) return false;
-        if (x->kind == IE_ADD) { *lo = a0 + b0; *hi = a1 + b1; }
-        else { *lo = a0 - b1; *hi = a1 - b0; }
-        return true;
-    case IE_MUL:
-        if (gpu_cval(k, x->args[0], &c)) { if (!gpu_irange(k, top, x->args[1], &a0, &a1)) return false; }
-        else if (gpu_cval(k, x->args[1], &c)) { if (!gpu_irange(k, top, x->args[0], &a0, &a1)) return false; }
-        else return false;
-        *lo = c >= 0 ? a0 * c : a1 * c;
-        *hi = c >= 0 ? a1 * c : a0 * c;
-        return true;
-    case IE_CAST:
-        if (dtype_is_float(x->dtype)) return false;
-        return gpu_irange(k, top, x->args[0], lo, hi);
-    case IE_DIV: case IE_MOD:
-        /* floor division and modulo by a positive constant */
-        if (dtype_is_float(x->dtype) || !gpu_cval(k, x->args[1], &c) || c <= 0 ||
-            !gpu_irange(k, top, x->args[0], &a0, &a1))
-            return false;
-        if (x->kind == IE_DIV) { *lo = floordiv(a0, c); *hi = floordiv(a1, c); }
-        else if (floordiv(a0, c) == floordiv(a1, c)) { *lo = a0 - floordiv(a0, c) * c; *hi = a1 - floordiv(a1, c) * c; }
-        else { *lo = 0; *hi = c - 1; }
-        return true;
-    default:
-        return false;
-    }
+    ArEnv env = {.k = k, .var = launch_var, .ctx = (void *)top};
+    return ar_interval(&env, x, lo, hi);
 }
 
 void gpu_thread_extents(const Kernel *k, const Node *n, int64_t blk[3])
@@ -147,54 +84,17 @@ void gpu_thread_extents(const Kernel *k, const Node *n, int64_t blk[3])
         gpu_thread_extents(k, body->v[i], blk);
 }
 
-static void aff_add(GAff *a, const Var *v, int64_t c)
+bool gpu_aff_injective(const Kernel *k, const Node *top, const ArAff *a)
 {
-    for (int i = 0; i < a->n; i++)
-        if (a->v[i] == v) {
-            a->c[i] += c;
-            return;
-        }
-    if (a->n == 16) {
-        a->ok = false;
-        return;
-    }
-    a->v[a->n] = v;
-    a->c[a->n++] = c;
-}
-
-void gpu_aff_of(const Kernel *k, const Expr *x, int64_t mul, GAff *a)
-{
-    int64_t c;
-    if (!a->ok) return;
-    if (gpu_cval(k, x, &c)) return;
-    switch (x->kind) {
-    case IE_VAR: aff_add(a, x->u.var, mul); return;
-    case IE_ADD: gpu_aff_of(k, x->args[0], mul, a); gpu_aff_of(k, x->args[1], mul, a); return;
-    case IE_SUB: gpu_aff_of(k, x->args[0], mul, a); gpu_aff_of(k, x->args[1], -mul, a); return;
-    case IE_NEG: gpu_aff_of(k, x->args[0], -mul, a); return;
-    case IE_CAST:
-        if (!dtype_is_float(x->dtype)) { gpu_aff_of(k, x->args[0], mul, a); return; }
-        break;
-    case IE_MUL:
-        if (gpu_cval(k, x->args[0], &c)) { gpu_aff_of(k, x->args[1], mul * c, a); return; }
-        if (gpu_cval(k, x->args[1], &c)) { gpu_aff_of(k, x->args[0], mul * c, a); return; }
-        break;
-    default: break;
-    }
-    a->ok = false;
-}
-
-bool gpu_aff_injective(const Kernel *k, const Node *top, const GAff *a)
-{
-    int64_t c[16], ext[16];
+    int64_t c[AR_AFF_TERMS], ext[AR_AFF_TERMS];
     int n = 0;
     for (int i = 0; i < a->n; i++) {
-        if (!a->c[i]) continue;
-        const Node *l = gpu_loop_of_var(top, a->v[i]);
+        if (!a->k[i]) continue;
+        const Node *l = gpu_loop_of_var(top, k->vars[a->var[i]]);
         int64_t lo;
         if (!l || !gpu_loop_extent(k, l, &lo, &ext[n]))
             return a->n == 1;
-        c[n++] = a->c[i] < 0 ? -a->c[i] : a->c[i];
+        c[n++] = a->k[i] < 0 ? -a->k[i] : a->k[i];
     }
     /* sort by coefficient, then each must exceed the span of all smaller ones */
     for (int i = 1; i < n; i++)

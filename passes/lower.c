@@ -19,6 +19,8 @@
  * arithmetic: a padded input gets a guarded load where it may leave its bounds,
  * any other tensor an error that names the index and its range. */
 #include "passes.h"
+#include "../ir/arith.h"
+#include "../ir/walk.h"
 #include "lang/checked.h"
 
 #include <math.h>
@@ -115,127 +117,42 @@ static Expr *size_expr(Lower *L, const AstExpr *e)
 
 /* ---- intervals (bounds of reads) ---- */
 
-static int64_t floordiv(int64_t a, int64_t b)
+/* A loop variable's range, when the sizes are bound (ArEnv.ctx: the Lower). */
+static bool var_range(ArEnv *env, const Var *v, int64_t *lo, int64_t *hi)
 {
-    int64_t q = a / b;
-    if (a % b != 0 && ((a < 0) != (b < 0)))
-        q--;
-    return q;
+    Lower *L = env->ctx;
+    int id = v->id;
+    if (id >= L->cap_vars || !L->vknown[id])
+        return false;
+    if (L->vempty[id])
+        L->saw_empty = true;
+    *lo = L->vlo[id];
+    *hi = L->vhi[id];
+    return true;
 }
 
-/* Inclusive range of an integer expression over the loop variables' ranges. */
+/* A gather's index: the declared integer domain of the tensor read, which the
+ * harness checks of any data it is given (ir_domain_holds). */
+static bool load_range(ArEnv *env, const Expr *e, int64_t *lo, int64_t *hi)
+{
+    const Buffer *b = e->u.load.buf;
+    int64_t dlo, dhi;
+    if (!ir_has_domain(b) || dtype_is_float(b->dtype) || !ir_eval_size(env->k, b->dom_lo, &dlo) ||
+        !ir_eval_size(env->k, b->dom_hi, &dhi) || dhi <= dlo)
+        return false;
+    *lo = dlo;
+    *hi = dhi - 1;
+    return true;
+}
+
+/* Inclusive range of an integer expression over the loop variables' ranges;
+ * sets saw_empty and saw_overflow. */
 static bool interval(Lower *L, const Expr *e, int64_t *lo, int64_t *hi)
 {
-    int64_t a0, a1, b0, b1;
-    switch (e->kind) {
-    case IE_INT:
-        *lo = *hi = e->u.i;
-        return true;
-    case IE_PARAM:
-        if (!ir_eval_size(L->k, e, lo))
-            return false;
-        *hi = *lo;
-        return true;
-    case IE_VAR: {
-        int id = e->u.var->id;
-        if (id >= L->cap_vars || !L->vknown[id])
-            return false;
-        if (L->vempty[id])
-            L->saw_empty = true;
-        *lo = L->vlo[id];
-        *hi = L->vhi[id];
-        return true;
-    }
-    case IE_CAST:
-        return interval(L, e->args[0], lo, hi);
-    case IE_LOAD: {
-        /* a gather's index: the declared integer domain of the tensor read, which
-         * the harness checks of any data it is given (ir_domain_holds) */
-        const Buffer *b = e->u.load.buf;
-        int64_t dlo, dhi;
-        if (!ir_has_domain(b) || dtype_is_float(b->dtype) || !ir_eval_size(L->k, b->dom_lo, &dlo) ||
-            !ir_eval_size(L->k, b->dom_hi, &dhi) || dhi <= dlo)
-            return false;
-        *lo = dlo;
-        *hi = dhi - 1;
-        return true;
-    }
-    case IE_NEG:
-        if (!interval(L, e->args[0], &a0, &a1))
-            return false;
-        if (a0 == INT64_MIN) {
-            L->saw_overflow = true;
-            return false;
-        }
-        *lo = -a1;
-        *hi = -a0;
-        return true;
-    case IE_ADD: case IE_SUB: case IE_MUL: case IE_DIV: case IE_MOD: case IE_MAX: case IE_MIN:
-        if (!interval(L, e->args[0], &a0, &a1) || !interval(L, e->args[1], &b0, &b1))
-            return false;
-        break;
-    default:
-        return false;
-    }
-    switch (e->kind) {
-    case IE_ADD:
-        if (ck_add(a0, b0, lo) && ck_add(a1, b1, hi))
-            return true;
-        L->saw_overflow = true;
-        return false;
-    case IE_SUB:
-        if (ck_sub(a0, b1, lo) && ck_sub(a1, b0, hi))
-            return true;
-        L->saw_overflow = true;
-        return false;
-    case IE_MUL: {
-        int64_t p[4];
-        if (!ck_mul(a0, b0, &p[0]) || !ck_mul(a0, b1, &p[1]) || !ck_mul(a1, b0, &p[2]) || !ck_mul(a1, b1, &p[3])) {
-            L->saw_overflow = true;
-            return false;
-        }
-        *lo = *hi = p[0];
-        for (int i = 1; i < 4; i++) {
-            *lo = p[i] < *lo ? p[i] : *lo;
-            *hi = p[i] > *hi ? p[i] : *hi;
-        }
-        return true;
-    }
-    case IE_DIV: /* floor division by a positive amount is monotonic */
-        if (b0 != b1 || b0 <= 0)
-            return false;
-        *lo = floordiv(a0, b0);
-        *hi = floordiv(a1, b0);
-        return true;
-    case IE_MOD:
-        if (b0 != b1 || b0 <= 0)
-            return false;
-        *lo = 0;
-        *hi = b0 - 1;
-        return true;
-    case IE_MAX:
-        *lo = a0 > b0 ? a0 : b0;
-        *hi = a1 > b1 ? a1 : b1;
-        return true;
-    case IE_MIN:
-        *lo = a0 < b0 ? a0 : b0;
-        *hi = a1 < b1 ? a1 : b1;
-        return true;
-    default:
-        return false;
-    }
-}
-
-static bool has_load(const Expr *e)
-{
-    if (!e)
-        return false;
-    if (e->kind == IE_LOAD)
-        return true;
-    for (int i = 0; i < ir_expr_arity(e->kind); i++)
-        if (has_load(e->args[i]))
-            return true;
-    return false;
+    ArEnv env = {.k = L->k, .var = var_range, .load = load_range, .ctx = L};
+    bool ok = ar_interval(&env, e, lo, hi);
+    L->saw_overflow |= env.overflow;
+    return ok;
 }
 
 /* Is the read of t at idx always in range?  Decides guarded loads and reports
@@ -271,7 +188,7 @@ static bool check_read(Lower *L, const AstExpr *acc, const Buffer *b, Expr **idx
              * reports an unpadded one if it ever leaves the tensor.  A gather
              * whose index tensor has no declared range would leave it unchecked
              * in compiled code: refused. */
-            if (!b->has_pad && has_load(idx[i])) {
+            if (!b->has_pad && ir_expr_has_load(idx[i])) {
                 const AstExpr *ix = acc->access.idx[i];
                 diag_error(L->d, ix->span, "%s is indexed by tensor values whose range is not known: declare the "
                            "index tensor with range(lo, hi) inside 0..%lld (given inputs are checked against it) or "
@@ -364,7 +281,7 @@ static Expr *lower_access(Lower *L, const AstExpr *e, bool raw)
      * given; a library's caller passes data nobody checked, so the index is also
      * clamped into the tensor: memory stays safe whatever the data. */
     for (int i = 0; i < b->rank && !b->has_pad; i++)
-        if (has_load(r->u.load.idx[i])) {
+        if (ir_expr_has_load(r->u.load.idx[i])) {
             Expr *x = r->u.load.idx[i], *sp = r->u.load.idx[i];
             Expr *top = ir_bin(L->k, IE_SUB, ir_clone_expr(L->k, b->shape[i]), ir_int(L->k, 1));
             x = spanned(ir_bin(L->k, IE_MAX, x, ir_int(L->k, 0)), sp->span);
@@ -519,16 +436,17 @@ static Expr *typed_const(Lower *L, int v, DType t)
     return e;
 }
 
+static const StmtOp op_of[] = {[RED_SUM] = SOP_ADD, [RED_MAX] = SOP_MAX, [RED_MIN] = SOP_MIN,
+                               [RED_PROD] = SOP_MUL};
+
+/* The reduction's identity in the compute type (ir/arith.c; an empty sum is +0). */
 static Expr *identity(Lower *L, ReduceOp op)
 {
-    if (op == RED_SUM || op == RED_PROD)
-        return typed_const(L, op == RED_PROD, L->ct);
-    bool max = op == RED_MAX;
-    if (dtype_is_float(L->ct))
-        return ir_flt(L->k, max ? -INFINITY : INFINITY, L->ct);
-    /* integers: the extreme value of the type */
-    bool i32 = L->ct == DT_I32;
-    Expr *e = ir_int(L->k, max ? (i32 ? INT32_MIN : INT64_MIN) : (i32 ? INT32_MAX : INT64_MAX));
+    ArScalar v;
+    ar_identity(op_of[op], L->ct, false, &v);
+    if (v.is_float)
+        return ir_flt(L->k, v.f, L->ct);
+    Expr *e = ir_int(L->k, v.i);
     e->dtype = L->ct;
     return e;
 }
@@ -677,8 +595,6 @@ static void lower_scan(Lower *L, const AstStmt *s, Buffer *b)
         L->rev_id = s->lhs_idx[e]->name.index->id;
         L->rev_hi = b->shape[e];
     }
-    static const StmtOp op_of[] = {[RED_SUM] = SOP_ADD, [RED_MAX] = SOP_MAX, [RED_MIN] = SOP_MIN,
-                                   [RED_PROD] = SOP_MUL};
     Expr *v = spanned(ir_cast(k, lower_expr(L, s->scan_step), L->ct), s->scan_step->span);
     Expr **aidx2 = arena_alloc(k->arena, sizeof(Expr *) * (size_t)(s->nlhs > 1 ? s->nlhs - 1 : 1));
     for (int j = 0; j < s->nlhs - 1; j++)
@@ -809,8 +725,6 @@ static void lower_stmt(Lower *L, const AstStmt *s, const char *const *names)
             v = spanned(ir_select(k, lower_expr(L, s->where), v, typed_const(L, 0, L->ct)), s->where->span);
         ir_list_push(list, ir_stmt(k, b, lhs_index(L, s), SOP_ASSIGN, v, s->span), parent);
     } else {
-        static const StmtOp op_of[] = {[RED_SUM] = SOP_ADD, [RED_MAX] = SOP_MAX, [RED_MIN] = SOP_MIN,
-                                       [RED_PROD] = SOP_MUL};
         ReduceOp rop = s->rhs->reduce.op;
         /* A reduction into f16/bf16 accumulates in its compute type (f32) and is
          * rounded once at the end: rounding every partial sum to 8 bits of mantissa

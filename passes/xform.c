@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "xform_int.h"
+#include "../ir/walk.h"
 
 static const char *const xf_names[] = {
 #define X(k, s, syn) s,
@@ -152,17 +153,6 @@ typedef struct FindCtx {
     int n;
 } FindCtx;
 
-static bool writes_buf(const Node *n, const Buffer *b)
-{
-    if (n->kind == N_STMT)
-        return n->u.stmt.buf == b;
-    const NodeList *l = ir_body((Node *)n);
-    for (int i = 0; l && i < l->n; i++)
-        if (writes_buf(l->v[i], b))
-            return true;
-    return false;
-}
-
 /* v, or v followed by the digits/underscores a renaming appends. */
 static bool base_matches(const char *name, const char *base)
 {
@@ -181,7 +171,7 @@ static bool find_cb(Node *n, void *p)
     if (n->kind != N_LOOP)
         return true;
     const char *vn = n->u.loop.var->name;
-    bool ok = f->buf ? base_matches(vn, f->name) && writes_buf(n, f->buf) : strcmp(vn, f->name) == 0;
+    bool ok = f->buf ? base_matches(vn, f->name) && ir_node_writes(n, f->buf) : strcmp(vn, f->name) == 0;
     if (ok && f->n < 16)
         f->found[f->n++] = n;
     return true;

@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "xform_int.h"
+#include "../ir/walk.h"
 
 #define OS_MAXR 8 /* row indices of the softmax */
 #define OS_MAXX 8 /* score temporaries computed per tile */
@@ -171,22 +172,6 @@ static bool is_load_of(const Expr *e, const Buffer *b) { return e->kind == IE_LO
 
 /* Index i of an access as a plain variable, or NULL. */
 static const Var *pure(Expr *const *idx, int i) { return idx[i]->kind == IE_VAR ? idx[i]->u.var : NULL; }
-
-static bool reads_buf(const Expr *e, const Buffer *b)
-{
-    if (e->kind == IE_LOAD) {
-        if (e->u.load.buf == b)
-            return true;
-        for (int i = 0; i < e->u.load.buf->rank; i++)
-            if (reads_buf(e->u.load.idx[i], b))
-                return true;
-        return false;
-    }
-    for (int i = 0; i < ir_expr_arity(e->kind); i++)
-        if (reads_buf(e->args[i], b))
-            return true;
-    return false;
-}
 
 /* The factors of a product: leaves under * and /, each with the side it is on. */
 typedef struct Factors {
@@ -866,24 +851,24 @@ static bool analyse(Chain *ch)
     /* what the new nest evaluates must not read the chain's intermediates */
     Buffer *chainb[4] = {ch->m, ch->p, ch->l, ch->A};
     for (int b = 0; b < 4; b++) {
-        if (reads_buf(em, chainb[b])) {
+        if (ir_expr_reads(em, chainb[b])) {
             xf_err(c, "the value maximised reads %s", chainb[b]->name);
             return false;
         }
         for (int g = 0; g < ch->nog; g++)
-            if (reads_buf(ch->og[g]->u.guard.cond, chainb[b])) {
+            if (ir_expr_reads(ch->og[g]->u.guard.cond, chainb[b])) {
                 xf_err(c, "the mask reads %s", chainb[b]->name);
                 return false;
             }
         for (int i = 0; i < f.n; i++)
-            if (f.leaf[i] != ch->pleaf && f.leaf[i] != ch->lleaf && reads_buf(f.leaf[i], chainb[b])) {
+            if (f.leaf[i] != ch->pleaf && f.leaf[i] != ch->lleaf && ir_expr_reads(f.leaf[i], chainb[b])) {
                 xf_err(c, "the term of the sum over %s reads %s besides the factors %s and 1/%s", ch->J->name,
                        chainb[b]->name, ch->p->name, ch->l->name);
                 xf_note(c, ch->ored->span, "the sum");
                 return false;
             }
         for (int i = 2; i < ob->n && b < 3; i++)
-            if (reads_buf(ob->v[i]->u.stmt.value, chainb[b])) {
+            if (ir_expr_reads(ob->v[i]->u.stmt.value, chainb[b])) {
                 xf_err(c, "the statement after the sum over %s reads %s", ch->J->name, chainb[b]->name);
                 return false;
             }

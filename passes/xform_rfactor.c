@@ -8,41 +8,17 @@
 #include <math.h>
 #include <string.h>
 
+#include "../ir/arith.h"
+#include "../ir/walk.h"
 #include "xform_int.h"
 
 static Expr *identity(Kernel *k, StmtOp op, DType t)
 {
-    double v = op == SOP_ADD ? 0.0 : op == SOP_MUL ? 1.0 : op == SOP_MAX ? -INFINITY : INFINITY;
-    if (dtype_is_float(t))
-        return ir_flt(k, v, dtype_compute(t));
-    int64_t iv = op == SOP_ADD ? 0 : op == SOP_MUL ? 1 : op == SOP_MAX ? INT32_MIN : INT32_MAX;
-    if (t == DT_I64)
-        iv = op == SOP_ADD ? 0 : op == SOP_MUL ? 1 : op == SOP_MAX ? INT64_MIN : INT64_MAX;
-    return ir_cast(k, ir_int(k, iv), t);
-}
-
-static bool idx_uses(const Node *s, const Var *v)
-{
-    for (int d = 0; d < s->u.stmt.buf->rank; d++)
-        if (ir_expr_uses_var(s->u.stmt.idx[d], v))
-            return true;
-    return false;
-}
-
-static bool loads_buf(const Expr *e, const Buffer *b)
-{
-    if (e->kind == IE_LOAD) {
-        if (e->u.load.buf == b)
-            return true;
-        for (int i = 0; i < e->u.load.buf->rank; i++)
-            if (loads_buf(e->u.load.idx[i], b))
-                return true;
-        return false;
-    }
-    for (int i = 0; i < ir_expr_arity(e->kind); i++)
-        if (loads_buf(e->args[i], b))
-            return true;
-    return false;
+    ArScalar v;
+    ar_identity(op, t, false, &v);
+    if (v.is_float)
+        return ir_flt(k, v.f, dtype_compute(t));
+    return ir_cast(k, ir_int(k, v.i), t);
 }
 
 bool xf_rfactor(XfCtx *c)
@@ -81,19 +57,19 @@ bool xf_rfactor(XfCtx *c)
         xf_err(c, "the statement in %s is not a reduction (`=`)", l->u.loop.var->name);
         return false;
     }
-    if (idx_uses(s, l->u.loop.var)) {
+    if (ir_stmt_index_uses(s, l->u.loop.var)) {
         xf_err(c, "%s indexes %s: it is not a reduction loop of this statement", l->u.loop.var->name,
                s->u.stmt.buf->name);
         return false;
     }
     for (Node *p = s->parent; p != l; p = p->parent)
-        if (p->kind == N_LOOP && idx_uses(s, p->u.loop.var)) {
+        if (p->kind == N_LOOP && ir_stmt_index_uses(s, p->u.loop.var)) {
             xf_err(c, "loop %s between %s and the statement indexes %s; the partials would mix "
                       "elements",
                    p->u.loop.var->name, l->u.loop.var->name, s->u.stmt.buf->name);
             return false;
         }
-    if (loads_buf(s->u.stmt.value, s->u.stmt.buf)) {
+    if (ir_expr_reads(s->u.stmt.value, s->u.stmt.buf)) {
         xf_err(c, "the reduction reads %s itself", s->u.stmt.buf->name);
         return false;
     }
@@ -110,7 +86,7 @@ bool xf_rfactor(XfCtx *c)
      * is a perfectly nested loop that does not index the result. */
     Node *top = l;
     while (top->parent && top->parent->kind == N_LOOP && top->parent->u.loop.body.n == 1 &&
-           top->parent->u.loop.kind == LOOP_SERIAL && !idx_uses(s, top->parent->u.loop.var))
+           top->parent->u.loop.kind == LOOP_SERIAL && !ir_stmt_index_uses(s, top->parent->u.loop.var))
         top = top->parent;
     /* Guards between top and the statement.  One that tests no loop inside top (a
      * tile's tail: `j1o * 4 + j1i < N`) decides whether this element is written at

@@ -75,8 +75,8 @@ static void count_uses(const Node *n, const Buffer *b, int *wr, int *rd)
 static bool same_idx(const Kernel *k, const Buffer *b, Expr *const *x, Expr *const *y)
 {
     for (int i = 0; i < b->rank; i++) {
-        CpuAff a, c;
-        if (!cpu_affine(k, x[i], &a) || !cpu_affine(k, y[i], &c) || !cpu_aff_same(&a, &c)) return false;
+        ArAff a, c;
+        if (!ar_aff_of(k, x[i], &a) || !ar_aff_of(k, y[i], &c) || !ar_aff_same(&a, &c)) return false;
     }
     return true;
 }

@@ -13,7 +13,7 @@
  * The slice is computed as boxes.  Every statement of the f64 copy of the
  * unscheduled kernel is visited in reverse order: the box of its left-hand buffer
  * that later statements need (the sample for an output) restricts each loop whose
- * variable is a plain left-hand subscript; interval arithmetic over the loop
+ * variable is a plain left-hand subscript; interval arithmetic (ir/arith.c) over the loop
  * ranges so restricted gives the box of every buffer the statement reads, which is
  * added to that buffer's needs.  Passes repeat until no box grows (a statement that
  * reads the buffer it writes at another element widens its own box).  Every step
@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "golden_sample.h"
+#include "../ir/arith.h"
 
 /* MIN_TIMED: the wall-time cap on random samples applies only past this many. */
 enum { MAX_RANK = 16, WINDOW = 64, MIN_TIMED = 1024 };
@@ -102,104 +103,22 @@ struct RtSampler {
 
 /* ---- interval arithmetic on index expressions ---- */
 
-static int64_t fdiv(int64_t a, int64_t b)
+/* A loop variable's range as the sampler has set it (ArEnv.ctx: the sampler). */
+static bool var_range(ArEnv *env, const Var *v, int64_t *lo, int64_t *hi)
 {
-    int64_t q = a / b;
-    if (a % b != 0 && ((a < 0) != (b < 0)))
-        q--;
-    return q;
+    const RtSampler *s = env->ctx;
+    int id = v->id;
+    if (id < 0 || id >= s->nvars || !s->vset[id])
+        return false;
+    *lo = s->vlo[id];
+    *hi = s->vhi[id];
+    return true;
 }
 
 static bool ival(const RtSampler *s, const Expr *e, int64_t *lo, int64_t *hi)
 {
-    int64_t a0, a1, b0, b1;
-    if (!e)
-        return false;
-    switch (e->kind) {
-    case IE_INT:
-        *lo = *hi = e->u.i;
-        return true;
-    case IE_PARAM:
-        if (!ir_eval_size(s->p, e, lo))
-            return false;
-        *hi = *lo;
-        return true;
-    case IE_VAR: {
-        int id = e->u.var->id;
-        if (id < 0 || id >= s->nvars || !s->vset[id])
-            return false;
-        *lo = s->vlo[id];
-        *hi = s->vhi[id];
-        return true;
-    }
-    case IE_CAST:
-        if (dtype_is_float(e->dtype) || dtype_is_float(e->args[0]->dtype))
-            return false;
-        return ival(s, e->args[0], lo, hi);
-    case IE_NEG:
-        if (!ival(s, e->args[0], &a0, &a1) || a0 == INT64_MIN)
-            return false;
-        *lo = -a1;
-        *hi = -a0;
-        return true;
-    case IE_SELECT:
-        if (!ival(s, e->args[1], &a0, &a1) || !ival(s, e->args[2], &b0, &b1))
-            return false;
-        *lo = a0 < b0 ? a0 : b0;
-        *hi = a1 > b1 ? a1 : b1;
-        return true;
-    case IE_ADD: case IE_SUB: case IE_MUL: case IE_DIV: case IE_MOD: case IE_MAX: case IE_MIN:
-        if (dtype_is_float(e->dtype) || !ival(s, e->args[0], &a0, &a1) || !ival(s, e->args[1], &b0, &b1))
-            return false;
-        break;
-    default:
-        return false;
-    }
-    switch (e->kind) {
-    case IE_ADD:
-        return !__builtin_add_overflow(a0, b0, lo) && !__builtin_add_overflow(a1, b1, hi);
-    case IE_SUB:
-        return !__builtin_sub_overflow(a0, b1, lo) && !__builtin_sub_overflow(a1, b0, hi);
-    case IE_MUL: {
-        int64_t p[4];
-        if (__builtin_mul_overflow(a0, b0, &p[0]) || __builtin_mul_overflow(a0, b1, &p[1]) ||
-            __builtin_mul_overflow(a1, b0, &p[2]) || __builtin_mul_overflow(a1, b1, &p[3]))
-            return false;
-        *lo = *hi = p[0];
-        for (int i = 1; i < 4; i++) {
-            *lo = p[i] < *lo ? p[i] : *lo;
-            *hi = p[i] > *hi ? p[i] : *hi;
-        }
-        return true;
-    }
-    case IE_DIV: /* floor division by a positive constant is monotonic */
-        if (b0 != b1 || b0 <= 0)
-            return false;
-        *lo = fdiv(a0, b0);
-        *hi = fdiv(a1, b0);
-        return true;
-    case IE_MOD:
-        if (b0 != b1 || b0 <= 0)
-            return false;
-        if (fdiv(a0, b0) == fdiv(a1, b0)) {
-            *lo = a0 - fdiv(a0, b0) * b0;
-            *hi = a1 - fdiv(a1, b0) * b0;
-        } else {
-            *lo = 0;
-            *hi = b0 - 1;
-        }
-        return true;
-    case IE_MAX:
-        *lo = a0 > b0 ? a0 : b0;
-        *hi = a1 > b1 ? a1 : b1;
-        return true;
-    case IE_MIN:
-        *lo = a0 < b0 ? a0 : b0;
-        *hi = a1 < b1 ? a1 : b1;
-        return true;
-    default:
-        return false;
-    }
+    ArEnv env = {.k = s->p, .var = var_range, .ctx = (void *)s};
+    return ar_interval(&env, e, lo, hi);
 }
 
 /* ---- building ---- */

@@ -17,6 +17,8 @@
  * buffers exactly.  Anything it does not recognise falls back to the general
  * references, which is always correct, only slower. */
 #include "runtime.h"
+#include "../ir/arith.h"
+#include "../ir/walk.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -31,79 +33,21 @@ typedef struct Env {
     int n;
 } Env;
 
-static int64_t floor_div(int64_t a, int64_t b)
+/* A loop variable's value as the counter has set it (ArEnv.ctx: the Env). */
+static bool var_value(ArEnv *ae, const Var *v, int64_t *lo, int64_t *hi)
 {
-    int64_t q = a / b;
-    if (a % b != 0 && ((a < 0) != (b < 0)))
-        q--;
-    return q;
+    const Env *env = ae->ctx;
+    int id = v->id;
+    if (id < 0 || id >= env->n || !env->set[id])
+        return false;
+    *lo = *hi = env->val[id];
+    return true;
 }
 
 static bool ev(const Kernel *k, const Expr *e, const Env *env, int64_t *out)
 {
-    int64_t a = 0, b = 0, c = 0;
-    if (!e)
-        return false;
-    switch (e->kind) {
-    case IE_INT:
-        *out = e->u.i;
-        return true;
-    case IE_PARAM:
-        if (e->u.param < 0 || e->u.param >= k->nparams || !k->params[e->u.param].bound)
-            return false;
-        *out = k->params[e->u.param].value;
-        return true;
-    case IE_VAR: {
-        int id = e->u.var->id;
-        if (id < 0 || id >= env->n || !env->set[id])
-            return false;
-        *out = env->val[id];
-        return true;
-    }
-    case IE_CAST:
-        if (dtype_is_float(e->dtype) || !ev(k, e->args[0], env, &a))
-            return false;
-        *out = e->dtype == DT_BOOL ? a != 0 : a;
-        return true;
-    case IE_NEG:
-    case IE_NOT:
-        if (!ev(k, e->args[0], env, &a) || a == INT64_MIN)
-            return false;
-        *out = e->kind == IE_NEG ? -a : !a;
-        return true;
-    case IE_SELECT:
-        if (!ev(k, e->args[0], env, &c))
-            return false;
-        return ev(k, e->args[c ? 1 : 2], env, out);
-    default:
-        break;
-    }
-    if (ir_expr_arity(e->kind) != 2 || dtype_is_float(e->dtype))
-        return false;
-    if (!ev(k, e->args[0], env, &a) || !ev(k, e->args[1], env, &b))
-        return false;
-    switch (e->kind) {
-    case IE_ADD: return !__builtin_add_overflow(a, b, out);
-    case IE_SUB: return !__builtin_sub_overflow(a, b, out);
-    case IE_MUL: return !__builtin_mul_overflow(a, b, out);
-    case IE_DIV:
-    case IE_MOD:
-        if (b == 0 || (a == INT64_MIN && b == -1))
-            return false;
-        *out = e->kind == IE_DIV ? floor_div(a, b) : a - floor_div(a, b) * b;
-        return true;
-    case IE_MAX: *out = a > b ? a : b; return true;
-    case IE_MIN: *out = a < b ? a : b; return true;
-    case IE_LT: *out = a < b; return true;
-    case IE_LE: *out = a <= b; return true;
-    case IE_GT: *out = a > b; return true;
-    case IE_GE: *out = a >= b; return true;
-    case IE_EQ: *out = a == b; return true;
-    case IE_NE: *out = a != b; return true;
-    case IE_AND: *out = a && b; return true;
-    case IE_OR: *out = a || b; return true;
-    default: return false;
-    }
+    ArEnv ae = {.k = k, .var = var_value, .ctx = (void *)env};
+    return ar_eval(&ae, e, out);
 }
 
 
@@ -370,32 +314,6 @@ static bool match_operand(const Kernel *k, const Expr *ld, Var *const *tv, const
     return true;
 }
 
-static bool expr_loads(const Expr *e, const Buffer *b)
-{
-    if (!e)
-        return false;
-    if (e->kind == IE_LOAD) {
-        if (e->u.load.buf == b)
-            return true;
-        for (int p = 0; p < e->u.load.buf->rank; p++)
-            if (expr_loads(e->u.load.idx[p], b))
-                return true;
-        return false;
-    }
-    return expr_loads(e->args[0], b) || expr_loads(e->args[1], b) || expr_loads(e->args[2], b);
-}
-
-static bool writes_buffer(const Node *n, const Buffer *b)
-{
-    if (n->kind == N_STMT)
-        return n->u.stmt.buf == b;
-    const NodeList *l = ir_body((Node *)n);
-    for (int i = 0; i < l->n; i++)
-        if (writes_buffer(l->v[i], b))
-            return true;
-    return false;
-}
-
 /* A perfect nest of loops over T's full extent whose only statement is T[..] = 0. */
 static bool is_zero_init_nest(const Kernel *k, const Node *n, const Buffer *T)
 {
@@ -440,7 +358,7 @@ static bool reads_only_at(const Expr *e, const Buffer *T, Var *const *tv)
             return true;
         }
         for (int p = 0; p < e->u.load.buf->rank; p++)
-            if (!reads_only_at(e->u.load.idx[p], T, tv) || expr_loads(e->u.load.idx[p], T))
+            if (!reads_only_at(e->u.load.idx[p], T, tv) || ir_expr_reads(e->u.load.idx[p], T))
                 return false;
         return true;
     }
@@ -454,7 +372,7 @@ static bool reads_only_at(const Expr *e, const Buffer *T, Var *const *tv)
 static bool idx_reads_not(const Node *s, const Buffer *T)
 {
     for (int p = 0; p < s->u.stmt.buf->rank; p++)
-        if (expr_loads(s->u.stmt.idx[p], T))
+        if (ir_expr_reads(s->u.stmt.idx[p], T))
             return false;
     return true;
 }
@@ -554,7 +472,7 @@ separate_init:
     if (anc[nanc - 1]->u.loop.body.n != 1)
         return false;
     for (int i = top - 1; i >= 0; i--) {
-        if (!writes_buffer(k->body.v[i], T))
+        if (!ir_node_writes(k->body.v[i], T))
             continue;
         if (!is_zero_init_nest(k, k->body.v[i], T))
             return false;
@@ -569,7 +487,7 @@ separate_init:
 found:
     /* nothing else may write T */
     for (int i = 0; i < k->body.n; i++)
-        if (i != tops[0] && i != tops[1] && writes_buffer(k->body.v[i], T))
+        if (i != tops[0] && i != tops[1] && ir_node_writes(k->body.v[i], T))
             return false;
     RtGemm *g = &w->gemm;
     memset(g, 0, sizeof *g);

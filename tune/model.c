@@ -75,24 +75,6 @@ static void find_main(const Kernel *k, const Node *n, const Node **path, int dep
         find_main(k, b->v[i], path, depth, execs, m);
 }
 
-static bool uses_var(const Expr *e, const Var *v)
-{
-    if (!e)
-        return false;
-    if (e->kind == IE_VAR)
-        return e->u.var == v;
-    if (e->kind == IE_LOAD) {
-        for (int i = 0; i < e->u.load.buf->rank; i++)
-            if (uses_var(e->u.load.idx[i], v))
-                return true;
-        return false;
-    }
-    for (int i = 0; i < 3; i++)
-        if (uses_var(e->args[i], v))
-            return true;
-    return false;
-}
-
 typedef struct Access {
     const Buffer *buf;
     Expr **idx;
@@ -132,7 +114,7 @@ static double footprint(const Kernel *k, const Main *m, const Access *a, int na,
             for (int l = from; l < m->n; l++) {
                 bool used = false;
                 for (int d = 0; d < a[j].buf->rank && !used; d++)
-                    used = uses_var(a[j].idx[d], m->path[l]->u.loop.var);
+                    used = ir_expr_uses_var(a[j].idx[d], m->path[l]->u.loop.var);
                 if (used)
                     f *= (double)trips_of(k, m->path[l]);
             }
@@ -194,7 +176,7 @@ double tm_features(const Kernel *k, int threads, int lanes, const double cache_b
             int r = a[i].buf->rank;
             bool bad = false;
             for (int d = 0; d + 1 < r; d++)
-                bad |= uses_var(a[i].idx[d], in->u.loop.var);
+                bad |= ir_expr_uses_var(a[i].idx[d], in->u.loop.var);
             good += !bad;
         }
         f[TM_CONTIGUOUS] = (double)good / na;

@@ -250,7 +250,6 @@ static bool cval(const Em *e, const Expr *x, int64_t *out) { return gpu_cval(e->
 static bool loop_extent(const Em *e, const Node *l, int64_t *lo, int64_t *ext) { return gpu_loop_extent(e->k, l, lo, ext); }
 static bool irange(const Em *e, const Node *top, const Expr *x, int64_t *lo, int64_t *hi) { return gpu_irange(e->k, top, x, lo, hi); }
 static bool xvar_used(const Expr *x, const Var *v) { return x && ir_expr_uses_var(x, v); }
-static void aff_of(const Em *e, const Expr *x, int64_t mul, GAff *a) { gpu_aff_of(e->k, x, mul, a); }
 #define is_block gpu_is_block
 #define is_thread gpu_is_thread
 
@@ -1178,12 +1177,10 @@ static void fa_node(const Em *e, const Node *n, FragAcc *f)
 
 static bool has_var(const Em *e, const Expr *x, const Var *v, int64_t *coef)
 {
-    GAff a = {.ok = true};
-    aff_of(e, x, 1, &a);
-    *coef = 0;
-    for (int i = 0; i < a.n; i++)
-        if (a.v[i] == v) *coef = a.c[i];
-    return a.ok ? *coef != 0 : xvar_used(x, v);
+    ArAff a;
+    bool ok = ar_aff_of(e->k, x, &a);
+    *coef = ok ? ar_aff_coef(&a, v->id) : 0;
+    return ok ? *coef != 0 : xvar_used(x, v);
 }
 
 /* Can loop n be spread over the lanes as the accumulator's rows (q = 0) or
@@ -1200,9 +1197,8 @@ static bool dist_ok(Em *e, const Node *n, int q, const FragAcc *f)
     const Var *v = n->u.loop.var;
     for (int i = 0; i < f->n; i++) {
         Expr *dq = f->idx[i][q], *dn = f->idx[i][1 - q];
-        GAff a = {.ok = true};
-        aff_of(e, dq, 1, &a);
-        if (!a.ok || !has_var(e, dq, v, &c) || c != 1 || xvar_used(dn, v)) return false;
+        ArAff a;
+        if (!ar_aff_of(e->k, dq, &a) || !has_var(e, dq, v, &c) || c != 1 || xvar_used(dn, v)) return false;
         if (!mult_of(e, ir_simplify(k, ir_subst(k, dq, v, ir_int(k, 0))), g)) return false;
     }
     return true;
@@ -1966,9 +1962,10 @@ static void emit_loop(Em *e, const Node *n)
             else
                 line(e, "const idx_t %s = %s + (idx_t)threadIdx.%c;", v, lo.s, xyz[dim]);
             bool guard = ext < e->block[dim];
-            static const char *const ident[] = {[SOP_ADD] = "0.0f", [SOP_MUL] = "1.0f",
-                                                [SOP_MAX] = "(-__int_as_float(0x7f800000))", [SOP_MIN] = "__int_as_float(0x7f800000)"};
-            if (red) line(e, "float pf_red = %s;   /* this thread's partial */", ident[red->u.stmt.op]);
+            StrBuf ident = {0};   /* the reduction's identity (ir/arith.c) in f32 */
+            ArScalar idv;
+            if (red && ar_identity(red->u.stmt.op, DT_F32, false, &idv)) flt_const(&ident, idv.f, DT_F32);
+            if (red) line(e, "float pf_red = %s;   /* this thread's partial */", ident.s);
             if (guard) line(e, "if (%s < %s) {", v, hi.s);
             if (guard) e->ind++;
             e->tdim_used[dim] = true;
@@ -1984,10 +1981,11 @@ static void emit_loop(Em *e, const Node *n)
                 static const int opn[] = {[SOP_ADD] = 0, [SOP_MUL] = 1, [SOP_MAX] = 2, [SOP_MIN] = 3};
                 StrBuf lv = {0};
                 emit_elem_paren(e, red->u.stmt.buf, red->u.stmt.idx, &lv);
-                line(e, "pf_red = pf_block_reduce<%d>(pf_red, %s);", opn[red->u.stmt.op], ident[red->u.stmt.op]);
+                line(e, "pf_red = pf_block_reduce<%d>(pf_red, %s);", opn[red->u.stmt.op], ident.s);
                 line(e, "if (threadIdx.x == 0) %s = pf_rop<%d>(%s, pf_red);", lv.s, opn[red->u.stmt.op], lv.s);
                 sb_free(&lv);
             }
+            sb_free(&ident);
             e->ind--;
             line(e, "}");
         }

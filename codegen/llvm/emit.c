@@ -283,23 +283,18 @@ static void emit_stmt_scalar(Fn *f, const Node *n)
     LLVMSetAlignment(st, align);
 }
 
-/* Identity of a reduction, for lanes a guard switched off. */
+/* Identity of a reduction, for lanes a guard switched off (ir/arith.c; -0.0 for a
+ * float sum, so that a lane adds nothing, not even a sign). */
 static LLVMValueRef red_identity(Cg *g, StmtOp op, DType t)
 {
-    bool fl = dtype_is_float(t);
-    switch (op) {
-    case SOP_ADD: return fl ? LLVMConstReal(cg_cty(g, t), -0.0) : LLVMConstInt(cg_cty(g, t), 0, 0);
-    case SOP_MUL: return fl ? LLVMConstReal(cg_cty(g, t), 1.0) : LLVMConstInt(cg_cty(g, t), 1, 0);
-    case SOP_MAX:
-        if (fl)
-            return LLVMConstReal(cg_cty(g, t), -INFINITY);
-        return t == DT_BOOL ? LLVMConstInt(g->ti1, 0, 0) : cg_kint(cg_cty(g, t), t == DT_I32 ? INT32_MIN : INT64_MIN);
-    case SOP_MIN:
-        if (fl)
-            return LLVMConstReal(cg_cty(g, t), INFINITY);
-        return t == DT_BOOL ? LLVMConstInt(g->ti1, 1, 0) : cg_kint(cg_cty(g, t), t == DT_I32 ? INT32_MAX : INT64_MAX);
-    default: die("no identity for op %d", (int)op);
-    }
+    ArScalar v;
+    if (!ar_identity(op, t, true, &v))
+        die("no identity for op %d", (int)op);
+    if (v.is_float)
+        return LLVMConstReal(cg_cty(g, t), v.f);
+    if (t == DT_BOOL && (op == SOP_MAX || op == SOP_MIN))
+        return LLVMConstInt(g->ti1, (unsigned long long)v.i, 0);
+    return cg_kint(cg_cty(g, t), v.i);
 }
 
 /* Combines the lanes of v with op.  Float sums and products are reassociated (a tree,

@@ -59,7 +59,7 @@ typedef struct Cg {
  * their strides built once per loop and cached (Sum); the accesses of one basic
  * block share addresses, loaded values and splats, and stores to one element are
  * kept back until the block ends (Region).  See "---- addresses ----". */
-#define AFF_TERMS 12
+#define AFF_TERMS AR_AFF_TERMS
 
 typedef struct Term {
     LLVMValueRef v;          /* a variable's value (i64) */
@@ -116,7 +116,7 @@ typedef struct Fn {
 void cg_emit_list(Fn *f, const NodeList *l);
 
 
-typedef CpuAff Aff;
+typedef ArAff Aff;
 
 typedef CpuAccKind AccKind;
 

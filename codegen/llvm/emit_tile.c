@@ -24,7 +24,7 @@ static bool offset_aff(const Cg *g, const Buffer *b, Expr *const *idx, Aff *tot)
 
 static int64_t coef(const Aff *a, const Var *v)
 {
-    return cpu_coef(a, v);
+    return ar_aff_coef(a, v->id);
 }
 
 /* Transposes the w vectors r[0..w) of w lanes (w a power of two) in place. */

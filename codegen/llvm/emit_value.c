@@ -432,16 +432,14 @@ LLVMValueRef cg_arith(Cg *g, ExprKind op, DType t, LLVMValueRef a, LLVMValueRef 
 
 /* ---- index analysis: the affine forms of passes/cpu.h ---- */
 
-_Static_assert(AFF_TERMS == CPU_AFF_TERMS, "an address has as many terms as an affine form");
-
 bool cg_aff_add(Aff *r, const Aff *a, int64_t scale)
 {
-    return cpu_aff_add(r, a, scale);
+    return ar_aff_add(r, a, scale);
 }
 
 bool cg_affine(const Cg *g, const Expr *e, Aff *out)
 {
-    return cpu_affine(g->k, e, out);
+    return ar_aff_of(g->k, e, out);
 }
 
 bool cg_const_extent(const Cg *g, const Expr *lo, const Expr *hi, int64_t *ext)
