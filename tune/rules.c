@@ -696,7 +696,8 @@ static bool rows_text(const Kernel *k, Nest *ns, int nn, int lanes, StrBuf *b)
 
 static bool apply_fresh(const TuneInput *in, const AstSchedule *s, Diags *d)
 {
-    Kernel *k = tune_apply(in, s, NULL, 0, d);
+    TuneTemplate t = {.s = (AstSchedule *)s};
+    Kernel *k = tune_apply(in, &t, NULL, 0, NULL, d);
     if (k)
         ir_free(k);
     return k != NULL;
