@@ -661,7 +661,7 @@ TuneRule *tune_rule_check(TuneBuildFn fn, const void *ctx, Kernel *k, Arena *a)
     b.d = &d;
     TuneRule *r = NULL;
     bool fits = fn(&b, ctx);
-    if (fits && !b.failed && b.nrec > 0) {
+    if (fits && !b.failed) {
         r = arena_alloc(a, sizeof *r);
         r->fn = fn;
         r->ctx = ctx;

@@ -26,6 +26,7 @@
 
 #include "../passes/passes.h"
 #include "../passes/xform.h"
+#include "builder.h"
 #include "tune.h"
 
 int tune_vector_lanes(const char *target, DType t)
@@ -661,35 +662,168 @@ static void elementwise_text(const Nest *n, int lanes, StrBuf *b)
     sb_free(&tv);
 }
 
-/* Row-wise kernels: every nest's outer loop runs over the same rows. */
-static bool rows_text(const Kernel *k, Nest *ns, int nn, int lanes, StrBuf *b)
+/* ---- templates through the builder ----
+ *
+ * Each template below is a function of its parameter values: it reads the nest as
+ * the rules saw it (NestInfo: names read off the lowered kernel, extents, operands)
+ * and issues the transformations through the builder (tune/builder.h), holding the
+ * loops and buffers each one hands back. */
+
+typedef struct NestInfo {
+    int nloops, nspatial;
+    const char *loop[16];
+    int64_t ext[16];
+    bool red, mul;           /* a reduction; its value is a product */
+    const char *out;         /* the reduction's output */
+    DType out_t;
+    /* over the last two spatial loops a, b: the operand read along b only (GEMM's
+     * B, the panel) and along a only (GEMM's A); NULL when none */
+    const char *pb, *pa;
+    DType pb_t, pa_t;
+} NestInfo;
+
+static NestInfo *nest_info(const Nest *n, Arena *a)
 {
-    /* one nest qualifies when it reduces along its rows (a matrix-vector product) */
-    if (nn < 2 && !(nn == 1 && ns[0].red))
-        return false;
-    for (int i = 0; i < nn; i++)
-        if (ns[i].ext[0] != ns[0].ext[0] || ns[i].nloops != 2)
-            return false;
-    const char *row = lname(&ns[0], 0);
-    for (int i = 1; i < nn; i++)
-        sb_printf(b, "fuse(%s, %s)\n", row, lname(&ns[i], 0));
-    /* rows for every thread, else the rows stay serial (a dot product has one) */
-    if (ns[0].ext[0] >= rt_cpu_count())
-        sb_printf(b, "parallel(%s)\n", row);
+    NestInfo *x = arena_alloc(a, sizeof *x);
+    x->nloops = n->nloops;
+    x->nspatial = n->nspatial;
+    for (int i = 0; i < n->nloops; i++) {
+        x->loop[i] = arena_strdup(a, lname(n, i));
+        x->ext[i] = n->ext[i];
+    }
+    x->red = n->red != NULL;
+    if (!n->red)
+        return x;
+    x->mul = n->red->u.stmt.value->kind == IE_MUL;
+    x->out = arena_strdup(a, n->red->u.stmt.buf->name);
+    x->out_t = n->red->u.stmt.buf->dtype;
+    if (n->nspatial >= 2) {
+        const Var *va = n->loops[n->nspatial - 2]->u.loop.var, *vb = n->loops[n->nspatial - 1]->u.loop.var;
+        const Buffer *pb = panel_operand(n->red->u.stmt.value, va, vb), *pa = panel_operand(n->red->u.stmt.value, vb, va);
+        if (pb)
+            x->pb = arena_strdup(a, pb->name), x->pb_t = pb->dtype;
+        if (pa)
+            x->pa = arena_strdup(a, pa->name), x->pa_t = pa->dtype;
+    }
+    return x;
+}
+
+static int par_loop_info(const NestInfo *n, int below)
+{
+    int threads = rt_cpu_count();
+    for (int i = 0; i < below && i < n->nloops; i++)
+        if (n->ext[i] >= threads)
+            return i;
+    return 0;
+}
+
+/* Elementwise nest: the innermost loop split by a vector length and vectorized, the
+ * outermost parallel. */
+static void elementwise_b(Builder *b, const NestInfo *n, int lanes)
+{
+    int in = n->nloops - 1;
+    SLoop *l = bld_loop(b, n->loop[in]), *lo, *li;
     int64_t cv[4];
-    int nv = vec_cands(ns[0].ext[1], lanes, cv);
+    int nv = vec_cands(n->ext[in], lanes, cv);
+    char pn[80];
+    snprintf(pn, sizeof pn, "vec_%s", n->loop[in]);
+    for (char *p = pn; *p; p++)
+        if (*p == '.')
+            *p = '_';
+    if (nv) {
+        bld_split(b, l, bld_param(b, pn, cv, nv), &lo, &li);
+        bld_vectorize(b, li);
+    }
+    if (n->nloops > 1)
+        bld_parallel(b, bld_loop(b, n->loop[par_loop_info(n, n->nloops - 1)]));
+    else if (nv)
+        bld_parallel(b, lo);
+}
+
+typedef struct RowsCtx {
+    const NestInfo *const *ns;
+    int nn, lanes;
+} RowsCtx;
+
+/* Row-wise kernels: every nest's outer loop runs over the same rows. */
+static bool rows_b(Builder *b, const void *vctx)
+{
+    const RowsCtx *c = vctx;
+    const NestInfo *const *ns = c->ns;
+    SLoop *row = bld_loop(b, ns[0]->loop[0]);
+    for (int i = 1; i < c->nn; i++)
+        bld_fuse(b, row, bld_loop(b, ns[i]->loop[0]));
+    /* rows for every thread, else the rows stay serial (a dot product has one) */
+    if (ns[0]->ext[0] >= rt_cpu_count())
+        bld_parallel(b, row);
+    int64_t cv[4];
+    int nv = vec_cands(ns[0]->ext[1], c->lanes, cv);
     if (!nv)
         return true;
-    put_param(b, "vec_row", cv, nv);
-    for (int i = 0; i < nn; i++) {
-        const char *c = lname(&ns[i], 1);
-        sb_printf(b, "split(%s, vec_row)\n", c);
-        if (ns[i].red)
-            sb_printf(b, "rfactor(%si)\n", c);
-        sb_printf(b, "vectorize(%si)\n", c);
+    SVal vec = bld_param(b, "vec_row", cv, nv);
+    for (int i = 0; i < c->nn; i++) {
+        SLoop *co, *ci;
+        bld_split(b, bld_loop(b, ns[i]->loop[1]), vec, &co, &ci);
+        if (ns[i]->red)
+            bld_rfactor(b, ci);
+        bld_vectorize(b, ci);
     }
-    (void)k;
     return true;
+}
+
+/* Elementwise nests vectorized, reductions parallel over their rows. */
+static bool plain_b(Builder *b, const void *vctx)
+{
+    const RowsCtx *c = vctx;
+    for (int i = 0; i < c->nn; i++)
+        if (!c->ns[i]->red)
+            elementwise_b(b, c->ns[i], c->lanes);
+        else
+            bld_parallel(b, bld_loop(b, c->ns[i]->loop[par_loop_info(c->ns[i], c->ns[i]->nspatial)]));
+    return true;
+}
+
+/* ---- checking templates ---- */
+
+static void add_template(TuneSpace *sp, AstSchedule *s, const char *origin);
+
+/* The template fn(ctx) checked at its defaults on a freshly lowered kernel.  NULL
+ * when it does not fit; *dropped: its statements refused there (dropped). */
+static TuneRule *check_rule(const TuneInput *in, TuneBuildFn fn, const void *ctx, Arena *a, int *dropped,
+                            Diags *d)
+{
+    Kernel *k = tune_apply(in, NULL, NULL, 0, NULL, d);
+    if (!k)
+        return NULL;
+    TuneRule *r = tune_rule_check(fn, ctx, k, a);
+    ir_free(k);
+    *dropped = r ? r->dropped : 0;
+    return r;
+}
+
+/* Adds a rule's template; one that kept no statement is the empty schedule. */
+static void add_rule(const TuneInput *in, TuneSpace *sp, TuneRule *r, Arena *a, const char *origin)
+{
+    if (sp->n == TUNE_MAX_TEMPLATES)
+        return;
+    if (r->nsteps == r->dropped) {
+        AstSchedule *e = arena_alloc(a, sizeof *e);
+        e->kernel = in->ast->name;
+        add_template(sp, e, origin);
+        return;
+    }
+    TuneTemplate *t = &sp->t[sp->n++];
+    memset(t, 0, sizeof *t);
+    t->rule = r;
+    t->origin = origin;
+    t->nparams = r->nparams;
+    double size = 1;
+    for (int i = 0; i < t->nparams; i++) {
+        t->names[i] = r->names[i];
+        t->ncands[i] = r->ncands[i];
+        size *= t->ncands[i];
+    }
+    sp->size += size;
 }
 
 /* ---- parsing and checking templates ---- */
@@ -844,6 +978,10 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
         sp->kclass = "scalar";
         return true;
     }
+    /* the templates read the nests during the whole search: arena memory */
+    NestInfo **infos = arena_alloc(a, sizeof *infos * 16);
+    for (int i = 0; i < nn; i++)
+        infos[i] = nest_info(&ns[i], a);
     int ncontr = 0, nred = 0;
     for (int i = 0; i < nn; i++) {
         ncontr += ns[i].red && ns[i].nspatial >= 1 && ns[i].nloops - ns[i].nspatial >= 1 &&
@@ -944,28 +1082,27 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
      * matrix-vector product, a dot product) is tuned as the reduction it is */
     if (sp->n > (in->nscheds ? 1 : 0)) {
         /* templates from the contraction rules */
-    } else if (nred && (sb_reset(&b), rows_text(u, ns, nn, lanes, &b))) {
-        sp->kclass = "row-wise";
-        AstSchedule *s = parse_checked(in, b.s, a, &dropped, d);
-        if (!s) {
-            sb_free(&b);
-            return false;
-        }
-        add_template(sp, s, dropped ? arena_printf(a, "rules: row-wise (%d statements dropped)", dropped) : "rules: row-wise");
     } else {
-        sp->kclass = nred ? "reduction" : "elementwise";
-        sb_reset(&b);
-        for (int i = 0; i < nn; i++)
-            if (!ns[i].red)
-                elementwise_text(&ns[i], lanes, &b);
-            else
-                sb_printf(&b, "parallel(%s)\n", lname(&ns[i], par_loop(&ns[i], ns[i].nspatial)));
-        AstSchedule *s = parse_checked(in, b.s ? b.s : "", a, &dropped, d);
-        if (!s) {
-            sb_free(&b);
+        /* row-wise: several nests over the same rows, or one that reduces along its
+         * rows (a matrix-vector product) */
+        bool rows = nred && (nn >= 2 || (nn == 1 && ns[0].red));
+        for (int i = 0; rows && i < nn; i++)
+            rows = ns[i].ext[0] == ns[0].ext[0] && ns[i].nloops == 2;
+        RowsCtx *rc = arena_alloc(a, sizeof *rc);
+        rc->ns = (const NestInfo *const *)infos;
+        rc->nn = nn;
+        rc->lanes = lanes;
+        TuneRule *r = check_rule(in, rows ? rows_b : plain_b, rc, a, &dropped, d);
+        if (!r)
             return false;
+        if (rows) {
+            sp->kclass = "row-wise";
+            add_rule(in, sp, r, a, dropped ? arena_printf(a, "rules: row-wise (%d statements dropped)", dropped)
+                                           : "rules: row-wise");
+        } else {
+            sp->kclass = nred ? "reduction" : "elementwise";
+            add_rule(in, sp, r, a, nred ? "rules: parallel rows" : "rules: elementwise");
         }
-        add_template(sp, s, nred ? "rules: parallel rows" : "rules: elementwise");
     }
     sb_free(&b);
     return sp->n > 0;
