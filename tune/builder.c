@@ -203,8 +203,10 @@ static bool run(Builder *b, Call *c, int *nvars, int *nbufs)
         if (b->checking) {
             mark_dropped(b, i);
         } else {
+            /* the refusal as schedule_apply reported it, into the caller's diagnostics */
             b->failed = true;
-            diag_plain(b->d, DIAG_ERROR, "%s", q.text.s ? q.text.s : "refused\n");
+            sb_puts(&b->d->text, q.text.s ? q.text.s : "refused\n");
+            b->d->nerrors += q.nerrors ? q.nerrors : 1;
         }
         diag_free(&q);
         return false;

@@ -108,14 +108,6 @@ static const char *lname(const Nest *n, int i)
     return n->loops[i]->u.loop.var->name;
 }
 
-/* A parameter name from a loop name: `acc.i` -> `tile_acc_i`. */
-static void pname(StrBuf *b, const char *prefix, const char *loop)
-{
-    sb_puts(b, prefix);
-    for (const char *p = loop; *p; p++)
-        sb_putc(b, *p == '.' ? '_' : *p);
-}
-
 /* Tile sizes for an extent: powers of two from lo to hi that divide it (plus the
  * extent itself when it is small); when none divides, the plain powers of two
  * (their tails are guarded). */
@@ -180,189 +172,6 @@ static void sb_reset(StrBuf *b)
     b->len = 0;
     if (b->s)
         b->s[0] = 0;
-}
-
-/* Contraction nest, register-blocked micro-kernel (variants 0: with the panel
- * operand packed, 1: without):
- *   distribute(b) reorder(R.., b1)   the initialisation leaves; b1 moves inside the
- *   distribute(a)                    reduction loops, then a1 leaves the init's a
- *   split a1 by MR, b1 by NR, the last reduction loop by KC (long ones only)
- *   reorder(ko, b1o, a1o, R.., ki, a1i, b1i)
- *   cache(PANEL, b1o)                a KC x NR panel of B, packed once per b1o
- *   cache(OUT, a1o)                  the MR x NR tile of C: registers after unrolling
- *   unroll(a1i) vectorize(b1i) parallel(one of the outer loops)
- * Variant 2 is the fallback without distribute: tiles of dot products, the
- * reduction vectorized through rfactor. */
-static bool contraction_text(const Nest *n, int variant, int lanes, int threads, StrBuf *b)
-{
-    if (n->nspatial < 2 || !n->red || n->nspatial == n->nloops)
-        return false;
-    int ia = n->nspatial - 2, ib = n->nspatial - 1, ir = n->nloops - 1;
-    const char *a = lname(n, ia), *bn = lname(n, ib), *r = lname(n, ir);
-    const Var *va = n->loops[ia]->u.loop.var, *vb = n->loops[ib]->u.loop.var;
-    int64_t cm[8], cn[8], ck[8];
-    int nm = 0, nn = 0, nk = 0;
-    StrBuf pm = {0}, pn = {0}, pk = {0}, pp = {0}, pc = {0};
-    pname(&pm, "mr_", a);
-    pname(&pn, "nr_", bn);
-    pname(&pk, "kc_", r);
-    pname(&pp, "par_", bn);
-    if (variant == 2) {
-        /* dot-product tiles */
-        nm = tile_cands(n->ext[ia], 2, 64, cm);
-        nn = tile_cands(n->ext[ib], 4, 256, cn);
-        nk = n->ext[ir] >= lanes ? vec_cands(n->ext[ir], lanes, ck) : 0;
-        put_param(b, pm.s, cm, nm);
-        put_param(b, pn.s, cn, nn);
-        sb_printf(b, "tile(%s, %s, %s, %s)\n", a, bn, pm.s, pn.s);
-        if (nk) {
-            put_param(b, pk.s, ck, nk);
-            sb_printf(b, "split(%s, %s)\nrfactor(%si)\nvectorize(%si)\n", r, pk.s, r, r);
-        }
-        for (int i = 0; i < ia; i++)
-            if (n->ext[i] >= threads) {
-                sb_printf(&pc, "%s, ", lname(n, i));
-                break;
-            }
-        sb_printf(&pc, "%so", a);
-        sb_printf(b, "param %s in [%s]\nparallel(%s)\n", pp.s, pc.s, pp.s);
-        goto out;
-    }
-    const Buffer *panel = panel_operand(n->red->u.stmt.value, va, vb);
-    /* variant 4: variant 0 with the MC blocks outermost and parallel (one fork per
-     * run, each thread packing its own B panels), as BLIS parallelises its ic loop */
-    bool rows_outer = variant == 4;
-    if ((variant == 0 || rows_outer) && !panel)
-        goto none;
-    if (rows_outer && n->ext[ia] < 256)
-        goto none;
-    /* MR: rows of the register tile; NR: whole SIMD registers of columns */
-    for (int m = 2; m <= 8; m++)
-        if (m != 5 && m != 7 && n->ext[ia] % m == 0 && m < n->ext[ia])
-            cm[nm++] = m;
-    if (nm == 0) {
-        nm = 0;
-        for (int m = 2; m <= 8; m *= 2)
-            cm[nm++] = m;
-    }
-    for (int m = 1; m <= 4; m++)
-        if (n->ext[ib] % (lanes * m) == 0 && m != 3)
-            cn[nn++] = lanes * m;
-    if (!nn)
-        cn[nn++] = lanes;
-    /* KC: the reduction panel; only long reductions are split */
-    bool split_k = n->ext[ir] >= 128;
-    if (split_k) {
-        for (int k = 64; k <= 512; k *= 2)
-            if (n->ext[ir] % k == 0 && k < n->ext[ir])
-                ck[nk++] = k;
-        if (n->ext[ir] <= 512)
-            ck[nk++] = n->ext[ir];
-        split_k = nk > 0;
-    }
-    const char *out = n->red->u.stmt.buf->name;
-    const char *outer = NULL; /* an output loop outside the tile with work for every thread */
-    for (int i = 0; i < ia && !outer; i++)
-        if (n->ext[i] >= threads)
-            outer = lname(n, i);
-    if (variant == 3) {
-        /* Short reductions: the initialisation stays with each block of MR rows,
-         * so C is written once from cache, not zeroed in a pass of its own. */
-        if (n->ext[ir] > 256)
-            goto none;
-        sb_printf(b, "distribute(%s)\nreorder(", bn);
-        for (int i = n->nspatial; i < n->nloops; i++)
-            sb_printf(b, "%s, ", lname(n, i));
-        sb_printf(b, "%s1)\n", bn);
-        put_param(b, pm.s, cm, nm);
-        put_param(b, pn.s, cn, nn);
-        sb_printf(b, "split(%s, %s)\ndistribute(%si)\nsplit(%s1, %s)\nreorder(%s1o, ", a, pm.s, a, bn, pn.s, bn);
-        for (int i = n->nspatial; i < n->nloops; i++)
-            sb_printf(b, "%s, ", lname(n, i));
-        sb_printf(b, "%si1, %s1i)\n", a, bn);
-        sb_printf(b, "cache(%s, %s1o)\nunroll(%si1)\nvectorize(%s1i)\n", out, bn, a, bn);
-        for (int i = n->nspatial; i < n->nloops - 1; i++)
-            if (n->ext[i] <= 8)
-                sb_printf(b, "unroll(%s)\n", lname(n, i));
-        if (outer)
-            sb_printf(&pc, "%s, ", outer);
-        sb_printf(&pc, "%so", a);
-        sb_printf(b, "param %s in [%s]\nparallel(%s)\n", pp.s, pc.s, pp.s);
-        goto out;
-    }
-    sb_printf(b, "distribute(%s)\nreorder(", bn);
-    for (int i = n->nspatial; i < n->nloops; i++)
-        sb_printf(b, "%s, ", lname(n, i));
-    sb_printf(b, "%s1)\ndistribute(%s)\n", bn, a);
-    put_param(b, pm.s, cm, nm);
-    put_param(b, pn.s, cn, nn);
-    /* Rows that no MR divides (M = 127): the tail either guarded inside the
-     * micro-kernel or peeled into a loop of its own; the tuner picks. */
-    bool tail = false;
-    for (int i = 0; i < nm; i++)
-        tail |= n->ext[ia] % cm[i] != 0;
-    if (tail) {
-        StrBuf pt = {0};
-        pname(&pt, "tail_", a);
-        sb_printf(b, "param %s in [guard, peel]\nsplit(%s1, %s, tail=%s)\n", pt.s, a, pm.s, pt.s);
-        sb_free(&pt);
-    } else {
-        sb_printf(b, "split(%s1, %s)\n", a, pm.s);
-    }
-    sb_printf(b, "split(%s1, %s)\n", bn, pn.s);
-    if (split_k) {
-        put_param(b, pk.s, ck, nk);
-        sb_printf(b, "split(%s, %s)\n", r, pk.s);
-    }
-    /* MC: blocks of micro-tiles whose A rows stay in L2 while the B panel is
-     * reused across them (many rows only). */
-    bool mc = n->ext[ia] >= 256;
-    StrBuf rows = {0};
-    if (mc) {
-        StrBuf pb = {0};
-        pname(&pb, "mb_", a);
-        int64_t cb[4] = {8, 16, 32, 64};
-        put_param(b, pb.s, cb, 4);
-        sb_printf(b, "split(%s1o, %s)\n", a, pb.s);
-        sb_free(&pb);
-        sb_printf(&rows, "%s1oi", a);
-    } else {
-        sb_printf(&rows, "%s1o", a);
-    }
-    sb_puts(b, "reorder(");
-    if (rows_outer)
-        sb_printf(b, "%s1oo, ", a);
-    if (split_k)
-        sb_printf(b, "%so, ", r);
-    if (mc && !rows_outer)
-        sb_printf(b, "%s1oo, ", a);
-    sb_printf(b, "%s1o, %s, ", bn, rows.s);
-    for (int i = n->nspatial; i < n->nloops - 1; i++)
-        sb_printf(b, "%s, ", lname(n, i));
-    sb_printf(b, "%s%s, %s1i, %s1i)\n", r, split_k ? "i" : "", a, bn);
-    if (variant == 0 || rows_outer)
-        sb_printf(b, "cache(%s, %s1o)\n", panel->name, bn);
-    sb_printf(b, "cache(%s, %s)\nunroll(%s1i)\nvectorize(%s1i)\n", out, rows.s, a, bn);
-    /* small window loops of a convolution: unrolled */
-    for (int i = n->nspatial; i < n->nloops - 1; i++)
-        if (n->ext[i] <= 8)
-            sb_printf(b, "unroll(%s)\n", lname(n, i));
-    /* The parallel loop: an outer output loop (batch, image, filter) that has work
-     * for every thread, the column blocks, or the row blocks. */
-    if (outer)
-        sb_printf(&pc, "%s, ", outer);
-    if (rows_outer)
-        sb_printf(&pc, "%s1oo", a);
-    else
-        sb_printf(&pc, "%s1o, %s", bn, rows.s);
-    sb_printf(b, "param %s in [%s]\nparallel(%s)\n", pp.s, pc.s, pp.s);
-    sb_free(&rows);
-out:
-    sb_free(&pm), sb_free(&pn), sb_free(&pk), sb_free(&pp), sb_free(&pc);
-    return true;
-none:
-    sb_free(&pm), sb_free(&pn), sb_free(&pk), sb_free(&pp), sb_free(&pc);
-    return false;
 }
 
 /* Contraction on a GPU: a register-tiled SIMT kernel.  The initialisation is
@@ -631,37 +440,6 @@ static bool gpu_wg_text(const Nest *n, const WgShape *t, StrBuf *b)
     return true;
 }
 
-/* The loop to run on threads: the outermost with an iteration for every thread
- * (a batch of one is no parallelism), among the first `below` loops of the chain. */
-static int par_loop(const Nest *n, int below)
-{
-    int threads = rt_cpu_count();
-    for (int i = 0; i < below && i < n->nloops; i++)
-        if (n->ext[i] >= threads)
-            return i;
-    return 0;
-}
-
-/* Elementwise nest: vectorize the innermost loop, parallel outermost. */
-static void elementwise_text(const Nest *n, int lanes, StrBuf *b)
-{
-    int in = n->nloops - 1;
-    const char *l = lname(n, in);
-    int64_t cv[4];
-    int nv = vec_cands(n->ext[in], lanes, cv);
-    StrBuf tv = {0};
-    pname(&tv, "vec_", l);
-    if (nv) {
-        put_param(b, tv.s, cv, nv);
-        sb_printf(b, "split(%s, %s)\nvectorize(%si)\n", l, tv.s, l);
-    }
-    if (n->nloops > 1)
-        sb_printf(b, "parallel(%s)\n", lname(n, par_loop(n, n->nloops - 1)));
-    else if (nv)
-        sb_printf(b, "parallel(%so)\n", l);
-    sb_free(&tv);
-}
-
 /* ---- templates through the builder ----
  *
  * Each template below is a function of its parameter values: it reads the nest as
@@ -708,6 +486,8 @@ static NestInfo *nest_info(const Nest *n, Arena *a)
     return x;
 }
 
+/* The loop to run on threads: the outermost with an iteration for every thread
+ * (a batch of one is no parallelism), among the first `below` loops of the chain. */
 static int par_loop_info(const NestInfo *n, int below)
 {
     int threads = rt_cpu_count();
@@ -738,6 +518,215 @@ static void elementwise_b(Builder *b, const NestInfo *n, int lanes)
         bld_parallel(b, bld_loop(b, n->loop[par_loop_info(n, n->nloops - 1)]));
     else if (nv)
         bld_parallel(b, lo);
+}
+
+/* A parameter name from a loop name into buf: `acc.i` -> `tile_acc_i`. */
+static const char *pn(char *buf, size_t cap, const char *prefix, const char *loop)
+{
+    snprintf(buf, cap, "%s%s", prefix, loop);
+    for (char *p = buf; *p; p++)
+        if (*p == '.')
+            *p = '_';
+    return buf;
+}
+
+/* The contraction's reduction loops after the spatial ones, from `from` up to the
+ * last (excluded when !last). */
+static int red_loops(Builder *b, const NestInfo *n, bool last, SLoop **out)
+{
+    int m = 0;
+    for (int i = n->nspatial; i < n->nloops - (last ? 0 : 1); i++)
+        out[m++] = bld_loop(b, n->loop[i]);
+    return m;
+}
+
+/* Contraction nest, register-blocked micro-kernel (variants 0: with the panel
+ * operand packed, 1: without, 3: initialised per block of MR rows (short
+ * reductions), 4: variant 0 with the MC blocks outermost and parallel):
+ *   distribute(b) reorder(R.., b1)   the initialisation leaves; b1 moves inside the
+ *   distribute(a)                    reduction loops, then a1 leaves the init's a
+ *   split a1 by MR, b1 by NR, the last reduction loop by KC (long ones only)
+ *   reorder(ko, b1o, a1o, R.., ki, a1i, b1i)
+ *   cache(PANEL, b1o)                a KC x NR panel of B, packed once per b1o
+ *   cache(OUT, a1o)                  the MR x NR tile of C: registers after unrolling
+ *   unroll(a1i) vectorize(b1i) parallel(one of the outer loops)
+ * Variant 2 is the fallback without distribute: tiles of dot products, the
+ * reduction vectorized through rfactor.  False when the variant does not fit. */
+static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes, int threads)
+{
+    if (n->nspatial < 2 || !n->red || n->nspatial == n->nloops)
+        return false;
+    int ia = n->nspatial - 2, ib = n->nspatial - 1, ir = n->nloops - 1;
+    char pm[80], pnr[80], pk[80], pp[80], pt[80], pb[80];
+    pn(pm, sizeof pm, "mr_", n->loop[ia]);
+    pn(pnr, sizeof pnr, "nr_", n->loop[ib]);
+    pn(pk, sizeof pk, "kc_", n->loop[ir]);
+    pn(pp, sizeof pp, "par_", n->loop[ib]);
+    int64_t cm[8], cn[8], ck[8];
+    int nm = 0, nn = 0, nk = 0;
+    SLoop *a = bld_loop(b, n->loop[ia]), *bn = bld_loop(b, n->loop[ib]), *r = bld_loop(b, n->loop[ir]);
+    SLoop *outer = NULL; /* an output loop outside the tile with work for every thread */
+    int iouter = -1;
+    for (int i = 0; i < ia && iouter < 0; i++)
+        if (n->ext[i] >= threads)
+            iouter = i;
+    if (variant == 2) {
+        /* dot-product tiles */
+        nm = tile_cands(n->ext[ia], 2, 64, cm);
+        nn = tile_cands(n->ext[ib], 4, 256, cn);
+        nk = n->ext[ir] >= lanes ? vec_cands(n->ext[ir], lanes, ck) : 0;
+        SVal mr = bld_param(b, pm, cm, nm), nr = bld_param(b, pnr, cn, nn);
+        SLoop *t[4];
+        bld_tile(b, a, bn, mr, nr, NULL, t);
+        if (nk) {
+            SLoop *ro, *ri;
+            bld_split(b, r, bld_param(b, pk, ck, nk), &ro, &ri);
+            bld_rfactor(b, ri);
+            bld_vectorize(b, ri);
+        }
+        if (iouter >= 0)
+            outer = bld_loop(b, n->loop[iouter]);
+        bld_parallel(b, bld_param_loop(b, pp, (SLoop *const[]){outer, t[0]}, 2));
+        return true;
+    }
+    bool rows_outer = variant == 4;
+    if ((variant == 0 || rows_outer) && !n->pb)
+        return false;
+    if (rows_outer && n->ext[ia] < 256)
+        return false;
+    if (variant == 3 && n->ext[ir] > 256)
+        return false;
+    /* MR: rows of the register tile; NR: whole SIMD registers of columns */
+    for (int m = 2; m <= 8; m++)
+        if (m != 5 && m != 7 && n->ext[ia] % m == 0 && m < n->ext[ia])
+            cm[nm++] = m;
+    if (nm == 0)
+        for (int m = 2; m <= 8; m *= 2)
+            cm[nm++] = m;
+    for (int m = 1; m <= 4; m++)
+        if (n->ext[ib] % (lanes * m) == 0 && m != 3)
+            cn[nn++] = lanes * m;
+    if (!nn)
+        cn[nn++] = lanes;
+    /* KC: the reduction panel; only long reductions are split */
+    bool split_k = n->ext[ir] >= 128;
+    if (split_k) {
+        for (int k = 64; k <= 512; k *= 2)
+            if (n->ext[ir] % k == 0 && k < n->ext[ir])
+                ck[nk++] = k;
+        if (n->ext[ir] <= 512)
+            ck[nk++] = n->ext[ir];
+        split_k = nk > 0;
+    }
+    SBuf *out = bld_buf(b, n->out);
+    SLoop *R[16], *b1, *a1;
+    int nr_ = red_loops(b, n, true, R);
+    bld_distribute(b, bn, &b1);
+    R[nr_] = b1;
+    bld_reorder(b, R, nr_ + 1);
+    if (variant == 3) {
+        /* Short reductions: the initialisation stays with each block of MR rows,
+         * so C is written once from cache, not zeroed in a pass of its own. */
+        SVal mr = bld_param(b, pm, cm, nm), nr = bld_param(b, pnr, cn, nn);
+        SLoop *ao, *ai, *ai1, *b1o, *b1i;
+        bld_split(b, a, mr, &ao, &ai);
+        bld_distribute(b, ai, &ai1);
+        bld_split(b, b1, nr, &b1o, &b1i);
+        SLoop *ord[20];
+        int no = 0;
+        ord[no++] = b1o;
+        no += red_loops(b, n, true, ord + no);
+        ord[no++] = ai1;
+        ord[no++] = b1i;
+        bld_reorder(b, ord, no);
+        bld_cache(b, out, b1o, NULL, NULL);
+        bld_unroll(b, ai1);
+        bld_vectorize(b, b1i);
+        for (int i = n->nspatial; i < n->nloops - 1; i++)
+            if (n->ext[i] <= 8)
+                bld_unroll(b, bld_loop(b, n->loop[i]));
+        if (iouter >= 0)
+            outer = bld_loop(b, n->loop[iouter]);
+        bld_parallel(b, bld_param_loop(b, pp, (SLoop *const[]){outer, ao}, 2));
+        return true;
+    }
+    bld_distribute(b, a, &a1);
+    SVal mr = bld_param(b, pm, cm, nm), nr = bld_param(b, pnr, cn, nn);
+    /* Rows that no MR divides (M = 127): the tail either guarded inside the
+     * micro-kernel or peeled into a loop of its own; the tuner picks. */
+    bool tail = false;
+    for (int i = 0; i < nm; i++)
+        tail |= n->ext[ia] % cm[i] != 0;
+    SLoop *a1o, *a1i, *b1o, *b1i, *ko = NULL, *ki = r;
+    if (tail)
+        bld_split_tail(b, a1, mr, bld_param_names(b, pn(pt, sizeof pt, "tail_", n->loop[ia]),
+                                                  (const char *const[]){"guard", "peel"}, 2), &a1o, &a1i);
+    else
+        bld_split(b, a1, mr, &a1o, &a1i);
+    bld_split(b, b1, nr, &b1o, &b1i);
+    if (split_k)
+        bld_split(b, r, bld_param(b, pk, ck, nk), &ko, &ki);
+    /* MC: blocks of micro-tiles whose A rows stay in L2 while the B panel is
+     * reused across them (many rows only). */
+    bool mc = n->ext[ia] >= 256;
+    SLoop *rows = a1o, *a1oo = NULL;
+    if (mc)
+        bld_split(b, a1o, bld_param(b, pn(pb, sizeof pb, "mb_", n->loop[ia]), (const int64_t[]){8, 16, 32, 64}, 4),
+                  &a1oo, &rows);
+    SLoop *ord[24];
+    int no = 0;
+    if (rows_outer)
+        ord[no++] = a1oo;
+    if (split_k)
+        ord[no++] = ko;
+    if (mc && !rows_outer)
+        ord[no++] = a1oo;
+    ord[no++] = b1o;
+    ord[no++] = rows;
+    no += red_loops(b, n, false, ord + no);
+    ord[no++] = ki;
+    ord[no++] = a1i;
+    ord[no++] = b1i;
+    bld_reorder(b, ord, no);
+    if (variant == 0 || rows_outer)
+        bld_cache(b, bld_buf(b, n->pb), b1o, NULL, NULL);
+    bld_cache(b, out, rows, NULL, NULL);
+    bld_unroll(b, a1i);
+    bld_vectorize(b, b1i);
+    /* small window loops of a convolution: unrolled */
+    for (int i = n->nspatial; i < n->nloops - 1; i++)
+        if (n->ext[i] <= 8)
+            bld_unroll(b, bld_loop(b, n->loop[i]));
+    /* The parallel loop: an outer output loop (batch, image, filter) that has work
+     * for every thread, the column blocks, or the row blocks. */
+    if (iouter >= 0)
+        outer = bld_loop(b, n->loop[iouter]);
+    if (rows_outer)
+        bld_parallel(b, bld_param_loop(b, pp, (SLoop *const[]){outer, a1oo}, 2));
+    else
+        bld_parallel(b, bld_param_loop(b, pp, (SLoop *const[]){outer, b1o, rows}, 3));
+    return true;
+}
+
+typedef struct ContrCtx {
+    const NestInfo *const *ns;
+    int nn, variant, lanes, threads;
+} ContrCtx;
+
+/* A contraction kernel on a CPU: each contraction nest as the variant says, the
+ * other nests (an epilogue) elementwise. */
+static bool contraction_kernel_b(Builder *b, const void *vctx)
+{
+    const ContrCtx *c = vctx;
+    bool any = false;
+    for (int i = 0; i < c->nn; i++) {
+        const NestInfo *n = c->ns[i];
+        if (n->red && n->mul)
+            any |= contraction_b(b, n, c->variant, c->lanes, c->threads);
+        else if (!n->red)
+            elementwise_b(b, n, c->lanes);
+    }
+    return any;
 }
 
 typedef struct RowsCtx {
@@ -1052,22 +1041,11 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
             /* the dot-product fallback only when no micro-kernel template held */
             if (variant == 2 && sp->n > (in->nscheds ? 1 : 0))
                 break;
-            sb_reset(&b);
-            bool any = false;
-            for (int i = 0; i < nn; i++) {
-                bool contr = ns[i].red && ns[i].red->u.stmt.value->kind == IE_MUL;
-                if (contr)
-                    any |= contraction_text(&ns[i], variant, lanes, threads, &b);
-                else if (!ns[i].red)
-                    elementwise_text(&ns[i], lanes, &b);
-            }
-            if (!any)
+            ContrCtx *cc = arena_alloc(a, sizeof *cc);
+            *cc = (ContrCtx){(const NestInfo *const *)infos, nn, variant, lanes, threads};
+            TuneRule *r = check_rule(in, contraction_kernel_b, cc, a, &dropped, d);
+            if (!r)
                 continue;
-            AstSchedule *s = parse_checked(in, b.s, a, &dropped, d);
-            if (!s) {
-                sb_free(&b);
-                return false;
-            }
             /* a micro-kernel template that lost its distribute is no micro-kernel */
             if (variant != 2 && dropped)
                 continue;
@@ -1075,7 +1053,7 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
             if (dropped)
                 origin = arena_printf(a, "%s (%d statement%s refused at the defaults and dropped)", origin, dropped,
                                       dropped == 1 ? "" : "s");
-            add_template(sp, s, origin);
+            add_rule(in, sp, r, a, origin);
         }
     }
     /* a contraction no micro-kernel or dot-product template fits (one output loop: a
