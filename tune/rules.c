@@ -125,14 +125,6 @@ static int tile_cands(int64_t ext, int lo, int hi, int64_t *out)
     return n;
 }
 
-static void put_param(StrBuf *b, const char *name, const int64_t *v, int n)
-{
-    sb_printf(b, "param %s in [", name);
-    for (int i = 0; i < n; i++)
-        sb_printf(b, "%s%lld", i ? ", " : "", (long long)v[i]);
-    sb_puts(b, "]\n");
-}
-
 /* Vector lengths for an extent: 1, 2 and 4 SIMD registers that divide it. */
 static int vec_cands(int64_t ext, int lanes, int64_t *out)
 {
@@ -172,50 +164,6 @@ static void sb_reset(StrBuf *b)
     b->len = 0;
     if (b->s)
         b->s[0] = 0;
-}
-
-/* Contraction on a GPU: a register-tiled SIMT kernel.  The initialisation is
- * distributed away as on the CPU; a block computes TI x TJ outputs, each thread an
- * RI x RJ tile held in registers (cache(C, j1io) with unrolled loops), the
- * reduction runs serially in the thread.  The grid and block shapes are the
- * parameters; the CUDA launch table prunes what the target cannot launch.  An outer
- * output loop (batch) goes to block.z. */
-static bool gpu_contraction_text(const Nest *n, StrBuf *b)
-{
-    if (n->nspatial < 2 || !n->red || n->nspatial == n->nloops)
-        return false;
-    int ia = n->nspatial - 2, ib = n->nspatial - 1;
-    const char *a = lname(n, ia), *bn = lname(n, ib);
-    sb_printf(b, "distribute(%s)\nreorder(", bn);
-    for (int i = n->nspatial; i < n->nloops; i++)
-        sb_printf(b, "%s, ", lname(n, i));
-    sb_printf(b, "%s1)\ndistribute(%s)\n", bn, a);
-    int64_t ct[4], cr[4], cj[4];
-    int nt = 0, nr = 0, nj = 0;
-    for (int t = 32; t <= 128; t *= 2)
-        if (n->ext[ia] % t == 0 || n->ext[ib] % t == 0)
-            ct[nt++] = t;
-    if (!nt)
-        ct[nt++] = 32;
-    for (int r = 2; r <= 8; r *= 2)
-        cr[nr++] = r;
-    for (int r = 1; r <= 4; r *= 2)
-        cj[nj++] = r;
-    put_param(b, "ti", ct, nt);
-    put_param(b, "tj", ct, nt);
-    put_param(b, "ri", cr, nr);
-    put_param(b, "rj", cj, nj);
-    sb_printf(b, "split(%s1, ti)\nsplit(%s1, tj)\nsplit(%s1i, ri)\nsplit(%s1i, rj)\n", a, bn, a, bn);
-    sb_printf(b, "reorder(%s1o, %s1o, %s1io, %s1io, ", a, bn, a, bn);
-    for (int i = n->nspatial; i < n->nloops; i++)
-        sb_printf(b, "%s, ", lname(n, i));
-    sb_printf(b, "%s1ii, %s1ii)\n", a, bn);
-    sb_printf(b, "cache(%s, %s1io)\nunroll(%s1ii)\nunroll(%s1ii)\n", n->red->u.stmt.buf->name, bn, a, bn);
-    if (ia == 1)
-        sb_printf(b, "bind(%s, block.z)\n", lname(n, 0));
-    sb_printf(b, "bind(%s1o, block.y)\nbind(%s1o, block.x)\nbind(%s1io, thread.y)\nbind(%s1io, thread.x)\n", a, bn,
-              a, bn);
-    return true;
 }
 
 /* Contraction on a GPU, staged through shared memory: the structure of the
@@ -729,6 +677,68 @@ static bool contraction_kernel_b(Builder *b, const void *vctx)
     return any;
 }
 
+/* Contraction on a GPU: a register-tiled SIMT kernel.  The initialisation is
+ * distributed away as on the CPU; a block computes TI x TJ outputs, each thread an
+ * RI x RJ tile held in registers (the C tile cached per thread with unrolled
+ * loops), the reduction runs serially in the thread.  The grid and block shapes are
+ * the parameters; the CUDA launch table prunes what the target cannot launch.  An
+ * outer output loop (batch) goes to block.z. */
+static void gpu_contraction_b(Builder *b, const NestInfo *n)
+{
+    if (n->nspatial < 2 || !n->red || n->nspatial == n->nloops)
+        return;
+    int ia = n->nspatial - 2, ib = n->nspatial - 1;
+    SLoop *a = bld_loop(b, n->loop[ia]), *bn = bld_loop(b, n->loop[ib]), *a1, *b1, *R[16];
+    int nr = red_loops(b, n, true, R);
+    bld_distribute(b, bn, &b1);
+    R[nr] = b1;
+    bld_reorder(b, R, nr + 1);
+    bld_distribute(b, a, &a1);
+    int64_t ct[4], cr[4], cj[4];
+    int nt = 0, ncr = 0, nj = 0;
+    for (int t = 32; t <= 128; t *= 2)
+        if (n->ext[ia] % t == 0 || n->ext[ib] % t == 0)
+            ct[nt++] = t;
+    if (!nt)
+        ct[nt++] = 32;
+    for (int r = 2; r <= 8; r *= 2)
+        cr[ncr++] = r;
+    for (int r = 1; r <= 4; r *= 2)
+        cj[nj++] = r;
+    SVal ti = bld_param(b, "ti", ct, nt), tj = bld_param(b, "tj", ct, nt);
+    SVal ri = bld_param(b, "ri", cr, ncr), rj = bld_param(b, "rj", cj, nj);
+    SLoop *a1o, *a1i, *b1o, *b1i, *a1io, *a1ii, *b1io, *b1ii;
+    bld_split(b, a1, ti, &a1o, &a1i);
+    bld_split(b, b1, tj, &b1o, &b1i);
+    bld_split(b, a1i, ri, &a1io, &a1ii);
+    bld_split(b, b1i, rj, &b1io, &b1ii);
+    SLoop *ord[24] = {a1o, b1o, a1io, b1io};
+    int no = 4 + red_loops(b, n, true, ord + 4);
+    ord[no++] = a1ii;
+    ord[no++] = b1ii;
+    bld_reorder(b, ord, no);
+    bld_cache(b, bld_buf(b, n->out), b1io, NULL, NULL);
+    bld_unroll(b, a1ii);
+    bld_unroll(b, b1ii);
+    if (ia == 1)
+        bld_bind(b, bld_loop(b, n->loop[0]), "block.z");
+    bld_bind(b, a1o, "block.y");
+    bld_bind(b, b1o, "block.x");
+    bld_bind(b, a1io, "thread.y");
+    bld_bind(b, b1io, "thread.x");
+}
+
+/* Every contraction nest of a kernel on a GPU as register tiles; the other nests
+ * keep the code generator's default mapping. */
+static bool gpu_kernel_b(Builder *b, const void *vctx)
+{
+    const ContrCtx *c = vctx;
+    for (int i = 0; i < c->nn; i++)
+        if (c->ns[i]->red && c->ns[i]->mul)
+            gpu_contraction_b(b, c->ns[i]);
+    return true;
+}
+
 typedef struct RowsCtx {
     const NestInfo *const *ns;
     int nn, lanes;
@@ -1017,15 +1027,14 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
                 return false;
             sb_reset(&b);
         }
-        for (int i = 0; i < nn; i++)
-            if (ns[i].red && ns[i].red->u.stmt.value->kind == IE_MUL)
-                gpu_contraction_text(&ns[i], &b);
-        AstSchedule *s = parse_checked(in, b.s ? b.s : "", a, &dropped, d);
         sb_free(&b);
-        if (!s)
+        ContrCtx *cc = arena_alloc(a, sizeof *cc);
+        *cc = (ContrCtx){(const NestInfo *const *)infos, nn, 0, lanes, threads};
+        TuneRule *r = check_rule(in, gpu_kernel_b, cc, a, &dropped, d);
+        if (!r)
             return false;
-        add_template(sp, s, dropped ? arena_printf(a, "rules: GPU (%d statements dropped)", dropped)
-                                    : ncontr ? "rules: GPU register tiles" : "rules: default mapping");
+        add_rule(in, sp, r, a, dropped ? arena_printf(a, "rules: GPU (%d statements dropped)", dropped)
+                                      : ncontr ? "rules: GPU register tiles" : "rules: default mapping");
         return true;
     }
     if (ncontr) {
