@@ -166,228 +166,6 @@ static void sb_reset(StrBuf *b)
         b->s[0] = 0;
 }
 
-/* Contraction on a GPU, staged through shared memory: the structure of the
- * hand-written gemm_tiled schedule in stdlib/gemm.pdl made a template.  A block
- * computes a TB x TB tile of C from K slices of 16 staged in shared memory (A
- * padded against bank conflicts), each of its threads a TR x TR register tile;
- * B's shared reads are vectors of VS.  The thread grid is TB/TR square; choices
- * whose copy loops do not match it run guarded.  Needs the rows and columns to be
- * multiples of TB and the reduction of 16 (distribute refuses guarded bodies).
- * kstep 32 (pipelined only) is stdlib's gemm_tiled32: K slices of 32, the copy
- * mapping of a 128 x 32 A tile and a 32 x 128 B tile, and the k unroll as a
- * parameter; it needs the reduction to be a multiple of 32. */
-static bool gpu_shared_text(const Nest *n, bool pipelined, int kstep, StrBuf *b)
-{
-    if (n->nspatial < 2 || !n->red || n->nloops != n->nspatial + 1)
-        return false;
-    int ia = n->nspatial - 2, ib = n->nspatial - 1, ir = n->nloops - 1;
-    const char *a = lname(n, ia), *bn = lname(n, ib), *r = lname(n, ir);
-    const Var *va = n->loops[ia]->u.loop.var, *vb = n->loops[ib]->u.loop.var;
-    const Buffer *pa = panel_operand(n->red->u.stmt.value, vb, va), *pb = panel_operand(n->red->u.stmt.value, va, vb);
-    if (kstep != 16 && !(pipelined && kstep == 32))
-        return false;
-    if (!pa || !pb || n->ext[ir] % kstep)
-        return false;
-    /* The pipelined variant: 16-byte cp.async copies (a warp's lanes on consecutive
-     * chunks of a row: A's 64-byte rows 4 rows x 4 chunks at a time through collapse,
-     * B's rows 16 chunks at a time), A padded by 4 floats (rows stay 16-byte aligned),
-     * a ring of `st` stages.  Its copy mapping fits the 16 x 16 thread grid of a 128 x
-     * 128 tile with 8 x 8 per thread, so those two are fixed; stdlib's gemm_tiled is
-     * this schedule at vs = 4, st = 2.  With a K step of 32 (gemm_tiled32 at vs = 4,
-     * st = 2, ku = 16): A's 128-byte rows 2 rows x 8 chunks at a time, B's 32 rows
-     * as 16 thread rows of 2, 4 chunks per thread each; stages 2 and 3 (34 816 B of
-     * shared memory a stage: 69 632 B or 104 448 B, two blocks per SM on sm_80 and
-     * sm_90; the launch table prunes 3 stages where a block may have less, sm_86 and
-     * sm_89's 99 KB), and the 32-deep k loop unrolled 16 at a time (128 registers
-     * with CUDA 12/13's ptxas for sm_90) or whole (167: one block per SM). */
-    if (pipelined && (pa->dtype != DT_F32 || pb->dtype != DT_F32))
-        return false;
-    const char *out = n->red->u.stmt.buf->name;
-    const char *tb = pipelined ? "128" : "tb", *tr = pipelined ? "8" : "tr";
-    bool k32 = kstep == 32;
-    if (pipelined && k32)
-        sb_puts(b, "param vs in [4, 2]\nparam st in [2, 3]\nparam ku in [16, 32]\n");
-    else if (pipelined)
-        sb_puts(b, "param vs in [4, 2]\nparam st in [2, 3, 4]\n");
-    else
-        sb_puts(b, "param tb in [128, 64]\nparam tr in [8, 4]\nparam vs in [4, 2]\n");
-    sb_printf(b, "tile(%s, %s, %s, %s, g_io, g_jo, g_ii, g_ji)\ncache(%s, g_jo, name=g_acc)\n", a, bn, tb, tb, out);
-    sb_printf(b, "distribute(g_ji)\ndistribute(g_ii)\n"
-                 "split(g_acc_c0, %s, g_cy, g_cr)\nsplit(g_acc_c1, %s, g_cx, g_cs)\nreorder(g_cy, g_cx, g_cr, g_cs)\n"
-                 "split(g_ii, %s, g_iy, g_ir)\nsplit(g_ji, %s, g_ix, g_is)\nreorder(g_iy, g_ix, g_ir, g_is)\n"
-                 "split(g_ii1, %s, g_ty, g_r)\nsplit(g_ji1, %s, g_tx, g_s)\n",
-              tr, tr, tr, tr, tr, tr);
-    sb_printf(b, "split(%s, %d, g_ko, g_ki)\nreorder(g_ko, g_ty, g_tx, g_ki, g_r, g_s)\n", r, kstep);
-    sb_printf(b, "cache(%s, g_ko, mem=shared, name=g_As)\ncache(%s, g_ko, mem=shared, name=g_Bs)\n", pa->name,
-              pb->name);
-    if (pipelined && k32)
-        sb_puts(b, "padding(g_As, 4)\nsplit(g_As_c1, 4, g_ac, g_av)\nsplit(g_As_c0, 2, g_ar, g_ax)\n"
-                   "collapse(g_ax, g_ac, g_af)\nsplit(g_ar, 4, g_ay, g_au)\nreorder(g_ay, g_af, g_au)\n"
-                   "split(g_Bs_c1, 4, g_bc, g_bv)\nsplit(g_bc, 16, g_bu, g_bx)\nsplit(g_Bs_c0, 2, g_by, g_br)\n"
-                   "reorder(g_by, g_bx, g_br, g_bu)\n");
-    else if (pipelined)
-        sb_puts(b, "padding(g_As, 4)\nsplit(g_As_c1, 4, g_ac, g_av)\nsplit(g_As_c0, 4, g_ar, g_ax)\n"
-                   "collapse(g_ax, g_ac, g_af)\nsplit(g_ar, 2, g_ay, g_au)\nreorder(g_ay, g_af, g_au)\n"
-                   "split(g_Bs_c1, 4, g_bc, g_bv)\nsplit(g_bc, 16, g_bu, g_bx)\nreorder(g_Bs_c0, g_bx, g_bu)\n");
-    else
-        sb_printf(b, "padding(g_As, 1)\nsplit(g_As_c0, %s, g_ay, g_au)\nreorder(g_ay, g_As_c1, g_au)\n"
-                     "split(g_Bs_c1, 16, g_bu, g_bx)\nreorder(g_Bs_c0, g_bx, g_bu)\n",
-                  tr);
-    sb_printf(b, "split(g_s, vs, g_s2, g_s4)\n"
-                 "split(g_acc_c01, %s, g_oy, g_or)\nsplit(g_acc_c11, %s, g_ox, g_os)\nreorder(g_oy, g_ox, g_or, g_os)\n",
-              tr, tr);
-    if (ia == 1)
-        sb_printf(b, "bind(%s, block.z)\n", lname(n, 0));
-    sb_printf(b, "bind(g_io, block.y)\nbind(g_jo, block.x)\nbind(g_cy, thread.y)\nbind(g_cx, thread.x)\n"
-                 "bind(g_iy, thread.y)\nbind(g_ix, thread.x)\nbind(%s, thread.y)\nbind(g_bx, thread.x)\n"
-                 "bind(g_ay, thread.y)\nbind(%s, thread.x)\nbind(g_ty, thread.y)\nbind(g_tx, thread.x)\n"
-                 "bind(g_oy, thread.y)\nbind(g_ox, thread.x)\n"
-                 "unroll(g_cr)\nunroll(g_cs)\nunroll(g_ir)\nunroll(g_is)\nunroll(g_bu)\n%sunroll(g_au)\n%s"
-                 "unroll(g_r)\nunroll(g_s2)\nvectorize(g_s4)\nunroll(g_or)\nunroll(g_os)\n",
-              k32 ? "g_by" : "g_Bs_c0", pipelined ? "g_af" : "g_As_c1", k32 ? "unroll(g_br)\n" : "",
-              k32 ? "split(g_ki, ku, g_kq, g_kr)\nunroll(g_kr)\n" : "unroll(g_ki)\n");
-    if (pipelined)
-        sb_puts(b, "vectorize(g_av)\nvectorize(g_bv)\npipeline(g_ko, st)\n");
-    return true;
-}
-
-/* Tensor cores on a GPU (sm_80+): the structure of the hand-written gemm_tc_*
- * schedules of stdlib/gemm.pdl (scripts/gen_tc_schedule.py writes the same text) made a
- * family of templates, one per block tile BM x BN x BK and warp tile WM x WN, with
- * the pipeline depth as the parameter.  mma.sync m16n8k16 products in the
- * accumulator fragment layout, K staged through shared memory (rows padded by 8
- * elements against ldmatrix bank conflicts) with 128-bit cp.async; the staging
- * copies collapse (row, 16-byte chunk) into one thread.x loop so a warp reads whole
- * rows.  For 2-D products of f16 or bf16 operands (A[i, k], B[k, j]) whose sizes
- * the tiles divide; `mma` refuses anything else (a transposed operand, f32), and a
- * template that loses a statement is dropped. */
-typedef struct TcShape {
-    int bm, bn, bk, wm, wn;
-    const char *stages; /* the candidate set of the pipeline depth */
-} TcShape;
-
-static const TcShape tc_shapes[] = {
-    {128, 128, 32, 64, 64, "4, 3, 5"}, /* stdlib's gemm_tc_*: 4 warps, 2 blocks per SM */
-    {128, 128, 32, 64, 32, "3, 4"},    /* 8 warps */
-    {128, 256, 32, 64, 64, "4, 3"},    /* 8 warps, wider */
-    {128, 128, 64, 64, 64, "2, 3"},    /* K step 64 */
-    {64, 128, 32, 64, 64, "4, 3"},     /* smaller grids: 2 warps */
-    {64, 64, 32, 32, 32, "3, 4"},      /* small problems: 4 warps of 32 x 32 */
-};
-
-static bool gpu_tc_text(const Nest *n, const TcShape *t, StrBuf *b)
-{
-    if (n->nspatial != 2 || !n->red || n->nloops != 3)
-        return false;
-    const char *I = lname(n, 0), *J = lname(n, 1), *Kk = lname(n, 2);
-    const Var *vi = n->loops[0]->u.loop.var, *vj = n->loops[1]->u.loop.var;
-    const Buffer *pa = panel_operand(n->red->u.stmt.value, vj, vi), *pb = panel_operand(n->red->u.stmt.value, vi, vj);
-    const Buffer *out = n->red->u.stmt.buf;
-    if (!pa || !pb || out->dtype != DT_F32 || pa->dtype != pb->dtype || (pa->dtype != DT_F16 && pa->dtype != DT_BF16))
-        return false;
-    if (n->ext[0] % t->bm || n->ext[1] % t->bn || n->ext[2] % t->bk)
-        return false;
-    int wz = t->bm / t->wm, wy = t->bn / t->wn, nw = wz * wy;
-    int ca = t->bk / 8, ra = 32 / ca, gra = t->bm / ra, cb = t->bn / 8;
-    if (t->wm % 16 || t->wn % 8 || t->bk % 16 || 32 % ca || gra % nw)
-        return false;
-    sb_printf(b, "param st in [%s]\n", t->stages);
-    sb_printf(b, "tile(%s, %s, %d, %d, io, jo, ii, ji)\ncache(%s, jo, name=acc)\ndistribute(ji)\ndistribute(ii)\n", I,
-              J, t->bm, t->bn, out->name);
-    sb_printf(b, "split(acc_c0, %d, cz, cr)\nsplit(acc_c1, %d, cy, cc)\nreorder(cz, cy, cr, cc)\n", t->wm, t->wn);
-    sb_printf(b, "split(ii, %d, iz, ir)\nsplit(ji, %d, iy, ic)\nreorder(iz, iy, ir, ic)\n", t->wm, t->wn);
-    sb_printf(b, "split(ii1, %d, wz, wm)\nsplit(wm, 16, mi, mm)\nsplit(ji1, %d, wy, wn)\nsplit(wn, 8, nj, nn)\n", t->wm,
-              t->wn);
-    sb_printf(b, "split(%s, %d, ko, kt)\nsplit(kt, 16, ks, kk)\nreorder(ko, wz, wy, ks, mi, nj, mm, nn)\n", Kk, t->bk);
-    sb_printf(b, "cache(%s, ko, mem=shared, name=As)\ncache(%s, ko, mem=shared, name=Bs)\n", pa->name, pb->name);
-    sb_puts(b, "padding(As, 8)\npadding(Bs, 8)\n");
-    /* A tile BM x BK: a warp's 32 lanes take RA rows x (BK / 8) 16-byte chunks; the
-     * thread loops are the most significant terms of the row, which is what lets
-     * the dependence test prove the warps' rows disjoint. */
-    sb_printf(b, "split(As_c1, 8, ac, av)\nsplit(As_c0, %d, ar, ax)\ncollapse(ax, ac, af)\n", ra);
-    sb_printf(b, "split(ar, %d, az, ara)\nsplit(ara, %d, ay, au)\nreorder(az, ay, af, au, av)\n", gra / wz, gra / nw);
-    /* B tile BK x BN: RB rows x (BN / 8) chunks per warp instruction */
-    sb_puts(b, "split(Bs_c1, 8, bc, bv)\n");
-    const char *bunroll;
-    if (cb >= 32) {
-        if (cb % 32 || t->bk % nw)
-            return false;
-        sb_printf(b, "split(bc, 32, bcu, bf)\nsplit(Bs_c0, %d, bz, bra)\nsplit(bra, %d, by, bu)\n"
-                     "reorder(bz, by, bf, bu, bcu, bv)\n",
-                  t->bk / wz, t->bk / nw);
-        bunroll = "unroll(bu)\nunroll(bcu)\n";
-    } else {
-        int rb = 32 / cb, grb = t->bk / rb;
-        if (32 % cb || grb % nw)
-            return false;
-        sb_printf(b, "split(Bs_c0, %d, br, bx)\ncollapse(bx, bc, bf)\nsplit(br, %d, bz, bra)\nsplit(bra, %d, by, bu)\n"
-                     "reorder(bz, by, bf, bu, bv)\n",
-                  rb, grb / wz, grb / nw);
-        bunroll = "unroll(bu)\n";
-    }
-    sb_printf(b, "split(acc_c01, %d, oz, or)\nsplit(acc_c11, %d, oy, oc)\nreorder(oz, oy, or, oc)\n", t->wm, t->wn);
-    sb_puts(b, "mma(mm, nn, kk)\n"
-               "bind(io, block.y)\nbind(jo, block.x)\nbind(cz, thread.z)\nbind(cy, thread.y)\n"
-               "bind(iz, thread.z)\nbind(iy, thread.y)\nbind(wz, thread.z)\nbind(wy, thread.y)\n"
-               "bind(az, thread.z)\nbind(ay, thread.y)\nbind(af, thread.x)\n"
-               "bind(bz, thread.z)\nbind(by, thread.y)\nbind(bf, thread.x)\n"
-               "bind(oz, thread.z)\nbind(oy, thread.y)\n"
-               "unroll(mi)\nunroll(nj)\nunroll(au)\n");
-    sb_puts(b, bunroll);
-    sb_puts(b, "vectorize(av)\nvectorize(bv)\npipeline(ko, st)\n");
-    return true;
-}
-
-/* Hopper warpgroup products (sm_90a only): the structure of stdlib's gemm_wg_*
- * schedules made templates.  Two warpgroups (thread.x 128, thread.y 2) share a
- * 128 x BN block tile, each a 64 x BN accumulator fed by one wgmma m64nBNk16 per 16
- * of the 64-deep K step, both operands read from 128-byte swizzled shared memory
- * filled by 16-byte cp.async in a ring of `st` stages; inflight=1 lets one group of
- * products run on while the next stage's are issued. */
-typedef struct WgShape {
-    int bn;
-    const char *stages; /* the candidate set of the pipeline depth */
-    int inflight;
-} WgShape;
-
-static const WgShape wg_shapes[] = {
-    {256, "4, 3", 1}, /* stdlib's gemm_wg_*: 0.89-0.91x cuBLAS on an H200 */
-    {128, "3, 4", 0}, /* two blocks per SM at 3 stages */
-    {128, "5, 4", 1},
-};
-
-static bool gpu_wg_text(const Nest *n, const WgShape *t, StrBuf *b)
-{
-    if (n->nspatial != 2 || !n->red || n->nloops != 3)
-        return false;
-    const char *I = lname(n, 0), *J = lname(n, 1), *Kk = lname(n, 2);
-    const Var *vi = n->loops[0]->u.loop.var, *vj = n->loops[1]->u.loop.var;
-    const Buffer *pa = panel_operand(n->red->u.stmt.value, vj, vi), *pb = panel_operand(n->red->u.stmt.value, vi, vj);
-    const Buffer *out = n->red->u.stmt.buf;
-    if (!pa || !pb || out->dtype != DT_F32 || pa->dtype != pb->dtype || (pa->dtype != DT_F16 && pa->dtype != DT_BF16))
-        return false;
-    if (n->ext[0] % 128 || n->ext[1] % t->bn || n->ext[2] % 64)
-        return false;
-    /* B's 64 x BN tile: 128 threads cover RPP rows of BN / 8 chunks at a time */
-    int rpp = 1024 / t->bn, passes = 64 / rpp;
-    sb_printf(b, "param st in [%s]\n", t->stages);
-    sb_printf(b, "tile(%s, %s, 128, %d, io, jo, ii, ji)\ncache(%s, jo, name=acc)\ndistribute(ji)\ndistribute(ii)\n", I,
-              J, t->bn, out->name);
-    sb_printf(b, "split(acc_c0, 64, cy, cr)\nsplit(ii, 64, iy, ir)\nsplit(ii1, 64, wy, wm)\n"
-                 "split(%s, 64, ko, kt)\nsplit(kt, 16, ks, kk)\nreorder(ko, wy, ks, wm, ji1, kk)\n", Kk);
-    sb_printf(b, "cache(%s, ko, mem=shared, name=As)\ncache(%s, ko, mem=shared, name=Bs)\n", pa->name, pb->name);
-    sb_puts(b, "split(As_c1, 8, ac, av)\nsplit(As_c0, 16, ar, ax)\ncollapse(ax, ac, af)\nsplit(ar, 4, ay, au)\n"
-               "reorder(ay, af, au, av)\n");
-    sb_printf(b, "split(Bs_c1, 8, bc, bv)\nsplit(Bs_c0, %d, br, bx)\ncollapse(bx, bc, bf)\nsplit(br, %d, by, bu)\n"
-                 "reorder(by, bf, bu, bv)\n", rpp, passes / 2);
-    sb_puts(b, "split(acc_c01, 64, oy, or)\nwgmma(wm, ji1, kk)\n"
-               "bind(io, block.y)\nbind(jo, block.x)\nbind(cy, thread.y)\nbind(iy, thread.y)\nbind(wy, thread.y)\n"
-               "bind(ay, thread.y)\nbind(af, thread.x)\nbind(by, thread.y)\nbind(bf, thread.x)\nbind(oy, thread.y)\n"
-               "unroll(ks)\nunroll(au)\nunroll(bu)\nvectorize(av)\nvectorize(bv)\n");
-    sb_printf(b, "pipeline(ko, st%s)\n", t->inflight ? ", inflight=1" : "");
-    return true;
-}
-
 /* ---- templates through the builder ----
  *
  * Each template below is a function of its parameter values: it reads the nest as
@@ -782,6 +560,304 @@ static bool plain_b(Builder *b, const void *vctx)
     return true;
 }
 
+/* Contraction on a GPU, staged through shared memory: the structure of the
+ * hand-written gemm_tiled schedule in stdlib/gemm.pdl made a template.  A block
+ * computes a TB x TB tile of C from K slices of 16 staged in shared memory (A
+ * padded against bank conflicts), each of its threads a TR x TR register tile;
+ * B's shared reads are vectors of VS.  The thread grid is TB/TR square; choices
+ * whose copy loops do not match it run guarded.  Needs the rows and columns to be
+ * multiples of TB and the reduction of 16 (distribute refuses guarded bodies).
+ * kstep 32 (pipelined only) is stdlib's gemm_tiled32: K slices of 32, the copy
+ * mapping of a 128 x 32 A tile and a 32 x 128 B tile, and the k unroll as a
+ * parameter; it needs the reduction to be a multiple of 32. */
+typedef struct SharedCtx {
+    const NestInfo *n;
+    bool pipelined;
+    int kstep;
+} SharedCtx;
+
+static bool gpu_shared_b(Builder *b, const void *vctx)
+{
+    const SharedCtx *c = vctx;
+    const NestInfo *n = c->n;
+    bool pipelined = c->pipelined;
+    int kstep = c->kstep;
+    if (n->nspatial < 2 || !n->red || n->nloops != n->nspatial + 1)
+        return false;
+    int ia = n->nspatial - 2, ib = n->nspatial - 1, ir = n->nloops - 1;
+    if (kstep != 16 && !(pipelined && kstep == 32))
+        return false;
+    if (!n->pa || !n->pb || n->ext[ir] % kstep)
+        return false;
+    /* The pipelined variant: 16-byte cp.async copies (a warp's lanes on consecutive
+     * chunks of a row: A's 64-byte rows 4 rows x 4 chunks at a time through collapse,
+     * B's rows 16 chunks at a time), A padded by 4 floats (rows stay 16-byte aligned),
+     * a ring of `st` stages.  Its copy mapping fits the 16 x 16 thread grid of a 128 x
+     * 128 tile with 8 x 8 per thread, so those two are fixed; stdlib's gemm_tiled is
+     * this schedule at vs = 4, st = 2.  With a K step of 32 (gemm_tiled32 at vs = 4,
+     * st = 2, ku = 16): A's 128-byte rows 2 rows x 8 chunks at a time, B's 32 rows
+     * as 16 thread rows of 2, 4 chunks per thread each; stages 2 and 3 (34 816 B of
+     * shared memory a stage: 69 632 B or 104 448 B, two blocks per SM on sm_80 and
+     * sm_90; the launch table prunes 3 stages where a block may have less, sm_86 and
+     * sm_89's 99 KB), and the 32-deep k loop unrolled 16 at a time (128 registers
+     * with CUDA 12/13's ptxas for sm_90) or whole (167: one block per SM). */
+    if (pipelined && (n->pa_t != DT_F32 || n->pb_t != DT_F32))
+        return false;
+    bool k32 = kstep == 32;
+    SVal tb = sv(128), tr = sv(8), vs, st = sv(0), ku = sv(0);
+    if (pipelined && k32) {
+        vs = bld_param(b, "vs", (const int64_t[]){4, 2}, 2);
+        st = bld_param(b, "st", (const int64_t[]){2, 3}, 2);
+        ku = bld_param(b, "ku", (const int64_t[]){16, 32}, 2);
+    } else if (pipelined) {
+        vs = bld_param(b, "vs", (const int64_t[]){4, 2}, 2);
+        st = bld_param(b, "st", (const int64_t[]){2, 3, 4}, 3);
+    } else {
+        tb = bld_param(b, "tb", (const int64_t[]){128, 64}, 2);
+        tr = bld_param(b, "tr", (const int64_t[]){8, 4}, 2);
+        vs = bld_param(b, "vs", (const int64_t[]){4, 2}, 2);
+    }
+    SLoop *t[4];
+    bld_tile(b, bld_loop(b, n->loop[ia]), bld_loop(b, n->loop[ib]), tb, tb,
+             (const char *const[]){"g_io", "g_jo", "g_ii", "g_ji"}, t);
+    SLoop *io = t[0], *jo = t[1], *ii = t[2], *ji = t[3], *ji1, *ii1;
+    SBuf *acc = bld_cache(b, bld_buf(b, n->out), jo, NULL, "g_acc");
+    bld_distribute(b, ji, &ji1);
+    bld_distribute(b, ii, &ii1);
+    /* the accumulator's initialisation (nest 0) and copy out (nest 1) */
+    SLoop *c0 = acc ? acc->nest[0][0] : NULL, *c1 = acc ? acc->nest[0][1] : NULL;
+    SLoop *o0 = acc && acc->nnest > 1 ? acc->nest[1][0] : NULL, *o1 = acc && acc->nnest > 1 ? acc->nest[1][1] : NULL;
+    SLoop *cy, *cr, *cx, *cs, *iy, *ir_, *ix, *is, *ty, *r, *tx, *s_, *ko, *ki;
+    bld_split_named(b, c0, tr, "g_cy", "g_cr", &cy, &cr);
+    bld_split_named(b, c1, tr, "g_cx", "g_cs", &cx, &cs);
+    BLD_REORDER(b, cy, cx, cr, cs);
+    bld_split_named(b, ii, tr, "g_iy", "g_ir", &iy, &ir_);
+    bld_split_named(b, ji, tr, "g_ix", "g_is", &ix, &is);
+    BLD_REORDER(b, iy, ix, ir_, is);
+    bld_split_named(b, ii1, tr, "g_ty", "g_r", &ty, &r);
+    bld_split_named(b, ji1, tr, "g_tx", "g_s", &tx, &s_);
+    bld_split_named(b, bld_loop(b, n->loop[ir]), sv(kstep), "g_ko", "g_ki", &ko, &ki);
+    BLD_REORDER(b, ko, ty, tx, ki, r, s_);
+    SBuf *As = bld_cache(b, bld_buf(b, n->pa), ko, "shared", "g_As");
+    SBuf *Bs = bld_cache(b, bld_buf(b, n->pb), ko, "shared", "g_Bs");
+    SLoop *a0 = As ? As->nest[0][0] : NULL, *a1 = As ? As->nest[0][1] : NULL;
+    SLoop *b0 = Bs ? Bs->nest[0][0] : NULL, *b1 = Bs ? Bs->nest[0][1] : NULL;
+    SLoop *ac = NULL, *av = NULL, *ar = NULL, *ax = NULL, *af = NULL, *ay = NULL, *au = NULL;
+    SLoop *bc = NULL, *bv = NULL, *bu = NULL, *bx = NULL, *by = NULL, *br = NULL;
+    if (pipelined && k32) {
+        bld_padding(b, As, sv(4));
+        bld_split_named(b, a1, sv(4), "g_ac", "g_av", &ac, &av);
+        bld_split_named(b, a0, sv(2), "g_ar", "g_ax", &ar, &ax);
+        bld_collapse(b, ax, ac, "g_af", &af);
+        bld_split_named(b, ar, sv(4), "g_ay", "g_au", &ay, &au);
+        BLD_REORDER(b, ay, af, au);
+        bld_split_named(b, b1, sv(4), "g_bc", "g_bv", &bc, &bv);
+        bld_split_named(b, bc, sv(16), "g_bu", "g_bx", &bu, &bx);
+        bld_split_named(b, b0, sv(2), "g_by", "g_br", &by, &br);
+        BLD_REORDER(b, by, bx, br, bu);
+    } else if (pipelined) {
+        bld_padding(b, As, sv(4));
+        bld_split_named(b, a1, sv(4), "g_ac", "g_av", &ac, &av);
+        bld_split_named(b, a0, sv(4), "g_ar", "g_ax", &ar, &ax);
+        bld_collapse(b, ax, ac, "g_af", &af);
+        bld_split_named(b, ar, sv(2), "g_ay", "g_au", &ay, &au);
+        BLD_REORDER(b, ay, af, au);
+        bld_split_named(b, b1, sv(4), "g_bc", "g_bv", &bc, &bv);
+        bld_split_named(b, bc, sv(16), "g_bu", "g_bx", &bu, &bx);
+        BLD_REORDER(b, b0, bx, bu);
+    } else {
+        bld_padding(b, As, sv(1));
+        bld_split_named(b, a0, tr, "g_ay", "g_au", &ay, &au);
+        BLD_REORDER(b, ay, a1, au);
+        bld_split_named(b, b1, sv(16), "g_bu", "g_bx", &bu, &bx);
+        BLD_REORDER(b, b0, bx, bu);
+    }
+    SLoop *s2, *s4, *oy, *or_, *ox, *os;
+    bld_split_named(b, s_, vs, "g_s2", "g_s4", &s2, &s4);
+    bld_split_named(b, o0, tr, "g_oy", "g_or", &oy, &or_);
+    bld_split_named(b, o1, tr, "g_ox", "g_os", &ox, &os);
+    BLD_REORDER(b, oy, ox, or_, os);
+    if (ia == 1)
+        bld_bind(b, bld_loop(b, n->loop[0]), "block.z");
+    bld_bind(b, io, "block.y");
+    bld_bind(b, jo, "block.x");
+    bld_bind(b, cy, "thread.y");
+    bld_bind(b, cx, "thread.x");
+    bld_bind(b, iy, "thread.y");
+    bld_bind(b, ix, "thread.x");
+    bld_bind(b, k32 ? by : b0, "thread.y");
+    bld_bind(b, bx, "thread.x");
+    bld_bind(b, ay, "thread.y");
+    bld_bind(b, pipelined ? af : a1, "thread.x");
+    bld_bind(b, ty, "thread.y");
+    bld_bind(b, tx, "thread.x");
+    bld_bind(b, oy, "thread.y");
+    bld_bind(b, ox, "thread.x");
+    bld_unroll(b, cr);
+    bld_unroll(b, cs);
+    bld_unroll(b, ir_);
+    bld_unroll(b, is);
+    bld_unroll(b, bu);
+    if (k32)
+        bld_unroll(b, br);
+    bld_unroll(b, au);
+    if (k32) {
+        SLoop *kq, *kr;
+        bld_split_named(b, ki, ku, "g_kq", "g_kr", &kq, &kr);
+        bld_unroll(b, kr);
+    } else {
+        bld_unroll(b, ki);
+    }
+    bld_unroll(b, r);
+    bld_unroll(b, s2);
+    bld_vectorize(b, s4);
+    bld_unroll(b, or_);
+    bld_unroll(b, os);
+    if (pipelined) {
+        bld_vectorize(b, av);
+        bld_vectorize(b, bv);
+        bld_pipeline(b, ko, st, false);
+    }
+    return true;
+}
+
+/* Tensor cores on a GPU (sm_80+): the structure of the hand-written gemm_tc_*
+ * schedules of stdlib/gemm.pdl (scripts/gen_tc_schedule.py writes the same text) made a
+ * family of templates, one per block tile BM x BN x BK and warp tile WM x WN, with
+ * the pipeline depth as the parameter.  mma.sync m16n8k16 products in the
+ * accumulator fragment layout, K staged through shared memory (rows padded by 8
+ * elements against ldmatrix bank conflicts) with 128-bit cp.async; the staging
+ * copies collapse (row, 16-byte chunk) into one thread.x loop so a warp reads whole
+ * rows.  For 2-D products of f16 or bf16 operands (A[i, k], B[k, j]) whose sizes
+ * the tiles divide; `mma` refuses anything else (a transposed operand, f32), and a
+ * template that loses a statement is dropped. */
+typedef struct TcShape {
+    int bm, bn, bk, wm, wn;
+    const char *stages; /* the candidate set of the pipeline depth */
+} TcShape;
+
+static const TcShape tc_shapes[] = {
+    {128, 128, 32, 64, 64, "4, 3, 5"}, /* stdlib's gemm_tc_*: 4 warps, 2 blocks per SM */
+    {128, 128, 32, 64, 32, "3, 4"},    /* 8 warps */
+    {128, 256, 32, 64, 64, "4, 3"},    /* 8 warps, wider */
+    {128, 128, 64, 64, 64, "2, 3"},    /* K step 64 */
+    {64, 128, 32, 64, 64, "4, 3"},     /* smaller grids: 2 warps */
+    {64, 64, 32, 32, 32, "3, 4"},      /* small problems: 4 warps of 32 x 32 */
+};
+
+static bool gpu_tc_text(const Nest *n, const TcShape *t, StrBuf *b)
+{
+    if (n->nspatial != 2 || !n->red || n->nloops != 3)
+        return false;
+    const char *I = lname(n, 0), *J = lname(n, 1), *Kk = lname(n, 2);
+    const Var *vi = n->loops[0]->u.loop.var, *vj = n->loops[1]->u.loop.var;
+    const Buffer *pa = panel_operand(n->red->u.stmt.value, vj, vi), *pb = panel_operand(n->red->u.stmt.value, vi, vj);
+    const Buffer *out = n->red->u.stmt.buf;
+    if (!pa || !pb || out->dtype != DT_F32 || pa->dtype != pb->dtype || (pa->dtype != DT_F16 && pa->dtype != DT_BF16))
+        return false;
+    if (n->ext[0] % t->bm || n->ext[1] % t->bn || n->ext[2] % t->bk)
+        return false;
+    int wz = t->bm / t->wm, wy = t->bn / t->wn, nw = wz * wy;
+    int ca = t->bk / 8, ra = 32 / ca, gra = t->bm / ra, cb = t->bn / 8;
+    if (t->wm % 16 || t->wn % 8 || t->bk % 16 || 32 % ca || gra % nw)
+        return false;
+    sb_printf(b, "param st in [%s]\n", t->stages);
+    sb_printf(b, "tile(%s, %s, %d, %d, io, jo, ii, ji)\ncache(%s, jo, name=acc)\ndistribute(ji)\ndistribute(ii)\n", I,
+              J, t->bm, t->bn, out->name);
+    sb_printf(b, "split(acc_c0, %d, cz, cr)\nsplit(acc_c1, %d, cy, cc)\nreorder(cz, cy, cr, cc)\n", t->wm, t->wn);
+    sb_printf(b, "split(ii, %d, iz, ir)\nsplit(ji, %d, iy, ic)\nreorder(iz, iy, ir, ic)\n", t->wm, t->wn);
+    sb_printf(b, "split(ii1, %d, wz, wm)\nsplit(wm, 16, mi, mm)\nsplit(ji1, %d, wy, wn)\nsplit(wn, 8, nj, nn)\n", t->wm,
+              t->wn);
+    sb_printf(b, "split(%s, %d, ko, kt)\nsplit(kt, 16, ks, kk)\nreorder(ko, wz, wy, ks, mi, nj, mm, nn)\n", Kk, t->bk);
+    sb_printf(b, "cache(%s, ko, mem=shared, name=As)\ncache(%s, ko, mem=shared, name=Bs)\n", pa->name, pb->name);
+    sb_puts(b, "padding(As, 8)\npadding(Bs, 8)\n");
+    /* A tile BM x BK: a warp's 32 lanes take RA rows x (BK / 8) 16-byte chunks; the
+     * thread loops are the most significant terms of the row, which is what lets
+     * the dependence test prove the warps' rows disjoint. */
+    sb_printf(b, "split(As_c1, 8, ac, av)\nsplit(As_c0, %d, ar, ax)\ncollapse(ax, ac, af)\n", ra);
+    sb_printf(b, "split(ar, %d, az, ara)\nsplit(ara, %d, ay, au)\nreorder(az, ay, af, au, av)\n", gra / wz, gra / nw);
+    /* B tile BK x BN: RB rows x (BN / 8) chunks per warp instruction */
+    sb_puts(b, "split(Bs_c1, 8, bc, bv)\n");
+    const char *bunroll;
+    if (cb >= 32) {
+        if (cb % 32 || t->bk % nw)
+            return false;
+        sb_printf(b, "split(bc, 32, bcu, bf)\nsplit(Bs_c0, %d, bz, bra)\nsplit(bra, %d, by, bu)\n"
+                     "reorder(bz, by, bf, bu, bcu, bv)\n",
+                  t->bk / wz, t->bk / nw);
+        bunroll = "unroll(bu)\nunroll(bcu)\n";
+    } else {
+        int rb = 32 / cb, grb = t->bk / rb;
+        if (32 % cb || grb % nw)
+            return false;
+        sb_printf(b, "split(Bs_c0, %d, br, bx)\ncollapse(bx, bc, bf)\nsplit(br, %d, bz, bra)\nsplit(bra, %d, by, bu)\n"
+                     "reorder(bz, by, bf, bu, bv)\n",
+                  rb, grb / wz, grb / nw);
+        bunroll = "unroll(bu)\n";
+    }
+    sb_printf(b, "split(acc_c01, %d, oz, or)\nsplit(acc_c11, %d, oy, oc)\nreorder(oz, oy, or, oc)\n", t->wm, t->wn);
+    sb_puts(b, "mma(mm, nn, kk)\n"
+               "bind(io, block.y)\nbind(jo, block.x)\nbind(cz, thread.z)\nbind(cy, thread.y)\n"
+               "bind(iz, thread.z)\nbind(iy, thread.y)\nbind(wz, thread.z)\nbind(wy, thread.y)\n"
+               "bind(az, thread.z)\nbind(ay, thread.y)\nbind(af, thread.x)\n"
+               "bind(bz, thread.z)\nbind(by, thread.y)\nbind(bf, thread.x)\n"
+               "bind(oz, thread.z)\nbind(oy, thread.y)\n"
+               "unroll(mi)\nunroll(nj)\nunroll(au)\n");
+    sb_puts(b, bunroll);
+    sb_puts(b, "vectorize(av)\nvectorize(bv)\npipeline(ko, st)\n");
+    return true;
+}
+
+/* Hopper warpgroup products (sm_90a only): the structure of stdlib's gemm_wg_*
+ * schedules made templates.  Two warpgroups (thread.x 128, thread.y 2) share a
+ * 128 x BN block tile, each a 64 x BN accumulator fed by one wgmma m64nBNk16 per 16
+ * of the 64-deep K step, both operands read from 128-byte swizzled shared memory
+ * filled by 16-byte cp.async in a ring of `st` stages; inflight=1 lets one group of
+ * products run on while the next stage's are issued. */
+typedef struct WgShape {
+    int bn;
+    const char *stages; /* the candidate set of the pipeline depth */
+    int inflight;
+} WgShape;
+
+static const WgShape wg_shapes[] = {
+    {256, "4, 3", 1}, /* stdlib's gemm_wg_*: 0.89-0.91x cuBLAS on an H200 */
+    {128, "3, 4", 0}, /* two blocks per SM at 3 stages */
+    {128, "5, 4", 1},
+};
+
+static bool gpu_wg_text(const Nest *n, const WgShape *t, StrBuf *b)
+{
+    if (n->nspatial != 2 || !n->red || n->nloops != 3)
+        return false;
+    const char *I = lname(n, 0), *J = lname(n, 1), *Kk = lname(n, 2);
+    const Var *vi = n->loops[0]->u.loop.var, *vj = n->loops[1]->u.loop.var;
+    const Buffer *pa = panel_operand(n->red->u.stmt.value, vj, vi), *pb = panel_operand(n->red->u.stmt.value, vi, vj);
+    const Buffer *out = n->red->u.stmt.buf;
+    if (!pa || !pb || out->dtype != DT_F32 || pa->dtype != pb->dtype || (pa->dtype != DT_F16 && pa->dtype != DT_BF16))
+        return false;
+    if (n->ext[0] % 128 || n->ext[1] % t->bn || n->ext[2] % 64)
+        return false;
+    /* B's 64 x BN tile: 128 threads cover RPP rows of BN / 8 chunks at a time */
+    int rpp = 1024 / t->bn, passes = 64 / rpp;
+    sb_printf(b, "param st in [%s]\n", t->stages);
+    sb_printf(b, "tile(%s, %s, 128, %d, io, jo, ii, ji)\ncache(%s, jo, name=acc)\ndistribute(ji)\ndistribute(ii)\n", I,
+              J, t->bn, out->name);
+    sb_printf(b, "split(acc_c0, 64, cy, cr)\nsplit(ii, 64, iy, ir)\nsplit(ii1, 64, wy, wm)\n"
+                 "split(%s, 64, ko, kt)\nsplit(kt, 16, ks, kk)\nreorder(ko, wy, ks, wm, ji1, kk)\n", Kk);
+    sb_printf(b, "cache(%s, ko, mem=shared, name=As)\ncache(%s, ko, mem=shared, name=Bs)\n", pa->name, pb->name);
+    sb_puts(b, "split(As_c1, 8, ac, av)\nsplit(As_c0, 16, ar, ax)\ncollapse(ax, ac, af)\nsplit(ar, 4, ay, au)\n"
+               "reorder(ay, af, au, av)\n");
+    sb_printf(b, "split(Bs_c1, 8, bc, bv)\nsplit(Bs_c0, %d, br, bx)\ncollapse(bx, bc, bf)\nsplit(br, %d, by, bu)\n"
+                 "reorder(by, bf, bu, bv)\n", rpp, passes / 2);
+    sb_puts(b, "split(acc_c01, 64, oy, or)\nwgmma(wm, ji1, kk)\n"
+               "bind(io, block.y)\nbind(jo, block.x)\nbind(cy, thread.y)\nbind(iy, thread.y)\nbind(wy, thread.y)\n"
+               "bind(ay, thread.y)\nbind(af, thread.x)\nbind(by, thread.y)\nbind(bf, thread.x)\nbind(oy, thread.y)\n"
+               "unroll(ks)\nunroll(au)\nunroll(bu)\nvectorize(av)\nvectorize(bv)\n");
+    sb_printf(b, "pipeline(ko, st%s)\n", t->inflight ? ", inflight=1" : "");
+    return true;
+}
+
 /* ---- checking templates ---- */
 
 static void add_template(TuneSpace *sp, AstSchedule *s, const char *origin);
@@ -945,6 +1021,24 @@ static bool offer_whole(const TuneInput *in, StrBuf *b, Arena *a, TuneSpace *sp,
     return true;
 }
 
+/* A GPU template that is only worth having whole: added when it fits and no
+ * statement of it had to be dropped (a tile that does not divide, a transformation
+ * refused).  tc: it uses tensor cores, which names the kernel class. */
+static void offer_rule(const TuneInput *in, TuneBuildFn fn, const void *ctx, Arena *a, TuneSpace *sp,
+                       const char *origin, bool tc)
+{
+    Diags q;
+    diag_init(&q);
+    int dropped = 0;
+    TuneRule *r = check_rule(in, fn, ctx, a, &dropped, &q);
+    diag_free(&q);
+    if (!r || dropped)
+        return;
+    add_rule(in, sp, r, a, origin);
+    if (tc)
+        sp->kclass = "contraction (GPU, tensor cores)";
+}
+
 bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena *a, TuneSpace *sp, Diags *d)
 {
     memset(sp, 0, sizeof *sp);
@@ -1021,11 +1115,10 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
             {true, 16, "rules: GPU shared-memory tiles, cp.async pipeline"},
             {true, 32, "rules: GPU shared-memory tiles, cp.async pipeline, K step 32"},
             {false, 16, "rules: GPU shared-memory tiles"}};
-        for (int vi = 0; vi < 3; vi++) {
-            if (one && gpu_shared_text(&ns[0], shared_variants[vi].pl, shared_variants[vi].ks, &b) &&
-                !offer_whole(in, &b, a, sp, shared_variants[vi].origin, false, d))
-                return false;
-            sb_reset(&b);
+        for (int vi = 0; one && vi < 3; vi++) {
+            SharedCtx *sc = arena_alloc(a, sizeof *sc);
+            *sc = (SharedCtx){infos[0], shared_variants[vi].pl, shared_variants[vi].ks};
+            offer_rule(in, gpu_shared_b, sc, a, sp, shared_variants[vi].origin, false);
         }
         sb_free(&b);
         ContrCtx *cc = arena_alloc(a, sizeof *cc);
