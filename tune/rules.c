@@ -1,9 +1,12 @@
 /* Search spaces: templates built from rules per kernel class, or the kernel's own.
  *
  * The rules read the unscheduled loop nest (one nest per statement, as lowering
- * makes them) and write a schedule template in PDL text, then parse it, so what the
- * tuner searches is exactly what a person could write: a schedule whose `param`
- * items are the dimensions of the space.  Classes:
+ * makes them) into a NestInfo and offer templates: C functions of their parameter
+ * values that schedule a freshly lowered kernel through the typed builder
+ * (tune/builder.h), holding the loops and buffers each transformation hands back
+ * rather than spelling names the transformations make up.  Each candidate is
+ * recorded as the schedule statements it applied, so what the tuner searches is
+ * exactly what a person could write and paste.  Classes:
  *
  *  - contraction (GEMM, batched GEMM, GEMM with epilogue, convolution as implicit
  *    GEMM over its two innermost output loops): a register-blocked micro-kernel
@@ -20,7 +23,10 @@
  * the bound extents (guarded tails only when nothing divides), vector lengths that
  * are whole numbers of SIMD registers.  A statement refused on the default choice
  * is dropped from the template (and said in the origin), so a template always
- * applies at its defaults; other choices may still be refused and are pruned. */
+ * applies at its defaults; other choices may still be refused and are pruned.  A
+ * template issues the same statements whatever its parameter values (only their
+ * arguments change), which is what lets a dropped statement be skipped for every
+ * candidate. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,13 +163,6 @@ static const Buffer *panel_operand(const Expr *e, const Var *a, const Var *b)
             return r;
     }
     return NULL;
-}
-
-static void sb_reset(StrBuf *b)
-{
-    b->len = 0;
-    if (b->s)
-        b->s[0] = 0;
 }
 
 /* ---- templates through the builder ----
@@ -733,27 +732,32 @@ static bool gpu_shared_b(Builder *b, const void *vctx)
  * template that loses a statement is dropped. */
 typedef struct TcShape {
     int bm, bn, bk, wm, wn;
-    const char *stages; /* the candidate set of the pipeline depth */
+    int64_t stages[4]; /* the candidate set of the pipeline depth */
+    int nstages;
 } TcShape;
 
 static const TcShape tc_shapes[] = {
-    {128, 128, 32, 64, 64, "4, 3, 5"}, /* stdlib's gemm_tc_*: 4 warps, 2 blocks per SM */
-    {128, 128, 32, 64, 32, "3, 4"},    /* 8 warps */
-    {128, 256, 32, 64, 64, "4, 3"},    /* 8 warps, wider */
-    {128, 128, 64, 64, 64, "2, 3"},    /* K step 64 */
-    {64, 128, 32, 64, 64, "4, 3"},     /* smaller grids: 2 warps */
-    {64, 64, 32, 32, 32, "3, 4"},      /* small problems: 4 warps of 32 x 32 */
+    {128, 128, 32, 64, 64, {4, 3, 5}, 3}, /* stdlib's gemm_tc_*: 4 warps, 2 blocks per SM */
+    {128, 128, 32, 64, 32, {3, 4}, 2},    /* 8 warps */
+    {128, 256, 32, 64, 64, {4, 3}, 2},    /* 8 warps, wider */
+    {128, 128, 64, 64, 64, {2, 3}, 2},    /* K step 64 */
+    {64, 128, 32, 64, 64, {4, 3}, 2},     /* smaller grids: 2 warps */
+    {64, 64, 32, 32, 32, {3, 4}, 2},      /* small problems: 4 warps of 32 x 32 */
 };
 
-static bool gpu_tc_text(const Nest *n, const TcShape *t, StrBuf *b)
+typedef struct TcCtx {
+    const NestInfo *n;
+    const TcShape *t;
+} TcCtx;
+
+static bool gpu_tc_b(Builder *b, const void *vctx)
 {
+    const TcCtx *c = vctx;
+    const NestInfo *n = c->n;
+    const TcShape *t = c->t;
     if (n->nspatial != 2 || !n->red || n->nloops != 3)
         return false;
-    const char *I = lname(n, 0), *J = lname(n, 1), *Kk = lname(n, 2);
-    const Var *vi = n->loops[0]->u.loop.var, *vj = n->loops[1]->u.loop.var;
-    const Buffer *pa = panel_operand(n->red->u.stmt.value, vj, vi), *pb = panel_operand(n->red->u.stmt.value, vi, vj);
-    const Buffer *out = n->red->u.stmt.buf;
-    if (!pa || !pb || out->dtype != DT_F32 || pa->dtype != pb->dtype || (pa->dtype != DT_F16 && pa->dtype != DT_BF16))
+    if (!n->pa || !n->pb || n->out_t != DT_F32 || n->pa_t != n->pb_t || (n->pa_t != DT_F16 && n->pa_t != DT_BF16))
         return false;
     if (n->ext[0] % t->bm || n->ext[1] % t->bn || n->ext[2] % t->bk)
         return false;
@@ -761,50 +765,95 @@ static bool gpu_tc_text(const Nest *n, const TcShape *t, StrBuf *b)
     int ca = t->bk / 8, ra = 32 / ca, gra = t->bm / ra, cb = t->bn / 8;
     if (t->wm % 16 || t->wn % 8 || t->bk % 16 || 32 % ca || gra % nw)
         return false;
-    sb_printf(b, "param st in [%s]\n", t->stages);
-    sb_printf(b, "tile(%s, %s, %d, %d, io, jo, ii, ji)\ncache(%s, jo, name=acc)\ndistribute(ji)\ndistribute(ii)\n", I,
-              J, t->bm, t->bn, out->name);
-    sb_printf(b, "split(acc_c0, %d, cz, cr)\nsplit(acc_c1, %d, cy, cc)\nreorder(cz, cy, cr, cc)\n", t->wm, t->wn);
-    sb_printf(b, "split(ii, %d, iz, ir)\nsplit(ji, %d, iy, ic)\nreorder(iz, iy, ir, ic)\n", t->wm, t->wn);
-    sb_printf(b, "split(ii1, %d, wz, wm)\nsplit(wm, 16, mi, mm)\nsplit(ji1, %d, wy, wn)\nsplit(wn, 8, nj, nn)\n", t->wm,
-              t->wn);
-    sb_printf(b, "split(%s, %d, ko, kt)\nsplit(kt, 16, ks, kk)\nreorder(ko, wz, wy, ks, mi, nj, mm, nn)\n", Kk, t->bk);
-    sb_printf(b, "cache(%s, ko, mem=shared, name=As)\ncache(%s, ko, mem=shared, name=Bs)\n", pa->name, pb->name);
-    sb_puts(b, "padding(As, 8)\npadding(Bs, 8)\n");
+    /* B tile BK x BN: RB rows x (BN / 8) chunks per warp instruction */
+    int rb = cb >= 32 ? 0 : 32 / cb, grb = cb >= 32 ? 0 : t->bk / rb;
+    if (cb >= 32 ? cb % 32 || t->bk % nw : 32 % cb || grb % nw)
+        return false;
+    SVal st = bld_param(b, "st", t->stages, t->nstages);
+    SLoop *tl[4];
+    bld_tile(b, bld_loop(b, n->loop[0]), bld_loop(b, n->loop[1]), sv(t->bm), sv(t->bn),
+             (const char *const[]){"io", "jo", "ii", "ji"}, tl);
+    SLoop *io = tl[0], *jo = tl[1], *ii = tl[2], *ji = tl[3], *ji1, *ii1;
+    SBuf *acc = bld_cache(b, bld_buf(b, n->out), jo, NULL, "acc");
+    bld_distribute(b, ji, &ji1);
+    bld_distribute(b, ii, &ii1);
+    SLoop *c0 = acc ? acc->nest[0][0] : NULL, *c1 = acc ? acc->nest[0][1] : NULL;
+    SLoop *o0 = acc && acc->nnest > 1 ? acc->nest[1][0] : NULL, *o1 = acc && acc->nnest > 1 ? acc->nest[1][1] : NULL;
+    SLoop *cz, *cr, *cy, *cc, *iz, *ir, *iy, *ic, *wzl, *wml, *mi, *mm, *wyl, *wnl, *nj, *nn, *ko, *kt, *ks, *kk;
+    bld_split_named(b, c0, sv(t->wm), "cz", "cr", &cz, &cr);
+    bld_split_named(b, c1, sv(t->wn), "cy", "cc", &cy, &cc);
+    BLD_REORDER(b, cz, cy, cr, cc);
+    bld_split_named(b, ii, sv(t->wm), "iz", "ir", &iz, &ir);
+    bld_split_named(b, ji, sv(t->wn), "iy", "ic", &iy, &ic);
+    BLD_REORDER(b, iz, iy, ir, ic);
+    bld_split_named(b, ii1, sv(t->wm), "wz", "wm", &wzl, &wml);
+    bld_split_named(b, wml, sv(16), "mi", "mm", &mi, &mm);
+    bld_split_named(b, ji1, sv(t->wn), "wy", "wn", &wyl, &wnl);
+    bld_split_named(b, wnl, sv(8), "nj", "nn", &nj, &nn);
+    bld_split_named(b, bld_loop(b, n->loop[2]), sv(t->bk), "ko", "kt", &ko, &kt);
+    bld_split_named(b, kt, sv(16), "ks", "kk", &ks, &kk);
+    BLD_REORDER(b, ko, wzl, wyl, ks, mi, nj, mm, nn);
+    SBuf *As = bld_cache(b, bld_buf(b, n->pa), ko, "shared", "As");
+    SBuf *Bs = bld_cache(b, bld_buf(b, n->pb), ko, "shared", "Bs");
+    bld_padding(b, As, sv(8));
+    bld_padding(b, Bs, sv(8));
+    SLoop *a0 = As ? As->nest[0][0] : NULL, *a1 = As ? As->nest[0][1] : NULL;
+    SLoop *b0 = Bs ? Bs->nest[0][0] : NULL, *b1 = Bs ? Bs->nest[0][1] : NULL;
     /* A tile BM x BK: a warp's 32 lanes take RA rows x (BK / 8) 16-byte chunks; the
      * thread loops are the most significant terms of the row, which is what lets
      * the dependence test prove the warps' rows disjoint. */
-    sb_printf(b, "split(As_c1, 8, ac, av)\nsplit(As_c0, %d, ar, ax)\ncollapse(ax, ac, af)\n", ra);
-    sb_printf(b, "split(ar, %d, az, ara)\nsplit(ara, %d, ay, au)\nreorder(az, ay, af, au, av)\n", gra / wz, gra / nw);
-    /* B tile BK x BN: RB rows x (BN / 8) chunks per warp instruction */
-    sb_puts(b, "split(Bs_c1, 8, bc, bv)\n");
-    const char *bunroll;
+    SLoop *ac, *av, *ar, *ax, *af, *az, *ara, *ay, *au;
+    bld_split_named(b, a1, sv(8), "ac", "av", &ac, &av);
+    bld_split_named(b, a0, sv(ra), "ar", "ax", &ar, &ax);
+    bld_collapse(b, ax, ac, "af", &af);
+    bld_split_named(b, ar, sv(gra / wz), "az", "ara", &az, &ara);
+    bld_split_named(b, ara, sv(gra / nw), "ay", "au", &ay, &au);
+    BLD_REORDER(b, az, ay, af, au, av);
+    SLoop *bc, *bv, *bcu = NULL, *bf, *bz, *bra, *by, *bu;
+    bld_split_named(b, b1, sv(8), "bc", "bv", &bc, &bv);
     if (cb >= 32) {
-        if (cb % 32 || t->bk % nw)
-            return false;
-        sb_printf(b, "split(bc, 32, bcu, bf)\nsplit(Bs_c0, %d, bz, bra)\nsplit(bra, %d, by, bu)\n"
-                     "reorder(bz, by, bf, bu, bcu, bv)\n",
-                  t->bk / wz, t->bk / nw);
-        bunroll = "unroll(bu)\nunroll(bcu)\n";
+        bld_split_named(b, bc, sv(32), "bcu", "bf", &bcu, &bf);
+        bld_split_named(b, b0, sv(t->bk / wz), "bz", "bra", &bz, &bra);
+        bld_split_named(b, bra, sv(t->bk / nw), "by", "bu", &by, &bu);
+        BLD_REORDER(b, bz, by, bf, bu, bcu, bv);
     } else {
-        int rb = 32 / cb, grb = t->bk / rb;
-        if (32 % cb || grb % nw)
-            return false;
-        sb_printf(b, "split(Bs_c0, %d, br, bx)\ncollapse(bx, bc, bf)\nsplit(br, %d, bz, bra)\nsplit(bra, %d, by, bu)\n"
-                     "reorder(bz, by, bf, bu, bv)\n",
-                  rb, grb / wz, grb / nw);
-        bunroll = "unroll(bu)\n";
+        SLoop *br, *bx;
+        bld_split_named(b, b0, sv(rb), "br", "bx", &br, &bx);
+        bld_collapse(b, bx, bc, "bf", &bf);
+        bld_split_named(b, br, sv(grb / wz), "bz", "bra", &bz, &bra);
+        bld_split_named(b, bra, sv(grb / nw), "by", "bu", &by, &bu);
+        BLD_REORDER(b, bz, by, bf, bu, bv);
     }
-    sb_printf(b, "split(acc_c01, %d, oz, or)\nsplit(acc_c11, %d, oy, oc)\nreorder(oz, oy, or, oc)\n", t->wm, t->wn);
-    sb_puts(b, "mma(mm, nn, kk)\n"
-               "bind(io, block.y)\nbind(jo, block.x)\nbind(cz, thread.z)\nbind(cy, thread.y)\n"
-               "bind(iz, thread.z)\nbind(iy, thread.y)\nbind(wz, thread.z)\nbind(wy, thread.y)\n"
-               "bind(az, thread.z)\nbind(ay, thread.y)\nbind(af, thread.x)\n"
-               "bind(bz, thread.z)\nbind(by, thread.y)\nbind(bf, thread.x)\n"
-               "bind(oz, thread.z)\nbind(oy, thread.y)\n"
-               "unroll(mi)\nunroll(nj)\nunroll(au)\n");
-    sb_puts(b, bunroll);
-    sb_puts(b, "vectorize(av)\nvectorize(bv)\npipeline(ko, st)\n");
+    SLoop *oz, *or_, *oy, *oc;
+    bld_split_named(b, o0, sv(t->wm), "oz", "or", &oz, &or_);
+    bld_split_named(b, o1, sv(t->wn), "oy", "oc", &oy, &oc);
+    BLD_REORDER(b, oz, oy, or_, oc);
+    bld_mma(b, mm, nn, kk);
+    bld_bind(b, io, "block.y");
+    bld_bind(b, jo, "block.x");
+    bld_bind(b, cz, "thread.z");
+    bld_bind(b, cy, "thread.y");
+    bld_bind(b, iz, "thread.z");
+    bld_bind(b, iy, "thread.y");
+    bld_bind(b, wzl, "thread.z");
+    bld_bind(b, wyl, "thread.y");
+    bld_bind(b, az, "thread.z");
+    bld_bind(b, ay, "thread.y");
+    bld_bind(b, af, "thread.x");
+    bld_bind(b, bz, "thread.z");
+    bld_bind(b, by, "thread.y");
+    bld_bind(b, bf, "thread.x");
+    bld_bind(b, oz, "thread.z");
+    bld_bind(b, oy, "thread.y");
+    bld_unroll(b, mi);
+    bld_unroll(b, nj);
+    bld_unroll(b, au);
+    bld_unroll(b, bu);
+    if (cb >= 32)
+        bld_unroll(b, bcu);
+    bld_vectorize(b, av);
+    bld_vectorize(b, bv);
+    bld_pipeline(b, ko, st, false);
     return true;
 }
 
@@ -816,45 +865,83 @@ static bool gpu_tc_text(const Nest *n, const TcShape *t, StrBuf *b)
  * products run on while the next stage's are issued. */
 typedef struct WgShape {
     int bn;
-    const char *stages; /* the candidate set of the pipeline depth */
+    int64_t stages[2]; /* the candidate set of the pipeline depth */
     int inflight;
 } WgShape;
 
 static const WgShape wg_shapes[] = {
-    {256, "4, 3", 1}, /* stdlib's gemm_wg_*: 0.89-0.91x cuBLAS on an H200 */
-    {128, "3, 4", 0}, /* two blocks per SM at 3 stages */
-    {128, "5, 4", 1},
+    {256, {4, 3}, 1}, /* stdlib's gemm_wg_*: 0.89-0.91x cuBLAS on an H200 */
+    {128, {3, 4}, 0}, /* two blocks per SM at 3 stages */
+    {128, {5, 4}, 1},
 };
 
-static bool gpu_wg_text(const Nest *n, const WgShape *t, StrBuf *b)
+typedef struct WgCtx {
+    const NestInfo *n;
+    const WgShape *t;
+} WgCtx;
+
+static bool gpu_wg_b(Builder *b, const void *vctx)
 {
+    const WgCtx *c = vctx;
+    const NestInfo *n = c->n;
+    const WgShape *t = c->t;
     if (n->nspatial != 2 || !n->red || n->nloops != 3)
         return false;
-    const char *I = lname(n, 0), *J = lname(n, 1), *Kk = lname(n, 2);
-    const Var *vi = n->loops[0]->u.loop.var, *vj = n->loops[1]->u.loop.var;
-    const Buffer *pa = panel_operand(n->red->u.stmt.value, vj, vi), *pb = panel_operand(n->red->u.stmt.value, vi, vj);
-    const Buffer *out = n->red->u.stmt.buf;
-    if (!pa || !pb || out->dtype != DT_F32 || pa->dtype != pb->dtype || (pa->dtype != DT_F16 && pa->dtype != DT_BF16))
+    if (!n->pa || !n->pb || n->out_t != DT_F32 || n->pa_t != n->pb_t || (n->pa_t != DT_F16 && n->pa_t != DT_BF16))
         return false;
     if (n->ext[0] % 128 || n->ext[1] % t->bn || n->ext[2] % 64)
         return false;
     /* B's 64 x BN tile: 128 threads cover RPP rows of BN / 8 chunks at a time */
     int rpp = 1024 / t->bn, passes = 64 / rpp;
-    sb_printf(b, "param st in [%s]\n", t->stages);
-    sb_printf(b, "tile(%s, %s, 128, %d, io, jo, ii, ji)\ncache(%s, jo, name=acc)\ndistribute(ji)\ndistribute(ii)\n", I,
-              J, t->bn, out->name);
-    sb_printf(b, "split(acc_c0, 64, cy, cr)\nsplit(ii, 64, iy, ir)\nsplit(ii1, 64, wy, wm)\n"
-                 "split(%s, 64, ko, kt)\nsplit(kt, 16, ks, kk)\nreorder(ko, wy, ks, wm, ji1, kk)\n", Kk);
-    sb_printf(b, "cache(%s, ko, mem=shared, name=As)\ncache(%s, ko, mem=shared, name=Bs)\n", pa->name, pb->name);
-    sb_puts(b, "split(As_c1, 8, ac, av)\nsplit(As_c0, 16, ar, ax)\ncollapse(ax, ac, af)\nsplit(ar, 4, ay, au)\n"
-               "reorder(ay, af, au, av)\n");
-    sb_printf(b, "split(Bs_c1, 8, bc, bv)\nsplit(Bs_c0, %d, br, bx)\ncollapse(bx, bc, bf)\nsplit(br, %d, by, bu)\n"
-                 "reorder(by, bf, bu, bv)\n", rpp, passes / 2);
-    sb_puts(b, "split(acc_c01, 64, oy, or)\nwgmma(wm, ji1, kk)\n"
-               "bind(io, block.y)\nbind(jo, block.x)\nbind(cy, thread.y)\nbind(iy, thread.y)\nbind(wy, thread.y)\n"
-               "bind(ay, thread.y)\nbind(af, thread.x)\nbind(by, thread.y)\nbind(bf, thread.x)\nbind(oy, thread.y)\n"
-               "unroll(ks)\nunroll(au)\nunroll(bu)\nvectorize(av)\nvectorize(bv)\n");
-    sb_printf(b, "pipeline(ko, st%s)\n", t->inflight ? ", inflight=1" : "");
+    SVal st = bld_param(b, "st", t->stages, 2);
+    SLoop *tl[4];
+    bld_tile(b, bld_loop(b, n->loop[0]), bld_loop(b, n->loop[1]), sv(128), sv(t->bn),
+             (const char *const[]){"io", "jo", "ii", "ji"}, tl);
+    SLoop *io = tl[0], *jo = tl[1], *ii = tl[2], *ji = tl[3], *ji1, *ii1;
+    SBuf *acc = bld_cache(b, bld_buf(b, n->out), jo, NULL, "acc");
+    bld_distribute(b, ji, &ji1);
+    bld_distribute(b, ii, &ii1);
+    SLoop *c0 = acc ? acc->nest[0][0] : NULL, *o0 = acc && acc->nnest > 1 ? acc->nest[1][0] : NULL;
+    SLoop *cy, *cr, *iy, *ir, *wy, *wm, *ko, *kt, *ks, *kk;
+    bld_split_named(b, c0, sv(64), "cy", "cr", &cy, &cr);
+    bld_split_named(b, ii, sv(64), "iy", "ir", &iy, &ir);
+    bld_split_named(b, ii1, sv(64), "wy", "wm", &wy, &wm);
+    bld_split_named(b, bld_loop(b, n->loop[2]), sv(64), "ko", "kt", &ko, &kt);
+    bld_split_named(b, kt, sv(16), "ks", "kk", &ks, &kk);
+    BLD_REORDER(b, ko, wy, ks, wm, ji1, kk);
+    SBuf *As = bld_cache(b, bld_buf(b, n->pa), ko, "shared", "As");
+    SBuf *Bs = bld_cache(b, bld_buf(b, n->pb), ko, "shared", "Bs");
+    SLoop *a0 = As ? As->nest[0][0] : NULL, *a1 = As ? As->nest[0][1] : NULL;
+    SLoop *b0 = Bs ? Bs->nest[0][0] : NULL, *b1 = Bs ? Bs->nest[0][1] : NULL;
+    SLoop *ac, *av, *ar, *ax, *af, *ay, *au, *bc, *bv, *br, *bx, *bf, *by, *bu, *oy, *or_;
+    bld_split_named(b, a1, sv(8), "ac", "av", &ac, &av);
+    bld_split_named(b, a0, sv(16), "ar", "ax", &ar, &ax);
+    bld_collapse(b, ax, ac, "af", &af);
+    bld_split_named(b, ar, sv(4), "ay", "au", &ay, &au);
+    BLD_REORDER(b, ay, af, au, av);
+    bld_split_named(b, b1, sv(8), "bc", "bv", &bc, &bv);
+    bld_split_named(b, b0, sv(rpp), "br", "bx", &br, &bx);
+    bld_collapse(b, bx, bc, "bf", &bf);
+    bld_split_named(b, br, sv(passes / 2), "by", "bu", &by, &bu);
+    BLD_REORDER(b, by, bf, bu, bv);
+    bld_split_named(b, o0, sv(64), "oy", "or", &oy, &or_);
+    bld_wgmma(b, wm, ji1, kk);
+    bld_bind(b, io, "block.y");
+    bld_bind(b, jo, "block.x");
+    bld_bind(b, cy, "thread.y");
+    bld_bind(b, iy, "thread.y");
+    bld_bind(b, wy, "thread.y");
+    bld_bind(b, ay, "thread.y");
+    bld_bind(b, af, "thread.x");
+    bld_bind(b, by, "thread.y");
+    bld_bind(b, bf, "thread.x");
+    bld_bind(b, oy, "thread.y");
+    bld_unroll(b, ks);
+    bld_unroll(b, au);
+    bld_unroll(b, bu);
+    bld_vectorize(b, av);
+    bld_vectorize(b, bv);
+    bld_pipeline(b, ko, st, t->inflight);
     return true;
 }
 
@@ -901,68 +988,7 @@ static void add_rule(const TuneInput *in, TuneSpace *sp, TuneRule *r, Arena *a, 
     sp->size += size;
 }
 
-/* ---- parsing and checking templates ---- */
-
-static bool apply_fresh(const TuneInput *in, const AstSchedule *s, Diags *d)
-{
-    TuneTemplate t = {.s = (AstSchedule *)s};
-    Kernel *k = tune_apply(in, &t, NULL, 0, NULL, d);
-    if (k)
-        ir_free(k);
-    return k != NULL;
-}
-
-/* Parses text into a schedule and keeps only the statements that apply at the
- * default choices (each checked after the ones kept before it). */
-static AstSchedule *parse_checked(const TuneInput *in, const char *text, Arena *a, int *dropped, Diags *d)
-{
-    Source *src = arena_alloc(a, sizeof *src);
-    src->path = "<autotune template>";
-    src->text = arena_strdup(a, text);
-    src->len = strlen(text);
-    Diags pd;
-    diag_init(&pd);
-    AstSchedule *s = parse_schedule_text(a, src, &pd);
-    if (!s || pd.nerrors) {
-        diag_plain(d, DIAG_ERROR, "internal: the autotuner wrote a template it cannot parse:\n%s%s", text,
-                   pd.text.s ? pd.text.s : "");
-        diag_free(&pd);
-        return NULL;
-    }
-    diag_free(&pd);
-    s->kernel = in->ast->name;
-    AstSchedule *out = arena_alloc(a, sizeof *out);
-    *out = *s;
-    out->items = arena_alloc(a, sizeof *out->items * (size_t)(s->nitems + 1));
-    out->nitems = 0;
-    *dropped = 0;
-    for (int i = 0; i < s->nitems; i++) {
-        out->items[out->nitems++] = s->items[i];
-        if (s->items[i].kind == SCHED_PARAM)
-            continue;
-        Diags q;
-        diag_init(&q);
-        if (!apply_fresh(in, out, &q)) {
-            out->nitems--;
-            (*dropped)++;
-        }
-        diag_free(&q);
-    }
-    /* Parameters no statement uses any more would only multiply the space. */
-    int w = 0;
-    for (int i = 0; i < out->nitems; i++) {
-        const SchedItem *it = &out->items[i];
-        bool used = it->kind != SCHED_PARAM;
-        for (int j = i + 1; j < out->nitems && !used; j++)
-            for (int x = 0; x < out->items[j].nargs; x++)
-                if (out->items[j].args[x].kind == SARG_NAME && !strcmp(out->items[j].args[x].name, it->name))
-                    used = true;
-        if (used)
-            out->items[w++] = *it;
-    }
-    out->nitems = w;
-    return out;
-}
+/* ---- the space ---- */
 
 static void add_template(TuneSpace *sp, AstSchedule *s, const char *origin)
 {
@@ -998,27 +1024,6 @@ static AstSchedule *merged_user(const TuneInput *in, Arena *a, int *nparams)
             *nparams += in->scheds[i]->items[j].kind == SCHED_PARAM;
         }
     return s;
-}
-
-/* A GPU template that is only worth having whole: the text in b is parsed and added
- * when no statement of it had to be dropped (a tile that does not divide, a
- * transformation refused).  tc: it uses tensor cores, which names the kernel class.
- * False only when parsing itself failed (an error in d). */
-static bool offer_whole(const TuneInput *in, StrBuf *b, Arena *a, TuneSpace *sp, const char *origin, bool tc,
-                        Diags *d)
-{
-    int dropped = 0;
-    AstSchedule *s = parse_checked(in, b->s, a, &dropped, d);
-    if (!s) {
-        sb_free(b);
-        return false;
-    }
-    if (!dropped) {
-        add_template(sp, s, origin);
-        if (tc)
-            sp->kclass = "contraction (GPU, tensor cores)";
-    }
-    return true;
 }
 
 /* A GPU template that is only worth having whole: added when it fits and no
@@ -1081,7 +1086,6 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
                   ns[i].red->u.stmt.value->kind == IE_MUL;
         nred += ns[i].red != NULL;
     }
-    StrBuf b = {0};
     int dropped = 0;
     if (gpu) {
         /* CUDA: contractions get the SIMT template; everything else keeps the code
@@ -1093,19 +1097,19 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
         bool one = nn == 1 && ncontr;
         for (size_t t = 0; one && !strcmp(target, "sm_90a") && t < sizeof wg_shapes / sizeof wg_shapes[0]; t++) {
             const WgShape *c = &wg_shapes[t];
-            if (gpu_wg_text(&ns[0], c, &b) &&
-                !offer_whole(in, &b, a, sp, arena_printf(a, "rules: GPU wgmma 128x%dx64%s", c->bn,
-                                                         c->inflight ? ", one group in flight" : ""), true, d))
-                return false;
-            sb_reset(&b);
+            WgCtx *x = arena_alloc(a, sizeof *x);
+            *x = (WgCtx){infos[0], c};
+            offer_rule(in, gpu_wg_b, x, a, sp,
+                       arena_printf(a, "rules: GPU wgmma 128x%dx64%s", c->bn, c->inflight ? ", one group in flight" : ""),
+                       true);
         }
         for (size_t t = 0; one && t < sizeof tc_shapes / sizeof tc_shapes[0]; t++) {
             const TcShape *c = &tc_shapes[t];
-            if (gpu_tc_text(&ns[0], c, &b) &&
-                !offer_whole(in, &b, a, sp, arena_printf(a, "rules: GPU tensor cores %dx%dx%d, warps %dx%d", c->bm,
-                                                         c->bn, c->bk, c->wm, c->wn), true, d))
-                return false;
-            sb_reset(&b);
+            TcCtx *x = arena_alloc(a, sizeof *x);
+            *x = (TcCtx){infos[0], c};
+            offer_rule(in, gpu_tc_b, x, a, sp,
+                       arena_printf(a, "rules: GPU tensor cores %dx%dx%d, warps %dx%d", c->bm, c->bn, c->bk, c->wm,
+                                    c->wn), true);
         }
         /* the shared-memory templates when they apply whole (single-nest GEMMs):
          * f32 first with 16-byte cp.async copies in a pipeline, K step 16 (stdlib's
@@ -1120,7 +1124,8 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
             *sc = (SharedCtx){infos[0], shared_variants[vi].pl, shared_variants[vi].ks};
             offer_rule(in, gpu_shared_b, sc, a, sp, shared_variants[vi].origin, false);
         }
-        sb_free(&b);
+        /* then register tiles for every contraction nest (the other nests, and every
+         * nest of a kernel without one, keep the default mapping) */
         ContrCtx *cc = arena_alloc(a, sizeof *cc);
         *cc = (ContrCtx){(const NestInfo *const *)infos, nn, 0, lanes, threads};
         TuneRule *r = check_rule(in, gpu_kernel_b, cc, a, &dropped, d);
@@ -1184,6 +1189,5 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
             add_rule(in, sp, r, a, nred ? "rules: parallel rows" : "rules: elementwise");
         }
     }
-    sb_free(&b);
     return sp->n > 0;
 }
