@@ -560,6 +560,20 @@ static bool stopped(const Tuner *T)
     return T->o->stop && *T->o->stop;
 }
 
+/* A candidate that failed to run (not one that ran and was invalid): a note through
+ * the progress callback, so the CLI's renderer puts it above its status line; on
+ * stderr when the caller gave no callback. */
+static void note_failed(Tuner *T, const char *params, const char *why)
+{
+    StrBuf b = {0};
+    sb_printf(&b, "candidate %s failed: %s", params, why);
+    if (T->prog)
+        progress_emit(T->prog, &(ProgEvent){.phase = PROG_SEARCH, .kind = PROG_NOTE, .what = b.s, .eta_s = -1});
+    else
+        fprintf(stderr, "perfc: %s", b.s);
+    sb_free(&b);
+}
+
 /* One more candidate measured: the progress event and the trace. */
 static void progress(Tuner *T, const Cand *c)
 {
@@ -741,7 +755,7 @@ static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Batch
                 T->res->failed++;
                 T->res->measured++;
                 if (!T->o->quiet && q.text.s)
-                    fprintf(stderr, "\r\033[Kperfc: candidate %s failed: %s", x->params, q.text.s);
+                    note_failed(T, x->params, q.text.s);
                 diag_free(&q);
                 cand_drop(x);
                 progress(T, x);
@@ -797,7 +811,7 @@ static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Batch
         else if (rc != 0)
             T->res->failed++;
         if (rc != 0 && rc != 2 && !T->o->quiet && q.text.s)
-            fprintf(stderr, "\r\033[Kperfc: candidate %s failed: %s", x->params, q.text.s);
+            note_failed(T, x->params, q.text.s);
         diag_free(&q);
         StrBuf s = {0};
         tune_text(T->in, &T->sp.t[x->t], ch, T->sp.t[x->t].nparams, &s);
