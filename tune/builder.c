@@ -401,10 +401,10 @@ static bool split_common(Builder *b, Call *c, SLoop **outer, SLoop **inner)
     NewLoops f;
     new_loops(b, nv, &f);
     Node *o = first_new(&f, NULL), *i = o ? first_new(&f, o) : NULL;
-    if (!o || !i)
-        die("builder: split made no loop pair");
-    *outer = handle(b, o);
-    *inner = handle(b, i);
+    /* (a statement that applied but made no loop leaves the handles NULL: the
+     * statements that need them are dropped or refused, never guessed) */
+    *outer = o && i ? handle(b, o) : NULL;
+    *inner = o && i ? handle(b, i) : NULL;
     return true;
 }
 
@@ -459,7 +459,7 @@ bool bld_tile(Builder *b, SLoop *i, SLoop *j, SVal ti, SVal tj, const char *cons
     for (int x = 0; x < 4; x++) {
         Node *n = first_new(&f, prev);
         if (!n)
-            die("builder: tile made fewer than four loops");
+            break;
         out[x] = handle(b, n);
         prev = n;
     }
@@ -507,9 +507,7 @@ bool bld_distribute(Builder *b, SLoop *l, SLoop **copy)
     NewLoops f;
     new_loops(b, nv, &f);
     Node *n = first_new(&f, NULL);
-    if (!n)
-        die("builder: distribute made no loop");
-    *copy = handle(b, n);
+    *copy = n ? handle(b, n) : NULL;
     return true;
 }
 
@@ -535,7 +533,7 @@ SBuf *bld_cache(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *n
     if (!run(b, &c, &nv, &nb))
         return NULL;
     if (b->k->nbufs <= nb)
-        die("builder: cache made no buffer");
+        return NULL;
     SBuf *h = arena_alloc(b->a, sizeof *h);
     h->name = arena_strdup(b->a, b->k->bufs[nb]->name);
     /* the copy nests: a new loop whose parent is not new starts one */
@@ -622,9 +620,7 @@ bool bld_collapse(Builder *b, SLoop *outer, SLoop *inner, const char *name, SLoo
     NewLoops f;
     new_loops(b, nv, &f);
     Node *n = first_new(&f, NULL);
-    if (!n)
-        die("builder: collapse made no loop");
-    *out = handle(b, n);
+    *out = n ? handle(b, n) : NULL;
     return true;
 }
 
