@@ -1424,14 +1424,27 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
             StrBuf b = {0};
             const TuneTemplate *t = &T->sp.t[i];
             if (t->rule) {
-                /* the parameters with their candidates, then the template at its defaults */
+                /* as a schedule with parameters, like a kernel's own template: the
+                 * parameters with their candidates, then the statements the rule
+                 * records at its defaults (which name the parameters) */
+                StrBuf x = {0};
+                tune_text(in, t, NULL, 0, &x);
+                sb_printf(&b, "schedule %s {\n", in->ast->name);
                 for (int p = 0; p < t->rule->nparams; p++) {
-                    sb_printf(&b, "# param %s in [", t->rule->names[p]);
+                    sb_printf(&b, "  param %s in [", t->rule->names[p]);
                     for (int v = 0; v < t->rule->ncands[p]; v++)
                         sb_printf(&b, "%s%s", v ? ", " : "", t->rule->values[p][v]);
                     sb_puts(&b, "]\n");
                 }
-                tune_text(in, t, NULL, 0, &b);
+                for (const char *l = x.s ? x.s : ""; *l;) {
+                    const char *nl = strchr(l, '\n');
+                    int len = nl ? (int)(nl - l) : (int)strlen(l);
+                    if (strncmp(l, "param ", 6))
+                        sb_printf(&b, "  %.*s\n", len, l);
+                    l += len + (nl ? 1 : 0);
+                }
+                sb_puts(&b, "}\n");
+                sb_free(&x);
             } else {
                 ast_print_schedule(t->s, &b);
             }
