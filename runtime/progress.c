@@ -99,6 +99,13 @@ void progress_term_fn(void *ctx, const ProgEvent *e)
         progress_term_clear(t);
         return;
     }
+    if (e->kind == PROG_NOTE) {
+        /* above the status line, which the next event redraws */
+        progress_term_clear(t);
+        fprintf(t->f, "perfc: %s%s", e->what ? e->what : "", e->what && strchr(e->what, '\n') ? "" : "\n");
+        fflush(t->f);
+        return;
+    }
     if (!t->tty) {
         /* a line per phase start and per candidate; repetitions and ends are noise */
         bool cand = e->phase == PROG_SEARCH && e->kind == PROG_TICK;

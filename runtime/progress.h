@@ -32,6 +32,7 @@ typedef enum ProgKind {
     PROG_TICK,      /* within a phase (a repetition, a candidate): counts moved */
     PROG_END,       /* a phase ended */
     PROG_DONE,      /* the run is over and its report comes next: erase the status line */
+    PROG_NOTE,      /* a message for the user in `what` (a candidate that failed): a line of its own */
 } ProgKind;
 
 typedef struct ProgEvent {

@@ -1,9 +1,12 @@
 /* Search spaces: templates built from rules per kernel class, or the kernel's own.
  *
  * The rules read the unscheduled loop nest (one nest per statement, as lowering
- * makes them) and write a schedule template in PDL text, then parse it, so what the
- * tuner searches is exactly what a person could write: a schedule whose `param`
- * items are the dimensions of the space.  Classes:
+ * makes them) into a NestInfo and offer templates: C functions of their parameter
+ * values that schedule a freshly lowered kernel through the typed builder
+ * (tune/builder.h), holding the loops and buffers each transformation hands back
+ * rather than spelling names the transformations make up.  Each candidate is
+ * recorded as the schedule statements it applied, so what the tuner searches is
+ * exactly what a person could write and paste.  Classes:
  *
  *  - contraction (GEMM, batched GEMM, GEMM with epilogue, convolution as implicit
  *    GEMM over its two innermost output loops): a register-blocked micro-kernel
@@ -20,12 +23,16 @@
  * the bound extents (guarded tails only when nothing divides), vector lengths that
  * are whole numbers of SIMD registers.  A statement refused on the default choice
  * is dropped from the template (and said in the origin), so a template always
- * applies at its defaults; other choices may still be refused and are pruned. */
+ * applies at its defaults; other choices may still be refused and are pruned.  A
+ * template issues the same statements whatever its parameter values (only their
+ * arguments change), which is what lets a dropped statement be skipped for every
+ * candidate. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../passes/passes.h"
 #include "../passes/xform.h"
+#include "builder.h"
 #include "tune.h"
 
 int tune_vector_lanes(const char *target, DType t)
@@ -107,14 +114,6 @@ static const char *lname(const Nest *n, int i)
     return n->loops[i]->u.loop.var->name;
 }
 
-/* A parameter name from a loop name: `acc.i` -> `tile_acc_i`. */
-static void pname(StrBuf *b, const char *prefix, const char *loop)
-{
-    sb_puts(b, prefix);
-    for (const char *p = loop; *p; p++)
-        sb_putc(b, *p == '.' ? '_' : *p);
-}
-
 /* Tile sizes for an extent: powers of two from lo to hi that divide it (plus the
  * extent itself when it is small); when none divides, the plain powers of two
  * (their tails are guarded). */
@@ -130,14 +129,6 @@ static int tile_cands(int64_t ext, int lo, int hi, int64_t *out)
         for (int t = lo; t <= hi && t < ext; t *= 2)
             out[n++] = t;
     return n;
-}
-
-static void put_param(StrBuf *b, const char *name, const int64_t *v, int n)
-{
-    sb_printf(b, "param %s in [", name);
-    for (int i = 0; i < n; i++)
-        sb_printf(b, "%s%lld", i ? ", " : "", (long long)v[i]);
-    sb_puts(b, "]\n");
 }
 
 /* Vector lengths for an extent: 1, 2 and 4 SIMD registers that divide it. */
@@ -174,15 +165,109 @@ static const Buffer *panel_operand(const Expr *e, const Var *a, const Var *b)
     return NULL;
 }
 
-static void sb_reset(StrBuf *b)
+/* ---- templates through the builder ----
+ *
+ * Each template below is a function of its parameter values: it reads the nest as
+ * the rules saw it (NestInfo: names read off the lowered kernel, extents, operands)
+ * and issues the transformations through the builder (tune/builder.h), holding the
+ * loops and buffers each one hands back. */
+
+typedef struct NestInfo {
+    int nloops, nspatial;
+    const char *loop[16];
+    int64_t ext[16];
+    bool red, mul;           /* a reduction; its value is a product */
+    const char *out;         /* the reduction's output */
+    DType out_t;
+    /* over the last two spatial loops a, b: the operand read along b only (GEMM's
+     * B, the panel) and along a only (GEMM's A); NULL when none */
+    const char *pb, *pa;
+    DType pb_t, pa_t;
+} NestInfo;
+
+static NestInfo *nest_info(const Nest *n, Arena *a)
 {
-    b->len = 0;
-    if (b->s)
-        b->s[0] = 0;
+    NestInfo *x = arena_alloc(a, sizeof *x);
+    x->nloops = n->nloops;
+    x->nspatial = n->nspatial;
+    for (int i = 0; i < n->nloops; i++) {
+        x->loop[i] = arena_strdup(a, lname(n, i));
+        x->ext[i] = n->ext[i];
+    }
+    x->red = n->red != NULL;
+    if (!n->red)
+        return x;
+    x->mul = n->red->u.stmt.value->kind == IE_MUL;
+    x->out = arena_strdup(a, n->red->u.stmt.buf->name);
+    x->out_t = n->red->u.stmt.buf->dtype;
+    if (n->nspatial >= 2) {
+        const Var *va = n->loops[n->nspatial - 2]->u.loop.var, *vb = n->loops[n->nspatial - 1]->u.loop.var;
+        const Buffer *pb = panel_operand(n->red->u.stmt.value, va, vb), *pa = panel_operand(n->red->u.stmt.value, vb, va);
+        if (pb)
+            x->pb = arena_strdup(a, pb->name), x->pb_t = pb->dtype;
+        if (pa)
+            x->pa = arena_strdup(a, pa->name), x->pa_t = pa->dtype;
+    }
+    return x;
+}
+
+/* The loop to run on threads: the outermost with an iteration for every thread
+ * (a batch of one is no parallelism), among the first `below` loops of the chain. */
+static int par_loop_info(const NestInfo *n, int below)
+{
+    int threads = rt_cpu_count();
+    for (int i = 0; i < below && i < n->nloops; i++)
+        if (n->ext[i] >= threads)
+            return i;
+    return 0;
+}
+
+/* Elementwise nest: the innermost loop split by a vector length and vectorized, the
+ * outermost parallel. */
+static void elementwise_b(Builder *b, const NestInfo *n, int lanes)
+{
+    int in = n->nloops - 1;
+    SLoop *l = bld_loop(b, n->loop[in]), *lo, *li;
+    int64_t cv[4];
+    int nv = vec_cands(n->ext[in], lanes, cv);
+    char pn[80];
+    snprintf(pn, sizeof pn, "vec_%s", n->loop[in]);
+    for (char *p = pn; *p; p++)
+        if (*p == '.')
+            *p = '_';
+    if (nv) {
+        bld_split(b, l, bld_param(b, pn, cv, nv), &lo, &li);
+        bld_vectorize(b, li);
+    }
+    if (n->nloops > 1)
+        bld_parallel(b, bld_loop(b, n->loop[par_loop_info(n, n->nloops - 1)]));
+    else if (nv)
+        bld_parallel(b, lo);
+}
+
+/* A parameter name from a loop name into buf: `acc.i` -> `tile_acc_i`. */
+static const char *pn(char *buf, size_t cap, const char *prefix, const char *loop)
+{
+    snprintf(buf, cap, "%s%s", prefix, loop);
+    for (char *p = buf; *p; p++)
+        if (*p == '.')
+            *p = '_';
+    return buf;
+}
+
+/* The contraction's reduction loops after the spatial ones, from `from` up to the
+ * last (excluded when !last). */
+static int red_loops(Builder *b, const NestInfo *n, bool last, SLoop **out)
+{
+    int m = 0;
+    for (int i = n->nspatial; i < n->nloops - (last ? 0 : 1); i++)
+        out[m++] = bld_loop(b, n->loop[i]);
+    return m;
 }
 
 /* Contraction nest, register-blocked micro-kernel (variants 0: with the panel
- * operand packed, 1: without):
+ * operand packed, 1: without, 3: initialised per block of MR rows (short
+ * reductions), 4: variant 0 with the MC blocks outermost and parallel):
  *   distribute(b) reorder(R.., b1)   the initialisation leaves; b1 moves inside the
  *   distribute(a)                    reduction loops, then a1 leaves the init's a
  *   split a1 by MR, b1 by NR, the last reduction loop by KC (long ones only)
@@ -191,59 +276,58 @@ static void sb_reset(StrBuf *b)
  *   cache(OUT, a1o)                  the MR x NR tile of C: registers after unrolling
  *   unroll(a1i) vectorize(b1i) parallel(one of the outer loops)
  * Variant 2 is the fallback without distribute: tiles of dot products, the
- * reduction vectorized through rfactor. */
-static bool contraction_text(const Nest *n, int variant, int lanes, int threads, StrBuf *b)
+ * reduction vectorized through rfactor.  False when the variant does not fit. */
+static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes, int threads)
 {
     if (n->nspatial < 2 || !n->red || n->nspatial == n->nloops)
         return false;
     int ia = n->nspatial - 2, ib = n->nspatial - 1, ir = n->nloops - 1;
-    const char *a = lname(n, ia), *bn = lname(n, ib), *r = lname(n, ir);
-    const Var *va = n->loops[ia]->u.loop.var, *vb = n->loops[ib]->u.loop.var;
+    char pm[80], pnr[80], pk[80], pp[80], pt[80], pb[80];
+    pn(pm, sizeof pm, "mr_", n->loop[ia]);
+    pn(pnr, sizeof pnr, "nr_", n->loop[ib]);
+    pn(pk, sizeof pk, "kc_", n->loop[ir]);
+    pn(pp, sizeof pp, "par_", n->loop[ib]);
     int64_t cm[8], cn[8], ck[8];
     int nm = 0, nn = 0, nk = 0;
-    StrBuf pm = {0}, pn = {0}, pk = {0}, pp = {0}, pc = {0};
-    pname(&pm, "mr_", a);
-    pname(&pn, "nr_", bn);
-    pname(&pk, "kc_", r);
-    pname(&pp, "par_", bn);
+    SLoop *a = bld_loop(b, n->loop[ia]), *bn = bld_loop(b, n->loop[ib]), *r = bld_loop(b, n->loop[ir]);
+    SLoop *outer = NULL; /* an output loop outside the tile with work for every thread */
+    int iouter = -1;
+    for (int i = 0; i < ia && iouter < 0; i++)
+        if (n->ext[i] >= threads)
+            iouter = i;
     if (variant == 2) {
         /* dot-product tiles */
         nm = tile_cands(n->ext[ia], 2, 64, cm);
         nn = tile_cands(n->ext[ib], 4, 256, cn);
         nk = n->ext[ir] >= lanes ? vec_cands(n->ext[ir], lanes, ck) : 0;
-        put_param(b, pm.s, cm, nm);
-        put_param(b, pn.s, cn, nn);
-        sb_printf(b, "tile(%s, %s, %s, %s)\n", a, bn, pm.s, pn.s);
+        SVal mr = bld_param(b, pm, cm, nm), nr = bld_param(b, pnr, cn, nn);
+        SLoop *t[4];
+        bld_tile(b, a, bn, mr, nr, NULL, t);
         if (nk) {
-            put_param(b, pk.s, ck, nk);
-            sb_printf(b, "split(%s, %s)\nrfactor(%si)\nvectorize(%si)\n", r, pk.s, r, r);
+            SLoop *ro, *ri;
+            bld_split(b, r, bld_param(b, pk, ck, nk), &ro, &ri);
+            bld_rfactor(b, ri);
+            bld_vectorize(b, ri);
         }
-        for (int i = 0; i < ia; i++)
-            if (n->ext[i] >= threads) {
-                sb_printf(&pc, "%s, ", lname(n, i));
-                break;
-            }
-        sb_printf(&pc, "%so", a);
-        sb_printf(b, "param %s in [%s]\nparallel(%s)\n", pp.s, pc.s, pp.s);
-        goto out;
+        if (iouter >= 0)
+            outer = bld_loop(b, n->loop[iouter]);
+        bld_parallel(b, bld_param_loop(b, pp, (SLoop *const[]){outer, t[0]}, 2));
+        return true;
     }
-    const Buffer *panel = panel_operand(n->red->u.stmt.value, va, vb);
-    /* variant 4: variant 0 with the MC blocks outermost and parallel (one fork per
-     * run, each thread packing its own B panels), as BLIS parallelises its ic loop */
     bool rows_outer = variant == 4;
-    if ((variant == 0 || rows_outer) && !panel)
-        goto none;
+    if ((variant == 0 || rows_outer) && !n->pb)
+        return false;
     if (rows_outer && n->ext[ia] < 256)
-        goto none;
+        return false;
+    if (variant == 3 && n->ext[ir] > 256)
+        return false;
     /* MR: rows of the register tile; NR: whole SIMD registers of columns */
     for (int m = 2; m <= 8; m++)
         if (m != 5 && m != 7 && n->ext[ia] % m == 0 && m < n->ext[ia])
             cm[nm++] = m;
-    if (nm == 0) {
-        nm = 0;
+    if (nm == 0)
         for (int m = 2; m <= 8; m *= 2)
             cm[nm++] = m;
-    }
     for (int m = 1; m <= 4; m++)
         if (n->ext[ib] % (lanes * m) == 0 && m != 3)
             cn[nn++] = lanes * m;
@@ -259,152 +343,219 @@ static bool contraction_text(const Nest *n, int variant, int lanes, int threads,
             ck[nk++] = n->ext[ir];
         split_k = nk > 0;
     }
-    const char *out = n->red->u.stmt.buf->name;
-    const char *outer = NULL; /* an output loop outside the tile with work for every thread */
-    for (int i = 0; i < ia && !outer; i++)
-        if (n->ext[i] >= threads)
-            outer = lname(n, i);
+    SBuf *out = bld_buf(b, n->out);
+    SLoop *R[16], *b1, *a1;
+    int nr_ = red_loops(b, n, true, R);
+    bld_distribute(b, bn, &b1);
+    R[nr_] = b1;
+    bld_reorder(b, R, nr_ + 1);
     if (variant == 3) {
         /* Short reductions: the initialisation stays with each block of MR rows,
          * so C is written once from cache, not zeroed in a pass of its own. */
-        if (n->ext[ir] > 256)
-            goto none;
-        sb_printf(b, "distribute(%s)\nreorder(", bn);
-        for (int i = n->nspatial; i < n->nloops; i++)
-            sb_printf(b, "%s, ", lname(n, i));
-        sb_printf(b, "%s1)\n", bn);
-        put_param(b, pm.s, cm, nm);
-        put_param(b, pn.s, cn, nn);
-        sb_printf(b, "split(%s, %s)\ndistribute(%si)\nsplit(%s1, %s)\nreorder(%s1o, ", a, pm.s, a, bn, pn.s, bn);
-        for (int i = n->nspatial; i < n->nloops; i++)
-            sb_printf(b, "%s, ", lname(n, i));
-        sb_printf(b, "%si1, %s1i)\n", a, bn);
-        sb_printf(b, "cache(%s, %s1o)\nunroll(%si1)\nvectorize(%s1i)\n", out, bn, a, bn);
+        SVal mr = bld_param(b, pm, cm, nm), nr = bld_param(b, pnr, cn, nn);
+        SLoop *ao, *ai, *ai1, *b1o, *b1i;
+        bld_split(b, a, mr, &ao, &ai);
+        bld_distribute(b, ai, &ai1);
+        bld_split(b, b1, nr, &b1o, &b1i);
+        SLoop *ord[20];
+        int no = 0;
+        ord[no++] = b1o;
+        no += red_loops(b, n, true, ord + no);
+        ord[no++] = ai1;
+        ord[no++] = b1i;
+        bld_reorder(b, ord, no);
+        bld_cache(b, out, b1o, NULL, NULL);
+        bld_unroll(b, ai1);
+        bld_vectorize(b, b1i);
         for (int i = n->nspatial; i < n->nloops - 1; i++)
             if (n->ext[i] <= 8)
-                sb_printf(b, "unroll(%s)\n", lname(n, i));
-        if (outer)
-            sb_printf(&pc, "%s, ", outer);
-        sb_printf(&pc, "%so", a);
-        sb_printf(b, "param %s in [%s]\nparallel(%s)\n", pp.s, pc.s, pp.s);
-        goto out;
+                bld_unroll(b, bld_loop(b, n->loop[i]));
+        if (iouter >= 0)
+            outer = bld_loop(b, n->loop[iouter]);
+        bld_parallel(b, bld_param_loop(b, pp, (SLoop *const[]){outer, ao}, 2));
+        return true;
     }
-    sb_printf(b, "distribute(%s)\nreorder(", bn);
-    for (int i = n->nspatial; i < n->nloops; i++)
-        sb_printf(b, "%s, ", lname(n, i));
-    sb_printf(b, "%s1)\ndistribute(%s)\n", bn, a);
-    put_param(b, pm.s, cm, nm);
-    put_param(b, pn.s, cn, nn);
+    bld_distribute(b, a, &a1);
+    SVal mr = bld_param(b, pm, cm, nm), nr = bld_param(b, pnr, cn, nn);
     /* Rows that no MR divides (M = 127): the tail either guarded inside the
      * micro-kernel or peeled into a loop of its own; the tuner picks. */
     bool tail = false;
     for (int i = 0; i < nm; i++)
         tail |= n->ext[ia] % cm[i] != 0;
-    if (tail) {
-        StrBuf pt = {0};
-        pname(&pt, "tail_", a);
-        sb_printf(b, "param %s in [guard, peel]\nsplit(%s1, %s, tail=%s)\n", pt.s, a, pm.s, pt.s);
-        sb_free(&pt);
-    } else {
-        sb_printf(b, "split(%s1, %s)\n", a, pm.s);
-    }
-    sb_printf(b, "split(%s1, %s)\n", bn, pn.s);
-    if (split_k) {
-        put_param(b, pk.s, ck, nk);
-        sb_printf(b, "split(%s, %s)\n", r, pk.s);
-    }
+    SLoop *a1o, *a1i, *b1o, *b1i, *ko = NULL, *ki = r;
+    if (tail)
+        bld_split_tail(b, a1, mr, bld_param_names(b, pn(pt, sizeof pt, "tail_", n->loop[ia]),
+                                                  (const char *const[]){"guard", "peel"}, 2), &a1o, &a1i);
+    else
+        bld_split(b, a1, mr, &a1o, &a1i);
+    bld_split(b, b1, nr, &b1o, &b1i);
+    if (split_k)
+        bld_split(b, r, bld_param(b, pk, ck, nk), &ko, &ki);
     /* MC: blocks of micro-tiles whose A rows stay in L2 while the B panel is
      * reused across them (many rows only). */
     bool mc = n->ext[ia] >= 256;
-    StrBuf rows = {0};
-    if (mc) {
-        StrBuf pb = {0};
-        pname(&pb, "mb_", a);
-        int64_t cb[4] = {8, 16, 32, 64};
-        put_param(b, pb.s, cb, 4);
-        sb_printf(b, "split(%s1o, %s)\n", a, pb.s);
-        sb_free(&pb);
-        sb_printf(&rows, "%s1oi", a);
-    } else {
-        sb_printf(&rows, "%s1o", a);
-    }
-    sb_puts(b, "reorder(");
+    SLoop *rows = a1o, *a1oo = NULL;
+    if (mc)
+        bld_split(b, a1o, bld_param(b, pn(pb, sizeof pb, "mb_", n->loop[ia]), (const int64_t[]){8, 16, 32, 64}, 4),
+                  &a1oo, &rows);
+    SLoop *ord[24];
+    int no = 0;
     if (rows_outer)
-        sb_printf(b, "%s1oo, ", a);
+        ord[no++] = a1oo;
     if (split_k)
-        sb_printf(b, "%so, ", r);
+        ord[no++] = ko;
     if (mc && !rows_outer)
-        sb_printf(b, "%s1oo, ", a);
-    sb_printf(b, "%s1o, %s, ", bn, rows.s);
-    for (int i = n->nspatial; i < n->nloops - 1; i++)
-        sb_printf(b, "%s, ", lname(n, i));
-    sb_printf(b, "%s%s, %s1i, %s1i)\n", r, split_k ? "i" : "", a, bn);
+        ord[no++] = a1oo;
+    ord[no++] = b1o;
+    ord[no++] = rows;
+    no += red_loops(b, n, false, ord + no);
+    ord[no++] = ki;
+    ord[no++] = a1i;
+    ord[no++] = b1i;
+    bld_reorder(b, ord, no);
     if (variant == 0 || rows_outer)
-        sb_printf(b, "cache(%s, %s1o)\n", panel->name, bn);
-    sb_printf(b, "cache(%s, %s)\nunroll(%s1i)\nvectorize(%s1i)\n", out, rows.s, a, bn);
+        bld_cache(b, bld_buf(b, n->pb), b1o, NULL, NULL);
+    bld_cache(b, out, rows, NULL, NULL);
+    bld_unroll(b, a1i);
+    bld_vectorize(b, b1i);
     /* small window loops of a convolution: unrolled */
     for (int i = n->nspatial; i < n->nloops - 1; i++)
         if (n->ext[i] <= 8)
-            sb_printf(b, "unroll(%s)\n", lname(n, i));
+            bld_unroll(b, bld_loop(b, n->loop[i]));
     /* The parallel loop: an outer output loop (batch, image, filter) that has work
      * for every thread, the column blocks, or the row blocks. */
-    if (outer)
-        sb_printf(&pc, "%s, ", outer);
+    if (iouter >= 0)
+        outer = bld_loop(b, n->loop[iouter]);
     if (rows_outer)
-        sb_printf(&pc, "%s1oo", a);
+        bld_parallel(b, bld_param_loop(b, pp, (SLoop *const[]){outer, a1oo}, 2));
     else
-        sb_printf(&pc, "%s1o, %s", bn, rows.s);
-    sb_printf(b, "param %s in [%s]\nparallel(%s)\n", pp.s, pc.s, pp.s);
-    sb_free(&rows);
-out:
-    sb_free(&pm), sb_free(&pn), sb_free(&pk), sb_free(&pp), sb_free(&pc);
+        bld_parallel(b, bld_param_loop(b, pp, (SLoop *const[]){outer, b1o, rows}, 3));
     return true;
-none:
-    sb_free(&pm), sb_free(&pn), sb_free(&pk), sb_free(&pp), sb_free(&pc);
-    return false;
+}
+
+typedef struct ContrCtx {
+    const NestInfo *const *ns;
+    int nn, variant, lanes, threads;
+} ContrCtx;
+
+/* A contraction kernel on a CPU: each contraction nest as the variant says, the
+ * other nests (an epilogue) elementwise. */
+static bool contraction_kernel_b(Builder *b, const void *vctx)
+{
+    const ContrCtx *c = vctx;
+    bool any = false;
+    for (int i = 0; i < c->nn; i++) {
+        const NestInfo *n = c->ns[i];
+        if (n->red && n->mul)
+            any |= contraction_b(b, n, c->variant, c->lanes, c->threads);
+        else if (!n->red)
+            elementwise_b(b, n, c->lanes);
+    }
+    return any;
 }
 
 /* Contraction on a GPU: a register-tiled SIMT kernel.  The initialisation is
  * distributed away as on the CPU; a block computes TI x TJ outputs, each thread an
- * RI x RJ tile held in registers (cache(C, j1io) with unrolled loops), the
- * reduction runs serially in the thread.  The grid and block shapes are the
- * parameters; the CUDA launch table prunes what the target cannot launch.  An outer
- * output loop (batch) goes to block.z. */
-static bool gpu_contraction_text(const Nest *n, StrBuf *b)
+ * RI x RJ tile held in registers (the C tile cached per thread with unrolled
+ * loops), the reduction runs serially in the thread.  The grid and block shapes are
+ * the parameters; the CUDA launch table prunes what the target cannot launch.  An
+ * outer output loop (batch) goes to block.z. */
+static void gpu_contraction_b(Builder *b, const NestInfo *n)
 {
     if (n->nspatial < 2 || !n->red || n->nspatial == n->nloops)
-        return false;
+        return;
     int ia = n->nspatial - 2, ib = n->nspatial - 1;
-    const char *a = lname(n, ia), *bn = lname(n, ib);
-    sb_printf(b, "distribute(%s)\nreorder(", bn);
-    for (int i = n->nspatial; i < n->nloops; i++)
-        sb_printf(b, "%s, ", lname(n, i));
-    sb_printf(b, "%s1)\ndistribute(%s)\n", bn, a);
+    SLoop *a = bld_loop(b, n->loop[ia]), *bn = bld_loop(b, n->loop[ib]), *a1, *b1, *R[16];
+    int nr = red_loops(b, n, true, R);
+    bld_distribute(b, bn, &b1);
+    R[nr] = b1;
+    bld_reorder(b, R, nr + 1);
+    bld_distribute(b, a, &a1);
     int64_t ct[4], cr[4], cj[4];
-    int nt = 0, nr = 0, nj = 0;
+    int nt = 0, ncr = 0, nj = 0;
     for (int t = 32; t <= 128; t *= 2)
         if (n->ext[ia] % t == 0 || n->ext[ib] % t == 0)
             ct[nt++] = t;
     if (!nt)
         ct[nt++] = 32;
     for (int r = 2; r <= 8; r *= 2)
-        cr[nr++] = r;
+        cr[ncr++] = r;
     for (int r = 1; r <= 4; r *= 2)
         cj[nj++] = r;
-    put_param(b, "ti", ct, nt);
-    put_param(b, "tj", ct, nt);
-    put_param(b, "ri", cr, nr);
-    put_param(b, "rj", cj, nj);
-    sb_printf(b, "split(%s1, ti)\nsplit(%s1, tj)\nsplit(%s1i, ri)\nsplit(%s1i, rj)\n", a, bn, a, bn);
-    sb_printf(b, "reorder(%s1o, %s1o, %s1io, %s1io, ", a, bn, a, bn);
-    for (int i = n->nspatial; i < n->nloops; i++)
-        sb_printf(b, "%s, ", lname(n, i));
-    sb_printf(b, "%s1ii, %s1ii)\n", a, bn);
-    sb_printf(b, "cache(%s, %s1io)\nunroll(%s1ii)\nunroll(%s1ii)\n", n->red->u.stmt.buf->name, bn, a, bn);
+    SVal ti = bld_param(b, "ti", ct, nt), tj = bld_param(b, "tj", ct, nt);
+    SVal ri = bld_param(b, "ri", cr, ncr), rj = bld_param(b, "rj", cj, nj);
+    SLoop *a1o, *a1i, *b1o, *b1i, *a1io, *a1ii, *b1io, *b1ii;
+    bld_split(b, a1, ti, &a1o, &a1i);
+    bld_split(b, b1, tj, &b1o, &b1i);
+    bld_split(b, a1i, ri, &a1io, &a1ii);
+    bld_split(b, b1i, rj, &b1io, &b1ii);
+    SLoop *ord[24] = {a1o, b1o, a1io, b1io};
+    int no = 4 + red_loops(b, n, true, ord + 4);
+    ord[no++] = a1ii;
+    ord[no++] = b1ii;
+    bld_reorder(b, ord, no);
+    bld_cache(b, bld_buf(b, n->out), b1io, NULL, NULL);
+    bld_unroll(b, a1ii);
+    bld_unroll(b, b1ii);
     if (ia == 1)
-        sb_printf(b, "bind(%s, block.z)\n", lname(n, 0));
-    sb_printf(b, "bind(%s1o, block.y)\nbind(%s1o, block.x)\nbind(%s1io, thread.y)\nbind(%s1io, thread.x)\n", a, bn,
-              a, bn);
+        bld_bind(b, bld_loop(b, n->loop[0]), "block.z");
+    bld_bind(b, a1o, "block.y");
+    bld_bind(b, b1o, "block.x");
+    bld_bind(b, a1io, "thread.y");
+    bld_bind(b, b1io, "thread.x");
+}
+
+/* Every contraction nest of a kernel on a GPU as register tiles; the other nests
+ * keep the code generator's default mapping. */
+static bool gpu_kernel_b(Builder *b, const void *vctx)
+{
+    const ContrCtx *c = vctx;
+    for (int i = 0; i < c->nn; i++)
+        if (c->ns[i]->red && c->ns[i]->mul)
+            gpu_contraction_b(b, c->ns[i]);
+    return true;
+}
+
+typedef struct RowsCtx {
+    const NestInfo *const *ns;
+    int nn, lanes;
+} RowsCtx;
+
+/* Row-wise kernels: every nest's outer loop runs over the same rows. */
+static bool rows_b(Builder *b, const void *vctx)
+{
+    const RowsCtx *c = vctx;
+    const NestInfo *const *ns = c->ns;
+    SLoop *row = bld_loop(b, ns[0]->loop[0]);
+    for (int i = 1; i < c->nn; i++)
+        bld_fuse(b, row, bld_loop(b, ns[i]->loop[0]));
+    /* rows for every thread, else the rows stay serial (a dot product has one) */
+    if (ns[0]->ext[0] >= rt_cpu_count())
+        bld_parallel(b, row);
+    int64_t cv[4];
+    int nv = vec_cands(ns[0]->ext[1], c->lanes, cv);
+    if (!nv)
+        return true;
+    SVal vec = bld_param(b, "vec_row", cv, nv);
+    for (int i = 0; i < c->nn; i++) {
+        SLoop *co, *ci;
+        bld_split(b, bld_loop(b, ns[i]->loop[1]), vec, &co, &ci);
+        if (ns[i]->red)
+            bld_rfactor(b, ci);
+        bld_vectorize(b, ci);
+    }
+    return true;
+}
+
+/* Elementwise nests vectorized, reductions parallel over their rows. */
+static bool plain_b(Builder *b, const void *vctx)
+{
+    const RowsCtx *c = vctx;
+    for (int i = 0; i < c->nn; i++)
+        if (!c->ns[i]->red)
+            elementwise_b(b, c->ns[i], c->lanes);
+        else
+            bld_parallel(b, bld_loop(b, c->ns[i]->loop[par_loop_info(c->ns[i], c->ns[i]->nspatial)]));
     return true;
 }
 
@@ -418,17 +569,24 @@ static bool gpu_contraction_text(const Nest *n, StrBuf *b)
  * kstep 32 (pipelined only) is stdlib's gemm_tiled32: K slices of 32, the copy
  * mapping of a 128 x 32 A tile and a 32 x 128 B tile, and the k unroll as a
  * parameter; it needs the reduction to be a multiple of 32. */
-static bool gpu_shared_text(const Nest *n, bool pipelined, int kstep, StrBuf *b)
+typedef struct SharedCtx {
+    const NestInfo *n;
+    bool pipelined;
+    int kstep;
+} SharedCtx;
+
+static bool gpu_shared_b(Builder *b, const void *vctx)
 {
+    const SharedCtx *c = vctx;
+    const NestInfo *n = c->n;
+    bool pipelined = c->pipelined;
+    int kstep = c->kstep;
     if (n->nspatial < 2 || !n->red || n->nloops != n->nspatial + 1)
         return false;
     int ia = n->nspatial - 2, ib = n->nspatial - 1, ir = n->nloops - 1;
-    const char *a = lname(n, ia), *bn = lname(n, ib), *r = lname(n, ir);
-    const Var *va = n->loops[ia]->u.loop.var, *vb = n->loops[ib]->u.loop.var;
-    const Buffer *pa = panel_operand(n->red->u.stmt.value, vb, va), *pb = panel_operand(n->red->u.stmt.value, va, vb);
     if (kstep != 16 && !(pipelined && kstep == 32))
         return false;
-    if (!pa || !pb || n->ext[ir] % kstep)
+    if (!n->pa || !n->pb || n->ext[ir] % kstep)
         return false;
     /* The pipelined variant: 16-byte cp.async copies (a warp's lanes on consecutive
      * chunks of a row: A's 64-byte rows 4 rows x 4 chunks at a time through collapse,
@@ -442,54 +600,123 @@ static bool gpu_shared_text(const Nest *n, bool pipelined, int kstep, StrBuf *b)
      * sm_90; the launch table prunes 3 stages where a block may have less, sm_86 and
      * sm_89's 99 KB), and the 32-deep k loop unrolled 16 at a time (128 registers
      * with CUDA 12/13's ptxas for sm_90) or whole (167: one block per SM). */
-    if (pipelined && (pa->dtype != DT_F32 || pb->dtype != DT_F32))
+    if (pipelined && (n->pa_t != DT_F32 || n->pb_t != DT_F32))
         return false;
-    const char *out = n->red->u.stmt.buf->name;
-    const char *tb = pipelined ? "128" : "tb", *tr = pipelined ? "8" : "tr";
     bool k32 = kstep == 32;
-    if (pipelined && k32)
-        sb_puts(b, "param vs in [4, 2]\nparam st in [2, 3]\nparam ku in [16, 32]\n");
-    else if (pipelined)
-        sb_puts(b, "param vs in [4, 2]\nparam st in [2, 3, 4]\n");
-    else
-        sb_puts(b, "param tb in [128, 64]\nparam tr in [8, 4]\nparam vs in [4, 2]\n");
-    sb_printf(b, "tile(%s, %s, %s, %s, g_io, g_jo, g_ii, g_ji)\ncache(%s, g_jo, name=g_acc)\n", a, bn, tb, tb, out);
-    sb_printf(b, "distribute(g_ji)\ndistribute(g_ii)\n"
-                 "split(g_acc_c0, %s, g_cy, g_cr)\nsplit(g_acc_c1, %s, g_cx, g_cs)\nreorder(g_cy, g_cx, g_cr, g_cs)\n"
-                 "split(g_ii, %s, g_iy, g_ir)\nsplit(g_ji, %s, g_ix, g_is)\nreorder(g_iy, g_ix, g_ir, g_is)\n"
-                 "split(g_ii1, %s, g_ty, g_r)\nsplit(g_ji1, %s, g_tx, g_s)\n",
-              tr, tr, tr, tr, tr, tr);
-    sb_printf(b, "split(%s, %d, g_ko, g_ki)\nreorder(g_ko, g_ty, g_tx, g_ki, g_r, g_s)\n", r, kstep);
-    sb_printf(b, "cache(%s, g_ko, mem=shared, name=g_As)\ncache(%s, g_ko, mem=shared, name=g_Bs)\n", pa->name,
-              pb->name);
-    if (pipelined && k32)
-        sb_puts(b, "padding(g_As, 4)\nsplit(g_As_c1, 4, g_ac, g_av)\nsplit(g_As_c0, 2, g_ar, g_ax)\n"
-                   "collapse(g_ax, g_ac, g_af)\nsplit(g_ar, 4, g_ay, g_au)\nreorder(g_ay, g_af, g_au)\n"
-                   "split(g_Bs_c1, 4, g_bc, g_bv)\nsplit(g_bc, 16, g_bu, g_bx)\nsplit(g_Bs_c0, 2, g_by, g_br)\n"
-                   "reorder(g_by, g_bx, g_br, g_bu)\n");
-    else if (pipelined)
-        sb_puts(b, "padding(g_As, 4)\nsplit(g_As_c1, 4, g_ac, g_av)\nsplit(g_As_c0, 4, g_ar, g_ax)\n"
-                   "collapse(g_ax, g_ac, g_af)\nsplit(g_ar, 2, g_ay, g_au)\nreorder(g_ay, g_af, g_au)\n"
-                   "split(g_Bs_c1, 4, g_bc, g_bv)\nsplit(g_bc, 16, g_bu, g_bx)\nreorder(g_Bs_c0, g_bx, g_bu)\n");
-    else
-        sb_printf(b, "padding(g_As, 1)\nsplit(g_As_c0, %s, g_ay, g_au)\nreorder(g_ay, g_As_c1, g_au)\n"
-                     "split(g_Bs_c1, 16, g_bu, g_bx)\nreorder(g_Bs_c0, g_bx, g_bu)\n",
-                  tr);
-    sb_printf(b, "split(g_s, vs, g_s2, g_s4)\n"
-                 "split(g_acc_c01, %s, g_oy, g_or)\nsplit(g_acc_c11, %s, g_ox, g_os)\nreorder(g_oy, g_ox, g_or, g_os)\n",
-              tr, tr);
+    SVal tb = sv(128), tr = sv(8), vs, st = sv(0), ku = sv(0);
+    if (pipelined && k32) {
+        vs = bld_param(b, "vs", (const int64_t[]){4, 2}, 2);
+        st = bld_param(b, "st", (const int64_t[]){2, 3}, 2);
+        ku = bld_param(b, "ku", (const int64_t[]){16, 32}, 2);
+    } else if (pipelined) {
+        vs = bld_param(b, "vs", (const int64_t[]){4, 2}, 2);
+        st = bld_param(b, "st", (const int64_t[]){2, 3, 4}, 3);
+    } else {
+        tb = bld_param(b, "tb", (const int64_t[]){128, 64}, 2);
+        tr = bld_param(b, "tr", (const int64_t[]){8, 4}, 2);
+        vs = bld_param(b, "vs", (const int64_t[]){4, 2}, 2);
+    }
+    SLoop *t[4];
+    bld_tile(b, bld_loop(b, n->loop[ia]), bld_loop(b, n->loop[ib]), tb, tb,
+             (const char *const[]){"g_io", "g_jo", "g_ii", "g_ji"}, t);
+    SLoop *io = t[0], *jo = t[1], *ii = t[2], *ji = t[3], *ji1, *ii1;
+    SBuf *acc = bld_cache(b, bld_buf(b, n->out), jo, NULL, "g_acc");
+    bld_distribute(b, ji, &ji1);
+    bld_distribute(b, ii, &ii1);
+    /* the accumulator's initialisation (nest 0) and copy out (nest 1) */
+    SLoop *c0 = acc ? acc->nest[0][0] : NULL, *c1 = acc ? acc->nest[0][1] : NULL;
+    SLoop *o0 = acc && acc->nnest > 1 ? acc->nest[1][0] : NULL, *o1 = acc && acc->nnest > 1 ? acc->nest[1][1] : NULL;
+    SLoop *cy, *cr, *cx, *cs, *iy, *ir_, *ix, *is, *ty, *r, *tx, *s_, *ko, *ki;
+    bld_split_named(b, c0, tr, "g_cy", "g_cr", &cy, &cr);
+    bld_split_named(b, c1, tr, "g_cx", "g_cs", &cx, &cs);
+    BLD_REORDER(b, cy, cx, cr, cs);
+    bld_split_named(b, ii, tr, "g_iy", "g_ir", &iy, &ir_);
+    bld_split_named(b, ji, tr, "g_ix", "g_is", &ix, &is);
+    BLD_REORDER(b, iy, ix, ir_, is);
+    bld_split_named(b, ii1, tr, "g_ty", "g_r", &ty, &r);
+    bld_split_named(b, ji1, tr, "g_tx", "g_s", &tx, &s_);
+    bld_split_named(b, bld_loop(b, n->loop[ir]), sv(kstep), "g_ko", "g_ki", &ko, &ki);
+    BLD_REORDER(b, ko, ty, tx, ki, r, s_);
+    SBuf *As = bld_cache(b, bld_buf(b, n->pa), ko, "shared", "g_As");
+    SBuf *Bs = bld_cache(b, bld_buf(b, n->pb), ko, "shared", "g_Bs");
+    SLoop *a0 = As ? As->nest[0][0] : NULL, *a1 = As ? As->nest[0][1] : NULL;
+    SLoop *b0 = Bs ? Bs->nest[0][0] : NULL, *b1 = Bs ? Bs->nest[0][1] : NULL;
+    SLoop *ac = NULL, *av = NULL, *ar = NULL, *ax = NULL, *af = NULL, *ay = NULL, *au = NULL;
+    SLoop *bc = NULL, *bv = NULL, *bu = NULL, *bx = NULL, *by = NULL, *br = NULL;
+    if (pipelined && k32) {
+        bld_padding(b, As, sv(4));
+        bld_split_named(b, a1, sv(4), "g_ac", "g_av", &ac, &av);
+        bld_split_named(b, a0, sv(2), "g_ar", "g_ax", &ar, &ax);
+        bld_collapse(b, ax, ac, "g_af", &af);
+        bld_split_named(b, ar, sv(4), "g_ay", "g_au", &ay, &au);
+        BLD_REORDER(b, ay, af, au);
+        bld_split_named(b, b1, sv(4), "g_bc", "g_bv", &bc, &bv);
+        bld_split_named(b, bc, sv(16), "g_bu", "g_bx", &bu, &bx);
+        bld_split_named(b, b0, sv(2), "g_by", "g_br", &by, &br);
+        BLD_REORDER(b, by, bx, br, bu);
+    } else if (pipelined) {
+        bld_padding(b, As, sv(4));
+        bld_split_named(b, a1, sv(4), "g_ac", "g_av", &ac, &av);
+        bld_split_named(b, a0, sv(4), "g_ar", "g_ax", &ar, &ax);
+        bld_collapse(b, ax, ac, "g_af", &af);
+        bld_split_named(b, ar, sv(2), "g_ay", "g_au", &ay, &au);
+        BLD_REORDER(b, ay, af, au);
+        bld_split_named(b, b1, sv(4), "g_bc", "g_bv", &bc, &bv);
+        bld_split_named(b, bc, sv(16), "g_bu", "g_bx", &bu, &bx);
+        BLD_REORDER(b, b0, bx, bu);
+    } else {
+        bld_padding(b, As, sv(1));
+        bld_split_named(b, a0, tr, "g_ay", "g_au", &ay, &au);
+        BLD_REORDER(b, ay, a1, au);
+        bld_split_named(b, b1, sv(16), "g_bu", "g_bx", &bu, &bx);
+        BLD_REORDER(b, b0, bx, bu);
+    }
+    SLoop *s2, *s4, *oy, *or_, *ox, *os;
+    bld_split_named(b, s_, vs, "g_s2", "g_s4", &s2, &s4);
+    bld_split_named(b, o0, tr, "g_oy", "g_or", &oy, &or_);
+    bld_split_named(b, o1, tr, "g_ox", "g_os", &ox, &os);
+    BLD_REORDER(b, oy, ox, or_, os);
     if (ia == 1)
-        sb_printf(b, "bind(%s, block.z)\n", lname(n, 0));
-    sb_printf(b, "bind(g_io, block.y)\nbind(g_jo, block.x)\nbind(g_cy, thread.y)\nbind(g_cx, thread.x)\n"
-                 "bind(g_iy, thread.y)\nbind(g_ix, thread.x)\nbind(%s, thread.y)\nbind(g_bx, thread.x)\n"
-                 "bind(g_ay, thread.y)\nbind(%s, thread.x)\nbind(g_ty, thread.y)\nbind(g_tx, thread.x)\n"
-                 "bind(g_oy, thread.y)\nbind(g_ox, thread.x)\n"
-                 "unroll(g_cr)\nunroll(g_cs)\nunroll(g_ir)\nunroll(g_is)\nunroll(g_bu)\n%sunroll(g_au)\n%s"
-                 "unroll(g_r)\nunroll(g_s2)\nvectorize(g_s4)\nunroll(g_or)\nunroll(g_os)\n",
-              k32 ? "g_by" : "g_Bs_c0", pipelined ? "g_af" : "g_As_c1", k32 ? "unroll(g_br)\n" : "",
-              k32 ? "split(g_ki, ku, g_kq, g_kr)\nunroll(g_kr)\n" : "unroll(g_ki)\n");
-    if (pipelined)
-        sb_puts(b, "vectorize(g_av)\nvectorize(g_bv)\npipeline(g_ko, st)\n");
+        bld_bind(b, bld_loop(b, n->loop[0]), "block.z");
+    bld_bind(b, io, "block.y");
+    bld_bind(b, jo, "block.x");
+    bld_bind(b, cy, "thread.y");
+    bld_bind(b, cx, "thread.x");
+    bld_bind(b, iy, "thread.y");
+    bld_bind(b, ix, "thread.x");
+    bld_bind(b, k32 ? by : b0, "thread.y");
+    bld_bind(b, bx, "thread.x");
+    bld_bind(b, ay, "thread.y");
+    bld_bind(b, pipelined ? af : a1, "thread.x");
+    bld_bind(b, ty, "thread.y");
+    bld_bind(b, tx, "thread.x");
+    bld_bind(b, oy, "thread.y");
+    bld_bind(b, ox, "thread.x");
+    bld_unroll(b, cr);
+    bld_unroll(b, cs);
+    bld_unroll(b, ir_);
+    bld_unroll(b, is);
+    bld_unroll(b, bu);
+    if (k32)
+        bld_unroll(b, br);
+    bld_unroll(b, au);
+    if (k32) {
+        SLoop *kq, *kr;
+        bld_split_named(b, ki, ku, "g_kq", "g_kr", &kq, &kr);
+        bld_unroll(b, kr);
+    } else {
+        bld_unroll(b, ki);
+    }
+    bld_unroll(b, r);
+    bld_unroll(b, s2);
+    bld_vectorize(b, s4);
+    bld_unroll(b, or_);
+    bld_unroll(b, os);
+    if (pipelined) {
+        bld_vectorize(b, av);
+        bld_vectorize(b, bv);
+        bld_pipeline(b, ko, st, false);
+    }
     return true;
 }
 
@@ -505,27 +732,32 @@ static bool gpu_shared_text(const Nest *n, bool pipelined, int kstep, StrBuf *b)
  * template that loses a statement is dropped. */
 typedef struct TcShape {
     int bm, bn, bk, wm, wn;
-    const char *stages; /* the candidate set of the pipeline depth */
+    int64_t stages[4]; /* the candidate set of the pipeline depth */
+    int nstages;
 } TcShape;
 
 static const TcShape tc_shapes[] = {
-    {128, 128, 32, 64, 64, "4, 3, 5"}, /* stdlib's gemm_tc_*: 4 warps, 2 blocks per SM */
-    {128, 128, 32, 64, 32, "3, 4"},    /* 8 warps */
-    {128, 256, 32, 64, 64, "4, 3"},    /* 8 warps, wider */
-    {128, 128, 64, 64, 64, "2, 3"},    /* K step 64 */
-    {64, 128, 32, 64, 64, "4, 3"},     /* smaller grids: 2 warps */
-    {64, 64, 32, 32, 32, "3, 4"},      /* small problems: 4 warps of 32 x 32 */
+    {128, 128, 32, 64, 64, {4, 3, 5}, 3}, /* stdlib's gemm_tc_*: 4 warps, 2 blocks per SM */
+    {128, 128, 32, 64, 32, {3, 4}, 2},    /* 8 warps */
+    {128, 256, 32, 64, 64, {4, 3}, 2},    /* 8 warps, wider */
+    {128, 128, 64, 64, 64, {2, 3}, 2},    /* K step 64 */
+    {64, 128, 32, 64, 64, {4, 3}, 2},     /* smaller grids: 2 warps */
+    {64, 64, 32, 32, 32, {3, 4}, 2},      /* small problems: 4 warps of 32 x 32 */
 };
 
-static bool gpu_tc_text(const Nest *n, const TcShape *t, StrBuf *b)
+typedef struct TcCtx {
+    const NestInfo *n;
+    const TcShape *t;
+} TcCtx;
+
+static bool gpu_tc_b(Builder *b, const void *vctx)
 {
+    const TcCtx *c = vctx;
+    const NestInfo *n = c->n;
+    const TcShape *t = c->t;
     if (n->nspatial != 2 || !n->red || n->nloops != 3)
         return false;
-    const char *I = lname(n, 0), *J = lname(n, 1), *Kk = lname(n, 2);
-    const Var *vi = n->loops[0]->u.loop.var, *vj = n->loops[1]->u.loop.var;
-    const Buffer *pa = panel_operand(n->red->u.stmt.value, vj, vi), *pb = panel_operand(n->red->u.stmt.value, vi, vj);
-    const Buffer *out = n->red->u.stmt.buf;
-    if (!pa || !pb || out->dtype != DT_F32 || pa->dtype != pb->dtype || (pa->dtype != DT_F16 && pa->dtype != DT_BF16))
+    if (!n->pa || !n->pb || n->out_t != DT_F32 || n->pa_t != n->pb_t || (n->pa_t != DT_F16 && n->pa_t != DT_BF16))
         return false;
     if (n->ext[0] % t->bm || n->ext[1] % t->bn || n->ext[2] % t->bk)
         return false;
@@ -533,50 +765,95 @@ static bool gpu_tc_text(const Nest *n, const TcShape *t, StrBuf *b)
     int ca = t->bk / 8, ra = 32 / ca, gra = t->bm / ra, cb = t->bn / 8;
     if (t->wm % 16 || t->wn % 8 || t->bk % 16 || 32 % ca || gra % nw)
         return false;
-    sb_printf(b, "param st in [%s]\n", t->stages);
-    sb_printf(b, "tile(%s, %s, %d, %d, io, jo, ii, ji)\ncache(%s, jo, name=acc)\ndistribute(ji)\ndistribute(ii)\n", I,
-              J, t->bm, t->bn, out->name);
-    sb_printf(b, "split(acc_c0, %d, cz, cr)\nsplit(acc_c1, %d, cy, cc)\nreorder(cz, cy, cr, cc)\n", t->wm, t->wn);
-    sb_printf(b, "split(ii, %d, iz, ir)\nsplit(ji, %d, iy, ic)\nreorder(iz, iy, ir, ic)\n", t->wm, t->wn);
-    sb_printf(b, "split(ii1, %d, wz, wm)\nsplit(wm, 16, mi, mm)\nsplit(ji1, %d, wy, wn)\nsplit(wn, 8, nj, nn)\n", t->wm,
-              t->wn);
-    sb_printf(b, "split(%s, %d, ko, kt)\nsplit(kt, 16, ks, kk)\nreorder(ko, wz, wy, ks, mi, nj, mm, nn)\n", Kk, t->bk);
-    sb_printf(b, "cache(%s, ko, mem=shared, name=As)\ncache(%s, ko, mem=shared, name=Bs)\n", pa->name, pb->name);
-    sb_puts(b, "padding(As, 8)\npadding(Bs, 8)\n");
+    /* B tile BK x BN: RB rows x (BN / 8) chunks per warp instruction */
+    int rb = cb >= 32 ? 0 : 32 / cb, grb = cb >= 32 ? 0 : t->bk / rb;
+    if (cb >= 32 ? cb % 32 || t->bk % nw : 32 % cb || grb % nw)
+        return false;
+    SVal st = bld_param(b, "st", t->stages, t->nstages);
+    SLoop *tl[4];
+    bld_tile(b, bld_loop(b, n->loop[0]), bld_loop(b, n->loop[1]), sv(t->bm), sv(t->bn),
+             (const char *const[]){"io", "jo", "ii", "ji"}, tl);
+    SLoop *io = tl[0], *jo = tl[1], *ii = tl[2], *ji = tl[3], *ji1, *ii1;
+    SBuf *acc = bld_cache(b, bld_buf(b, n->out), jo, NULL, "acc");
+    bld_distribute(b, ji, &ji1);
+    bld_distribute(b, ii, &ii1);
+    SLoop *c0 = acc ? acc->nest[0][0] : NULL, *c1 = acc ? acc->nest[0][1] : NULL;
+    SLoop *o0 = acc && acc->nnest > 1 ? acc->nest[1][0] : NULL, *o1 = acc && acc->nnest > 1 ? acc->nest[1][1] : NULL;
+    SLoop *cz, *cr, *cy, *cc, *iz, *ir, *iy, *ic, *wzl, *wml, *mi, *mm, *wyl, *wnl, *nj, *nn, *ko, *kt, *ks, *kk;
+    bld_split_named(b, c0, sv(t->wm), "cz", "cr", &cz, &cr);
+    bld_split_named(b, c1, sv(t->wn), "cy", "cc", &cy, &cc);
+    BLD_REORDER(b, cz, cy, cr, cc);
+    bld_split_named(b, ii, sv(t->wm), "iz", "ir", &iz, &ir);
+    bld_split_named(b, ji, sv(t->wn), "iy", "ic", &iy, &ic);
+    BLD_REORDER(b, iz, iy, ir, ic);
+    bld_split_named(b, ii1, sv(t->wm), "wz", "wm", &wzl, &wml);
+    bld_split_named(b, wml, sv(16), "mi", "mm", &mi, &mm);
+    bld_split_named(b, ji1, sv(t->wn), "wy", "wn", &wyl, &wnl);
+    bld_split_named(b, wnl, sv(8), "nj", "nn", &nj, &nn);
+    bld_split_named(b, bld_loop(b, n->loop[2]), sv(t->bk), "ko", "kt", &ko, &kt);
+    bld_split_named(b, kt, sv(16), "ks", "kk", &ks, &kk);
+    BLD_REORDER(b, ko, wzl, wyl, ks, mi, nj, mm, nn);
+    SBuf *As = bld_cache(b, bld_buf(b, n->pa), ko, "shared", "As");
+    SBuf *Bs = bld_cache(b, bld_buf(b, n->pb), ko, "shared", "Bs");
+    bld_padding(b, As, sv(8));
+    bld_padding(b, Bs, sv(8));
+    SLoop *a0 = As ? As->nest[0][0] : NULL, *a1 = As ? As->nest[0][1] : NULL;
+    SLoop *b0 = Bs ? Bs->nest[0][0] : NULL, *b1 = Bs ? Bs->nest[0][1] : NULL;
     /* A tile BM x BK: a warp's 32 lanes take RA rows x (BK / 8) 16-byte chunks; the
      * thread loops are the most significant terms of the row, which is what lets
      * the dependence test prove the warps' rows disjoint. */
-    sb_printf(b, "split(As_c1, 8, ac, av)\nsplit(As_c0, %d, ar, ax)\ncollapse(ax, ac, af)\n", ra);
-    sb_printf(b, "split(ar, %d, az, ara)\nsplit(ara, %d, ay, au)\nreorder(az, ay, af, au, av)\n", gra / wz, gra / nw);
-    /* B tile BK x BN: RB rows x (BN / 8) chunks per warp instruction */
-    sb_puts(b, "split(Bs_c1, 8, bc, bv)\n");
-    const char *bunroll;
+    SLoop *ac, *av, *ar, *ax, *af, *az, *ara, *ay, *au;
+    bld_split_named(b, a1, sv(8), "ac", "av", &ac, &av);
+    bld_split_named(b, a0, sv(ra), "ar", "ax", &ar, &ax);
+    bld_collapse(b, ax, ac, "af", &af);
+    bld_split_named(b, ar, sv(gra / wz), "az", "ara", &az, &ara);
+    bld_split_named(b, ara, sv(gra / nw), "ay", "au", &ay, &au);
+    BLD_REORDER(b, az, ay, af, au, av);
+    SLoop *bc, *bv, *bcu = NULL, *bf, *bz, *bra, *by, *bu;
+    bld_split_named(b, b1, sv(8), "bc", "bv", &bc, &bv);
     if (cb >= 32) {
-        if (cb % 32 || t->bk % nw)
-            return false;
-        sb_printf(b, "split(bc, 32, bcu, bf)\nsplit(Bs_c0, %d, bz, bra)\nsplit(bra, %d, by, bu)\n"
-                     "reorder(bz, by, bf, bu, bcu, bv)\n",
-                  t->bk / wz, t->bk / nw);
-        bunroll = "unroll(bu)\nunroll(bcu)\n";
+        bld_split_named(b, bc, sv(32), "bcu", "bf", &bcu, &bf);
+        bld_split_named(b, b0, sv(t->bk / wz), "bz", "bra", &bz, &bra);
+        bld_split_named(b, bra, sv(t->bk / nw), "by", "bu", &by, &bu);
+        BLD_REORDER(b, bz, by, bf, bu, bcu, bv);
     } else {
-        int rb = 32 / cb, grb = t->bk / rb;
-        if (32 % cb || grb % nw)
-            return false;
-        sb_printf(b, "split(Bs_c0, %d, br, bx)\ncollapse(bx, bc, bf)\nsplit(br, %d, bz, bra)\nsplit(bra, %d, by, bu)\n"
-                     "reorder(bz, by, bf, bu, bv)\n",
-                  rb, grb / wz, grb / nw);
-        bunroll = "unroll(bu)\n";
+        SLoop *br, *bx;
+        bld_split_named(b, b0, sv(rb), "br", "bx", &br, &bx);
+        bld_collapse(b, bx, bc, "bf", &bf);
+        bld_split_named(b, br, sv(grb / wz), "bz", "bra", &bz, &bra);
+        bld_split_named(b, bra, sv(grb / nw), "by", "bu", &by, &bu);
+        BLD_REORDER(b, bz, by, bf, bu, bv);
     }
-    sb_printf(b, "split(acc_c01, %d, oz, or)\nsplit(acc_c11, %d, oy, oc)\nreorder(oz, oy, or, oc)\n", t->wm, t->wn);
-    sb_puts(b, "mma(mm, nn, kk)\n"
-               "bind(io, block.y)\nbind(jo, block.x)\nbind(cz, thread.z)\nbind(cy, thread.y)\n"
-               "bind(iz, thread.z)\nbind(iy, thread.y)\nbind(wz, thread.z)\nbind(wy, thread.y)\n"
-               "bind(az, thread.z)\nbind(ay, thread.y)\nbind(af, thread.x)\n"
-               "bind(bz, thread.z)\nbind(by, thread.y)\nbind(bf, thread.x)\n"
-               "bind(oz, thread.z)\nbind(oy, thread.y)\n"
-               "unroll(mi)\nunroll(nj)\nunroll(au)\n");
-    sb_puts(b, bunroll);
-    sb_puts(b, "vectorize(av)\nvectorize(bv)\npipeline(ko, st)\n");
+    SLoop *oz, *or_, *oy, *oc;
+    bld_split_named(b, o0, sv(t->wm), "oz", "or", &oz, &or_);
+    bld_split_named(b, o1, sv(t->wn), "oy", "oc", &oy, &oc);
+    BLD_REORDER(b, oz, oy, or_, oc);
+    bld_mma(b, mm, nn, kk);
+    bld_bind(b, io, "block.y");
+    bld_bind(b, jo, "block.x");
+    bld_bind(b, cz, "thread.z");
+    bld_bind(b, cy, "thread.y");
+    bld_bind(b, iz, "thread.z");
+    bld_bind(b, iy, "thread.y");
+    bld_bind(b, wzl, "thread.z");
+    bld_bind(b, wyl, "thread.y");
+    bld_bind(b, az, "thread.z");
+    bld_bind(b, ay, "thread.y");
+    bld_bind(b, af, "thread.x");
+    bld_bind(b, bz, "thread.z");
+    bld_bind(b, by, "thread.y");
+    bld_bind(b, bf, "thread.x");
+    bld_bind(b, oz, "thread.z");
+    bld_bind(b, oy, "thread.y");
+    bld_unroll(b, mi);
+    bld_unroll(b, nj);
+    bld_unroll(b, au);
+    bld_unroll(b, bu);
+    if (cb >= 32)
+        bld_unroll(b, bcu);
+    bld_vectorize(b, av);
+    bld_vectorize(b, bv);
+    bld_pipeline(b, ko, st, false);
     return true;
 }
 
@@ -588,171 +865,130 @@ static bool gpu_tc_text(const Nest *n, const TcShape *t, StrBuf *b)
  * products run on while the next stage's are issued. */
 typedef struct WgShape {
     int bn;
-    const char *stages; /* the candidate set of the pipeline depth */
+    int64_t stages[2]; /* the candidate set of the pipeline depth */
     int inflight;
 } WgShape;
 
 static const WgShape wg_shapes[] = {
-    {256, "4, 3", 1}, /* stdlib's gemm_wg_*: 0.89-0.91x cuBLAS on an H200 */
-    {128, "3, 4", 0}, /* two blocks per SM at 3 stages */
-    {128, "5, 4", 1},
+    {256, {4, 3}, 1}, /* stdlib's gemm_wg_*: 0.89-0.91x cuBLAS on an H200 */
+    {128, {3, 4}, 0}, /* two blocks per SM at 3 stages */
+    {128, {5, 4}, 1},
 };
 
-static bool gpu_wg_text(const Nest *n, const WgShape *t, StrBuf *b)
+typedef struct WgCtx {
+    const NestInfo *n;
+    const WgShape *t;
+} WgCtx;
+
+static bool gpu_wg_b(Builder *b, const void *vctx)
 {
+    const WgCtx *c = vctx;
+    const NestInfo *n = c->n;
+    const WgShape *t = c->t;
     if (n->nspatial != 2 || !n->red || n->nloops != 3)
         return false;
-    const char *I = lname(n, 0), *J = lname(n, 1), *Kk = lname(n, 2);
-    const Var *vi = n->loops[0]->u.loop.var, *vj = n->loops[1]->u.loop.var;
-    const Buffer *pa = panel_operand(n->red->u.stmt.value, vj, vi), *pb = panel_operand(n->red->u.stmt.value, vi, vj);
-    const Buffer *out = n->red->u.stmt.buf;
-    if (!pa || !pb || out->dtype != DT_F32 || pa->dtype != pb->dtype || (pa->dtype != DT_F16 && pa->dtype != DT_BF16))
+    if (!n->pa || !n->pb || n->out_t != DT_F32 || n->pa_t != n->pb_t || (n->pa_t != DT_F16 && n->pa_t != DT_BF16))
         return false;
     if (n->ext[0] % 128 || n->ext[1] % t->bn || n->ext[2] % 64)
         return false;
     /* B's 64 x BN tile: 128 threads cover RPP rows of BN / 8 chunks at a time */
     int rpp = 1024 / t->bn, passes = 64 / rpp;
-    sb_printf(b, "param st in [%s]\n", t->stages);
-    sb_printf(b, "tile(%s, %s, 128, %d, io, jo, ii, ji)\ncache(%s, jo, name=acc)\ndistribute(ji)\ndistribute(ii)\n", I,
-              J, t->bn, out->name);
-    sb_printf(b, "split(acc_c0, 64, cy, cr)\nsplit(ii, 64, iy, ir)\nsplit(ii1, 64, wy, wm)\n"
-                 "split(%s, 64, ko, kt)\nsplit(kt, 16, ks, kk)\nreorder(ko, wy, ks, wm, ji1, kk)\n", Kk);
-    sb_printf(b, "cache(%s, ko, mem=shared, name=As)\ncache(%s, ko, mem=shared, name=Bs)\n", pa->name, pb->name);
-    sb_puts(b, "split(As_c1, 8, ac, av)\nsplit(As_c0, 16, ar, ax)\ncollapse(ax, ac, af)\nsplit(ar, 4, ay, au)\n"
-               "reorder(ay, af, au, av)\n");
-    sb_printf(b, "split(Bs_c1, 8, bc, bv)\nsplit(Bs_c0, %d, br, bx)\ncollapse(bx, bc, bf)\nsplit(br, %d, by, bu)\n"
-                 "reorder(by, bf, bu, bv)\n", rpp, passes / 2);
-    sb_puts(b, "split(acc_c01, 64, oy, or)\nwgmma(wm, ji1, kk)\n"
-               "bind(io, block.y)\nbind(jo, block.x)\nbind(cy, thread.y)\nbind(iy, thread.y)\nbind(wy, thread.y)\n"
-               "bind(ay, thread.y)\nbind(af, thread.x)\nbind(by, thread.y)\nbind(bf, thread.x)\nbind(oy, thread.y)\n"
-               "unroll(ks)\nunroll(au)\nunroll(bu)\nvectorize(av)\nvectorize(bv)\n");
-    sb_printf(b, "pipeline(ko, st%s)\n", t->inflight ? ", inflight=1" : "");
+    SVal st = bld_param(b, "st", t->stages, 2);
+    SLoop *tl[4];
+    bld_tile(b, bld_loop(b, n->loop[0]), bld_loop(b, n->loop[1]), sv(128), sv(t->bn),
+             (const char *const[]){"io", "jo", "ii", "ji"}, tl);
+    SLoop *io = tl[0], *jo = tl[1], *ii = tl[2], *ji = tl[3], *ji1, *ii1;
+    SBuf *acc = bld_cache(b, bld_buf(b, n->out), jo, NULL, "acc");
+    bld_distribute(b, ji, &ji1);
+    bld_distribute(b, ii, &ii1);
+    SLoop *c0 = acc ? acc->nest[0][0] : NULL, *o0 = acc && acc->nnest > 1 ? acc->nest[1][0] : NULL;
+    SLoop *cy, *cr, *iy, *ir, *wy, *wm, *ko, *kt, *ks, *kk;
+    bld_split_named(b, c0, sv(64), "cy", "cr", &cy, &cr);
+    bld_split_named(b, ii, sv(64), "iy", "ir", &iy, &ir);
+    bld_split_named(b, ii1, sv(64), "wy", "wm", &wy, &wm);
+    bld_split_named(b, bld_loop(b, n->loop[2]), sv(64), "ko", "kt", &ko, &kt);
+    bld_split_named(b, kt, sv(16), "ks", "kk", &ks, &kk);
+    BLD_REORDER(b, ko, wy, ks, wm, ji1, kk);
+    SBuf *As = bld_cache(b, bld_buf(b, n->pa), ko, "shared", "As");
+    SBuf *Bs = bld_cache(b, bld_buf(b, n->pb), ko, "shared", "Bs");
+    SLoop *a0 = As ? As->nest[0][0] : NULL, *a1 = As ? As->nest[0][1] : NULL;
+    SLoop *b0 = Bs ? Bs->nest[0][0] : NULL, *b1 = Bs ? Bs->nest[0][1] : NULL;
+    SLoop *ac, *av, *ar, *ax, *af, *ay, *au, *bc, *bv, *br, *bx, *bf, *by, *bu, *oy, *or_;
+    bld_split_named(b, a1, sv(8), "ac", "av", &ac, &av);
+    bld_split_named(b, a0, sv(16), "ar", "ax", &ar, &ax);
+    bld_collapse(b, ax, ac, "af", &af);
+    bld_split_named(b, ar, sv(4), "ay", "au", &ay, &au);
+    BLD_REORDER(b, ay, af, au, av);
+    bld_split_named(b, b1, sv(8), "bc", "bv", &bc, &bv);
+    bld_split_named(b, b0, sv(rpp), "br", "bx", &br, &bx);
+    bld_collapse(b, bx, bc, "bf", &bf);
+    bld_split_named(b, br, sv(passes / 2), "by", "bu", &by, &bu);
+    BLD_REORDER(b, by, bf, bu, bv);
+    bld_split_named(b, o0, sv(64), "oy", "or", &oy, &or_);
+    bld_wgmma(b, wm, ji1, kk);
+    bld_bind(b, io, "block.y");
+    bld_bind(b, jo, "block.x");
+    bld_bind(b, cy, "thread.y");
+    bld_bind(b, iy, "thread.y");
+    bld_bind(b, wy, "thread.y");
+    bld_bind(b, ay, "thread.y");
+    bld_bind(b, af, "thread.x");
+    bld_bind(b, by, "thread.y");
+    bld_bind(b, bf, "thread.x");
+    bld_bind(b, oy, "thread.y");
+    bld_unroll(b, ks);
+    bld_unroll(b, au);
+    bld_unroll(b, bu);
+    bld_vectorize(b, av);
+    bld_vectorize(b, bv);
+    bld_pipeline(b, ko, st, t->inflight);
     return true;
 }
 
-/* The loop to run on threads: the outermost with an iteration for every thread
- * (a batch of one is no parallelism), among the first `below` loops of the chain. */
-static int par_loop(const Nest *n, int below)
-{
-    int threads = rt_cpu_count();
-    for (int i = 0; i < below && i < n->nloops; i++)
-        if (n->ext[i] >= threads)
-            return i;
-    return 0;
-}
+/* ---- checking templates ---- */
 
-/* Elementwise nest: vectorize the innermost loop, parallel outermost. */
-static void elementwise_text(const Nest *n, int lanes, StrBuf *b)
-{
-    int in = n->nloops - 1;
-    const char *l = lname(n, in);
-    int64_t cv[4];
-    int nv = vec_cands(n->ext[in], lanes, cv);
-    StrBuf tv = {0};
-    pname(&tv, "vec_", l);
-    if (nv) {
-        put_param(b, tv.s, cv, nv);
-        sb_printf(b, "split(%s, %s)\nvectorize(%si)\n", l, tv.s, l);
-    }
-    if (n->nloops > 1)
-        sb_printf(b, "parallel(%s)\n", lname(n, par_loop(n, n->nloops - 1)));
-    else if (nv)
-        sb_printf(b, "parallel(%so)\n", l);
-    sb_free(&tv);
-}
+static void add_template(TuneSpace *sp, AstSchedule *s, const char *origin);
 
-/* Row-wise kernels: every nest's outer loop runs over the same rows. */
-static bool rows_text(const Kernel *k, Nest *ns, int nn, int lanes, StrBuf *b)
+/* The template fn(ctx) checked at its defaults on a freshly lowered kernel.  NULL
+ * when it does not fit; *dropped: its statements refused there (dropped). */
+static TuneRule *check_rule(const TuneInput *in, TuneBuildFn fn, const void *ctx, Arena *a, int *dropped,
+                            Diags *d)
 {
-    /* one nest qualifies when it reduces along its rows (a matrix-vector product) */
-    if (nn < 2 && !(nn == 1 && ns[0].red))
-        return false;
-    for (int i = 0; i < nn; i++)
-        if (ns[i].ext[0] != ns[0].ext[0] || ns[i].nloops != 2)
-            return false;
-    const char *row = lname(&ns[0], 0);
-    for (int i = 1; i < nn; i++)
-        sb_printf(b, "fuse(%s, %s)\n", row, lname(&ns[i], 0));
-    /* rows for every thread, else the rows stay serial (a dot product has one) */
-    if (ns[0].ext[0] >= rt_cpu_count())
-        sb_printf(b, "parallel(%s)\n", row);
-    int64_t cv[4];
-    int nv = vec_cands(ns[0].ext[1], lanes, cv);
-    if (!nv)
-        return true;
-    put_param(b, "vec_row", cv, nv);
-    for (int i = 0; i < nn; i++) {
-        const char *c = lname(&ns[i], 1);
-        sb_printf(b, "split(%s, vec_row)\n", c);
-        if (ns[i].red)
-            sb_printf(b, "rfactor(%si)\n", c);
-        sb_printf(b, "vectorize(%si)\n", c);
-    }
-    (void)k;
-    return true;
-}
-
-/* ---- parsing and checking templates ---- */
-
-static bool apply_fresh(const TuneInput *in, const AstSchedule *s, Diags *d)
-{
-    Kernel *k = tune_apply(in, s, NULL, 0, d);
-    if (k)
-        ir_free(k);
-    return k != NULL;
-}
-
-/* Parses text into a schedule and keeps only the statements that apply at the
- * default choices (each checked after the ones kept before it). */
-static AstSchedule *parse_checked(const TuneInput *in, const char *text, Arena *a, int *dropped, Diags *d)
-{
-    Source *src = arena_alloc(a, sizeof *src);
-    src->path = "<autotune template>";
-    src->text = arena_strdup(a, text);
-    src->len = strlen(text);
-    Diags pd;
-    diag_init(&pd);
-    AstSchedule *s = parse_schedule_text(a, src, &pd);
-    if (!s || pd.nerrors) {
-        diag_plain(d, DIAG_ERROR, "internal: the autotuner wrote a template it cannot parse:\n%s%s", text,
-                   pd.text.s ? pd.text.s : "");
-        diag_free(&pd);
+    Kernel *k = tune_apply(in, NULL, NULL, 0, NULL, d);
+    if (!k)
         return NULL;
-    }
-    diag_free(&pd);
-    s->kernel = in->ast->name;
-    AstSchedule *out = arena_alloc(a, sizeof *out);
-    *out = *s;
-    out->items = arena_alloc(a, sizeof *out->items * (size_t)(s->nitems + 1));
-    out->nitems = 0;
-    *dropped = 0;
-    for (int i = 0; i < s->nitems; i++) {
-        out->items[out->nitems++] = s->items[i];
-        if (s->items[i].kind == SCHED_PARAM)
-            continue;
-        Diags q;
-        diag_init(&q);
-        if (!apply_fresh(in, out, &q)) {
-            out->nitems--;
-            (*dropped)++;
-        }
-        diag_free(&q);
-    }
-    /* Parameters no statement uses any more would only multiply the space. */
-    int w = 0;
-    for (int i = 0; i < out->nitems; i++) {
-        const SchedItem *it = &out->items[i];
-        bool used = it->kind != SCHED_PARAM;
-        for (int j = i + 1; j < out->nitems && !used; j++)
-            for (int x = 0; x < out->items[j].nargs; x++)
-                if (out->items[j].args[x].kind == SARG_NAME && !strcmp(out->items[j].args[x].name, it->name))
-                    used = true;
-        if (used)
-            out->items[w++] = *it;
-    }
-    out->nitems = w;
-    return out;
+    TuneRule *r = tune_rule_check(fn, ctx, k, a);
+    ir_free(k);
+    *dropped = r ? r->dropped : 0;
+    return r;
 }
+
+/* Adds a rule's template; one that kept no statement is the empty schedule. */
+static void add_rule(const TuneInput *in, TuneSpace *sp, TuneRule *r, Arena *a, const char *origin)
+{
+    if (sp->n == TUNE_MAX_TEMPLATES)
+        return;
+    if (r->nsteps == r->dropped) {
+        AstSchedule *e = arena_alloc(a, sizeof *e);
+        e->kernel = in->ast->name;
+        add_template(sp, e, origin);
+        return;
+    }
+    TuneTemplate *t = &sp->t[sp->n++];
+    memset(t, 0, sizeof *t);
+    t->rule = r;
+    t->origin = origin;
+    t->nparams = r->nparams;
+    double size = 1;
+    for (int i = 0; i < t->nparams; i++) {
+        t->names[i] = r->names[i];
+        t->ncands[i] = r->ncands[i];
+        size *= t->ncands[i];
+    }
+    sp->size += size;
+}
+
+/* ---- the space ---- */
 
 static void add_template(TuneSpace *sp, AstSchedule *s, const char *origin)
 {
@@ -790,25 +1026,22 @@ static AstSchedule *merged_user(const TuneInput *in, Arena *a, int *nparams)
     return s;
 }
 
-/* A GPU template that is only worth having whole: the text in b is parsed and added
- * when no statement of it had to be dropped (a tile that does not divide, a
- * transformation refused).  tc: it uses tensor cores, which names the kernel class.
- * False only when parsing itself failed (an error in d). */
-static bool offer_whole(const TuneInput *in, StrBuf *b, Arena *a, TuneSpace *sp, const char *origin, bool tc,
-                        Diags *d)
+/* A GPU template that is only worth having whole: added when it fits and no
+ * statement of it had to be dropped (a tile that does not divide, a transformation
+ * refused).  tc: it uses tensor cores, which names the kernel class. */
+static void offer_rule(const TuneInput *in, TuneBuildFn fn, const void *ctx, Arena *a, TuneSpace *sp,
+                       const char *origin, bool tc)
 {
+    Diags q;
+    diag_init(&q);
     int dropped = 0;
-    AstSchedule *s = parse_checked(in, b->s, a, &dropped, d);
-    if (!s) {
-        sb_free(b);
-        return false;
-    }
-    if (!dropped) {
-        add_template(sp, s, origin);
-        if (tc)
-            sp->kclass = "contraction (GPU, tensor cores)";
-    }
-    return true;
+    TuneRule *r = check_rule(in, fn, ctx, a, &dropped, &q);
+    diag_free(&q);
+    if (!r || dropped)
+        return;
+    add_rule(in, sp, r, a, origin);
+    if (tc)
+        sp->kclass = "contraction (GPU, tensor cores)";
 }
 
 bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena *a, TuneSpace *sp, Diags *d)
@@ -843,13 +1076,16 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
         sp->kclass = "scalar";
         return true;
     }
+    /* the templates read the nests during the whole search: arena memory */
+    NestInfo **infos = arena_alloc(a, sizeof *infos * 16);
+    for (int i = 0; i < nn; i++)
+        infos[i] = nest_info(&ns[i], a);
     int ncontr = 0, nred = 0;
     for (int i = 0; i < nn; i++) {
         ncontr += ns[i].red && ns[i].nspatial >= 1 && ns[i].nloops - ns[i].nspatial >= 1 &&
                   ns[i].red->u.stmt.value->kind == IE_MUL;
         nred += ns[i].red != NULL;
     }
-    StrBuf b = {0};
     int dropped = 0;
     if (gpu) {
         /* CUDA: contractions get the SIMT template; everything else keeps the code
@@ -861,19 +1097,19 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
         bool one = nn == 1 && ncontr;
         for (size_t t = 0; one && !strcmp(target, "sm_90a") && t < sizeof wg_shapes / sizeof wg_shapes[0]; t++) {
             const WgShape *c = &wg_shapes[t];
-            if (gpu_wg_text(&ns[0], c, &b) &&
-                !offer_whole(in, &b, a, sp, arena_printf(a, "rules: GPU wgmma 128x%dx64%s", c->bn,
-                                                         c->inflight ? ", one group in flight" : ""), true, d))
-                return false;
-            sb_reset(&b);
+            WgCtx *x = arena_alloc(a, sizeof *x);
+            *x = (WgCtx){infos[0], c};
+            offer_rule(in, gpu_wg_b, x, a, sp,
+                       arena_printf(a, "rules: GPU wgmma 128x%dx64%s", c->bn, c->inflight ? ", one group in flight" : ""),
+                       true);
         }
         for (size_t t = 0; one && t < sizeof tc_shapes / sizeof tc_shapes[0]; t++) {
             const TcShape *c = &tc_shapes[t];
-            if (gpu_tc_text(&ns[0], c, &b) &&
-                !offer_whole(in, &b, a, sp, arena_printf(a, "rules: GPU tensor cores %dx%dx%d, warps %dx%d", c->bm,
-                                                         c->bn, c->bk, c->wm, c->wn), true, d))
-                return false;
-            sb_reset(&b);
+            TcCtx *x = arena_alloc(a, sizeof *x);
+            *x = (TcCtx){infos[0], c};
+            offer_rule(in, gpu_tc_b, x, a, sp,
+                       arena_printf(a, "rules: GPU tensor cores %dx%dx%d, warps %dx%d", c->bm, c->bn, c->bk, c->wm,
+                                    c->wn), true);
         }
         /* the shared-memory templates when they apply whole (single-nest GEMMs):
          * f32 first with 16-byte cp.async copies in a pipeline, K step 16 (stdlib's
@@ -883,21 +1119,20 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
             {true, 16, "rules: GPU shared-memory tiles, cp.async pipeline"},
             {true, 32, "rules: GPU shared-memory tiles, cp.async pipeline, K step 32"},
             {false, 16, "rules: GPU shared-memory tiles"}};
-        for (int vi = 0; vi < 3; vi++) {
-            if (one && gpu_shared_text(&ns[0], shared_variants[vi].pl, shared_variants[vi].ks, &b) &&
-                !offer_whole(in, &b, a, sp, shared_variants[vi].origin, false, d))
-                return false;
-            sb_reset(&b);
+        for (int vi = 0; one && vi < 3; vi++) {
+            SharedCtx *sc = arena_alloc(a, sizeof *sc);
+            *sc = (SharedCtx){infos[0], shared_variants[vi].pl, shared_variants[vi].ks};
+            offer_rule(in, gpu_shared_b, sc, a, sp, shared_variants[vi].origin, false);
         }
-        for (int i = 0; i < nn; i++)
-            if (ns[i].red && ns[i].red->u.stmt.value->kind == IE_MUL)
-                gpu_contraction_text(&ns[i], &b);
-        AstSchedule *s = parse_checked(in, b.s ? b.s : "", a, &dropped, d);
-        sb_free(&b);
-        if (!s)
+        /* then register tiles for every contraction nest (the other nests, and every
+         * nest of a kernel without one, keep the default mapping) */
+        ContrCtx *cc = arena_alloc(a, sizeof *cc);
+        *cc = (ContrCtx){(const NestInfo *const *)infos, nn, 0, lanes, threads};
+        TuneRule *r = check_rule(in, gpu_kernel_b, cc, a, &dropped, d);
+        if (!r)
             return false;
-        add_template(sp, s, dropped ? arena_printf(a, "rules: GPU (%d statements dropped)", dropped)
-                                    : ncontr ? "rules: GPU register tiles" : "rules: default mapping");
+        add_rule(in, sp, r, a, dropped ? arena_printf(a, "rules: GPU (%d statements dropped)", dropped)
+                                      : ncontr ? "rules: GPU register tiles" : "rules: default mapping");
         return true;
     }
     if (ncontr) {
@@ -913,22 +1148,11 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
             /* the dot-product fallback only when no micro-kernel template held */
             if (variant == 2 && sp->n > (in->nscheds ? 1 : 0))
                 break;
-            sb_reset(&b);
-            bool any = false;
-            for (int i = 0; i < nn; i++) {
-                bool contr = ns[i].red && ns[i].red->u.stmt.value->kind == IE_MUL;
-                if (contr)
-                    any |= contraction_text(&ns[i], variant, lanes, threads, &b);
-                else if (!ns[i].red)
-                    elementwise_text(&ns[i], lanes, &b);
-            }
-            if (!any)
+            ContrCtx *cc = arena_alloc(a, sizeof *cc);
+            *cc = (ContrCtx){(const NestInfo *const *)infos, nn, variant, lanes, threads};
+            TuneRule *r = check_rule(in, contraction_kernel_b, cc, a, &dropped, d);
+            if (!r)
                 continue;
-            AstSchedule *s = parse_checked(in, b.s, a, &dropped, d);
-            if (!s) {
-                sb_free(&b);
-                return false;
-            }
             /* a micro-kernel template that lost its distribute is no micro-kernel */
             if (variant != 2 && dropped)
                 continue;
@@ -936,36 +1160,34 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
             if (dropped)
                 origin = arena_printf(a, "%s (%d statement%s refused at the defaults and dropped)", origin, dropped,
                                       dropped == 1 ? "" : "s");
-            add_template(sp, s, origin);
+            add_rule(in, sp, r, a, origin);
         }
     }
     /* a contraction no micro-kernel or dot-product template fits (one output loop: a
      * matrix-vector product, a dot product) is tuned as the reduction it is */
     if (sp->n > (in->nscheds ? 1 : 0)) {
         /* templates from the contraction rules */
-    } else if (nred && (sb_reset(&b), rows_text(u, ns, nn, lanes, &b))) {
-        sp->kclass = "row-wise";
-        AstSchedule *s = parse_checked(in, b.s, a, &dropped, d);
-        if (!s) {
-            sb_free(&b);
-            return false;
-        }
-        add_template(sp, s, dropped ? arena_printf(a, "rules: row-wise (%d statements dropped)", dropped) : "rules: row-wise");
     } else {
-        sp->kclass = nred ? "reduction" : "elementwise";
-        sb_reset(&b);
-        for (int i = 0; i < nn; i++)
-            if (!ns[i].red)
-                elementwise_text(&ns[i], lanes, &b);
-            else
-                sb_printf(&b, "parallel(%s)\n", lname(&ns[i], par_loop(&ns[i], ns[i].nspatial)));
-        AstSchedule *s = parse_checked(in, b.s ? b.s : "", a, &dropped, d);
-        if (!s) {
-            sb_free(&b);
+        /* row-wise: several nests over the same rows, or one that reduces along its
+         * rows (a matrix-vector product) */
+        bool rows = nred && (nn >= 2 || (nn == 1 && ns[0].red));
+        for (int i = 0; rows && i < nn; i++)
+            rows = ns[i].ext[0] == ns[0].ext[0] && ns[i].nloops == 2;
+        RowsCtx *rc = arena_alloc(a, sizeof *rc);
+        rc->ns = (const NestInfo *const *)infos;
+        rc->nn = nn;
+        rc->lanes = lanes;
+        TuneRule *r = check_rule(in, rows ? rows_b : plain_b, rc, a, &dropped, d);
+        if (!r)
             return false;
+        if (rows) {
+            sp->kclass = "row-wise";
+            add_rule(in, sp, r, a, dropped ? arena_printf(a, "rules: row-wise (%d statements dropped)", dropped)
+                                           : "rules: row-wise");
+        } else {
+            sp->kclass = nred ? "reduction" : "elementwise";
+            add_rule(in, sp, r, a, nred ? "rules: parallel rows" : "rules: elementwise");
         }
-        add_template(sp, s, nred ? "rules: parallel rows" : "rules: elementwise");
     }
-    sb_free(&b);
     return sp->n > 0;
 }

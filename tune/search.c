@@ -23,6 +23,7 @@
 #include "../passes/passes.h"
 #include "../passes/xform.h"
 #include "../codegen/cuda/cg_cuda.h"
+#include "builder.h"
 #include "model.h"
 
 void tune_options_init(TuneOptions *o)
@@ -200,7 +201,12 @@ static void arg_print(const SchedArg *a, StrBuf *b)
 static char *params_text(const struct Tuner *T, const Cand *c)
 {
     StrBuf b = {0};
-    const AstSchedule *s = T->sp.t[c->t].s;
+    const TuneTemplate *t = &T->sp.t[c->t];
+    if (t->rule)
+        for (int i = 0; i < t->rule->nparams; i++)
+            sb_printf(&b, "%s%s=%s", b.len ? " " : "", t->rule->names[i], t->rule->values[i][c->idx[i]]);
+    static const AstSchedule none = {0};
+    const AstSchedule *s = t->rule ? &none : t->s;
     int p = 0;
     for (int i = 0; i < s->nitems; i++)
         if (s->items[i].kind == SCHED_PARAM) {
@@ -211,7 +217,7 @@ static char *params_text(const struct Tuner *T, const Cand *c)
             p++;
         }
     if (!b.s)
-        sb_puts(&b, !s->nitems ? "(no schedule)" : T->sp.n > 1 ? "" : "(none)");
+        sb_puts(&b, !s->nitems && !t->rule ? "(no schedule)" : T->sp.n > 1 ? "" : "(none)");
     if (T->sp.n > 1) {
         StrBuf v = {0};
         sb_printf(&v, "[template %d] %s", c->t + 1, b.s);
@@ -338,7 +344,7 @@ static void schedule_cand(Tuner *T, Cand *c)
     diag_init(&d);
     ParamChoice ch[TUNE_MAX_PARAMS];
     choices_of(T, c, ch);
-    Kernel *k = tune_apply(T->in, T->sp.t[c->t].s, ch, T->sp.t[c->t].nparams, &d);
+    Kernel *k = tune_apply(T->in, &T->sp.t[c->t], ch, T->sp.t[c->t].nparams, NULL, &d);
     if (!k) {
         /* the first line of the refusal says which statement and why */
         const char *msg = d.text.s ? d.text.s : "refused";
@@ -555,6 +561,20 @@ static bool stopped(const Tuner *T)
     return T->o->stop && *T->o->stop;
 }
 
+/* A candidate that failed to run (not one that ran and was invalid): a note through
+ * the progress callback, so the CLI's renderer puts it above its status line; on
+ * stderr when the caller gave no callback. */
+static void note_failed(Tuner *T, const char *params, const char *why)
+{
+    StrBuf b = {0};
+    sb_printf(&b, "candidate %s failed: %s", params, why);
+    if (T->prog)
+        progress_emit(T->prog, &(ProgEvent){.phase = PROG_SEARCH, .kind = PROG_NOTE, .what = b.s, .eta_s = -1});
+    else
+        fprintf(stderr, "perfc: %s", b.s);
+    sb_free(&b);
+}
+
 /* One more candidate measured: the progress event and the trace. */
 static void progress(Tuner *T, const Cand *c)
 {
@@ -630,7 +650,7 @@ static bool resume_from_store(Tuner *T, Cand *x, const ParamChoice *ch)
     if (!T->nstored)
         return false;
     StrBuf s = {0};
-    schedule_print(T->sp.t[x->t].s, ch, T->sp.t[x->t].nparams, &s);
+    tune_text(T->in, &T->sp.t[x->t], ch, T->sp.t[x->t].nparams, &s);
     const char *sched = s.s ? s.s : "";
     for (int i = 0; i < T->nstored; i++) {
         const struct Stored *y = &T->stored[i];
@@ -768,7 +788,7 @@ static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Batch
                 T->res->failed++;
                 T->res->measured++;
                 if (!T->o->quiet && q.text.s)
-                    fprintf(stderr, "\r\033[Kperfc: candidate %s failed: %s", x->params, q.text.s);
+                    note_failed(T, x->params, q.text.s);
                 diag_free(&q);
                 cand_drop(x);
                 progress(T, x);
@@ -824,10 +844,10 @@ static int measure_batch(Tuner *T, Cand **c, int n, int budget, int total, Batch
         else if (rc != 0)
             T->res->failed++;
         if (rc != 0 && rc != 2 && !T->o->quiet && q.text.s)
-            fprintf(stderr, "\r\033[Kperfc: candidate %s failed: %s", x->params, q.text.s);
+            note_failed(T, x->params, q.text.s);
         diag_free(&q);
         StrBuf s = {0};
-        schedule_print(T->sp.t[x->t].s, ch, T->sp.t[x->t].nparams, &s);
+        tune_text(T->in, &T->sp.t[x->t], ch, T->sp.t[x->t].nparams, &s);
         x->sched = s.s ? s.s : xstrdup("");
         double tdb = now_seconds();
         record(T, x, NULL, x->compile_ms, d);
@@ -884,7 +904,7 @@ static void random_cand(Tuner *T, Cand *c)
 static bool plain_policy(Tuner *T, TuneResult *res)
 {
     for (int i = 0; i < T->sp.n; i++)
-        if (T->sp.t[i].s->nitems == 0)
+        if (!T->sp.t[i].rule && T->sp.t[i].s->nitems == 0)
             return !(T->plain_in_space = true);
     RtWork w;
     Diags q;
@@ -1271,11 +1291,11 @@ static void report(const Tuner *T, const TuneResult *res, const char *db_path, F
 /* ---- final validation ---- */
 
 /* Runs the concrete schedule `sched` (text) with fresh inputs and the baseline. */
-static int final_run(Tuner *T, const AstSchedule *tmpl, const ParamChoice *ch, int nch, uint64_t seed, double min_time,
+static int final_run(Tuner *T, const TuneTemplate *tmpl, const ParamChoice *ch, int nch, uint64_t seed, double min_time,
                      bool validate_only, Diags *d)
 {
     TuneResult *res = T->res;
-    Kernel *k = tune_apply(T->in, tmpl, ch, nch, d);
+    Kernel *k = tune_apply(T->in, tmpl, ch, nch, NULL, d);
     if (!k)
         return 1;
     const Kernel *u = T->u;
@@ -1391,7 +1411,7 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
     char *db_path = NULL;
     bool own_dev = false, searched = false;
 
-    Kernel *u = tune_apply(in, NULL, NULL, 0, d);
+    Kernel *u = tune_apply(in, NULL, NULL, 0, NULL, d);
     if (!u)
         goto done;
     if (!ir_all_bound(u, d))
@@ -1402,7 +1422,32 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
             goto done;
         for (int i = 0; i < T->sp.n; i++) {
             StrBuf b = {0};
-            ast_print_schedule(T->sp.t[i].s, &b);
+            const TuneTemplate *t = &T->sp.t[i];
+            if (t->rule) {
+                /* as a schedule with parameters, like a kernel's own template: the
+                 * parameters with their candidates, then the statements the rule
+                 * records at its defaults (which name the parameters) */
+                StrBuf x = {0};
+                tune_text(in, t, NULL, 0, &x);
+                sb_printf(&b, "schedule %s {\n", in->ast->name);
+                for (int p = 0; p < t->rule->nparams; p++) {
+                    sb_printf(&b, "  param %s in [", t->rule->names[p]);
+                    for (int v = 0; v < t->rule->ncands[p]; v++)
+                        sb_printf(&b, "%s%s", v ? ", " : "", t->rule->values[p][v]);
+                    sb_puts(&b, "]\n");
+                }
+                for (const char *l = x.s ? x.s : ""; *l;) {
+                    const char *nl = strchr(l, '\n');
+                    int len = nl ? (int)(nl - l) : (int)strlen(l);
+                    if (strncmp(l, "param ", 6))
+                        sb_printf(&b, "  %.*s\n", len, l);
+                    l += len + (nl ? 1 : 0);
+                }
+                sb_puts(&b, "}\n");
+                sb_free(&x);
+            } else {
+                ast_print_schedule(t->s, &b);
+            }
             fprintf(out, "# template %d of %d: %s, %s\n%s\n", i + 1, T->sp.n, T->sp.kclass, T->sp.t[i].origin,
                     b.s ? b.s : "");
             sb_free(&b);
@@ -1469,7 +1514,8 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
         char *sched = xstrdup(best.schedule), *params = xstrdup(best.params);
         bool stored = tunedb_final_of(T->db, &T->key, best.schedule, &fin) && fin.reps > 0 &&
                       (!o->compare || fin.base_call[0]);
-        int frc = s ? final_run(T, s, NULL, 0, o->seed * 0x9e3779b97f4a7c15ull + 17, 0.02, stored, &q) : 1;
+        TuneTemplate st = {.s = s, .origin = "the tuning database"};
+        int frc = s ? final_run(T, &st, NULL, 0, o->seed * 0x9e3779b97f4a7c15ull + 17, 0.02, stored, &q) : 1;
         if (frc == 0 && res->final.valid && stored)
             stored_times(&res->final, &fin, o->compare);
         if (frc == 0 && res->final.valid) {
@@ -1652,7 +1698,7 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
         ParamChoice ch[TUNE_MAX_PARAMS];
         choices_of(T, T->best, ch);
         double tf = now_seconds();
-        rc = final_run(T, T->sp.t[T->best->t].s, ch, T->sp.t[T->best->t].nparams,
+        rc = final_run(T, &T->sp.t[T->best->t], ch, T->sp.t[T->best->t].nparams,
                        o->seed * 0x9e3779b97f4a7c15ull + 1, 0.2, false, d);
         res->spent.final = now_seconds() - tf;
         free(res->best_ir);

@@ -45,9 +45,14 @@ typedef struct TuneInput {
     int nscheds;
 } TuneInput;
 
-/* One template: a schedule whose parameters are the search dimensions. */
+struct TuneRule;
+
+/* One template: a schedule whose parameters are the search dimensions.  Either
+ * written (s: the kernel's own schedule, or one read back from the database) or
+ * built by a rule through the typed builder (rule: tune/builder.h). */
 typedef struct TuneTemplate {
     AstSchedule *s;
+    const struct TuneRule *rule;
     const char *origin;     /* "the kernel's schedule", "rules: contraction", ... */
     int nparams;
     const char *names[TUNE_MAX_PARAMS];
@@ -160,10 +165,17 @@ void tune_make_key(const AstKernel *ast, const Kernel *k, const char *target, co
 /* The pasteable block for a concrete schedule text. */
 void tune_block(const char *kernel, const char *target, const char *schedule, StrBuf *out);
 /* ---- tune/apply.c ---- */
-/* Lowers the kernel afresh and applies s with the chosen parameters (s NULL: the
- * kernel as lowered, unscheduled).  NULL with diagnostics when refused.  Every
- * candidate, template check and final run is built here; thread-safe. */
-Kernel *tune_apply(const TuneInput *in, const AstSchedule *s, const ParamChoice *ch, int nch, Diags *d);
+/* Lowers the kernel afresh and applies template t with the chosen parameters (t
+ * NULL: the kernel as lowered, unscheduled), then the rest of the schedule pipeline.
+ * text (may be NULL) receives the candidate as a concrete schedule (`param X = v`
+ * lines, then the statements: what the database, the report and the pasteable
+ * block hold).  NULL with diagnostics when refused.  Every candidate, template
+ * check, final run and database answer is built here; thread-safe. */
+Kernel *tune_apply(const TuneInput *in, const TuneTemplate *t, const ParamChoice *ch, int nch, StrBuf *text,
+                   Diags *d);
+/* The text of a candidate without keeping its kernel (for a written template, no
+ * lowering at all). */
+bool tune_text(const TuneInput *in, const TuneTemplate *t, const ParamChoice *ch, int nch, StrBuf *text);
 /* ---- tune/rules.c ---- */
 /* Builds the search space: the input's schedules when they have parameters, else
  * templates from the rules for the kernel's class on target (u: the lowered,
