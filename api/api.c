@@ -31,6 +31,7 @@ struct perfc_kernel {
     perfc_program *p;
     AstKernel *ast;
     char *target;
+    const Target *tgt;          /* target, parsed once */
     int64_t *values;
     bool *bound;
     Kernel *k, *u;             /* scheduled, unscheduled */
@@ -130,7 +131,13 @@ perfc_kernel *perfc_compile(perfc_program *p, const char *kernel, const char *ta
         hand_back(&d, errors);
         return NULL;
     }
+    const Target *tgt = target_parse(target ? target : "host", &d);
+    if (!tgt) {
+        hand_back(&d, errors);
+        return NULL;
+    }
     perfc_kernel *k = xcalloc(1, sizeof *k);
+    k->tgt = tgt;
     k->p = p;
     k->ast = ak;
     k->target = xstrdup(target ? target : "host");
@@ -159,7 +166,7 @@ perfc_kernel *perfc_compile(perfc_program *p, const char *kernel, const char *ta
     if (ok) {
         for (int i = 0; i < p->prog->nschedules && k->nscheds < 32; i++) {
             const AstSchedule *s = p->prog->schedules[i];
-            if (!strcmp(s->kernel, ak->name) && schedule_matches_target(s->target, k->target))
+            if (!strcmp(s->kernel, ak->name) && schedule_matches_target(s->target, k->tgt))
                 k->scheds[k->nscheds++] = s;
         }
         if (schedule) {
@@ -181,10 +188,13 @@ perfc_kernel *perfc_compile(perfc_program *p, const char *kernel, const char *ta
         k->u = lower_kernel(p->prog, ak, k->values, k->bound, &d);
         k->k = k->u && !d.nerrors ? lower_kernel(p->prog, ak, k->values, k->bound, &d) : NULL;
         ok = k->k && !d.nerrors && ir_verify(k->u, &d);
-        if (ok && k->nscheds) {
+        /* the schedules, then the target's legalisation and lowering: the code
+         * generators translate only a lowered kernel */
+        if (ok) {
             PipelineOpts po = {0};
             po.schedules = k->scheds;
             po.nschedules = k->nscheds;
+            po.target = tgt->cls == TARGET_INTERP ? NULL : tgt;
             ok = pipeline_run(k->k, &po, &d);
         }
     }
@@ -234,7 +244,7 @@ int perfc_emit(perfc_kernel *k, const char *what, char **out, size_t *len, char 
         return PERFC_ECOMPILE;
     }
     StrBuf b = {0};
-    bool ok = true, gpu = !strncmp(k->target, "sm_", 3);
+    bool ok = true, gpu = target_is_gpu(k->tgt);
     if (!strcmp(what, "ir")) {
         ir_print_kernel(k->k, &b);
     } else if (!strcmp(what, "cuda") || !strcmp(what, "ptx") || !strcmp(what, "cubin")) {

@@ -62,7 +62,8 @@ typedef struct Tuner {
     const TuneOptions *o;
     TuneSpace sp;
     Arena *arena;
-    const char *target;
+    const char *target;          /* tgt->name */
+    const Target *tgt;           /* TuneOptions.target, parsed once */
     RtDevice *dev;               /* real device, or NULL with a planted measure */
     bool parallel_compile;       /* CPU: a batch compiled on every core, then measured with them idle */
     bool async_compile;          /* GPU: candidates compiled on other cores while earlier ones are measured */
@@ -252,7 +253,7 @@ static const char *prune_walk(const Tuner *T, const Kernel *k, const Node *n, bo
         if (rules && n->u.loop.kind == LOOP_VECTOR) {
             int64_t e = trips(k, n);
             DType t = first_store_dtype(n);
-            int lanes = tune_vector_lanes(T->target, t == DT_COUNT ? DT_F32 : t);
+            int lanes = tune_vector_lanes(T->tgt, t == DT_COUNT ? DT_F32 : t);
             if (e > 0 && (e % lanes != 0))
                 return "a vector loop that is not a whole number of SIMD registers";
             if (e > 8 * lanes)
@@ -277,7 +278,7 @@ static const char *prune_walk(const Tuner *T, const Kernel *k, const Node *n, bo
 
 static const char *prune(const Tuner *T, const Kernel *k, bool rules, CgCudaModule **keep, Diags *d)
 {
-    bool gpu = !strncmp(T->target, "sm_", 3);
+    bool gpu = target_is_gpu(T->tgt);
     if (gpu) {
         /* the launch table checks threads per block and shared memory */
         CgCudaModule m;
@@ -860,7 +861,7 @@ static bool plain_policy(Tuner *T, TuneResult *res)
     diag_free(&q);
     if (!ok)
         return true;
-    bool gpu = !strncmp(T->target, "sm_", 3);
+    bool gpu = target_is_gpu(T->tgt);
     double est = (w.flops + w.execs) / (gpu ? 2e11 : 2.5e8 * T->threads);
     if (est <= 1.0)
         return true;
@@ -1123,7 +1124,7 @@ void tune_make_key(const AstKernel *ast, const Kernel *k, const char *target, co
 
 void tune_block(const char *kernel, const char *target, const char *schedule, StrBuf *out)
 {
-    bool gpu = target && !strncmp(target, "sm_", 3);
+    bool gpu = target_is_gpu(target_find(target));
     sb_printf(out, "schedule %s for %s {\n", kernel, gpu ? target : "cpu");
     for (const char *p = schedule; p && *p;) {
         const char *nl = strchr(p, '\n');
@@ -1328,14 +1329,16 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
     T->o = o;
     T->res = res;
     T->t0 = now_seconds();
-    T->target = o->target ? o->target : "host";
+    if (!(T->tgt = target_parse(o->target, d)))
+        return 1;
+    T->target = T->tgt->name;
     T->arena = arena_new();
     rng_seed(&T->rng, o->seed ^ 0x7475e3ull);
     T->threads = o->threads > 0 ? o->threads : rt_cpu_count();
     T->jobs = o->jobs > 0 ? o->jobs : rt_cpu_count();
     if (T->jobs > 64)
         T->jobs = 64;
-    T->lanes = tune_vector_lanes(T->target, DT_F32);
+    T->lanes = tune_vector_lanes(T->tgt, DT_F32);
     {
         int64_t llc = rt_llc_bytes();
         T->caches[0] = 32 << 10;
@@ -1365,7 +1368,7 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
         goto done;
     /* PERFC_TUNE_SPACE=1: print the templates and stop (to read or copy a space) */
     if (getenv("PERFC_TUNE_SPACE") && *getenv("PERFC_TUNE_SPACE") == '1') {
-        if (!tune_space(in, u, T->target, T->arena, &T->sp, d))
+        if (!tune_space(in, u, T->tgt, T->arena, &T->sp, d))
             goto done;
         for (int i = 0; i < T->sp.n; i++) {
             StrBuf b = {0};
@@ -1395,7 +1398,7 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
      * while candidates are measured (the measuring thread needs no core of its own
      * beyond the one it runs on); NVRTC is loaded here, before any worker needs it */
     T->async_compile = T->dev && !o->measure && !T->parallel_compile && T->dev->adopt &&
-                       !strncmp(T->target, "sm_", 3) && cg_nvrtc_available(NULL, 0);
+                       target_is_gpu(T->tgt) && cg_nvrtc_available(NULL, 0);
 
     RtMachine m;
     memset(&m, 0, sizeof m);
@@ -1492,7 +1495,7 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
      * answer does not need. */
     progress_emit(T->prog, &(ProgEvent){.phase = PROG_SPACE, .kind = PROG_BEGIN, .what = in->ast->name, .eta_s = -1});
     double tspace = now_seconds();
-    if (!tune_space(in, u, T->target, T->arena, &T->sp, d)) {
+    if (!tune_space(in, u, T->tgt, T->arena, &T->sp, d)) {
         if (!d->nerrors) /* never a silent failure */
             diag_plain(d, DIAG_ERROR, "autotuning: no search space for kernel %s on %s (no rule of tune/rules.c "
                                       "fits it); write a schedule with `param` items to tune it",

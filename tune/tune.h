@@ -168,8 +168,8 @@ Kernel *tune_apply(const TuneInput *in, const AstSchedule *s, const ParamChoice 
 /* Builds the search space: the input's schedules when they have parameters, else
  * templates from the rules for the kernel's class on target (u: the lowered,
  * unscheduled kernel).  Templates live in arena a. */
-bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena *a, TuneSpace *sp, Diags *d);
+bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Arena *a, TuneSpace *sp, Diags *d);
 /* Lanes of one SIMD register for dtype t on a CPU target (8 for f32 on AVX2). */
-int tune_vector_lanes(const char *target, DType t);
+int tune_vector_lanes(const Target *target, DType t);
 
 #endif

@@ -39,7 +39,7 @@
 
 typedef struct Em {
     const Kernel *k;
-    const CgArch *arch;
+    const Target *arch;
     Diags *d;
     StrBuf *o;
     int ind;
@@ -1048,7 +1048,7 @@ static bool frag_under_tx(const Em *e, const Node *n, bool under_tx)
  * operand buffers can take the swizzled layout. */
 static bool wg_setup(Em *e, const Node *top, const CgLaunch *L)
 {
-    if (strcmp(e->arch->name, "sm_90a") != 0) {
+    if (!e->arch->wgmma) {
         diag_error(e->d, top->span, "launch %s runs wgmma triples, which only sm_90a has (Hopper's "
                    "architecture-specific instructions): compile with -target sm_90a, or use mma", L->name);
         return false;
@@ -2350,7 +2350,7 @@ static const char prelude[] =
 static bool generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *d)
 {
     memset(m, 0, sizeof *m);
-    const CgArch *a = cg_cuda_arch(arch);
+    const Target *a = cg_cuda_arch(arch);
     if (!a) {
         diag_plain(d, DIAG_ERROR, "unknown CUDA target '%s' (supported: %s)", arch ? arch : "", cg_cuda_targets());
         return false;
@@ -2440,7 +2440,7 @@ bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags 
     if (k->gpu_lowered || !cg_cuda_arch(arch))
         return generate(k, arch, m, d);
     Kernel *c = ir_clone_kernel(k);
-    bool ok = pipeline_target(c, arch, d) && generate(c, arch, m, d);
+    bool ok = pipeline_target(c, cg_cuda_arch(arch), d) && generate(c, arch, m, d);
     if (!ok)
         memset(m, 0, sizeof *m);
     ir_free(c);

@@ -248,7 +248,7 @@ static LLVMModuleRef compile(const Kernel *k, const CgTarget *t, LLVMContextRef 
     Kernel *low = NULL;
     if (!k->cpu_lowered) {
         low = ir_clone_kernel(k);
-        if (!pipeline_lower_cpu(low, t->name, d)) {
+        if (!pipeline_lower_cpu(low, t->target, d)) {
             ir_free(low);
             return NULL;
         }

@@ -83,7 +83,7 @@ Kernel *xt_lower_scheduled(XtFile *f, const char *kname, const char *defs, const
     diag_init(&d);
     for (int i = 0; i < f->prog->nschedules; i++) {
         const AstSchedule *s = f->prog->schedules[i];
-        if (strcmp(s->kernel, k->name) || !schedule_matches_target(s->target, target))
+        if (strcmp(s->kernel, k->name) || !schedule_matches_target(s->target, target_find(target)))
             continue;
         if (!schedule_apply(k, s, NULL, 0, &d)) {
             diag_flush(&d, stderr);
