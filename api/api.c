@@ -32,6 +32,7 @@ struct perfc_kernel {
     AstKernel *ast;
     char *target;
     const Target *tgt;          /* target, parsed once */
+    Kernel *low;                /* k lowered for tgt: what the back ends translate */
     int64_t *values;
     bool *bound;
     Kernel *k, *u;             /* scheduled, unscheduled */
@@ -188,14 +189,17 @@ perfc_kernel *perfc_compile(perfc_program *p, const char *kernel, const char *ta
         k->u = lower_kernel(p->prog, ak, k->values, k->bound, &d);
         k->k = k->u && !d.nerrors ? lower_kernel(p->prog, ak, k->values, k->bound, &d) : NULL;
         ok = k->k && !d.nerrors && ir_verify(k->u, &d);
-        /* the schedules, then the target's legalisation and lowering: the code
-         * generators translate only a lowered kernel */
-        if (ok) {
+        if (ok && k->nscheds) {
             PipelineOpts po = {0};
             po.schedules = k->scheds;
             po.nschedules = k->nscheds;
-            po.target = tgt->cls == TARGET_INTERP ? NULL : tgt;
             ok = pipeline_run(k->k, &po, &d);
+        }
+        /* "ir" shows k->k as scheduled (as -emit ir); the code generators
+         * translate only a copy lowered for the target */
+        if (ok) {
+            k->low = ir_clone_kernel(k->k);
+            ok = pipeline_target(k->low, tgt, &d);
         }
     }
     hand_back(&d, errors);
@@ -212,6 +216,8 @@ void perfc_kernel_free(perfc_kernel *k)
         return;
     if (k->k)
         ir_free(k->k);
+    if (k->low)
+        ir_free(k->low);
     if (k->u)
         ir_free(k->u);
     free(k->values);
@@ -253,7 +259,7 @@ int perfc_emit(perfc_kernel *k, const char *what, char **out, size_t *len, char 
             ok = false;
         } else {
             CgCudaKind kind = !strcmp(what, "cuda") ? CG_CUDA_SRC : !strcmp(what, "ptx") ? CG_CUDA_PTX : CG_CUDA_CUBIN;
-            ok = ir_all_bound(k->k, &d) && cg_cuda_emit(k->k, k->target, kind, &b, &d);
+            ok = ir_all_bound(k->k, &d) && cg_cuda_emit(k->low, k->target, kind, &b, &d);
         }
     } else if (!strcmp(what, "llvm") || !strcmp(what, "asm") || !strcmp(what, "obj")) {
         if (gpu) {
@@ -262,7 +268,7 @@ int perfc_emit(perfc_kernel *k, const char *what, char **out, size_t *len, char 
         } else {
 #ifdef PERFC_HAVE_LLVM
             CgEmitKind kind = !strcmp(what, "llvm") ? CG_EMIT_LLVM : !strcmp(what, "asm") ? CG_EMIT_ASM : CG_EMIT_OBJ;
-            ok = ir_all_bound(k->k, &d) && cg_llvm_emit(k->k, k->target, kind, &b, &d);
+            ok = ir_all_bound(k->k, &d) && cg_llvm_emit(k->low, k->target, kind, &b, &d);
 #else
             diag_plain(&d, DIAG_ERROR, "perfc_emit: this libperfc was built without LLVM");
             ok = false;
@@ -328,7 +334,7 @@ int perfc_run(perfc_kernel *k, const perfc_run_options *o, char **report, char *
     }
     RtResult r;
     memset(&r, 0, sizeof r);
-    rc = rt_evaluate(dev, k->k, k->u, &ro, &r, &d);
+    rc = rt_evaluate(dev, k->low, k->u, &ro, &r, &d);
     if ((rc == 0 || rc == 2) && report)
         *report = report_json(&r);
     dev->close(dev);

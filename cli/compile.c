@@ -157,8 +157,10 @@ int compile_kernel(Compilation *c)
     if (c->nscheds == 0 && !c->o->dump_after) {
         c->kernel = c->unscheduled;
         c->unscheduled = lower_fresh(c);
-        /* no schedule: of the pipeline only the target passes change anything */
-        if (c->unscheduled && !c->o->actions && !pipeline_target(c->kernel, c->target, &c->diags))
+        /* no schedule: of the pipeline only the target passes change anything
+         * (CPU ones not for -emit ir, which prints the kernel as scheduled) */
+        bool lower = target_is_gpu(c->target) || (target_is_cpu(c->target) && c->o->emit != EMIT_IR);
+        if (c->unscheduled && !c->o->actions && lower && !pipeline_target(c->kernel, c->target, &c->diags))
             return 1;
         return c->unscheduled ? 0 : 1;
     }

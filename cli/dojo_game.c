@@ -226,6 +226,7 @@ static Kernel *build_measured_with(DojoSession *s, const SchedItem *extra, Diags
     PipelineOpts po = {0};
     po.schedules = all;
     po.nschedules = n;
+    po.target = target_is_cpu(s->c.target) || target_is_gpu(s->c.target) ? s->c.target : NULL;
     bool ok = pipeline_run(k, &po, d);
     free(mv.items);
     if (!ok) {
@@ -1178,6 +1179,13 @@ static int measure_request(DojoSession *s, DojoMeasure *m, bool (*still_there)(v
         snprintf(fp, sizeof fp, "%016llx", (unsigned long long)tunedb_hash(t.s, t.len, TUNEDB_HASH0));
         sb_free(&t);
         DojoMeasure bm;
+        /* fingerprinted as lowered by the front end, measured as the back end needs */
+        if (!pipeline_target(u, s->c.target, &d)) {
+            take_diags(&d, err, "the target refused the unscheduled kernel");
+            ir_free(u);
+            diag_free(&d);
+            return 1;
+        }
         rc = measure_kernel(s, u, fp, true, &bm, still_there, ctx, err);
         ir_free(u);
         if (rc != 0) {

@@ -38,9 +38,9 @@
  *   verify          the IR the back end receives (a dump point)
  * Their order is the order in which the back end used to try these rewrites on a
  * loop, so each loop gets the first that applies; passes that run later consult
- * the predicates of those that run earlier on the same loop.  A kernel that
- * reaches the LLVM back end without them (a caller that named no target) gets them
- * there, on a copy (codegen/llvm/jit.c). */
+ * the predicates of those that run earlier on the same loop.  The back ends
+ * translate only a kernel these passes lowered (Kernel.cpu_lowered, gpu_lowered):
+ * a caller whose pipeline named no target runs pipeline_target before codegen. */
 #include <string.h>
 
 #include "cpu.h"
@@ -270,6 +270,8 @@ bool pipeline_lower_cpu(Kernel *k, const Target *target, Diags *d)
 
 bool pipeline_target(Kernel *k, const Target *target, Diags *d)
 {
+    if (target_is_cpu(target))
+        return k->cpu_lowered || pipeline_lower_cpu(k, target, d);
     if (k->gpu_lowered || !target_is_gpu(target))
         return true;
     PipelineOpts o = {.target = target};

@@ -551,7 +551,7 @@ static bool target_allows(const Kernel *k, XformKind x, const SchedItem *it, Dia
     }
     if (!target_is_gpu(t))
         return true;
-    const char *lacks = x == XF_WGMMA && !t->wgmma      ? "wgmma (Hopper's warpgroup products, sm_90a only): "
+    const char *lacks = x == XF_WGMMA && !t->wgmma      ? "wgmma (Hopper's warpgroup products, which only sm_90a has): "
                                                           "compile with -target sm_90a, or use mma"
                         : x == XF_MMA && !t->mma_sync    ? "mma.sync tensor-core products"
                         : x == XF_PIPELINE && !t->cp_async ? "asynchronous copies (cp.async)"

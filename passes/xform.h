@@ -131,10 +131,11 @@ bool pipeline_run(Kernel *k, const PipelineOpts *o, Diags *d);
  * through `simplify`: what the LLVM back end does for a kernel whose pipeline named
  * no target.  Sets k->cpu_lowered. */
 bool pipeline_lower_cpu(Kernel *k, const Target *target, Diags *d);
-/* The target passes alone (legalisation and lowering for target), on a kernel that
- * went through the pipeline without them; nothing when k was already lowered for a
- * GPU or target is not sm_*.  For callers that hand codegen a kernel of their own
- * (hand-built IR, the autotuner's candidates). */
+/* The target passes alone (legalisation and lowering for target, CPU or GPU), on a
+ * kernel that went through the pipeline without them; nothing when k was already
+ * lowered or target is NULL or interp.  For callers that hand codegen a kernel of
+ * their own (hand-built IR, the golden reference): the back ends refuse a kernel
+ * that has not been lowered. */
 bool pipeline_target(Kernel *k, const Target *target, Diags *d);
 /* The pass names, for -dump-after validation: NULL past the last. */
 const char *pipeline_pass_name(int i);

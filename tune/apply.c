@@ -5,7 +5,9 @@
  * built the way `perfc FILE -s ...` builds a kernel: lowered afresh from the AST,
  * then the schedule pipeline (passes/pipeline.c).  Lowering reads the shared AST and
  * its checked annotations, so it is done one at a time; the schedule runs in
- * parallel on each thread's own copy. */
+ * parallel on each thread's own copy.  The candidate stays as scheduled (what the
+ * pruning and the cost model read); tune_lower makes the copy the back end
+ * translates, with the target's legalisation and lowering passes. */
 #include "tune.h"
 
 #include <pthread.h>
@@ -32,4 +34,14 @@ Kernel *tune_apply(const TuneInput *in, const AstSchedule *s, const ParamChoice 
         return NULL;
     }
     return k;
+}
+
+Kernel *tune_lower(const Kernel *k, const Target *target, Diags *d)
+{
+    Kernel *low = ir_clone_kernel(k);
+    if (!pipeline_target(low, target, d)) {
+        ir_free(low);
+        return NULL;
+    }
+    return low;
 }

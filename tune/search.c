@@ -276,14 +276,16 @@ static const char *prune_walk(const Tuner *T, const Kernel *k, const Node *n, bo
     return NULL;
 }
 
-static const char *prune(const Tuner *T, const Kernel *k, bool rules, CgCudaModule **keep, Diags *d)
+/* k as scheduled; low the copy the back end translates (tune_lower). */
+static const char *prune(const Tuner *T, const Kernel *k, const Kernel *low, bool rules, CgCudaModule **keep,
+                         Diags *d)
 {
     bool gpu = target_is_gpu(T->tgt);
     if (gpu) {
         /* the launch table checks threads per block and shared memory */
         CgCudaModule m;
         memset(&m, 0, sizeof m);
-        bool ok = cg_cuda_generate(k, T->target, &m, d);
+        bool ok = cg_cuda_generate(low, T->target, &m, d);
         const char *why = NULL;
         if (!ok)
             why = "over the target's launch limits";
@@ -348,18 +350,25 @@ static void schedule_cand(Tuner *T, Cand *c)
         diag_free(&d);
         return;
     }
-    const char *why = prune(T, k, !strncmp(T->sp.t[c->t].origin, "rules", 5), T->async_compile ? &c->mod : NULL, &d);
+    /* pruned, modelled and printed as scheduled; compiled as lowered */
+    Kernel *low = tune_lower(k, T->tgt, &d);
+    const char *why = !low ? "refused by the target's legalisation"
+                           : prune(T, k, low, !strncmp(T->sp.t[c->t].origin, "rules", 5),
+                                   T->async_compile ? &c->mod : NULL, &d);
     if (why) {
         c->why = xstrdup(why);
         ir_free(k);
+        if (low)
+            ir_free(low);
         diag_free(&d);
         return;
     }
-    c->k = k;
+    c->k = low;
     c->work = tm_features(k, T->threads, T->lanes, T->caches, c->feat);
     StrBuf ir = {0};
     ir_print_kernel(k, &ir);
     c->ir = ir.s;
+    ir_free(k);
     diag_free(&d);
 }
 
@@ -1251,6 +1260,11 @@ static int final_run(Tuner *T, const AstSchedule *tmpl, const ParamChoice *ch, i
     ir_print_kernel(k, &ir);
     free(res->best_ir);
     res->best_ir = ir.s;
+    /* the back end's copy: lowered for the target */
+    Kernel *low = tune_lower(k, T->tgt, d);
+    ir_free(k);
+    if (!(k = low))
+        return 1;
     RunOptions ro = cand_options(T, min_time, seed, T->o->compare);
     ro.progress = T->prog;
     progress_emit(T->prog, &(ProgEvent){.phase = PROG_FINAL, .kind = PROG_BEGIN, .what = "the winner on fresh inputs",

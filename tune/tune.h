@@ -164,6 +164,10 @@ void tune_block(const char *kernel, const char *target, const char *schedule, St
  * kernel as lowered, unscheduled).  NULL with diagnostics when refused.  Every
  * candidate, template check and final run is built here; thread-safe. */
 Kernel *tune_apply(const TuneInput *in, const AstSchedule *s, const ParamChoice *ch, int nch, Diags *d);
+/* A copy of the scheduled k with target's legalisation and lowering passes run
+ * (passes/pipeline.c pipeline_target): what the back ends accept.  NULL with
+ * diagnostics when the target refuses it. */
+Kernel *tune_lower(const Kernel *k, const Target *target, Diags *d);
 /* ---- tune/rules.c ---- */
 /* Builds the search space: the input's schedules when they have parameters, else
  * templates from the rules for the kernel's class on target (u: the lowered,

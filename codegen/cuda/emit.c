@@ -32,7 +32,6 @@
 #include <string.h>
 
 #include "../../passes/gpu_int.h"
-#include "../../passes/xform.h"
 #include "cg_cuda.h"
 
 #define DEFAULT_BLOCK 256
@@ -2433,18 +2432,18 @@ static bool generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *
     return ok;
 }
 
-/* The kernel as the GPU target passes left it (passes/pipeline.c): a caller that
- * did not run them (hand-built IR, a tuner candidate) gets them on a copy. */
+/* The kernel as the GPU target passes left it (passes/pipeline.c), which every
+ * caller runs (pipeline_run with a GPU target, or pipeline_target): a kernel
+ * without them is a caller's bug. */
 bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *d)
 {
-    if (k->gpu_lowered || !cg_cuda_arch(arch))
-        return generate(k, arch, m, d);
-    Kernel *c = ir_clone_kernel(k);
-    bool ok = pipeline_target(c, cg_cuda_arch(arch), d) && generate(c, arch, m, d);
-    if (!ok)
+    if (!k->gpu_lowered && cg_cuda_arch(arch)) {
         memset(m, 0, sizeof *m);
-    ir_free(c);
-    return ok;
+        diag_plain(d, DIAG_ERROR, "internal error: kernel %s reached the CUDA back end without the GPU target "
+                   "passes (run the pipeline with target %s first)", k->name, arch);
+        return false;
+    }
+    return generate(k, arch, m, d);
 }
 
 void cg_cuda_module_free(CgCudaModule *m)

@@ -25,6 +25,7 @@
 #include "passes/passes.h"
 #include "passes/xform.h"
 #include "runtime/pool.h"
+#include "../lowered.h"
 
 static const struct {
     const char *kernel, *shape;
@@ -163,7 +164,7 @@ int main(int argc, char **argv)
                 }
                 for (int r = 0; r < reps; r++) {
                     double c0 = cpu_ms();
-                    JitKernel *j = cg_llvm_jit(k, "host", &d);
+                    JitKernel *j = tl_jit(k, "host", &d);
                     cpu[r] = cpu_ms() - c0;
                     wall[r] = j ? cg_jit_compile_ms(j) : -1;
                     cg_jit_free(j);

@@ -22,6 +22,7 @@
 #include "lang/ast.h"
 #include "passes/passes.h"
 #include "passes/xform.h"
+#include "../lowered.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -121,7 +122,7 @@ static void compile_kernel(Program *p, AstKernel *ak, const uint8_t *ctl, const 
     CgCudaModule m;
     Diags cd;
     diag_init(&cd);
-    if (cg_cuda_generate(k, target, &m, &cd)) {
+    if (tl_cuda_generate(k, target, &m, &cd)) {
         check_cuda(m.src.s);
         cg_cuda_module_free(&m);
     }
