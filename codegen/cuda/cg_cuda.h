@@ -61,9 +61,10 @@ static inline const Target *cg_cuda_arch(const char *name)
 static inline const char *cg_cuda_targets(void) { return target_names(TARGET_GPU); }
 
 /* ---- codegen/cuda/emit.c: IR -> CUDA C ---- */
-/* Generates the source and launch table.  Needs every size parameter bound.  Fails
- * with a diagnostic that gives the numbers when a launch exceeds arch's limits on
- * threads per block or shared memory. */
+/* Generates the source and launch table.  Needs every size parameter bound and k
+ * lowered by the GPU target passes (Kernel.gpu_lowered; passes/pipeline.c), else an
+ * internal error.  Fails with a diagnostic that gives the numbers when a launch
+ * exceeds arch's limits on threads per block or shared memory. */
 bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *d);
 void cg_cuda_module_free(CgCudaModule *m);
 
