@@ -31,6 +31,8 @@ struct perfc_kernel {
     perfc_program *p;
     AstKernel *ast;
     char *target;
+    const Target *tgt;          /* target, parsed once */
+    Kernel *low;                /* k lowered for tgt: what the back ends translate */
     int64_t *values;
     bool *bound;
     Kernel *k, *u;             /* scheduled, unscheduled */
@@ -130,7 +132,13 @@ perfc_kernel *perfc_compile(perfc_program *p, const char *kernel, const char *ta
         hand_back(&d, errors);
         return NULL;
     }
+    const Target *tgt = target_parse(target ? target : "host", &d);
+    if (!tgt) {
+        hand_back(&d, errors);
+        return NULL;
+    }
     perfc_kernel *k = xcalloc(1, sizeof *k);
+    k->tgt = tgt;
     k->p = p;
     k->ast = ak;
     k->target = xstrdup(target ? target : "host");
@@ -159,7 +167,7 @@ perfc_kernel *perfc_compile(perfc_program *p, const char *kernel, const char *ta
     if (ok) {
         for (int i = 0; i < p->prog->nschedules && k->nscheds < 32; i++) {
             const AstSchedule *s = p->prog->schedules[i];
-            if (!strcmp(s->kernel, ak->name) && schedule_matches_target(s->target, k->target))
+            if (!strcmp(s->kernel, ak->name) && schedule_matches_target(s->target, k->tgt))
                 k->scheds[k->nscheds++] = s;
         }
         if (schedule) {
@@ -187,6 +195,12 @@ perfc_kernel *perfc_compile(perfc_program *p, const char *kernel, const char *ta
             po.nschedules = k->nscheds;
             ok = pipeline_run(k->k, &po, &d);
         }
+        /* "ir" shows k->k as scheduled (as -emit ir); the code generators
+         * translate only a copy lowered for the target */
+        if (ok) {
+            k->low = ir_clone_kernel(k->k);
+            ok = pipeline_target(k->low, tgt, &d);
+        }
     }
     hand_back(&d, errors);
     if (!ok) {
@@ -202,6 +216,8 @@ void perfc_kernel_free(perfc_kernel *k)
         return;
     if (k->k)
         ir_free(k->k);
+    if (k->low)
+        ir_free(k->low);
     if (k->u)
         ir_free(k->u);
     free(k->values);
@@ -234,7 +250,7 @@ int perfc_emit(perfc_kernel *k, const char *what, char **out, size_t *len, char 
         return PERFC_ECOMPILE;
     }
     StrBuf b = {0};
-    bool ok = true, gpu = !strncmp(k->target, "sm_", 3);
+    bool ok = true, gpu = target_is_gpu(k->tgt);
     if (!strcmp(what, "ir")) {
         ir_print_kernel(k->k, &b);
     } else if (!strcmp(what, "cuda") || !strcmp(what, "ptx") || !strcmp(what, "cubin")) {
@@ -243,7 +259,7 @@ int perfc_emit(perfc_kernel *k, const char *what, char **out, size_t *len, char 
             ok = false;
         } else {
             CgCudaKind kind = !strcmp(what, "cuda") ? CG_CUDA_SRC : !strcmp(what, "ptx") ? CG_CUDA_PTX : CG_CUDA_CUBIN;
-            ok = ir_all_bound(k->k, &d) && cg_cuda_emit(k->k, k->target, kind, &b, &d);
+            ok = ir_all_bound(k->k, &d) && cg_cuda_emit(k->low, k->target, kind, &b, &d);
         }
     } else if (!strcmp(what, "llvm") || !strcmp(what, "asm") || !strcmp(what, "obj")) {
         if (gpu) {
@@ -252,7 +268,7 @@ int perfc_emit(perfc_kernel *k, const char *what, char **out, size_t *len, char 
         } else {
 #ifdef PERFC_HAVE_LLVM
             CgEmitKind kind = !strcmp(what, "llvm") ? CG_EMIT_LLVM : !strcmp(what, "asm") ? CG_EMIT_ASM : CG_EMIT_OBJ;
-            ok = ir_all_bound(k->k, &d) && cg_llvm_emit(k->k, k->target, kind, &b, &d);
+            ok = ir_all_bound(k->k, &d) && cg_llvm_emit(k->low, k->target, kind, &b, &d);
 #else
             diag_plain(&d, DIAG_ERROR, "perfc_emit: this libperfc was built without LLVM");
             ok = false;
@@ -318,7 +334,7 @@ int perfc_run(perfc_kernel *k, const perfc_run_options *o, char **report, char *
     }
     RtResult r;
     memset(&r, 0, sizeof r);
-    rc = rt_evaluate(dev, k->k, k->u, &ro, &r, &d);
+    rc = rt_evaluate(dev, k->low, k->u, &ro, &r, &d);
     if ((rc == 0 || rc == 2) && report)
         *report = report_json(&r);
     dev->close(dev);

@@ -17,6 +17,7 @@ typedef struct Compilation {
     AstKernel *ast;            /* the chosen kernel */
     int64_t *values;           /* per AST parameter */
     bool *bound;
+    const Target *target;      /* -target, parsed once by compile_kernel */
     Kernel *unscheduled;       /* lowered, before any schedule */
     Kernel *kernel;            /* after the pipeline (schedules applied) */
     const AstSchedule *scheds[MAX_SCHEDS + 16];
@@ -33,8 +34,6 @@ int compile_kernel(Compilation *c);
 int write_output(Compilation *c, const char *data, size_t len);
 /* Lowers the chosen kernel again (a fresh copy, no schedule). */
 Kernel *lower_fresh(Compilation *c);
-/* True when the target names a GPU (sm_*). */
-bool target_is_gpu(const char *t);
 
 int cli_report(Compilation *c);
 int cli_run(Compilation *c);

@@ -36,11 +36,6 @@ void compilation_free(Compilation *c)
     diag_free(&c->diags);
 }
 
-bool target_is_gpu(const char *t)
-{
-    return t && !strncmp(t, "sm_", 3);
-}
-
 int compile_front(Compilation *c)
 {
     size_t len;
@@ -116,6 +111,9 @@ Kernel *lower_fresh(Compilation *c)
 int compile_kernel(Compilation *c)
 {
     Program *p = c->prog;
+    /* The one parse of -target: every later stage asks c->target. */
+    if (!(c->target = target_parse(c->o->target, &c->diags)))
+        return 1;
     if (c->o->kernel) {
         c->ast = program_find_kernel(p, c->o->kernel);
         if (!c->ast) {
@@ -142,7 +140,7 @@ int compile_kernel(Compilation *c)
     if (!c->o->no_schedule)
         for (int i = 0; i < p->nschedules; i++) {
             const AstSchedule *s = p->schedules[i];
-            if (!strcmp(s->kernel, c->ast->name) && schedule_matches_target(s->target, c->o->target))
+            if (!strcmp(s->kernel, c->ast->name) && schedule_matches_target(s->target, c->target))
                 c->scheds[c->nscheds++] = s;
         }
     for (int i = 0; i < c->o->nscheds; i++) {
@@ -159,8 +157,10 @@ int compile_kernel(Compilation *c)
     if (c->nscheds == 0 && !c->o->dump_after) {
         c->kernel = c->unscheduled;
         c->unscheduled = lower_fresh(c);
-        /* no schedule: of the pipeline only the target passes change anything */
-        if (c->unscheduled && !c->o->actions && !pipeline_target(c->kernel, c->o->target, &c->diags))
+        /* no schedule: of the pipeline only the target passes change anything
+         * (CPU ones not for -emit ir, which prints the kernel as scheduled) */
+        bool lower = target_is_gpu(c->target) || (target_is_cpu(c->target) && c->o->emit != EMIT_IR);
+        if (c->unscheduled && !c->o->actions && lower && !pipeline_target(c->kernel, c->target, &c->diags))
             return 1;
         return c->unscheduled ? 0 : 1;
     }
@@ -174,8 +174,8 @@ int compile_kernel(Compilation *c)
     po.dump_after = c->o->dump_after;
     po.dump = &dump;
     /* GPU targets get their legalisation and lowering (passes/gpu_*.c) here. */
-    if (c->o->target && strncmp(c->o->target, "sm_", 3) == 0)
-        po.target = c->o->target;
+    if (target_is_gpu(c->target))
+        po.target = c->target;
     /* Moves listed by --actions are appended as -s statements, which apply before
      * `simplify`: list them on that kernel, or a one-trip loop that simplify removes
      * would change the names and nesting the moves refer to. */
@@ -183,9 +183,8 @@ int compile_kernel(Compilation *c)
         po.stop_after = "schedule";
     /* CPU targets get target legalisation and lowering (passes/cpu_*.c) here, so
      * -dump-after shows them; `-emit ir` prints the kernel as scheduled. */
-    const char *cpu = c->o->target ? c->o->target : "host";
-    if (!po.target && c->o->emit != EMIT_IR && cg_llvm_target_known(cpu))
-        po.target = cpu;
+    if (target_is_cpu(c->target) && c->o->emit != EMIT_IR)
+        po.target = c->target;
     if (c->o->dump_after) {
         bool known = !strcmp(c->o->dump_after, "all");
         for (int i = 0; pipeline_pass_name(i); i++)

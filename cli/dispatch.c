@@ -50,7 +50,7 @@ int cli_run(Compilation *c)
     /* before any allocation: every tensor and the run's working set must fit */
     if (!rt_check_sizes(c->kernel, 8, &c->diags))
         return 1;
-    if (!strcmp(c->o->target, "interp"))
+    if (c->target->cls == TARGET_INTERP)
         return cli_run_interp(c);
     RunOptions ro;
     rt_options_init(&ro);
@@ -88,7 +88,7 @@ int cli_emit_code(Compilation *c)
     const char *t = c->o->target;
     EmitKind e = c->o->emit;
     bool gpu_emit = e == EMIT_CUDA || e == EMIT_PTX || e == EMIT_CUBIN;
-    if (gpu_emit != target_is_gpu(t)) {
+    if (gpu_emit != target_is_gpu(c->target)) {
         diag_plain(&c->diags, DIAG_ERROR, "-emit %s needs a %s target, and -target %s is not one%s",
                    gpu_emit ? "cuda/ptx/cubin" : "llvm/asm/obj", gpu_emit ? "GPU (sm_80 ... sm_90a)" : "CPU", t,
                    gpu_emit ? "" : " (GPU code is emitted with -emit cuda, ptx or cubin)");

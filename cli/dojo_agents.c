@@ -196,7 +196,7 @@ static void read_view(DojoSession *s, View *v)
     const Jv *loops = jv_get(st, "loops"), *bufs = jv_get(st, "buffers");
     bool bad = false;
     const char *t = jv_str(st, "target", &bad);
-    v->gpu = t && !strncmp(t, "sm_", 3);
+    v->gpu = t && target_is_gpu(target_find(t));
     v->nl = v->nouts = 0;
     for (int i = 0; loops && i < loops->n && v->nl < 256; i++) {
         const Jv *l = loops->items[i];

@@ -226,6 +226,7 @@ static Kernel *build_measured_with(DojoSession *s, const SchedItem *extra, Diags
     PipelineOpts po = {0};
     po.schedules = all;
     po.nschedules = n;
+    po.target = target_is_cpu(s->c.target) || target_is_gpu(s->c.target) ? s->c.target : NULL;
     bool ok = pipeline_run(k, &po, d);
     free(mv.items);
     if (!ok) {
@@ -646,7 +647,7 @@ void dojo_state_json(DojoSession *s, StrBuf *b, bool with_ir)
     sb_putc(b, ']');
     jw_key(b, "buffers", &ff);
     buffers_json(s->cur, b);
-    if (target_is_gpu(s->target)) {
+    if (target_is_gpu(s->c.target)) {
         ensure_actions(s);
         jw_key(b, "dropped_moves", &ff);
         sb_printf(b, "%d", s->dropped);
@@ -680,7 +681,7 @@ static void extra_moves(DojoSession *s, Arena *a, PtrVec *out)
 {
     static const int64_t big[] = {64, 128, 256};
     static const char *const gpu_axes[] = {"block.x", "block.y", "thread.x", "thread.y"};
-    bool gpu = target_is_gpu(s->target);
+    bool gpu = target_is_gpu(s->c.target);
     for (int vi = 0; vi < s->cur->nvars; vi++) {
         Node *l = ir_find_loop(s->cur, s->cur->vars[vi]->name);
         if (!l)
@@ -738,11 +739,11 @@ static void ensure_actions(DojoSession *s)
     double t0 = now_seconds();
     for (int i = 0; i < all.n; i++) {
         SchedItem *it = all.v[i];
-        if (!target_is_gpu(s->target) && is_gpu_only(it->name))
+        if (!target_is_gpu(s->c.target) && is_gpu_only(it->name))
             continue;
         /* a GPU state the back end cannot emit could be neither measured nor
          * compiled: such moves are not offered */
-        if (target_is_gpu(s->target) && !gpu_emits(s, it, NULL)) {
+        if (target_is_gpu(s->c.target) && !gpu_emits(s, it, NULL)) {
             s->dropped++;
             continue;
         }
@@ -758,7 +759,7 @@ static void ensure_actions(DojoSession *s)
         sb_free(&t);
     }
     vec_free(&all);
-    s->check_s = target_is_gpu(s->target) ? now_seconds() - t0 : 0;
+    s->check_s = target_is_gpu(s->c.target) ? now_seconds() - t0 : 0;
     s->acts_valid = true;
 }
 
@@ -897,12 +898,12 @@ static bool step(DojoSession *s, int id, const char *text, bool *legal, StrBuf *
         return false;
     }
     SchedItem *it = &sc->items[0];
-    if (!target_is_gpu(s->target) && is_gpu_only(it->name)) {
+    if (!target_is_gpu(s->c.target) && is_gpu_only(it->name)) {
         sb_printf(err, "%s is a GPU transformation and target %s is a CPU", it->name, s->target);
         diag_free(&d);
         return true; /* a move, and not a legal one here */
     }
-    if (text_given && target_is_gpu(s->target)) {
+    if (text_given && target_is_gpu(s->c.target)) {
         /* a move not from the list: it must leave a state the CUDA back end emits */
         if (!xf_check(s->cur, it, NULL, &d)) {
             take_diags(&d, err, "refused");
@@ -962,7 +963,7 @@ bool dojo_undo(DojoSession *s)
 void dojo_schedule_text(DojoSession *s, StrBuf *out)
 {
     const char *t = s->target;
-    const char *for_ = target_is_gpu(t) ? t : !strcmp(t, "host") ? "cpu" : t;
+    const char *for_ = target_is_gpu(s->c.target) ? t : !strcmp(t, "host") ? "cpu" : t;
     sb_printf(out, "schedule %s for %s {\n", s->cur->name, for_);
     for (int i = 0; i < s->texts.n; i++)
         sb_printf(out, "  %s\n", (char *)s->texts.v[i]);
@@ -1011,7 +1012,7 @@ static const char *library_for(DojoSession *s)
 {
     if (s->compare[0])
         return strcmp(s->compare, "none") ? s->compare : NULL;
-    if (target_is_gpu(s->target))
+    if (target_is_gpu(s->c.target))
         return "cublas";
     return rt_blas_available() ? "openblas" : NULL;
 }
@@ -1095,17 +1096,9 @@ out:
 /* ---- the cost model ---- */
 
 /* f32 lanes of one SIMD register of the target (GPU threads do not vectorise). */
-static int f32_lanes(const char *t)
+static int f32_lanes(const Target *t)
 {
-    if (target_is_gpu(t))
-        return 1;
-    if (strstr(t, "avx512"))
-        return 16;
-    if (!strcmp(t, "host") || !strcmp(t, "x86_64"))
-        return rt_cpu_has("avx512f") ? 16 : rt_cpu_has("avx") ? 8 : 4;
-    if (!strncmp(t, "aarch64", 7) || !strncmp(t, "riscv64", 7))
-        return 4;
-    return 8;
+    return target_is_cpu(t) ? t->vector_bytes / 4 : target_is_gpu(t) ? 1 : 8;
 }
 
 /* The tuner's features of kernel k (what would be measured) and its work. */
@@ -1114,7 +1107,7 @@ static double model_features(DojoSession *s, const Kernel *k, double *f)
     int64_t llc = rt_llc_bytes();
     double caches[3] = {32 << 10, 1 << 20, llc > (1 << 20) ? (double)llc : 32 << 20};
     int threads = s->o.threads > 0 ? s->o.threads : rt_cpu_count();
-    return tm_features(k, threads, f32_lanes(s->target), caches, f);
+    return tm_features(k, threads, f32_lanes(s->c.target), caches, f);
 }
 
 _Static_assert((int)TM_NFEAT <= (int)DOJO_MAX_FEAT, "DojoPredict holds every feature");
@@ -1186,6 +1179,13 @@ static int measure_request(DojoSession *s, DojoMeasure *m, bool (*still_there)(v
         snprintf(fp, sizeof fp, "%016llx", (unsigned long long)tunedb_hash(t.s, t.len, TUNEDB_HASH0));
         sb_free(&t);
         DojoMeasure bm;
+        /* fingerprinted as lowered by the front end, measured as the back end needs */
+        if (!pipeline_target(u, s->c.target, &d)) {
+            take_diags(&d, err, "the target refused the unscheduled kernel");
+            ir_free(u);
+            diag_free(&d);
+            return 1;
+        }
         rc = measure_kernel(s, u, fp, true, &bm, still_there, ctx, err);
         ir_free(u);
         if (rc != 0) {

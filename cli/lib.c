@@ -1255,8 +1255,9 @@ int cli_lib_main(int argc, char **argv)
     /* targets: a comma-separated list; GPU code is not generated yet */
     char *tl = L.targets = xstrdup(o.targets);
     for (char *save = NULL, *t = strtok_r(tl, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (target_is_gpu(t)) {
-            if (!cg_cuda_arch(t)) {
+        const Target *tg = target_find(t);
+        if (target_is_gpu(tg) || (!tg && target_name_gpu(t))) {
+            if (!tg) {
                 diag_plain(&d, DIAG_ERROR, "perfc lib: unknown GPU target '%s' (%s)", t, cg_cuda_targets());
                 status = 1;
             } else if (L.ngpu < LIB_MAX_GPUS) {
@@ -1265,7 +1266,7 @@ int cli_lib_main(int argc, char **argv)
             continue;
         }
 #ifdef PERFC_HAVE_LLVM
-        if (strcmp(t, "host") && !cg_llvm_target_known(t)) {
+        if (!target_is_cpu(tg)) {
             diag_plain(&d, DIAG_ERROR, "perfc lib: unknown target '%s' (host, x86_64[-avx2|-avx512], aarch64[-sve], "
                                        "riscv64[-v])", t);
             status = 1;

@@ -423,10 +423,9 @@ int lib_cuda_code_table(const Lib *L, const char *base, const CgCudaModule *mods
     for (int g = 0; g < L->ngpu; g++) {
         if (!built[g])
             continue;
-        const CgArch *a = cg_cuda_arch(L->gpus[g]);
-        size_t len = strlen(L->gpus[g]);
+        const Target *a = cg_cuda_arch(L->gpus[g]);
         sb_printf(s, "    {\"%s\", %d, %d, %d, %s_%d_cubin, (const char *)%s_%d_ptx, %s_%d_launch, %d},\n", L->gpus[g],
-                  a ? a->major : 0, a ? a->minor : 0, L->gpus[g][len - 1] == 'a', base, g, base, g, base, g,
+                  a ? a->sm / 10 : 0, a ? a->sm % 10 : 0, a && a->arch_specific, base, g, base, g, base, g,
                   mods[g].nlaunches);
         ncode++;
     }

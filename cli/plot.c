@@ -46,7 +46,7 @@ int cli_plot_run(Compilation *c, const RtResult *r, const TuneResult *tr)
                  rt_peak(c->o->target, &r->machine, r->threads, db, &peak, &c->diags);
     char note[400], plabel[64];
     if (roofs) {
-        bool gpu = target_is_gpu(c->o->target);
+        bool gpu = target_is_gpu(c->target);
         bool half = gpu && half_inputs(dt.s) && peak.gflops_tc > 0;
         s.peak_gflops = half ? peak.gflops_tc : peak.gflops;
         snprintf(plabel, sizeof plabel, "%s", half ? "f16/bf16 tensor-core peak" : gpu ? "f32 peak" : "f32 FMA peak");

@@ -838,7 +838,7 @@ Kernel *ir_clone_kernel(const Kernel *k)
         remap_node(&r, n);
         ir_list_push(&c->body, n, NULL);
     }
-    c->gpu_lowered = k->gpu_lowered ? arena_strdup(c->arena, k->gpu_lowered) : NULL;
+    c->gpu_lowered = k->gpu_lowered;
     c->cpu_lowered = k->cpu_lowered;
     free(r.bufs);
     free(r.vars);

@@ -20,6 +20,7 @@
 #include "../lang/diag.h"
 #include "../lang/dtype.h"
 #include "../lang/util.h"
+#include "target.h"
 
 /* Expression kinds:  id, printed spelling, number of operands in args[]. */
 #define PF_IR_EXPRS(X)                                                        \
@@ -270,12 +271,16 @@ typedef struct Kernel {
     int nvars, capvars;
     struct VarNames *names; /* ir.c: name -> Var hash behind ir_new_var/ir_find_var */
     NodeList body;
-    /* The CPU target lowering passes have run (passes/pipeline.c); the LLVM back
-     * end runs them on a copy of a kernel that has not been through them. */
-    bool cpu_lowered;
+    /* The CPU target the CPU lowering passes (passes/cpu_*.c) ran for, or NULL:
+     * the LLVM back end translates only a kernel they have lowered. */
+    const Target *cpu_lowered;
     /* The GPU target the target passes (passes/gpu_*.c) lowered this kernel for,
-     * or NULL: what codegen/cuda expects to translate. */
-    const char *gpu_lowered;
+     * or NULL: codegen/cuda translates only a kernel they have lowered. */
+    const Target *gpu_lowered;
+    /* The target a schedule is being applied for (set by passes/pipeline.c around
+     * the `schedule` pass), or NULL: the transformations refuse, at the schedule
+     * statement, what it cannot run (passes/xform.c). */
+    const Target *target;
 } Kernel;
 
 /* ---- ir/ir.c: construction ---- */

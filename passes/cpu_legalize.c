@@ -19,7 +19,7 @@
 
 typedef struct Leg {
     Kernel *k;
-    const char *target;
+    const Target *target;
     Diags *d;
     bool failed;
     const Node *vec;         /* the enclosing loop that stays vector, if any */
@@ -100,7 +100,7 @@ static void legalize_list(Leg *g, NodeList *l)
         bool cext = cpu_const_extent(g->k, n->u.loop.lo, n->u.loop.hi, &ext);
         if (kind >= LOOP_BLOCK_X && kind <= LOOP_THREAD_Z) {
             diag_error(g->d, n->span, "loop '%s' is bound to %s: GPU loop kinds cannot run on CPU target %s", v->name,
-                       loop_kind_name(kind), g->target);
+                       loop_kind_name(kind), g->target->name);
             g->failed = true;
         } else if (kind == LOOP_UNROLL && !(cext && ext <= CPU_MAX_UNROLL)) {
             diag_warning(g->d, n->span, "unroll loop '%s' %s; emitted as a loop", v->name,
@@ -134,9 +134,9 @@ static void legalize_list(Leg *g, NodeList *l)
     }
 }
 
-bool cpu_legalize(Kernel *k, const char *target, Diags *d)
+bool cpu_legalize(Kernel *k, const Target *target, Diags *d)
 {
-    Leg g = {.k = k, .target = target ? target : "host", .d = d};
+    Leg g = {.k = k, .target = target ? target : target_find("host"), .d = d};
     legalize_list(&g, &k->body);
     return !g.failed;
 }

@@ -38,9 +38,9 @@
  *   verify          the IR the back end receives (a dump point)
  * Their order is the order in which the back end used to try these rewrites on a
  * loop, so each loop gets the first that applies; passes that run later consult
- * the predicates of those that run earlier on the same loop.  A kernel that
- * reaches the LLVM back end without them (a caller that named no target) gets them
- * there, on a copy (codegen/llvm/jit.c). */
+ * the predicates of those that run earlier on the same loop.  The back ends
+ * translate only a kernel these passes lowered (Kernel.cpu_lowered, gpu_lowered):
+ * a caller whose pipeline named no target runs pipeline_target before codegen. */
 #include <string.h>
 
 #include "cpu.h"
@@ -57,10 +57,12 @@ static bool pass_lower(Kernel *k, const PipelineOpts *o, Diags *d)
 
 static bool pass_schedule(Kernel *k, const PipelineOpts *o, Diags *d)
 {
-    for (int i = 0; i < o->nschedules; i++)
-        if (!schedule_apply(k, o->schedules[i], o->choices, o->nchoices, d))
-            return false;
-    return true;
+    bool ok = true;
+    k->target = o->target;
+    for (int i = 0; i < o->nschedules && ok; i++)
+        ok = schedule_apply(k, o->schedules[i], o->choices, o->nchoices, d);
+    k->target = NULL;
+    return ok;
 }
 
 static void canon_cb(Expr *e, void *p)
@@ -121,14 +123,11 @@ static bool pass_simplify(Kernel *k, const PipelineOpts *o, Diags *d)
     return true;
 }
 
-static bool is_gpu(const PipelineOpts *o) { return o->target && strncmp(o->target, "sm_", 3) == 0; }
+static bool is_gpu(const PipelineOpts *o) { return target_is_gpu(o->target); }
 
 /* Callers set a CPU target only when the LLVM back end will translate the kernel
- * (cli/compile.c, pipeline_lower_cpu); sm_* names a GPU. */
-static bool cpu_target(const PipelineOpts *o)
-{
-    return o->target != NULL && !is_gpu(o);
-}
+ * (cli/compile.c, pipeline_lower_cpu). */
+static bool cpu_target(const PipelineOpts *o) { return target_is_cpu(o->target); }
 
 static bool pass_legalize(Kernel *k, const PipelineOpts *o, Diags *d)
 {
@@ -176,7 +175,7 @@ static bool pass_gpu_dead_fill(Kernel *k, const PipelineOpts *o, Diags *d)
         return true;
     if (!gpu_dead_fill_pass(k, d))
         return false;
-    k->gpu_lowered = arena_strdup(k->arena, o->target);
+    k->gpu_lowered = o->target;
     return true;
 }
 
@@ -184,7 +183,7 @@ static bool pass_verify(Kernel *k, const PipelineOpts *o, Diags *d)
 {
     (void)d;
     if (cpu_target(o))
-        k->cpu_lowered = true;
+        k->cpu_lowered = o->target;
     return true;
 }
 
@@ -255,9 +254,11 @@ bool pipeline_run(Kernel *k, const PipelineOpts *o, Diags *d)
     return true;
 }
 
-bool pipeline_lower_cpu(Kernel *k, const char *target, Diags *d)
+bool pipeline_lower_cpu(Kernel *k, const Target *target, Diags *d)
 {
-    PipelineOpts o = {.target = target ? target : "host"};
+    PipelineOpts o = {.target = target ? target : target_find("host")};
+    if (!target_is_cpu(o.target))
+        return true;
     /* Kernels built by hand (tests of the back end) need not meet every invariant
      * of the verifier; the passes are checked on those that do. */
     Diags quiet;
@@ -275,9 +276,11 @@ bool pipeline_lower_cpu(Kernel *k, const char *target, Diags *d)
     return true;
 }
 
-bool pipeline_target(Kernel *k, const char *target, Diags *d)
+bool pipeline_target(Kernel *k, const Target *target, Diags *d)
 {
-    if (k->gpu_lowered || !target || strncmp(target, "sm_", 3) != 0)
+    if (target_is_cpu(target))
+        return k->cpu_lowered || pipeline_lower_cpu(k, target, d);
+    if (k->gpu_lowered || !target_is_gpu(target))
         return true;
     PipelineOpts o = {.target = target};
     for (int i = 0; i < NPASSES && !k->gpu_lowered; i++) {

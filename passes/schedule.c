@@ -118,22 +118,17 @@ void schedule_print(const AstSchedule *s, const ParamChoice *choices, int nchoic
         }
 }
 
-static bool is_cpu(const char *t)
+bool schedule_matches_target(const char *st, const Target *t)
 {
-    return !t || strcmp(t, "host") == 0 || strncmp(t, "x86_64", 6) == 0 ||
-           strncmp(t, "aarch64", 7) == 0 || strncmp(t, "riscv64", 7) == 0;
-}
-
-bool schedule_matches_target(const char *st, const char *tgt)
-{
+    if (!t)
+        t = target_find("host");
     if (!st || strcmp(st, "any") == 0)
         return true;
     if (strcmp(st, "cpu") == 0)
-        return is_cpu(tgt);
+        return target_is_cpu(t);
     if (strcmp(st, "gpu") == 0 || strcmp(st, "cuda") == 0)
-        return tgt && strncmp(tgt, "sm_", 3) == 0;
-    if (!tgt)
-        return strcmp(st, "host") == 0;
+        return target_is_gpu(t);
+    const char *tgt = t->name;
     size_t n = strlen(st);
     /* `x86_64` covers `x86_64-avx512`; `sm_90` covers `sm_90a`. */
     return strncmp(st, tgt, n) == 0 && (tgt[n] == 0 || tgt[n] == '-' || tgt[n] == 'a');

@@ -526,6 +526,33 @@ static SchedArg *resolve_args(const SchedItem *it, const SchedEnv *env, SchedArg
     return tmp;
 }
 
+/* What the kernel's target cannot run is refused at the statement that asks for it
+ * (Kernel.target, set while the pipeline applies a schedule), not later by target
+ * legalisation or an emitter at the kernel. */
+static bool target_allows(const Kernel *k, XformKind x, const SchedItem *it, Diags *d)
+{
+    const Target *t = k->target;
+    if (!t || (x != XF_BIND && x != XF_MMA && x != XF_WGMMA && x != XF_PIPELINE))
+        return true;
+    if (target_is_cpu(t)) {
+        diag_error(d, it->span, "`%s` is a GPU transformation and CPU target %s cannot run it (GPU schedules go in "
+                   "a `schedule KERNEL for gpu` block)", it->name, t->name);
+        return false;
+    }
+    if (!target_is_gpu(t))
+        return true;
+    const char *lacks = x == XF_WGMMA && !t->wgmma      ? "wgmma (Hopper's warpgroup products, which only sm_90a has): "
+                                                          "compile with -target sm_90a, or use mma"
+                        : x == XF_MMA && !t->mma_sync    ? "mma.sync tensor-core products"
+                        : x == XF_PIPELINE && !t->cp_async ? "asynchronous copies (cp.async)"
+                                                           : NULL;
+    if (lacks) {
+        diag_error(d, it->span, "target %s lacks %s", t->name, lacks);
+        return false;
+    }
+    return true;
+}
+
 static bool run(Kernel *k, const SchedItem *it, const SchedEnv *env, Diags *d, bool dry)
 {
     SchedArg tmp[32];
@@ -544,6 +571,8 @@ static bool run(Kernel *k, const SchedItem *it, const SchedEnv *env, Diags *d, b
         diag_error(d, it->span, "too many arguments to %s", it->name);
         return false;
     }
+    if (!target_allows(k, x, it, d))
+        return false;
     XfCtx c = {.k = k, .it = it, .args = resolve_args(it, env, tmp, 32), .nargs = it->nargs,
                .d = d, .dry = dry};
     return xf_fns[x](&c);

@@ -88,9 +88,11 @@ int schedule_params(const AstSchedule *s, const char **names, int *ncands, int c
 /* Prints s with every parameter fixed to its chosen value, in schedule syntax:
  * `param T = 64` lines first, then the statements (one per line). */
 void schedule_print(const AstSchedule *s, const ParamChoice *choices, int nchoices, StrBuf *out);
-/* True when a schedule for `target` applies to a kernel compiled for tgt (NULL or
- * "any" matches all; "cpu" matches host and the CPU triples; "gpu"/"cuda" the sm_*). */
-bool schedule_matches_target(const char *sched_target, const char *tgt);
+/* True when a schedule for `target` applies to a kernel compiled for tgt (NULL is
+ * host).  A schedule target NULL or "any" matches all; "cpu" the CPU targets;
+ * "gpu"/"cuda" the GPU ones; a name itself and its variants (`x86_64` covers
+ * `x86_64-avx512`, `sm_90` covers `sm_90a`). */
+bool schedule_matches_target(const char *sched_target, const Target *tgt);
 
 /* ---- passes/actions.c ---- */
 /* Every transformation legal on k now, one per line, in schedule syntax
@@ -111,10 +113,12 @@ typedef struct PipelineOpts {
     int nchoices;
     const char *dump_after;              /* a pass name, "all", or NULL */
     StrBuf *dump;                        /* receives `; after PASS` and the IR */
-    const char *target;                  /* the target whose legalisation and lowering
-                                          * passes run: sm_* the GPU passes, a CPU
-                                          * target the LLVM back end's passes; NULL
-                                          * none (-emit ir on a CPU, the C back end) */
+    const Target *target;                /* the target whose legalisation and lowering
+                                          * passes run: a GPU the gpu_* passes, a CPU
+                                          * the LLVM back end's passes; NULL none
+                                          * (-emit ir on a CPU, the C back end).  The
+                                          * schedule's transformations refuse what it
+                                          * cannot run (Kernel.target). */
     const char *stop_after;              /* a pass name: the passes after it do not run
                                           * (--actions lists moves on the kernel that a
                                           * further -s statement would be applied to,
@@ -126,12 +130,13 @@ bool pipeline_run(Kernel *k, const PipelineOpts *o, Diags *d);
 /* Runs only the CPU target passes (legalize .. verify) on k, which has been
  * through `simplify`: what the LLVM back end does for a kernel whose pipeline named
  * no target.  Sets k->cpu_lowered. */
-bool pipeline_lower_cpu(Kernel *k, const char *target, Diags *d);
-/* The target passes alone (legalisation and lowering for target), on a kernel that
- * went through the pipeline without them; nothing when k was already lowered for a
- * GPU or target is not sm_*.  For callers that hand codegen a kernel of their own
- * (hand-built IR, the autotuner's candidates). */
-bool pipeline_target(Kernel *k, const char *target, Diags *d);
+bool pipeline_lower_cpu(Kernel *k, const Target *target, Diags *d);
+/* The target passes alone (legalisation and lowering for target, CPU or GPU), on a
+ * kernel that went through the pipeline without them; nothing when k was already
+ * lowered or target is NULL or interp.  For callers that hand codegen a kernel of
+ * their own (hand-built IR, the golden reference): the back ends refuse a kernel
+ * that has not been lowered. */
+bool pipeline_target(Kernel *k, const Target *target, Diags *d);
 /* The pass names, for -dump-after validation: NULL past the last. */
 const char *pipeline_pass_name(int i);
 

@@ -176,13 +176,13 @@ bool gpu_sync(GpuDevice *g, Diags *d)
 enum { CODE_NONE, CODE_CUBIN, CODE_PTX };
 static int code_fits(const char *arch, const GpuInfo *in)
 {
-    const CgArch *a = arch ? cg_cuda_arch(arch) : NULL;
+    const Target *a = arch ? cg_cuda_arch(arch) : NULL;
     if (!a)
         return CODE_NONE;
-    if (a->major == in->cc_major && a->minor == in->cc_minor)
+    int major = a->sm / 10, minor = a->sm % 10;
+    if (major == in->cc_major && minor == in->cc_minor)
         return CODE_CUBIN;
-    bool suffixed = arch[strlen(arch) - 1] == 'a';
-    if (!suffixed && (a->major < in->cc_major || (a->major == in->cc_major && a->minor < in->cc_minor)))
+    if (!a->arch_specific && (major < in->cc_major || (major == in->cc_major && minor < in->cc_minor)))
         return CODE_PTX;
     return CODE_NONE;
 }

@@ -9,57 +9,38 @@
 #include <string.h>
 #include <sys/utsname.h>
 
-static bool prefix(const char *s, const char *p)
+static const char *arch_name(TargetArch a)
 {
-    return strncmp(s, p, strlen(p)) == 0;
+    return a == ARCH_X86_64 ? "x86_64" : a == ARCH_AARCH64 ? "aarch64" : a == ARCH_RISCV64 ? "riscv64" : NULL;
 }
 
 /* The host architecture as the target names spell it. */
 static const char *host_arch(void)
 {
-#if defined(__x86_64__)
-    return "x86_64";
-#elif defined(__aarch64__)
-    return "aarch64";
-#elif defined(__riscv) && __riscv_xlen == 64
-    return "riscv64";
-#else
+    const char *a = arch_name(target_find("host")->arch);
+    if (a)
+        return a;
     static struct utsname u;
     return uname(&u) == 0 ? u.machine : "unknown";
-#endif
-}
-
-/* The CPU features a target variant needs, as /proc/cpuinfo spells them. */
-static const char *needed_feature(const char *target)
-{
-    if (strcmp(target, "x86_64-avx512") == 0)
-        return "avx512f";
-    if (strcmp(target, "x86_64-avx2") == 0)
-        return "avx2";
-    if (strcmp(target, "aarch64-sve") == 0)
-        return "sve";
-    return NULL;
 }
 
 RtDevice *rt_device_open(const char *target, int *rc, Diags *d)
 {
-    if (!target)
-        target = "host";
-    if (prefix(target, "sm_")) {
-        RtDevice *dev = rt_cuda_open(target, d);
+    const Target *t = target_find(target);
+    if (target_is_gpu(t)) {
+        RtDevice *dev = rt_cuda_open(t->name, d);
         if (!dev)
             *rc = 3;
         return dev;
     }
-    if (strcmp(target, "host") != 0) {
+    if (!target_is_cpu(t)) {
+        diag_plain(d, DIAG_ERROR, "unknown target '%s'", target);
+        *rc = 1;
+        return NULL;
+    }
+    if (!t->host) {
         const char *arch = host_arch();
-        bool known = prefix(target, "x86_64") || prefix(target, "aarch64") || prefix(target, "riscv64");
-        if (!known) {
-            diag_plain(d, DIAG_ERROR, "unknown target '%s'", target);
-            *rc = 1;
-            return NULL;
-        }
-        if (!prefix(target, arch)) {
+        if (t->arch != target_find("host")->arch) {
             diag_plain(d, DIAG_ERROR,
                        "-target %s code cannot run on this %s machine: use -emit asm or -emit obj to "
                        "cross-compile, or -target host to run",
@@ -67,7 +48,7 @@ RtDevice *rt_device_open(const char *target, int *rc, Diags *d)
             *rc = 1;
             return NULL;
         }
-        const char *need = needed_feature(target);
+        const char *need = t->needs;
         if (need && !rt_cpu_has(need)) {
             diag_plain(d, DIAG_ERROR,
                        "-target %s needs %s, which this CPU lacks: use -emit asm or -emit obj, or -target host",

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "golden_sample.h"
+#include "../passes/xform.h"
 
 /* ---- cloning with promotion ---- */
 
@@ -370,7 +371,9 @@ static bool device_setup(RtGolden *g, const char *target, Diags *d)
     bool cpu = strcmp(g->dev->name, "cpu") == 0;
     if (cpu)
         mark_parallel(g->fk, rt_cpu_count());
-    if (!(g->fx = g->dev->compile(g->dev, g->fk, cpu ? "host" : target, d))) {
+    /* the back ends translate only a kernel lowered for its target */
+    if (!pipeline_target(g->fk, target_find(cpu ? "host" : target), d) ||
+        !(g->fx = g->dev->compile(g->dev, g->fk, cpu ? "host" : target, d))) {
         diag_plain(d, DIAG_ERROR, "could not compile the f64 reference of kernel %s for the device", g->u->name);
         return false;
     }

@@ -258,7 +258,7 @@ static void cache_put(sqlite3 *db, const char *device, int threads, const RtPeak
 bool rt_peak(const char *target, const RtMachine *m, int threads, const char *db_path, RtPeak *p, Diags *d)
 {
     memset(p, 0, sizeof *p);
-    if (target && !strncmp(target, "sm_", 3)) {
+    if (target_is_gpu(target_find(target))) {
         if (gpu_sheet(m, p))
             return true;
         diag_plain(d, DIAG_ERROR, "--plot: no data sheet for the GPU '%s', so no roofline can be drawn", m->device);

@@ -6,7 +6,10 @@
  * kernel: lowered afresh from the AST, the schedule's statements applied through
  * schedule_apply, then the rest of the pipeline (passes/pipeline.c).  Lowering reads
  * the shared AST and its checked annotations, so it is done one at a time; the
- * schedule runs in parallel on each thread's own copy. */
+ * schedule runs in parallel on each thread's own copy.
+ * The candidate stays as scheduled (what the pruning and the cost model read);
+ * tune_lower makes the copy the back end translates, with the target's
+ * legalisation and lowering passes. */
 #include "tune.h"
 
 #include <pthread.h>
@@ -61,4 +64,14 @@ bool tune_text(const TuneInput *in, const TuneTemplate *t, const ParamChoice *ch
     if (k)
         ir_free(k);
     return k != NULL;
+}
+
+Kernel *tune_lower(const Kernel *k, const Target *target, Diags *d)
+{
+    Kernel *low = ir_clone_kernel(k);
+    if (!pipeline_target(low, target, d)) {
+        ir_free(low);
+        return NULL;
+    }
+    return low;
 }

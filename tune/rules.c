@@ -35,15 +35,9 @@
 #include "builder.h"
 #include "tune.h"
 
-int tune_vector_lanes(const char *target, DType t)
+int tune_vector_lanes(const Target *target, DType t)
 {
-    int bytes = 32; /* AVX2 and the default */
-    if (target && strstr(target, "avx512"))
-        bytes = 64;
-    else if (!target || !strcmp(target, "host") || !strcmp(target, "x86_64"))
-        bytes = rt_cpu_has("avx512f") ? 64 : rt_cpu_has("avx") ? 32 : 16;
-    else if (!strncmp(target, "aarch64", 7) || !strncmp(target, "riscv64", 7))
-        bytes = 16;
+    int bytes = target_is_cpu(target) ? target->vector_bytes : 32;
     int e = dtype_bytes(t);
     return e > 0 ? bytes / e : 8;
 }
@@ -1044,7 +1038,7 @@ static void offer_rule(const TuneInput *in, TuneBuildFn fn, const void *ctx, Are
         sp->kclass = "contraction (GPU, tensor cores)";
 }
 
-bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena *a, TuneSpace *sp, Diags *d)
+bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Arena *a, TuneSpace *sp, Diags *d)
 {
     memset(sp, 0, sizeof *sp);
     if (in->nscheds) {
@@ -1064,7 +1058,7 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
         }
     int lanes = tune_vector_lanes(target, t);
     int threads = rt_cpu_count();
-    bool gpu = target && !strncmp(target, "sm_", 3);
+    bool gpu = target_is_gpu(target);
     Nest ns[16];
     int nn = 0;
     for (int i = 0; i < u->body.n && nn < 16; i++)
@@ -1095,7 +1089,7 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
         /* tensor-core templates first (f16 / bf16 products), each only when it
          * applies whole: Hopper's wgmma where the target has it, then mma.sync */
         bool one = nn == 1 && ncontr;
-        for (size_t t = 0; one && !strcmp(target, "sm_90a") && t < sizeof wg_shapes / sizeof wg_shapes[0]; t++) {
+        for (size_t t = 0; one && target->wgmma && t < sizeof wg_shapes / sizeof wg_shapes[0]; t++) {
             const WgShape *c = &wg_shapes[t];
             WgCtx *x = arena_alloc(a, sizeof *x);
             *x = (WgCtx){infos[0], c};

@@ -63,7 +63,8 @@ typedef struct Tuner {
     const TuneOptions *o;
     TuneSpace sp;
     Arena *arena;
-    const char *target;
+    const char *target;          /* tgt->name */
+    const Target *tgt;           /* TuneOptions.target, parsed once */
     RtDevice *dev;               /* real device, or NULL with a planted measure */
     bool parallel_compile;       /* CPU: a batch compiled on every core, then measured with them idle */
     bool async_compile;          /* GPU: candidates compiled on other cores while earlier ones are measured */
@@ -259,7 +260,7 @@ static const char *prune_walk(const Tuner *T, const Kernel *k, const Node *n, bo
         if (rules && n->u.loop.kind == LOOP_VECTOR) {
             int64_t e = trips(k, n);
             DType t = first_store_dtype(n);
-            int lanes = tune_vector_lanes(T->target, t == DT_COUNT ? DT_F32 : t);
+            int lanes = tune_vector_lanes(T->tgt, t == DT_COUNT ? DT_F32 : t);
             if (e > 0 && (e % lanes != 0))
                 return "a vector loop that is not a whole number of SIMD registers";
             if (e > 8 * lanes)
@@ -282,14 +283,16 @@ static const char *prune_walk(const Tuner *T, const Kernel *k, const Node *n, bo
     return NULL;
 }
 
-static const char *prune(const Tuner *T, const Kernel *k, bool rules, CgCudaModule **keep, Diags *d)
+/* k as scheduled; low the copy the back end translates (tune_lower). */
+static const char *prune(const Tuner *T, const Kernel *k, const Kernel *low, bool rules, CgCudaModule **keep,
+                         Diags *d)
 {
-    bool gpu = !strncmp(T->target, "sm_", 3);
+    bool gpu = target_is_gpu(T->tgt);
     if (gpu) {
         /* the launch table checks threads per block and shared memory */
         CgCudaModule m;
         memset(&m, 0, sizeof m);
-        bool ok = cg_cuda_generate(k, T->target, &m, d);
+        bool ok = cg_cuda_generate(low, T->target, &m, d);
         const char *why = NULL;
         if (!ok)
             why = "over the target's launch limits";
@@ -354,18 +357,25 @@ static void schedule_cand(Tuner *T, Cand *c)
         diag_free(&d);
         return;
     }
-    const char *why = prune(T, k, !strncmp(T->sp.t[c->t].origin, "rules", 5), T->async_compile ? &c->mod : NULL, &d);
+    /* pruned, modelled and printed as scheduled; compiled as lowered */
+    Kernel *low = tune_lower(k, T->tgt, &d);
+    const char *why = !low ? "refused by the target's legalisation"
+                           : prune(T, k, low, !strncmp(T->sp.t[c->t].origin, "rules", 5),
+                                   T->async_compile ? &c->mod : NULL, &d);
     if (why) {
         c->why = xstrdup(why);
         ir_free(k);
+        if (low)
+            ir_free(low);
         diag_free(&d);
         return;
     }
-    c->k = k;
+    c->k = low;
     c->work = tm_features(k, T->threads, T->lanes, T->caches, c->feat);
     StrBuf ir = {0};
     ir_print_kernel(k, &ir);
     c->ir = ir.s;
+    ir_free(k);
     diag_free(&d);
 }
 
@@ -913,7 +923,7 @@ static bool plain_policy(Tuner *T, TuneResult *res)
     diag_free(&q);
     if (!ok)
         return true;
-    bool gpu = !strncmp(T->target, "sm_", 3);
+    bool gpu = target_is_gpu(T->tgt);
     double est = (w.flops + w.execs) / (gpu ? 2e11 : 2.5e8 * T->threads);
     if (est <= 1.0)
         return true;
@@ -1176,7 +1186,7 @@ void tune_make_key(const AstKernel *ast, const Kernel *k, const char *target, co
 
 void tune_block(const char *kernel, const char *target, const char *schedule, StrBuf *out)
 {
-    bool gpu = target && !strncmp(target, "sm_", 3);
+    bool gpu = target_is_gpu(target_find(target));
     sb_printf(out, "schedule %s for %s {\n", kernel, gpu ? target : "cpu");
     for (const char *p = schedule; p && *p;) {
         const char *nl = strchr(p, '\n');
@@ -1303,6 +1313,11 @@ static int final_run(Tuner *T, const TuneTemplate *tmpl, const ParamChoice *ch, 
     ir_print_kernel(k, &ir);
     free(res->best_ir);
     res->best_ir = ir.s;
+    /* the back end's copy: lowered for the target */
+    Kernel *low = tune_lower(k, T->tgt, d);
+    ir_free(k);
+    if (!(k = low))
+        return 1;
     RunOptions ro = cand_options(T, min_time, seed, T->o->compare);
     ro.progress = T->prog;
     progress_emit(T->prog, &(ProgEvent){.phase = PROG_FINAL, .kind = PROG_BEGIN, .what = "the winner on fresh inputs",
@@ -1381,14 +1396,16 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
     T->o = o;
     T->res = res;
     T->t0 = now_seconds();
-    T->target = o->target ? o->target : "host";
+    if (!(T->tgt = target_parse(o->target, d)))
+        return 1;
+    T->target = T->tgt->name;
     T->arena = arena_new();
     rng_seed(&T->rng, o->seed ^ 0x7475e3ull);
     T->threads = o->threads > 0 ? o->threads : rt_cpu_count();
     T->jobs = o->jobs > 0 ? o->jobs : rt_cpu_count();
     if (T->jobs > 64)
         T->jobs = 64;
-    T->lanes = tune_vector_lanes(T->target, DT_F32);
+    T->lanes = tune_vector_lanes(T->tgt, DT_F32);
     {
         int64_t llc = rt_llc_bytes();
         T->caches[0] = 32 << 10;
@@ -1418,7 +1435,7 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
         goto done;
     /* PERFC_TUNE_SPACE=1: print the templates and stop (to read or copy a space) */
     if (getenv("PERFC_TUNE_SPACE") && *getenv("PERFC_TUNE_SPACE") == '1') {
-        if (!tune_space(in, u, T->target, T->arena, &T->sp, d))
+        if (!tune_space(in, u, T->tgt, T->arena, &T->sp, d))
             goto done;
         for (int i = 0; i < T->sp.n; i++) {
             StrBuf b = {0};
@@ -1473,7 +1490,7 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
      * while candidates are measured (the measuring thread needs no core of its own
      * beyond the one it runs on); NVRTC is loaded here, before any worker needs it */
     T->async_compile = T->dev && !o->measure && !T->parallel_compile && T->dev->adopt &&
-                       !strncmp(T->target, "sm_", 3) && cg_nvrtc_available(NULL, 0);
+                       target_is_gpu(T->tgt) && cg_nvrtc_available(NULL, 0);
 
     RtMachine m;
     memset(&m, 0, sizeof m);
@@ -1571,7 +1588,7 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
      * answer does not need. */
     progress_emit(T->prog, &(ProgEvent){.phase = PROG_SPACE, .kind = PROG_BEGIN, .what = in->ast->name, .eta_s = -1});
     double tspace = now_seconds();
-    if (!tune_space(in, u, T->target, T->arena, &T->sp, d)) {
+    if (!tune_space(in, u, T->tgt, T->arena, &T->sp, d)) {
         if (!d->nerrors) /* never a silent failure */
             diag_plain(d, DIAG_ERROR, "autotuning: no search space for kernel %s on %s (no rule of tune/rules.c "
                                       "fits it); write a schedule with `param` items to tune it",

@@ -176,12 +176,16 @@ Kernel *tune_apply(const TuneInput *in, const TuneTemplate *t, const ParamChoice
 /* The text of a candidate without keeping its kernel (for a written template, no
  * lowering at all). */
 bool tune_text(const TuneInput *in, const TuneTemplate *t, const ParamChoice *ch, int nch, StrBuf *text);
+/* A copy of the scheduled k with target's legalisation and lowering passes run
+ * (passes/pipeline.c pipeline_target): what the back ends accept.  NULL with
+ * diagnostics when the target refuses it. */
+Kernel *tune_lower(const Kernel *k, const Target *target, Diags *d);
 /* ---- tune/rules.c ---- */
 /* Builds the search space: the input's schedules when they have parameters, else
  * templates from the rules for the kernel's class on target (u: the lowered,
  * unscheduled kernel).  Templates live in arena a. */
-bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena *a, TuneSpace *sp, Diags *d);
+bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Arena *a, TuneSpace *sp, Diags *d);
 /* Lanes of one SIMD register for dtype t on a CPU target (8 for f32 on AVX2). */
-int tune_vector_lanes(const char *target, DType t);
+int tune_vector_lanes(const Target *target, DType t);
 
 #endif

@@ -50,26 +50,21 @@ typedef struct CgCudaModule {
     StrBuf log;             /* NVRTC's log, ptxas -v included */
 } CgCudaModule;
 
-/* ---- codegen/cuda/arch.c: targets ---- */
-/* Resource limits of one sm_* target, used to refuse kernels before any launch. */
-typedef struct CgArch {
-    const char *name;       /* "sm_80" ... "sm_90a" */
-    int major, minor;
-    int max_threads_block;  /* 1024 */
-    int max_smem_block;     /* opt-in limit of dynamic shared memory, bytes */
-    int regs_per_block;     /* 65536 */
-    int max_regs_thread;    /* 255 */
-} CgArch;
+/* ---- targets: the GPU Targets of ir/target.h (limits, instructions) ---- */
 /* NULL when the name is no supported CUDA target. */
-const CgArch *cg_cuda_arch(const char *name);
-bool cg_cuda_is_target(const char *name);          /* starts with "sm_" */
+static inline const Target *cg_cuda_arch(const char *name)
+{
+    const Target *t = name ? target_find(name) : NULL;
+    return target_is_gpu(t) ? t : NULL;
+}
 /* "sm_80 sm_86 sm_89 sm_90 sm_90a", for messages. */
-const char *cg_cuda_targets(void);
+static inline const char *cg_cuda_targets(void) { return target_names(TARGET_GPU); }
 
 /* ---- codegen/cuda/emit.c: IR -> CUDA C ---- */
-/* Generates the source and launch table.  Needs every size parameter bound.  Fails
- * with a diagnostic that gives the numbers when a launch exceeds arch's limits on
- * threads per block or shared memory. */
+/* Generates the source and launch table.  Needs every size parameter bound and k
+ * lowered by the GPU target passes (Kernel.gpu_lowered; passes/pipeline.c), else an
+ * internal error.  Fails with a diagnostic that gives the numbers when a launch
+ * exceeds arch's limits on threads per block or shared memory. */
 bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *d);
 void cg_cuda_module_free(CgCudaModule *m);
 

@@ -32,7 +32,6 @@
 #include <string.h>
 
 #include "../../passes/gpu_int.h"
-#include "../../passes/xform.h"
 #include "cg_cuda.h"
 #include "emit_scan.h"
 
@@ -40,7 +39,7 @@
 
 typedef struct Em {
     const Kernel *k;
-    const CgArch *arch;
+    const Target *arch;
     Diags *d;
     StrBuf *o;
     int ind;
@@ -1060,7 +1059,7 @@ static bool frag_under_tx(const Em *e, const Node *n, bool under_tx)
  * operand buffers can take the swizzled layout. */
 static bool wg_setup(Em *e, const Node *top, const CgLaunch *L)
 {
-    if (strcmp(e->arch->name, "sm_90a") != 0) {
+    if (!e->arch->wgmma) {
         diag_error(e->d, top->span, "launch %s runs wgmma triples, which only sm_90a has (Hopper's "
                    "architecture-specific instructions): compile with -target sm_90a, or use mma", L->name);
         return false;
@@ -2419,7 +2418,7 @@ static const char prelude[] =
 static bool generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *d)
 {
     memset(m, 0, sizeof *m);
-    const CgArch *a = cg_cuda_arch(arch);
+    const Target *a = cg_cuda_arch(arch);
     if (!a) {
         diag_plain(d, DIAG_ERROR, "unknown CUDA target '%s' (supported: %s)", arch ? arch : "", cg_cuda_targets());
         return false;
@@ -2502,18 +2501,18 @@ static bool generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *
     return ok;
 }
 
-/* The kernel as the GPU target passes left it (passes/pipeline.c): a caller that
- * did not run them (hand-built IR, a tuner candidate) gets them on a copy. */
+/* The kernel as the GPU target passes left it (passes/pipeline.c), which every
+ * caller runs (pipeline_run with a GPU target, or pipeline_target): a kernel
+ * without them is a caller's bug. */
 bool cg_cuda_generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *d)
 {
-    if (k->gpu_lowered || !cg_cuda_arch(arch))
-        return generate(k, arch, m, d);
-    Kernel *c = ir_clone_kernel(k);
-    bool ok = pipeline_target(c, arch, d) && generate(c, arch, m, d);
-    if (!ok)
+    if (!k->gpu_lowered && cg_cuda_arch(arch)) {
         memset(m, 0, sizeof *m);
-    ir_free(c);
-    return ok;
+        diag_plain(d, DIAG_ERROR, "internal error: kernel %s reached the CUDA back end without the GPU target "
+                   "passes (run the pipeline with target %s first)", k->name, arch);
+        return false;
+    }
+    return generate(k, arch, m, d);
 }
 
 void cg_cuda_module_free(CgCudaModule *m)

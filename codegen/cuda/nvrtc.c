@@ -132,7 +132,7 @@ static void parse_ptxas(CgCudaModule *m, const char *log)
 
 bool cg_cuda_compile(CgCudaModule *m, const char *arch, Diags *d)
 {
-    const CgArch *a = cg_cuda_arch(arch);
+    const Target *a = cg_cuda_arch(arch);
     if (!a) {
         diag_plain(d, DIAG_ERROR, "unknown CUDA target '%s' (supported: %s)", arch ? arch : "", cg_cuda_targets());
         return false;

@@ -40,7 +40,9 @@ typedef enum { CG_EMIT_LLVM, CG_EMIT_ASM, CG_EMIT_OBJ } CgEmitKind;
 bool cg_llvm_target_known(const char *target);
 
 /* Compiles the kernel for this machine and loads it.  target is "host" (or NULL), or
- * an x86_64 variant the host CPU can run.  NULL with diagnostics on failure. */
+ * an x86_64 variant the host CPU can run.  k must have been lowered by the CPU
+ * target passes (Kernel.cpu_lowered; passes/pipeline.c), else an internal error.
+ * NULL with diagnostics on failure. */
 JitKernel *cg_llvm_jit(const Kernel *k, const char *target, Diags *d);
 KernelEntry cg_jit_entry(JitKernel *j);
 /* Calls the kernel: cg_jit_entry(j)(bufs), but safe under clang's

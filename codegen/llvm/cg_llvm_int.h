@@ -11,6 +11,7 @@
 
 /* Everything the translation needs to know about the machine it generates for. */
 typedef struct CgTarget {
+    const Target *target;    /* what it was made from (ir/target.h) */
     char name[32];           /* as the user spelled it ("host" stays "host") */
     char triple[64];
     char cpu[64];
@@ -28,6 +29,8 @@ typedef struct CgTarget {
 void cg_llvm_init(void);
 /* Fills *t for a known target name (NULL means host); false if unknown. */
 bool cg_target_lookup(const char *name, CgTarget *t);
+/* Fills *t for a CPU Target (host resolved through LLVM); false for a GPU or NULL. */
+bool cg_target_fill(const Target *target, CgTarget *t);
 /* A target machine for t at O3, position-independent; NULL with a diagnostic. */
 LLVMTargetMachineRef cg_target_machine(const CgTarget *t, Diags *d);
 /* The calling thread's target machine for t, made on first use and kept for the

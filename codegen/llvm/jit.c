@@ -15,7 +15,6 @@
  * of the running process. */
 #define _POSIX_C_SOURCE 200809L
 #include "cg_llvm_int.h"
-#include "passes/xform.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -243,18 +242,14 @@ static bool optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, const Kernel *k, 
 static LLVMModuleRef compile(const Kernel *k, const CgTarget *t, LLVMContextRef ctx, LLVMTargetMachineRef tm, Diags *d)
 {
     /* The emitter translates; the decisions of how (passes/cpu_*.c) are made by the
-     * pipeline for a CPU target, or here on a copy when the caller's pipeline named
-     * no target.  The optimisation pipeline below is chosen on k as scheduled. */
-    Kernel *low = NULL;
+     * pipeline for a CPU target, which every caller runs (pipeline_run with a CPU
+     * target, or pipeline_lower_cpu): a kernel without them is a caller's bug. */
     if (!k->cpu_lowered) {
-        low = ir_clone_kernel(k);
-        if (!pipeline_lower_cpu(low, t->name, d)) {
-            ir_free(low);
-            return NULL;
-        }
+        diag_plain(d, DIAG_ERROR, "internal error: kernel %s reached the LLVM back end without the CPU target "
+                   "passes (run the pipeline with target %s first)", k->name, t->name);
+        return NULL;
     }
-    LLVMModuleRef m = cg_build_module(low ? low : k, t, ctx, tm, d);
-    ir_free(low);
+    LLVMModuleRef m = cg_build_module(k, t, ctx, tm, d);
     if (!m)
         return NULL;
     if (!optimize(m, tm, k, d)) {
@@ -268,10 +263,7 @@ static bool lookup_target(const char *target, CgTarget *t, Diags *d)
 {
     if (cg_target_lookup(target, t))
         return true;
-    diag_plain(d, DIAG_ERROR,
-               "unknown CPU target '%s' (known: host, x86_64, x86_64-avx2, x86_64-avx512, aarch64, aarch64-sve, "
-               "riscv64, riscv64-v)",
-               target);
+    diag_plain(d, DIAG_ERROR, "unknown CPU target '%s' (known: %s)", target, target_names(TARGET_CPU));
     return false;
 }
 

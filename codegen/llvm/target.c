@@ -1,12 +1,7 @@
-/* CPU targets of the LLVM back end: the table of names perfc accepts, what each means
- * to LLVM (triple, CPU, features, ABI), and the one-time LLVM initialisation.
- *
- * The CPU choices are deliberate: x86_64 is the baseline x86-64 (SSE2, no FMA, no
- * F16C), x86_64-avx2 is Haswell, x86_64-avx512 is Skylake-AVX512; aarch64 is ARMv8-A
- * with NEON; aarch64-sve adds SVE with vscale_range(2,16), i.e. the code needs SVE
- * vectors of at least 256 bits (Graviton3, A64FX) and then uses the z registers for
- * fixed-width vector loops; riscv64 is RV64GC with the lp64d ABI and riscv64-v adds the
- * vector extension (VLEN >= 128).  "host" is the running CPU with all its features. */
+/* CPU targets of the LLVM back end: a Target (ir/target.c, the table of names perfc
+ * accepts with their triple, CPU, features and ABI) made into what LLVM is told, the
+ * running CPU's triple, name and features for "host" (only LLVM knows them), target
+ * machines, and the one-time LLVM initialisation. */
 #define _POSIX_C_SOURCE 200809L
 #include "cg_llvm_int.h"
 
@@ -17,25 +12,6 @@
 #include <llvm-c/Support.h>
 
 #include <llvm-c/Target.h>
-
-typedef struct TargetDef {
-    const char *name, *triple, *cpu, *features, *abi;
-    bool fma, native_half;
-    int vscale_min, vscale_max, vector_width;
-} TargetDef;
-
-static const TargetDef targets[] = {
-    {"x86_64", "x86_64-unknown-linux-gnu", "x86-64", "", "", false, false, 0, 0, 0},
-    {"x86_64-avx2", "x86_64-unknown-linux-gnu", "haswell", "", "", true, true, 0, 0, 0},
-    /* Skylake prefers 256-bit vectors for auto-vectorisation; perfc's explicit
-     * 16-lane vectors are meant for zmm, so the width is pinned to 512. */
-    {"x86_64-avx512", "x86_64-unknown-linux-gnu", "skylake-avx512", "", "", true, true, 0, 0, 512},
-    {"aarch64", "aarch64-unknown-linux-gnu", "generic", "+neon,+fp-armv8", "", true, true, 0, 0, 0},
-    {"aarch64-sve", "aarch64-unknown-linux-gnu", "generic", "+neon,+fp-armv8,+sve", "", true, true, 2, 16, 0},
-    {"riscv64", "riscv64-unknown-linux-gnu", "generic-rv64", "+m,+a,+f,+d,+c", "lp64d", true, false, 0, 0, 0},
-    /* V implies Zvl128b: vscale_range(2,1024) is what clang puts on such code. */
-    {"riscv64-v", "riscv64-unknown-linux-gnu", "generic-rv64", "+m,+a,+f,+d,+c,+v", "lp64d", true, false, 2, 1024, 0},
-};
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static char host_triple[64], host_cpu[64];
@@ -101,20 +77,24 @@ static bool has_feature(const char *features, const char *name)
 
 bool cg_llvm_target_known(const char *target)
 {
-    if (!target || strcmp(target, "host") == 0)
-        return true;
-    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++)
-        if (strcmp(targets[i].name, target) == 0)
-            return true;
-    return false;
+    return target_is_cpu(target_find(target));
 }
 
 bool cg_target_lookup(const char *name, CgTarget *t)
 {
+    return cg_target_fill(target_find(name), t);
+}
+
+bool cg_target_fill(const Target *d, CgTarget *t)
+{
+    if (!target_is_cpu(d))
+        return false;
     cg_llvm_init();
     memset(t, 0, sizeof *t);
-    if (!name || strcmp(name, "host") == 0) {
-        snprintf(t->name, sizeof t->name, "host");
+    t->target = d;
+    snprintf(t->name, sizeof t->name, "%s", d->name);
+    if (d->host) {
+        /* What only LLVM knows of the running CPU: triple, CPU name, features. */
         snprintf(t->triple, sizeof t->triple, "%s", host_triple);
         snprintf(t->cpu, sizeof t->cpu, "%s", host_cpu);
         t->features = host_features;
@@ -136,23 +116,16 @@ bool cg_target_lookup(const char *name, CgTarget *t)
         }
         return true;
     }
-    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
-        const TargetDef *d = &targets[i];
-        if (strcmp(d->name, name) != 0)
-            continue;
-        snprintf(t->name, sizeof t->name, "%s", d->name);
-        snprintf(t->triple, sizeof t->triple, "%s", d->triple);
-        snprintf(t->cpu, sizeof t->cpu, "%s", d->cpu);
-        t->features = d->features;
-        t->abi = d->abi;
-        t->fma = d->fma;
-        t->native_half = d->native_half;
-        t->vscale_min = d->vscale_min;
-        t->vscale_max = d->vscale_max;
-        t->vector_width = d->vector_width;
-        return true;
-    }
-    return false;
+    snprintf(t->triple, sizeof t->triple, "%s", d->triple);
+    snprintf(t->cpu, sizeof t->cpu, "%s", d->cpu);
+    t->features = d->features;
+    t->abi = d->abi;
+    t->fma = d->fma;
+    t->native_half = d->native_half;
+    t->vscale_min = d->vscale_min;
+    t->vscale_max = d->vscale_max;
+    t->vector_width = d->vector_width;
+    return true;
 }
 
 bool cg_target_runs_on_host(const CgTarget *t)
@@ -160,15 +133,15 @@ bool cg_target_runs_on_host(const CgTarget *t)
     if (t->is_host)
         return true;
     cg_llvm_init();
-    if (strncmp(t->triple, "x86_64", 6) != 0 || strncmp(host_triple, "x86_64", 6) != 0)
+    if (t->target->arch != ARCH_X86_64 || target_find("host")->arch != ARCH_X86_64)
         return false;
     static const char *const need_avx2[] = {"avx2", "fma", "f16c", "bmi2", NULL};
     static const char *const need_avx512[] = {"avx512f", "avx512bw", "avx512dq", "avx512vl", NULL};
-    if (strcmp(t->name, "x86_64-avx2") == 0 || strcmp(t->name, "x86_64-avx512") == 0)
+    if (t->target->vector_bytes >= 32)
         for (const char *const *f = need_avx2; *f; f++)
             if (!has_feature(host_features, *f))
                 return false;
-    if (strcmp(t->name, "x86_64-avx512") == 0)
+    if (t->target->vector_bytes >= 64)
         for (const char *const *f = need_avx512; *f; f++)
             if (!has_feature(host_features, *f))
                 return false;

@@ -11,6 +11,7 @@
 #include "lang/ast.h"
 #include "passes/passes.h"
 #include "passes/xform.h"
+#include "../lowered.h"
 
 int cgt_failures;
 static PtrVec arenas; /* of cgt_lower_file's programs */
@@ -194,7 +195,7 @@ bool cgt_jit_check(const Kernel *k, const char *target, uint64_t seed, const cha
 {
     Diags d;
     diag_init(&d);
-    JitKernel *j = cg_llvm_jit(k, target, &d);
+    JitKernel *j = tl_jit(k, target, &d);
     diag_flush(&d, stderr);
     diag_free(&d);
     if (!j) {
@@ -256,7 +257,7 @@ Kernel *cgt_lower_file(const char *path, const char *name, const char *const *pn
         const AstSchedule *sched[64];
         int ns = 0;
         for (int i = 0; i < p->nschedules && ns < 64; i++)
-            if (!strcmp(p->schedules[i]->kernel, ak->name) && schedule_matches_target(p->schedules[i]->target, sched_target))
+            if (!strcmp(p->schedules[i]->kernel, ak->name) && schedule_matches_target(p->schedules[i]->target, target_find(sched_target)))
                 sched[ns++] = p->schedules[i];
         PipelineOpts po = {0};
         po.schedules = sched;

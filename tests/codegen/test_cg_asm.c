@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cg_test.h"
+#include "../lowered.h"
 
 static Kernel *vec_gemm(bool par)
 {
@@ -86,7 +87,7 @@ static bool emit(const Kernel *k, const char *target, CgEmitKind kind, StrBuf *o
 {
     Diags d;
     diag_init(&d);
-    bool ok = cg_llvm_emit(k, target, kind, out, &d);
+    bool ok = tl_llvm_emit(k, target, kind, out, &d);
     diag_flush(&d, stderr);
     CHECK(ok && d.nwarnings == 0, "-emit %d for %s", (int)kind, target);
     diag_free(&d);

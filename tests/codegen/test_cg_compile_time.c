@@ -25,6 +25,7 @@
 #include "passes/passes.h"
 #include "passes/xform.h"
 #include "runtime/pool.h"
+#include "../lowered.h"
 
 static const struct {
     const char *kernel, *shape;
@@ -141,7 +142,7 @@ int main(int argc, char **argv)
             const AstSchedule *sch[16];
             int nsch = 0;
             for (int i = 0; i < p->nschedules && nsch < 16; i++)
-                if (!strcmp(p->schedules[i]->kernel, ak->name) && schedule_matches_target(p->schedules[i]->target, "host"))
+                if (!strcmp(p->schedules[i]->kernel, ak->name) && schedule_matches_target(p->schedules[i]->target, target_find("host")))
                     sch[nsch++] = p->schedules[i];
             for (int scheduled = 0; scheduled <= (nsch > 0); scheduled++) {
                 if (variant && strcmp(variant, scheduled ? "sched" : "plain"))
@@ -163,7 +164,7 @@ int main(int argc, char **argv)
                 }
                 for (int r = 0; r < reps; r++) {
                     double c0 = cpu_ms();
-                    JitKernel *j = cg_llvm_jit(k, "host", &d);
+                    JitKernel *j = tl_jit(k, "host", &d);
                     cpu[r] = cpu_ms() - c0;
                     wall[r] = j ? cg_jit_compile_ms(j) : -1;
                     cg_jit_free(j);

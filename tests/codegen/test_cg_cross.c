@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "cg_test.h"
+#include "../lowered.h"
 
 typedef struct Arch {
     const char *targets[2]; /* perfc targets built with this toolchain */
@@ -255,7 +256,7 @@ int main(int argc, char **argv)
                 StrBuf o = {0};
                 Diags d;
                 diag_init(&d);
-                bool ok = cg_llvm_emit(cases[i].k, target, CG_EMIT_OBJ, &o, &d);
+                bool ok = tl_llvm_emit(cases[i].k, target, CG_EMIT_OBJ, &o, &d);
                 diag_flush(&d, stderr);
                 diag_free(&d);
                 CHECK(ok, "-emit obj of %s for %s", cases[i].k->name, target);

@@ -11,6 +11,7 @@
 #include "cg_test.h"
 #include "codegen/llvm/cg_llvm_int.h"
 #include "runtime/pool.h"
+#include "../lowered.h"
 
 /* ---- exact tests ---- */
 
@@ -50,7 +51,7 @@ static void test_conversions(const char *target)
         Kernel *k = conv_kernel(vec);
         Diags d;
         diag_init(&d);
-        JitKernel *j = cg_llvm_jit(k, target, &d);
+        JitKernel *j = tl_jit(k, target, &d);
         diag_flush(&d, stderr);
         diag_free(&d);
         CHECK(j, "conversions: JIT for %s", target);
@@ -117,7 +118,7 @@ static void test_exp(const char *target)
     cgt_push(k, lv, cgt_st(k, Y, ie, NULL, SOP_ASSIGN, ir_un(k, IE_EXP, cgt_ld(k, X, ie, NULL))));
     Diags d;
     diag_init(&d);
-    JitKernel *j = cg_llvm_jit(k, target, &d);
+    JitKernel *j = tl_jit(k, target, &d);
     diag_flush(&d, stderr);
     diag_free(&d);
     CHECK(j, "exp: JIT for %s", target);
@@ -180,7 +181,7 @@ static void test_exp_dense(const char *target)
     cgt_push(k, lv, cgt_st(k, Y, ie, NULL, SOP_ASSIGN, ir_un(k, IE_EXP, cgt_ld(k, X, ie, NULL))));
     Diags d;
     diag_init(&d);
-    JitKernel *j = cg_llvm_jit(k, target, &d);
+    JitKernel *j = tl_jit(k, target, &d);
     diag_flush(&d, stderr);
     diag_free(&d);
     CHECK(j, "exp dense: JIT for %s", target);
@@ -237,7 +238,7 @@ static void test_diagnostics(void)
     k->body.v[0]->u.loop.kind = LOOP_BLOCK_X;
     Diags d;
     diag_init(&d);
-    JitKernel *j = cg_llvm_jit(k, "host", &d);
+    JitKernel *j = tl_jit(k, "host", &d);
     CHECK(!j && d.nerrors == 1 && strstr(d.text.s, "block.x") && strstr(d.text.s, "GPU"),
           "a GPU loop kind must be refused on a CPU target: %s", d.text.s ? d.text.s : "(nothing reported)");
     cg_jit_free(j);
@@ -246,7 +247,7 @@ static void test_diagnostics(void)
 
     k = cgt_vec_fallback();
     diag_init(&d);
-    j = cg_llvm_jit(k, "host", &d);
+    j = tl_jit(k, "host", &d);
     CHECK(j && d.nerrors == 0 && d.nwarnings == 1 && strstr(d.text.s, "store to Y is not unit-stride"),
           "a non-unit-stride vector store must fall back with one warning: %s", d.text.s ? d.text.s : "(nothing)");
     cg_jit_free(j);
@@ -257,7 +258,7 @@ static void test_diagnostics(void)
     ir_add_param(k, "M");
     k->bufs[0]->shape[0] = ir_param(k, 0);
     diag_init(&d);
-    j = cg_llvm_jit(k, "host", &d);
+    j = tl_jit(k, "host", &d);
     CHECK(!j && d.nerrors >= 1, "an unbound parameter must be refused");
     cg_jit_free(j);
     diag_free(&d);
@@ -265,11 +266,11 @@ static void test_diagnostics(void)
 
     diag_init(&d);
     k = cgt_gemm("gemm", DT_F32, 37, 29, 13);
-    j = cg_llvm_jit(k, "sparc", &d);
+    j = tl_jit(k, "sparc", &d);
     CHECK(!j && d.nerrors == 1 && strstr(d.text.s, "unknown CPU target"), "unknown target");
     diag_free(&d);
     diag_init(&d);
-    j = cg_llvm_jit(k, "aarch64", &d);
+    j = tl_jit(k, "aarch64", &d);
     CHECK(!j && d.nerrors == 1 && strstr(d.text.s, "cannot run on this machine"), "aarch64 JIT on x86");
     diag_free(&d);
     ir_free(k);

@@ -9,6 +9,7 @@
 
 #include "cg_test.h"
 #include "runtime/pool.h"
+#include "../lowered.h"
 
 enum { THREADS = 4, ROUNDS = 3 };
 
@@ -42,7 +43,7 @@ static void *worker(void *arg)
         StrBuf asm_text = {0};
         diag_init(&d);
         const char *cross = job->id % 2 ? "aarch64-sve" : "riscv64-v";
-        if (!cg_llvm_emit(k, cross, CG_EMIT_ASM, &asm_text, &d) || asm_text.len == 0) {
+        if (!tl_llvm_emit(k, cross, CG_EMIT_ASM, &asm_text, &d) || asm_text.len == 0) {
             diag_flush(&d, stderr);
             fprintf(stderr, "%s: -emit asm for %s failed\n", what, cross);
             job->failures++;

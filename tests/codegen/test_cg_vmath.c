@@ -14,6 +14,7 @@
 
 #include "cg_test.h"
 #include "codegen/llvm/cg_llvm_int.h"
+#include "../lowered.h"
 
 typedef struct Fn {
     const char *name;
@@ -109,7 +110,7 @@ static void check_fn(const Fn *f, DType t, const char *target, int64_t n)
     CHECK(k != NULL, "%s: lowering failed", kname);
     if (!k)
         return;
-    JitKernel *j = cg_llvm_jit(k, target, &d);
+    JitKernel *j = tl_jit(k, target, &d);
     CHECK(j != NULL, "%s on %s: compile failed", kname, target);
     if (!j) {
         ir_free(k);

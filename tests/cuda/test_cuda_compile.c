@@ -14,6 +14,7 @@
 
 #include "codegen/cuda/cg_cuda.h"
 #include "kernels.h"
+#include "../lowered.h"
 
 static int failures;
 
@@ -47,7 +48,7 @@ static void compile_all(Kernel *k, const char **must_contain)
         Diags d;
         diag_init(&d);
         CgCudaModule m;
-        bool ok = cg_cuda_generate(k, targets[t], &m, &d);
+        bool ok = tl_cuda_generate(k, targets[t], &m, &d);
         CHECK(ok, "%s %s: generate failed:\n%s", k->name, targets[t], d.text.s ? d.text.s : "");
         if (!ok) {
             diag_free(&d);
@@ -103,7 +104,7 @@ static void expect_refusal(Kernel *k, const char *words)
     Diags d;
     diag_init(&d);
     CgCudaModule m;
-    bool ok = cg_cuda_generate(k, "sm_90", &m, &d);
+    bool ok = tl_cuda_generate(k, "sm_90", &m, &d);
     CHECK(!ok, "%s: a kernel that cannot launch was accepted", k->name);
     CHECK(d.text.s && strstr(d.text.s, words), "%s: refusal does not give the numbers (\"%s\"): %s", k->name, words,
           d.text.s ? d.text.s : "");
@@ -194,9 +195,9 @@ int main(int argc, char **argv)
     Diags d;
     diag_init(&d);
     CgCudaModule m;
-    CHECK(!cg_cuda_generate(k, "sm_70", &m, &d) && strstr(d.text.s, "sm_80 sm_86"), "sm_70 accepted");
+    CHECK(!tl_cuda_generate(k, "sm_70", &m, &d) && strstr(d.text.s, "sm_80 sm_86"), "sm_70 accepted");
     k->params[0].bound = false;
-    CHECK(!cg_cuda_generate(k, "sm_80", &m, &d) && strstr(d.text.s, "-D M=VALUE"), "unbound M accepted");
+    CHECK(!tl_cuda_generate(k, "sm_80", &m, &d) && strstr(d.text.s, "-D M=VALUE"), "unbound M accepted");
     diag_free(&d);
     ir_free(k);
 

@@ -16,6 +16,7 @@
 #include "codegen/cuda/cg_cuda.h"
 #include "kernels.h"
 #include "runtime/cuda_driver.h"
+#include "../lowered.h"
 
 static int failures;
 static GpuDevice *gpu;
@@ -37,7 +38,7 @@ static bool prepare(Kernel *k, Compiled *c, double **host, Diags *d)
 {
     memset(c, 0, sizeof *c);
     const char *arch = gpu_info(gpu)->arch;
-    if (!cg_cuda_generate(k, arch, &c->m, d) || !cg_cuda_compile(&c->m, arch, d) || !(c->p = gpu_load(gpu, &c->m, d)))
+    if (!tl_cuda_generate(k, arch, &c->m, d) || !cg_cuda_compile(&c->m, arch, d) || !(c->p = gpu_load(gpu, &c->m, d)))
         return false;
     if (!gpu_bufs_alloc(gpu, k, &c->b, d) || !gpu_bufs_upload(gpu, k, &c->b, host, d))
         return false;

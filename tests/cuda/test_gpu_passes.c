@@ -62,7 +62,7 @@ static Kernel *load(Arena *a, const char *path, const char *name, const char *si
     const AstSchedule *s[8];
     int ns = 0;
     for (int i = 0; i < p->nschedules && ns < 8; i++)
-        if (!strcmp(p->schedules[i]->kernel, name) && schedule_matches_target(p->schedules[i]->target, "sm_90a"))
+        if (!strcmp(p->schedules[i]->kernel, name) && schedule_matches_target(p->schedules[i]->target, target_find("sm_90a")))
             s[ns++] = p->schedules[i];
     PipelineOpts po = {0};
     po.schedules = s;
@@ -91,13 +91,13 @@ static void one_of(const char *dir, const char *file, const char *name, const ch
         return;
     }
     Kernel *g = ir_clone_kernel(k);
-    bool ok = pipeline_target(g, arch, &d);
+    bool ok = pipeline_target(g, target_find(arch), &d);
     CHECK(ok && g->gpu_lowered, "%s: the target passes refused it", name);
     if (!ok) diag_flush(&d, stderr);
     /* a second run changes nothing */
     StrBuf p1 = {0}, p2 = {0};
     ir_print_kernel(g, &p1);
-    CHECK(pipeline_target(g, arch, &d), "%s: second run", name);
+    CHECK(pipeline_target(g, target_find(arch), &d), "%s: second run", name);
     ir_print_kernel(g, &p2);
     CHECK(p1.s && p2.s && !strcmp(p1.s, p2.s), "%s: a lowered kernel changed again", name);
     sb_free(&p1);

@@ -22,6 +22,7 @@
 #include "lang/ast.h"
 #include "passes/passes.h"
 #include "passes/xform.h"
+#include "../lowered.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -80,7 +81,7 @@ static void compile_kernel(Program *p, AstKernel *ak, const uint8_t *ctl, const 
     const AstSchedule *scheds[64];
     int ns = 0;
     for (int i = 0; i < p->nschedules && ns < 63; i++)
-        if (!strcmp(p->schedules[i]->kernel, ak->name) && schedule_matches_target(p->schedules[i]->target, target))
+        if (!strcmp(p->schedules[i]->kernel, ak->name) && schedule_matches_target(p->schedules[i]->target, target_find(target)))
             scheds[ns++] = p->schedules[i];
     if (sched) {
         Source *src = arena_alloc(a, sizeof *src);
@@ -121,7 +122,7 @@ static void compile_kernel(Program *p, AstKernel *ak, const uint8_t *ctl, const 
     CgCudaModule m;
     Diags cd;
     diag_init(&cd);
-    if (cg_cuda_generate(k, target, &m, &cd)) {
+    if (tl_cuda_generate(k, target, &m, &cd)) {
         check_cuda(m.src.s);
         cg_cuda_module_free(&m);
     }

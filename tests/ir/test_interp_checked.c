@@ -64,7 +64,7 @@ static Kernel *load(const Program *p, const AstKernel *ak, const char *sizes, co
     const AstSchedule *s[8];
     int ns = 0;
     for (int i = 0; i < p->nschedules && ns < 8; i++)
-        if (!strcmp(p->schedules[i]->kernel, ak->name) && schedule_matches_target(p->schedules[i]->target, target))
+        if (!strcmp(p->schedules[i]->kernel, ak->name) && schedule_matches_target(p->schedules[i]->target, target_find(target)))
             s[ns++] = p->schedules[i];
     PipelineOpts po = {0};
     po.schedules = s;

@@ -160,7 +160,7 @@ static bool run_case(const Case *c, const char *target, bool reparse)
     TuneInput in = {.prog = prog, .ast = ak, .values = values, .bound = bound};
     Kernel *u = tune_apply(&in, NULL, NULL, 0, NULL, &d);
     TuneSpace sp;
-    bool ok = u && tune_space(&in, u, target, a, &sp, &d);
+    bool ok = u && tune_space(&in, u, target_find(target), a, &sp, &d);
     if (!ok) {
         diag_flush(&d, stderr);
         diag_free(&d);

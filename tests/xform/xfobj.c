@@ -16,6 +16,7 @@
 #include "codegen/llvm/cg_llvm.h"
 #include "runtime/pool.h"
 #include "runtime/runtime.h"
+#include "../lowered.h"
 
 const XoTarget xo_targets[] = {
     {"host", "host", "cc", NULL, NULL},
@@ -180,7 +181,7 @@ bool xo_jit(XoCase *c)
     Kernel *k = c->k;
     Diags d;
     diag_init(&d);
-    JitKernel *j = cg_llvm_jit(k, "host", &d);
+    JitKernel *j = tl_jit(k, "host", &d);
     if (!j) {
         snprintf(c->why, sizeof c->why, "JIT failed: %s", d.text.s ? d.text.s : "");
         diag_free(&d);
@@ -309,7 +310,7 @@ int xo_run_objects(int t, XoCase **cases, int n, const char *dir)
         StrBuf o = {0};
         Diags d;
         diag_init(&d);
-        bool e = cg_llvm_emit(cases[i]->k, tg->target, CG_EMIT_OBJ, &o, &d);
+        bool e = tl_llvm_emit(cases[i]->k, tg->target, CG_EMIT_OBJ, &o, &d);
         if (!e) {
             fail_case(cases[i], t, "-emit obj failed: %s", d.text.s ? d.text.s : "");
         } else {

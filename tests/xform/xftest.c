@@ -9,6 +9,7 @@
 #ifdef PERFC_HAVE_LLVM
 #include "codegen/llvm/cg_llvm.h"
 #include "runtime/pool.h"
+#include "../lowered.h"
 #endif
 
 bool xt_open(XtFile *f, const char *path)
@@ -83,7 +84,7 @@ Kernel *xt_lower_scheduled(XtFile *f, const char *kname, const char *defs, const
     diag_init(&d);
     for (int i = 0; i < f->prog->nschedules; i++) {
         const AstSchedule *s = f->prog->schedules[i];
-        if (strcmp(s->kernel, k->name) || !schedule_matches_target(s->target, target))
+        if (strcmp(s->kernel, k->name) || !schedule_matches_target(s->target, target_find(target)))
             continue;
         if (!schedule_apply(k, s, NULL, 0, &d)) {
             diag_flush(&d, stderr);
@@ -214,7 +215,7 @@ double xt_jit_diff(const Kernel *ref, const Kernel *k, uint64_t seed, StrBuf *wh
     }
     Diags d;
     diag_init(&d);
-    JitKernel *j = cg_llvm_jit(k, "host", &d);
+    JitKernel *j = tl_jit(k, "host", &d);
     if (!j) {
         sb_printf(why, "JIT failed: %s", d.text.s ? d.text.s : "");
         diag_free(&d);
