@@ -5,18 +5,18 @@
  *
  * The kernel arrives lowered by the GPU target passes (passes/gpu_*.c, run by
  * passes/pipeline.c; on a copy here when a caller skipped them), which decided in
- * the IR what this file prints: block-reduce statements, per-thread copies of local
- * buffers (Buffer.thread_copies), grid loops, dead fills removed.
+ * the IR what this file and emit_tc.c print: block-reduce statements, per-thread
+ * copies of local buffers (Buffer.thread_copies), grid loops, dead fills removed,
+ * wide accesses (gpu-vector), the tensor-core lowering (gpu-mma: Buffer.layout,
+ * TcGroup, lane loops) and software pipelines (gpu-pipeline).
  *
  * Two mappings:
  *   - scheduled nodes (some loop bound to BLOCK_* / THREAD_*): block loops become
  *     blockIdx, thread loops threadIdx (guarded when shorter than the block),
  *     MEM_SHARED buffers carve one dynamic __shared__ area, MEM_LOCAL buffers are
- *     per-thread arrays (one thread's copy; registers when indexed by unrolled loops), and
- *     __syncthreads() goes between block-level steps that hand shared memory over;
- *     mma loop triples run on one warp's tensor cores (mma.sync.m16n8k16, operands
- *     by ldmatrix from shared memory, the accumulator held per warp in fragment
- *     layout; the contract with the schedule is at "mma" below and in docs/cuda.md);
+ *     per-thread arrays (one thread's copy; registers when indexed by unrolled
+ *     loops), and __syncthreads() goes between block-level steps that hand shared
+ *     memory over;
  *   - unscheduled nodes: the grid loops (the outer loops passes/gpu_map.c proved
  *     parallel) are flattened onto a 1-D grid, one thread per iteration, and the
  *     rest runs serially inside the thread.  Correct for any kernel; fast enough to
