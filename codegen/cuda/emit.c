@@ -787,22 +787,13 @@ static void emit_loop(Em *e, const Node *n)
         em_lane_pair(e, n);
     } else if ((h == HINT_WIDE || h == HINT_ASYNC) && e->sched) {
         emit_wide_copy(e, n);
-    } else if (is_block(lk)) {
-        e->ok = false;
-        diag_error(e->d, n->span, "loop %s is bound to %s but is not part of the outermost "
-                   "nest of block loops of its statement", n->u.loop.var->name, loop_kind_name(lk));
     } else if (is_thread(lk)) {
+        /* passes/gpu_map.c checked: constant bounds, not nested on one dimension, no
+         * block loop below the grid */
         int dim = gpu_dim(lk);
         int64_t l0, ext;
-        if (e->tdim_used[dim]) {
-            e->ok = false;
-            diag_error(e->d, n->span, "loop %s is bound to %s inside another loop bound to it",
-                       n->u.loop.var->name, loop_kind_name(lk));
-        } else if (!em_extent(e, n, &l0, &ext)) {
-            e->ok = false;
-            diag_error(e->d, n->span, "loop %s is bound to %s but its bounds are not constant",
-                       n->u.loop.var->name, loop_kind_name(lk));
-        } else {
+        em_extent(e, n, &l0, &ext);
+        {
             static const char xyz[] = "xyz";
             const Node *red = red_stmt(n);
             em_line(e, "{   /* %s: %s%s%s */", em_vn(e, n->u.loop.var), loop_kind_name(lk),
@@ -818,13 +809,11 @@ static void emit_loop(Em *e, const Node *n)
             if (red) em_line(e, "float pf_red = %s;   /* this thread's partial */", ident[red->u.stmt.op]);
             if (guard) em_line(e, "if (%s < %s) {", v, hi.s);
             if (guard) e->ind++;
-            e->tdim_used[dim] = true;
             e->tdepth++;
             e->red_stmt = red;
             em_nodes(e, &n->u.loop.body);
             e->red_stmt = NULL;
             e->tdepth--;
-            e->tdim_used[dim] = false;
             if (guard) e->ind--;
             if (guard) em_line(e, "}");
             if (red) {
@@ -1106,18 +1095,10 @@ static bool emit_scheduled_fn(Em *e, const Node *top, CgLaunch *L)
     e->top = top;
     for (int i = 0; i < 3; i++) { L->grid[i] = 1; e->block[i] = 1; }
     while (n->kind == N_LOOP && is_block(n->u.loop.kind)) {
+        /* the grid: one loop per dimension, constant bounds (passes/gpu_map.c) */
         int dim = gpu_dim(n->u.loop.kind);
         int64_t lo, ext;
-        if (blk[dim]) {
-            diag_error(e->d, n->span, "two loops (%s, %s) are bound to %s", blk[dim]->u.loop.var->name,
-                       n->u.loop.var->name, loop_kind_name(n->u.loop.kind));
-            return false;
-        }
-        if (!em_extent(e, n, &lo, &ext)) {
-            diag_error(e->d, n->span, "loop %s is bound to %s but its bounds are not constant",
-                       n->u.loop.var->name, loop_kind_name(n->u.loop.kind));
-            return false;
-        }
+        em_extent(e, n, &lo, &ext);
         blk[dim] = n;
         L->grid[dim] = ext;
         if (n->u.loop.body.n != 1 || n->u.loop.body.v[0]->kind != N_LOOP ||
@@ -1324,7 +1305,6 @@ static bool generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *
         L->regs = L->stack_bytes = L->spill_stores = L->spill_loads = -1;
         for (int j = 0; j < k->nbufs; j++) e.soff[j] = -1;
         e.tdepth = 0;
-        memset(e.tdim_used, 0, sizeof e.tdim_used);
         ok = gpu_scheduled(top) ? emit_scheduled(&e, top, L) : emit_default(&e, top, L);
         if (ok && L->grid[0] > 0 && L->grid[1] > 0 && L->grid[2] > 0)
             m->nlaunches++;

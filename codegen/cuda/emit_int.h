@@ -20,7 +20,6 @@ typedef struct Em {
     /* the launch being emitted */
     bool sched;
     int tdepth;                 /* enclosing thread loops */
-    bool tdim_used[3];          /* thread dims bound by enclosing loops */
     int64_t block[3], grid[3];
     int64_t *soff;              /* per buffer: offset in dynamic shared memory, -1 */
     /* Wide loads (passes/gpu_vector.c) of the vector loop being emitted, read before
