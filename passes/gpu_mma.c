@@ -570,6 +570,13 @@ static void mark_pairs(Mc *c, Node *n, bool in_pair)
     for (int i = 0; b && i < b->n; i++) mark_pairs(c, b->v[i], in_pair);
 }
 
+static void find_any_triple(const Node *n, bool *any)
+{
+    if (is_tc(n)) *any = true;
+    const NodeList *b = ir_body((Node *)n);
+    for (int i = 0; b && i < b->n && !*any; i++) find_any_triple(b->v[i], any);
+}
+
 bool gpu_mma_pass(Kernel *k, const char *target, Diags *d)
 {
     Mc c = {.k = k, .d = d, .target = target, .ok = true};
@@ -590,6 +597,23 @@ bool gpu_mma_pass(Kernel *k, const char *target, Diags *d)
         }
         find_groups(&c, top);
         mark_pairs(&c, top, false);
+    }
+    /* a layout holds in every launch that touches the buffer: one that does not run
+     * the triples cannot address it so */
+    for (int t = 0; t < k->body.n && c.ok; t++) {
+        Node *top = k->body.v[t];
+        c.any = false;
+        find_any_triple(top, &c.any);
+        if (c.any) continue;
+        memset(c.touched, 0, (size_t)k->nbufs + 1);
+        node_touch(top, c.touched);
+        for (int b = 0; b < k->nbufs && c.ok; b++)
+            if (c.touched[b] && k->bufs[b]->layout != LAYOUT_PLAIN) {
+                diag_error(d, k->bufs[b]->span, "%s is held in a tensor-core layout for the triples of another "
+                           "launch, and launch %d of kernel %s, which runs none, accesses it too", k->bufs[b]->name,
+                           t, k->name);
+                c.ok = false;
+            }
     }
     free(c.touched);
     return c.ok;

@@ -793,40 +793,38 @@ static void emit_loop(Em *e, const Node *n)
         int dim = gpu_dim(lk);
         int64_t l0, ext;
         em_extent(e, n, &l0, &ext);
-        {
-            static const char xyz[] = "xyz";
-            const Node *red = red_stmt(n);
-            em_line(e, "{   /* %s: %s%s%s */", em_vn(e, n->u.loop.var), loop_kind_name(lk),
-                 red ? ", a block-wide reduction into " : "", red ? em_bn(e, red->u.stmt.buf) : "");
-            e->ind++;
-            if (strcmp(lo.s, "0") == 0)
-                em_line(e, "const idx_t %s = (idx_t)threadIdx.%c;", v, xyz[dim]);
-            else
-                em_line(e, "const idx_t %s = %s + (idx_t)threadIdx.%c;", v, lo.s, xyz[dim]);
-            bool guard = ext < e->block[dim];
-            static const char *const ident[] = {[SOP_ADD] = "0.0f", [SOP_MUL] = "1.0f",
-                                                [SOP_MAX] = "(-__int_as_float(0x7f800000))", [SOP_MIN] = "__int_as_float(0x7f800000)"};
-            if (red) em_line(e, "float pf_red = %s;   /* this thread's partial */", ident[red->u.stmt.op]);
-            if (guard) em_line(e, "if (%s < %s) {", v, hi.s);
-            if (guard) e->ind++;
-            e->tdepth++;
-            e->red_stmt = red;
-            em_nodes(e, &n->u.loop.body);
-            e->red_stmt = NULL;
-            e->tdepth--;
-            if (guard) e->ind--;
-            if (guard) em_line(e, "}");
-            if (red) {
-                static const int opn[] = {[SOP_ADD] = 0, [SOP_MUL] = 1, [SOP_MAX] = 2, [SOP_MIN] = 3};
-                StrBuf lv = {0};
-                em_elem(e, red->u.stmt.buf, red->u.stmt.idx, &lv);
-                em_line(e, "pf_red = pf_block_reduce<%d>(pf_red, %s);", opn[red->u.stmt.op], ident[red->u.stmt.op]);
-                em_line(e, "if (threadIdx.x == 0) %s = pf_rop<%d>(%s, pf_red);", lv.s, opn[red->u.stmt.op], lv.s);
-                sb_free(&lv);
-            }
-            e->ind--;
-            em_line(e, "}");
+        static const char xyz[] = "xyz";
+        const Node *red = red_stmt(n);
+        em_line(e, "{   /* %s: %s%s%s */", em_vn(e, n->u.loop.var), loop_kind_name(lk),
+             red ? ", a block-wide reduction into " : "", red ? em_bn(e, red->u.stmt.buf) : "");
+        e->ind++;
+        if (strcmp(lo.s, "0") == 0)
+            em_line(e, "const idx_t %s = (idx_t)threadIdx.%c;", v, xyz[dim]);
+        else
+            em_line(e, "const idx_t %s = %s + (idx_t)threadIdx.%c;", v, lo.s, xyz[dim]);
+        bool guard = ext < e->block[dim];
+        static const char *const ident[] = {[SOP_ADD] = "0.0f", [SOP_MUL] = "1.0f",
+                                            [SOP_MAX] = "(-__int_as_float(0x7f800000))", [SOP_MIN] = "__int_as_float(0x7f800000)"};
+        if (red) em_line(e, "float pf_red = %s;   /* this thread's partial */", ident[red->u.stmt.op]);
+        if (guard) em_line(e, "if (%s < %s) {", v, hi.s);
+        if (guard) e->ind++;
+        e->tdepth++;
+        e->red_stmt = red;
+        em_nodes(e, &n->u.loop.body);
+        e->red_stmt = NULL;
+        e->tdepth--;
+        if (guard) e->ind--;
+        if (guard) em_line(e, "}");
+        if (red) {
+            static const int opn[] = {[SOP_ADD] = 0, [SOP_MUL] = 1, [SOP_MAX] = 2, [SOP_MIN] = 3};
+            StrBuf lv = {0};
+            em_elem(e, red->u.stmt.buf, red->u.stmt.idx, &lv);
+            em_line(e, "pf_red = pf_block_reduce<%d>(pf_red, %s);", opn[red->u.stmt.op], ident[red->u.stmt.op]);
+            em_line(e, "if (threadIdx.x == 0) %s = pf_rop<%d>(%s, pf_red);", lv.s, opn[red->u.stmt.op], lv.s);
+            sb_free(&lv);
         }
+        e->ind--;
+        em_line(e, "}");
     } else {
         int64_t l0, vext = 0;
         bool vec = lk == LOOP_VECTOR && e->sched && e->nvload == 0 && em_extent(e, n, &l0, &vext) &&
