@@ -53,6 +53,7 @@ Expr *gpu_at_zero(Kernel *k, const Expr *x, const Var *v);
 /* The passes, run by passes/pipeline.c for sm_* targets in this order. */
 bool gpu_reduce_pass(Kernel *k, Diags *d);     /* passes/gpu_reduce.c */
 bool gpu_privatize_pass(Kernel *k, Diags *d);  /* passes/gpu_privatize.c */
+bool gpu_scan_pass(Kernel *k, Diags *d);       /* passes/gpu_scan.c */
 bool gpu_map_pass(Kernel *k, Diags *d);        /* passes/gpu_map.c */
 bool gpu_dead_fill_pass(Kernel *k, Diags *d);  /* passes/gpu_dead_fill.c */
 bool gpu_vector_pass(Kernel *k, Diags *d);     /* passes/gpu_vector.c */

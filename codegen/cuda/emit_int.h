@@ -51,6 +51,7 @@ typedef struct Em {
     /* The block-reduce statement being emitted (passes/gpu_reduce.c): emit_stmt
      * folds its value into the thread's partial pf_red instead. */
     const Node *red_stmt;
+    bool scan_helpers;  /* the block-scan helpers (emit_scan.c) are written */
 } Em;
 
 /* emit.c */
