@@ -820,7 +820,7 @@ static bool emit_block_scan(Em *e, const Node *n)
 static bool has_block_scan(const Node *n)
 {
     if (n->kind == N_STMT) return n->u.stmt.block_scan;
-    const NodeList *b = ir_body((Node *)n);
+    const NodeList *b = body_of(n);
     for (int i = 0; b && i < b->n; i++)
         if (has_block_scan(b->v[i])) return true;
     return false;
