@@ -655,6 +655,29 @@ bool ir_list_only_prefetch(const NodeList *l)
     return true;
 }
 
+static Expr **clone_idx(Kernel *k, Expr *const *idx, int rank)
+{
+    Expr **c = arena_alloc(k->arena, sizeof(Expr *) * (size_t)(rank ? rank : 1));
+    for (int i = 0; i < rank; i++)
+        c[i] = ir_clone_expr(k, idx[i]);
+    return c;
+}
+
+static TcGroup *clone_tc(Kernel *k, const TcGroup *g)
+{
+    if (!g)
+        return NULL;
+    TcGroup *c = arena_alloc(k->arena, sizeof *c);
+    *c = *g;
+    c->prod = arena_alloc(k->arena, sizeof *c->prod * (size_t)(g->nprod ? g->nprod : 1));
+    for (int t = 0; t < g->nprod; t++) {
+        c->prod[t] = g->prod[t];
+        c->prod[t].a = clone_idx(k, g->prod[t].a, g->opbuf[0]->rank);
+        c->prod[t].b = clone_idx(k, g->prod[t].b, g->opbuf[1]->rank);
+    }
+    return c;
+}
+
 static Node *clone_node(Kernel *k, const Node *n, Node *parent)
 {
     Node *c = new_node(k, n->kind, n->span);
@@ -667,6 +690,9 @@ static Node *clone_node(Kernel *k, const Node *n, Node *parent)
         c->u.loop.kind = n->u.loop.kind;
         c->u.loop.inflight = n->u.loop.inflight;
         c->u.loop.hint = n->u.loop.hint;
+        c->u.loop.stages = n->u.loop.stages;
+        c->u.loop.ncopies = n->u.loop.ncopies;
+        c->u.loop.tc = clone_tc(k, n->u.loop.tc);
         c->u.loop.lo = ir_clone_expr(k, n->u.loop.lo);
         c->u.loop.hi = ir_clone_expr(k, n->u.loop.hi);
         from = &n->u.loop.body;
@@ -787,6 +813,15 @@ static void remap_node(const Remap *r, Node *n)
         n->u.loop.var = r->vars[n->u.loop.var->id];
         remap_expr(r, n->u.loop.lo);
         remap_expr(r, n->u.loop.hi);
+        if (n->u.loop.tc) {
+            TcGroup *g = n->u.loop.tc;
+            for (int t = 0; t < g->nprod; t++)
+                for (int o = 0; o < 2; o++)
+                    for (int i = 0; i < g->opbuf[o]->rank; i++)
+                        remap_expr(r, o ? g->prod[t].b[i] : g->prod[t].a[i]);
+            for (int o = 0; o < 2; o++)
+                g->opbuf[o] = r->bufs[g->opbuf[o]->id];
+        }
         break;
     case N_IF: remap_expr(r, n->u.guard.cond); break;
     case N_STMT:

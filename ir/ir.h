@@ -97,7 +97,22 @@ const char *loop_kind_name(LoopKind k);
  *              element keep the serial order (cpu_vectorize.c)
  *   unroll2    a serial loop run two iterations per trip (cpu_unroll2.c) */
 #define PF_LOOP_HINTS(X) \
-    X(NONE, "") X(FILL, "memset") X(COPY, "memcpy") X(TRANSPOSE, "transpose") X(ORDERED, "ordered") X(TWICE, "unroll2")
+    X(NONE, "") X(FILL, "memset") X(COPY, "memcpy") X(TRANSPOSE, "transpose") X(ORDERED, "ordered") X(TWICE, "unroll2") \
+    PF_GPU_LOOP_HINTS(X)
+/* How the CUDA back end translates a loop, set by the GPU target lowering
+ * (passes/gpu_*.c, docs/cuda.md); like the CPU hints, never a change of meaning.
+ *   lane-rows, lane-cols  a row (column) loop over a tensor-core accumulator whose
+ *              iterations are spread over the lanes that hold the elements in
+ *              fragment layout (passes/gpu_mma.c); the two come as a pair, one
+ *              directly holding the other
+ *   lane-cols2 lane-cols whose one store to global memory writes each lane's two
+ *              adjacent columns as one 8-byte access
+ *   wide       a vector loop whose one statement copies 8 or 16 contiguous, aligned
+ *              bytes as one access (passes/gpu_vector.c)
+ *   cp.async   a wide copy from global to shared memory that a software pipeline
+ *              issues asynchronously (passes/gpu_pipeline.c) */
+#define PF_GPU_LOOP_HINTS(X) \
+    X(LANE_ROWS, "lane-rows") X(LANE_COLS, "lane-cols") X(LANE_COLS2, "lane-cols2") X(WIDE, "wide") X(ASYNC, "cp.async")
 typedef enum LoopHint {
 #define X(k, s) HINT_##k,
     PF_LOOP_HINTS(X)
@@ -124,6 +139,8 @@ typedef enum MemSpace {
 const char *mem_space_name(MemSpace m);
 
 typedef enum BufKind { BUF_IN, BUF_OUT, BUF_TEMP } BufKind;
+/* Buffer.layout (below); printed "mma-fragment", "wgmma-fragment", "swizzle128". */
+typedef enum BufLayout { LAYOUT_PLAIN, LAYOUT_MMA_ACC, LAYOUT_WGMMA_ACC, LAYOUT_SWIZZLE128 } BufLayout;
 
 typedef struct Expr Expr;
 typedef struct Node Node;
@@ -162,6 +179,12 @@ typedef struct Buffer {
      * to that dimension (its variable minus its start).  0: one copy for all the
      * threads along that dimension.  The shape is one thread's copy. */
     int64_t thread_copies[3];
+    /* Set by the GPU target lowering (passes/gpu_mma.c): how the CUDA back end lays
+     * the buffer out.  An mma (wgmma) accumulator is held in the m16n8k16 (m64nNk16)
+     * fragment layout, spread over the registers of a warp (warpgroup); a wgmma
+     * operand lies in shared memory in the 128-byte swizzled layout wgmma reads.
+     * The element values and the interpreter are unaffected. */
+    BufLayout layout;
 } Buffer;
 
 struct Expr {
@@ -178,6 +201,10 @@ struct Expr {
             Buffer *buf;
             Expr **idx;     /* buf->rank index expressions (i64) */
             bool guarded;   /* may be out of range: yields buf->pad there */
+            /* Set by the GPU target lowering (passes/gpu_vector.c): a load in a
+             * vector loop of 2 or 4 lanes whose last index is `base + lane`, read
+             * for all lanes at once as one aligned float2/float4 before the loop. */
+            bool wide;
         } load;
     } u;
 };
@@ -207,7 +234,15 @@ struct Node {
              * still read their stage when the next one starts (pipeline(.., inflight=)) */
             int inflight;
             NodeList body;
-            LoopHint hint;  /* CPU translation hint; HINT_NONE until target lowering */
+            LoopHint hint;  /* translation hint; HINT_NONE until target lowering */
+            /* Pipeline loops the GPU target lowering accepted (passes/gpu_pipeline.c):
+             * the first ncopies nodes of the body are the copies of the stage ring
+             * of `stages` stages (first index `var % stages`).  0: run serially. */
+            int stages, ncopies;
+            /* The head of a tensor-core group (passes/gpu_mma.c): this loop is an
+             * mma/wgmma triple or the outermost of the unrolled loops directly
+             * around one, and the group's products are spelled out here. */
+            struct TcGroup *tc;
         } loop;
         struct {
             Buffer *buf;
@@ -252,6 +287,30 @@ struct Node {
         } pf;
     } u;
 };
+
+/* A tensor-core group (passes/gpu_mma.c): the triple and the perfectly nested
+ * unrolled loops around it, run as nprod products on fragments that are each
+ * loaded once.  Product t (the group's loops at their t-th values, innermost
+ * fastest; the triple's variables at 0) reads operand tiles at a[t] and b[t]
+ * (full index lists of the operand buffers) and accumulates into the 16 x 8
+ * (mma) or 64 x N (wgmma) tile at (row, col) of the accumulator. */
+typedef struct TcProduct {
+    Expr **a, **b;
+    int64_t row, col;
+    int fa, fb;         /* mma: the A and B fragment it uses (fragments in order of first use) */
+} TcProduct;
+typedef struct TcGroup {
+    int nloops;         /* unrolled loops of the group above the triple (0: the triple alone) */
+    int nprod, nfa, nfb;
+    TcProduct *prod;
+    Buffer *opbuf[2];   /* the operands' buffers (shared memory), A then B */
+    /* Operand a (0) and b (1): read transposed (ldmatrix .trans; wgmma M/N-major),
+     * and for mma the element strides of a fragment-row step and of a k step, for
+     * wgmma the descriptor's leading byte offset in [0]. */
+    bool trans[2];
+    int64_t stride[2][2];
+    int64_t n;          /* wgmma: the N of m64nNk16 */
+} TcGroup;
 
 typedef struct Param {
     const char *name;

@@ -127,6 +127,8 @@ static void put_expr(const Kernel *k, const Expr *e, StrBuf *out)
         if (e->u.load.guarded)
             sb_putc(out, '?');
         put_index(k, e->u.load.idx, e->u.load.buf->rank, out);
+        if (e->u.load.wide)
+            sb_puts(out, "{wide}");
         return;
     case IE_CAST:
         sb_printf(out, "%s(", dtype_name(e->dtype));
@@ -167,6 +169,23 @@ static void indent(int depth, StrBuf *out)
         sb_puts(out, "| ");
 }
 
+/* A tensor-core group (passes/gpu_mma.c): the summary on the head loop's line,
+ * then one line per product: `* acc tile (row, col) += A[..] B[..]`. */
+static void put_tc(const Kernel *k, const TcGroup *g, int depth, StrBuf *out)
+{
+    sb_printf(out, " group(%d products; A %d fragments%s, B %d fragments%s)", g->nprod, g->nfa,
+              g->trans[0] ? " trans" : "", g->nfb, g->trans[1] ? " trans" : "");
+    for (int t = 0; t < g->nprod; t++) {
+        sb_putc(out, '\n');
+        indent(depth, out);
+        sb_printf(out, "* tile (%lld, %lld) += a%d = %s", (long long)g->prod[t].row, (long long)g->prod[t].col,
+                  g->prod[t].fa, g->opbuf[0]->name);
+        put_index(k, g->prod[t].a, g->opbuf[0]->rank, out);
+        sb_printf(out, " * b%d = %s", g->prod[t].fb, g->opbuf[1]->name);
+        put_index(k, g->prod[t].b, g->opbuf[1]->rank, out);
+    }
+}
+
 static void put_nodes(const Kernel *k, const NodeList *l, int depth, StrBuf *out)
 {
     for (int i = 0; i < l->n; i++) {
@@ -184,6 +203,10 @@ static void put_nodes(const Kernel *k, const NodeList *l, int depth, StrBuf *out
                 sb_printf(out, " inflight %d", n->u.loop.inflight);
             if (n->u.loop.hint != HINT_NONE)
                 sb_printf(out, " %s", loop_hint_name(n->u.loop.hint));
+            if (n->u.loop.stages)
+                sb_printf(out, " stages %d copies %d", n->u.loop.stages, n->u.loop.ncopies);
+            if (n->u.loop.tc)
+                put_tc(k, n->u.loop.tc, depth + 1, out);
             sb_putc(out, '\n');
             put_nodes(k, &n->u.loop.body, depth + 1, out);
             break;
@@ -274,6 +297,8 @@ void ir_print_kernel(const Kernel *k, StrBuf *out)
             }
         if (any)
             sb_putc(out, ')');
+        static const char *const layouts[] = {"", " mma-fragment", " wgmma-fragment", " swizzle128"};
+        sb_puts(out, layouts[b->layout]);
     }
     sb_putc(out, '\n');
     put_nodes(k, &k->body, 0, out);

@@ -33,11 +33,25 @@ void gpu_thread_extents(const Kernel *k, const Node *n, int64_t blk[3]);
  * (a: ar_aff_of of the index) */
 bool gpu_aff_injective(const Kernel *k, const Node *top, const ArAff *a);
 
+/* True when x is a multiple of m for every value of its variables. */
+bool gpu_mult_of(const Kernel *k, const Expr *x, int64_t m);
+/* The coefficient of lane in x when x is lane * c plus terms that do not mention
+ * lane (those may be anything: `(f % 4) * 8` from a collapsed loop); false when
+ * lane appears otherwise. */
+bool gpu_lane_coef(const Kernel *k, const Expr *x, const Var *lane, int64_t *c);
+/* Does x depend on v (its affine coefficient when x is affine)? */
+bool gpu_has_var(const Kernel *k, const Expr *x, const Var *v, int64_t *coef);
+/* x with v replaced by 0, simplified: a fresh tree in k's arena. */
+Expr *gpu_at_zero(Kernel *k, const Expr *x, const Var *v);
+
 /* The passes, run by passes/pipeline.c for sm_* targets in this order. */
 bool gpu_reduce_pass(Kernel *k, Diags *d);     /* passes/gpu_reduce.c */
 bool gpu_privatize_pass(Kernel *k, Diags *d);  /* passes/gpu_privatize.c */
 bool gpu_scan_pass(Kernel *k, Diags *d);       /* passes/gpu_scan.c */
 bool gpu_map_pass(Kernel *k, Diags *d);        /* passes/gpu_map.c */
 bool gpu_dead_fill_pass(Kernel *k, Diags *d);  /* passes/gpu_dead_fill.c */
+bool gpu_vector_pass(Kernel *k, Diags *d);     /* passes/gpu_vector.c */
+bool gpu_mma_pass(Kernel *k, const Target *target, Diags *d); /* passes/gpu_mma.c */
+bool gpu_pipeline_pass(Kernel *k, Diags *d);   /* passes/gpu_pipeline.c */
 
 #endif

@@ -31,7 +31,14 @@
  * warp's threads read X[i, d..d+31] and add into Y[T[i], d..d+31], coalesced.
  *
  * An mma or wgmma triple in such a launch is refused here: which threads form its
- * warp is what the schedule's thread.y/z loops say, and there are none. */
+ * warp is what the schedule's thread.y/z loops say, and there are none.
+ *
+ * Scheduled launches are mapped by their block.* and thread.* loops; the pass
+ * checks that the back end can translate those as they stand: the block loops form
+ * the launch's outermost nest (the grid), one loop per dimension, thread loops on
+ * one dimension are never nested, and every bound loop has constant bounds.  The
+ * moves check this as they bind (passes/xform_gpu.c); moves applied later, or IR
+ * built by hand, are caught here, at the loop. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -211,14 +218,72 @@ static const Node *tc_loop(const Node *n)
     return NULL;
 }
 
+static bool bound_err(Diags *d, const Node *n, const char *why)
+{
+    diag_error(d, n->span, "loop %s is bound to %s %s", n->u.loop.var->name, loop_kind_name(n->u.loop.kind), why);
+    return false;
+}
+
+/* Below the grid: no block loop, no thread dimension bound twice on a path,
+ * constant thread-loop bounds. */
+static bool inner_ok(const Kernel *k, const Node *n, bool tdim[3], Diags *d)
+{
+    int64_t lo, ext;
+    if (n->kind == N_LOOP && gpu_is_block(n->u.loop.kind))
+        return bound_err(d, n, "but is not part of the outermost nest of block loops of its statement");
+    int dim = n->kind == N_LOOP && gpu_is_thread(n->u.loop.kind) ? gpu_dim(n->u.loop.kind) : -1;
+    if (dim >= 0 && tdim[dim])
+        return bound_err(d, n, "inside another loop bound to it");
+    if (dim >= 0 && !gpu_loop_extent(k, n, &lo, &ext))
+        return bound_err(d, n, "but its bounds are not constant");
+    if (dim >= 0) tdim[dim] = true;
+    const NodeList *b = ir_body((Node *)n);
+    bool ok = true;
+    for (int i = 0; b && i < b->n && ok; i++) ok = inner_ok(k, b->v[i], tdim, d);
+    if (dim >= 0) tdim[dim] = false;
+    return ok;
+}
+
+static bool sched_ok(const Kernel *k, const Node *top, Diags *d)
+{
+    const Node *blk[3] = {0}, *n = top;
+    int64_t lo, ext;
+    while (n->kind == N_LOOP && gpu_is_block(n->u.loop.kind)) {
+        int dim = gpu_dim(n->u.loop.kind);
+        if (blk[dim]) {
+            diag_error(d, n->span, "two loops (%s, %s) are bound to %s", blk[dim]->u.loop.var->name,
+                       n->u.loop.var->name, loop_kind_name(n->u.loop.kind));
+            return false;
+        }
+        if (!gpu_loop_extent(k, n, &lo, &ext))
+            return bound_err(d, n, "but its bounds are not constant");
+        blk[dim] = n;
+        if (n->u.loop.body.n != 1 || n->u.loop.body.v[0]->kind != N_LOOP ||
+            !gpu_is_block(n->u.loop.body.v[0]->u.loop.kind))
+            break;
+        n = n->u.loop.body.v[0];
+    }
+    bool tdim[3] = {false, false, false};
+    if (!(n->kind == N_LOOP && gpu_is_block(n->u.loop.kind)))
+        return inner_ok(k, n, tdim, d);
+    for (int i = 0; i < n->u.loop.body.n; i++)
+        if (!inner_ok(k, n->u.loop.body.v[i], tdim, d)) return false;
+    return true;
+}
+
 bool gpu_map_pass(Kernel *k, Diags *d)
 {
     size_t nb = (size_t)k->nbufs + 1;
     uint8_t *wr = xcalloc(nb * 3, 1), *atom = wr + nb, *bad = atom + nb;
     for (int t = 0; t < k->body.n; t++) {
         Node *top = k->body.v[t];
-        if (gpu_scheduled(top))
+        if (gpu_scheduled(top)) {
+            if (!sched_ok(k, top, d)) {
+                free(wr);
+                return false;
+            }
             continue;
+        }
         memset(wr, 0, nb * 3);
         writes(top, wr);
         atomic_bufs(top, atom, bad);

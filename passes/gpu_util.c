@@ -130,3 +130,54 @@ bool gpu_same_expr(const Expr *a, const Expr *b)
         return a->dtype == b->dtype;
     }
 }
+
+/* True when x is a multiple of m for every value of its variables. */
+bool gpu_mult_of(const Kernel *k, const Expr *x, int64_t m)
+{
+    int64_t c;
+    if (gpu_cval(k, x, &c)) return c % m == 0;
+    switch (x->kind) {
+    case IE_ADD: case IE_SUB: return gpu_mult_of(k, x->args[0], m) && gpu_mult_of(k, x->args[1], m);
+    case IE_MUL: return gpu_mult_of(k, x->args[0], m) || gpu_mult_of(k, x->args[1], m);
+    case IE_NEG: return gpu_mult_of(k, x->args[0], m);
+    case IE_CAST: return !dtype_is_float(x->dtype) && gpu_mult_of(k, x->args[0], m);
+    default: return false;
+    }
+}
+
+bool gpu_lane_coef(const Kernel *k, const Expr *x, const Var *lane, int64_t *c)
+{
+    int64_t a, b;
+    if (!x || !ir_expr_uses_var(x, lane)) { *c = 0; return true; }
+    switch (x->kind) {
+    case IE_VAR: *c = 1; return true;
+    case IE_ADD: case IE_SUB:
+        if (!gpu_lane_coef(k, x->args[0], lane, &a) || !gpu_lane_coef(k, x->args[1], lane, &b)) return false;
+        *c = x->kind == IE_ADD ? a + b : a - b;
+        return true;
+    case IE_NEG:
+        if (!gpu_lane_coef(k, x->args[0], lane, &a)) return false;
+        *c = -a;
+        return true;
+    case IE_MUL:
+        if (gpu_cval(k, x->args[0], &b) && gpu_lane_coef(k, x->args[1], lane, &a)) { *c = a * b; return true; }
+        if (gpu_cval(k, x->args[1], &b) && gpu_lane_coef(k, x->args[0], lane, &a)) { *c = a * b; return true; }
+        return false;
+    case IE_CAST:
+        return !dtype_is_float(x->dtype) && gpu_lane_coef(k, x->args[0], lane, c);
+    default: return false;
+    }
+}
+
+bool gpu_has_var(const Kernel *k, const Expr *x, const Var *v, int64_t *coef)
+{
+    ArAff a;
+    bool ok = ar_aff_of(k, x, &a);
+    *coef = ok ? ar_aff_coef(&a, v->id) : 0;
+    return ok ? *coef != 0 : ir_expr_uses_var(x, v);
+}
+
+Expr *gpu_at_zero(Kernel *k, const Expr *x, const Var *v)
+{
+    return ir_simplify(k, ir_subst(k, (Expr *)x, v, ir_int(k, 0)));
+}

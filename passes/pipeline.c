@@ -18,6 +18,13 @@
  *                  marked grid (passes/gpu_map.c)
  *   gpu-dead-fill  fills of local buffers overwritten by the next nest removed
  *                  (passes/gpu_dead_fill.c)
+ *   gpu-vector     vector-loop accesses that are one 64/128-bit access marked
+ *                  wide (passes/gpu_vector.c)
+ *   gpu-mma        the tensor-core contract checked; accumulator and operand
+ *                  layouts, each group's products, the accumulator loops spread
+ *                  over the lanes (passes/gpu_mma.c)
+ *   gpu-pipeline   pipeline loops accepted with their stage count and copies;
+ *                  their wide copies marked cp.async (passes/gpu_pipeline.c)
  * The IR is verified after every pass.
  *
  * Or, for a CPU target, target legalisation and the
@@ -171,9 +178,25 @@ static bool pass_gpu_map(Kernel *k, const PipelineOpts *o, Diags *d)
 
 static bool pass_gpu_dead_fill(Kernel *k, const PipelineOpts *o, Diags *d)
 {
+    return !is_gpu(o) || gpu_dead_fill_pass(k, d);
+}
+
+static bool pass_gpu_vector(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    return !is_gpu(o) || gpu_vector_pass(k, d);
+}
+
+static bool pass_gpu_mma(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    return !is_gpu(o) || gpu_mma_pass(k, o->target, d);
+}
+
+/* The last GPU pass: the kernel is what codegen/cuda translates. */
+static bool pass_gpu_pipeline(Kernel *k, const PipelineOpts *o, Diags *d)
+{
     if (!is_gpu(o))
         return true;
-    if (!gpu_dead_fill_pass(k, d))
+    if (!gpu_pipeline_pass(k, d))
         return false;
     k->gpu_lowered = o->target;
     return true;
@@ -201,6 +224,9 @@ static const struct {
     {"gpu-scan", pass_gpu_scan, true},
     {"gpu-map", pass_gpu_map, true},
     {"gpu-dead-fill", pass_gpu_dead_fill, true},
+    {"gpu-vector", pass_gpu_vector, true},
+    {"gpu-mma", pass_gpu_mma, true},
+    {"gpu-pipeline", pass_gpu_pipeline, true},
     /* CPU targets: legalisation, then lowering */
     {"scan-blocks", pass_scan_blocks, true},
     {"legalize", pass_legalize, true},

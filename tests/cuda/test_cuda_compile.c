@@ -189,6 +189,15 @@ int main(int argc, char **argv)
     k = kb_too_many_threads();
     expect_refusal(k, "2048 threads per block; sm_90 allows at most 1024");
     ir_free(k);
+    /* loop bindings the back end cannot translate, refused by pass gpu-map at the loop */
+    k = kb_tiled_gemm(64, 64, 16);
+    k->body.v[0]->u.loop.kind = LOOP_BLOCK_X;
+    expect_refusal(k, "are bound to block.x");
+    ir_free(k);
+    k = kb_tiled_gemm(64, 64, 16);
+    k->body.v[0]->u.loop.body.v[0]->u.loop.body.v[0]->u.loop.kind = LOOP_THREAD_X;
+    expect_refusal(k, "is bound to thread.x inside another loop bound to it");
+    ir_free(k);
 
     /* an unknown target and an unbound size are user errors, not crashes */
     k = kb_gemm(DT_F32, DT_F32, 1, 8, 8, 8);

@@ -1,0 +1,85 @@
+/* Shared by the files of the CUDA emitter (emit.c: expressions, statements, loops,
+ * launches; emit_tc.c: tensor-core groups, fragment accesses and software
+ * pipelines).  They translate what the GPU target passes (passes/gpu_*.c) wrote
+ * into the IR; the state here is where the printing stands, nothing decided. */
+#ifndef PERFC_CODEGEN_CUDA_EMIT_INT_H
+#define PERFC_CODEGEN_CUDA_EMIT_INT_H
+
+#include "cg_cuda.h"
+
+typedef struct Em {
+    const Kernel *k;
+    const Target *arch;
+    Diags *d;
+    StrBuf *o;
+    Arena *names;       /* the printed names (the kernel is only read) */
+    int ind;
+    bool ok;
+    bool idx64;
+    char **bname, **vname, **pname;
+    /* the launch being emitted */
+    bool sched;
+    int tdepth;                 /* enclosing thread loops */
+    int64_t block[3], grid[3];
+    int64_t *soff;              /* per buffer: offset in dynamic shared memory, -1 */
+    /* Wide loads (passes/gpu_vector.c) of the vector loop being emitted, read before
+     * it: emit_expr prints pf_v<N>[lane] for them. */
+    const Expr *vload[32];
+    int vid[32];
+    int nvload, nextv;
+    const Var *vlane;
+    /* Tensor cores (passes/gpu_mma.c set the layouts): the launch holds fragment
+     * accumulators (frag), of warpgroups (wg), and swizzled wgmma operands (swz). */
+    bool frag, wg, swz;
+    /* dvar/dname: the accumulator's row (0) and column (1) loops now being spread
+     * over the lanes, and how a fragment index names them (fragmode: being printed). */
+    const Var *dvar[2];
+    char dname[2][192];
+    bool fragmode;
+    uint8_t wgdone[2][33][4];   /* wgmma helpers written (dtype, N / 8, transposes) */
+    bool wgpre;
+    StrBuf helpers;     /* helper functions the launch being emitted needs first */
+    int wg_inflight;    /* wgmma groups left in flight at the end of a group (pipeline inflight=) */
+    int nmma;
+    /* The variable of the software pipeline being emitted: its `v % S` stage
+     * indices print as unsigned remainders (v never goes below 0 there). */
+    const Var *pvar;
+    int npipe;
+    /* The top node of the launch being emitted: irange() finds the loops of
+     * variables there (a collapsed loop's `v / 4` prints as a shift when v >= 0). */
+    const Node *top;
+    /* The block-reduce statement being emitted (passes/gpu_reduce.c): emit_stmt
+     * folds its value into the thread's partial pf_red instead. */
+    const Node *red_stmt;
+    bool scan_helpers;  /* the block-scan helpers (emit_scan.c) are written */
+} Em;
+
+/* emit.c */
+void em_line(Em *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void em_expr(Em *e, const Expr *x, StrBuf *o);
+void em_sub(Em *e, const Expr *x, StrBuf *o);
+/* b[idx] as an lvalue, without conversion. */
+void em_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o);
+void em_nodes(Em *e, const NodeList *l);
+const char *em_bn(const Em *e, const Buffer *b);
+const char *em_vn(const Em *e, const Var *v);
+const char *em_storage_type(DType t, bool idx64);
+bool em_cval(const Em *e, const Expr *x, int64_t *out);
+bool em_extent(const Em *e, const Node *l, int64_t *lo, int64_t *ext);
+
+/* emit_tc.c */
+bool em_is_frag(const Buffer *b);
+/* An accumulator element in fragment layout; a swizzled operand element. */
+void em_frag_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o);
+void em_swz_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o);
+/* A row/column loop pair spread over the lanes (lane-rows, lane-cols, lane-cols2). */
+void em_lane_pair(Em *e, const Node *n);
+/* A tensor-core group headed by n (TcGroup). */
+void em_tc_group(Em *e, const Node *n);
+/* A pipeline loop with its stages (passes/gpu_pipeline.c). */
+void em_pipeline(Em *e, const Node *n);
+/* A fragment accumulator's 32-bit registers per thread (wgmma keeps). */
+int64_t em_frag_regs(const Em *e, const Buffer *b);
+extern const char em_tc_prelude[];
+
+#endif

@@ -1,0 +1,453 @@
+/* The CUDA emitter's translation of the tensor-core and pipeline lowering that
+ * passes/gpu_mma.c and passes/gpu_pipeline.c wrote into the IR (docs/cuda.md
+ * "Tensor cores", "wgmma", "Software pipelines"):
+ *   - accumulators in fragment layout (Buffer.layout): element (r, c) of an mma
+ *     accumulator lives in lane (r % 8) * 4 + (c % 8) / 2, register ((r / 8) % 2) *
+ *     2 + c % 2 of the 16 x 8 tile (r / 16, c / 8) (the m16n8k16 C/D layout); a
+ *     wgmma accumulator the same, four warps deep, per 64-row tile;
+ *   - the row and column loops marked lane-rows / lane-cols, spread over the lanes
+ *     so that each lane runs the iterations of the elements it holds;
+ *   - groups (TcGroup): the distinct A and B fragments loaded once each (ldmatrix),
+ *     then the products (mma.sync), or the products issued through matrix
+ *     descriptors between wgmma.fence and one commit (wgmma);
+ *   - swizzled wgmma operands (the 128-byte swizzle);
+ *   - software pipelines: the stage ring's prologue, waits, barrier and the copies
+ *     of a later iteration, cp.async where the pass marked them.
+ * Nothing here decides: every choice was made, and checked, by the passes. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "emit_int.h"
+
+const char em_tc_prelude[] =
+    "/* Tensor cores (sm_80+): ldmatrix reads 8 x 8 b16 matrices whose rows the lanes name (16 bytes each),\n"
+    " * mma.sync multiplies one warp's fragments.  The loads clobber memory so no shared store moves past them. */\n"
+    "static __device__ __forceinline__ unsigned pf_saddr(const void *p) { unsigned a; asm(\"{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }\" : \"=r\"(a) : \"l\"(p)); return a; }\n"
+    "static __device__ __forceinline__ void pf_ldsm_x4(unsigned *r, const void *p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(pf_saddr(p)) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_ldsm_x4_t(unsigned *r, const void *p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(pf_saddr(p)) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_ldsm_x2(unsigned *r, const void *p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(pf_saddr(p)) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_ldsm_x2_t(unsigned *r, const void *p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(pf_saddr(p)) : \"memory\"); }\n"
+    "/* Asynchronous copies (sm_80+) for software pipelines: global -> shared without registers, in commit\n"
+    " * groups; wait_group N returns when at most N of this thread's groups are pending. */\n"
+    "static __device__ __forceinline__ void pf_cp_async16(void *s, const void *g) { asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\" :: \"r\"(pf_saddr(s)), \"l\"(g) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_cp_async8(void *s, const void *g) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8;\" :: \"r\"(pf_saddr(s)), \"l\"(g) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_cp_commit() { asm volatile(\"cp.async.commit_group;\" ::: \"memory\"); }\n"
+    "template <int N> static __device__ __forceinline__ void pf_cp_wait() { asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(N) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_mma_f16(float *c, const unsigned *a, const unsigned *b) { asm(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3]) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1])); }\n"
+    "static __device__ __forceinline__ void pf_mma_bf16(float *c, const unsigned *a, const unsigned *b) { asm(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3]) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1])); }\n";
+
+bool em_is_frag(const Buffer *b) { return b->layout == LAYOUT_MMA_ACC || b->layout == LAYOUT_WGMMA_ACC; }
+
+int64_t em_frag_regs(const Em *e, const Buffer *b)
+{
+    int64_t R = 0, C = 0;
+    em_cval(e, b->shape[0], &R);
+    em_cval(e, b->shape[1], &C);
+    return R / 64 * C / 2;
+}
+
+/* ---------------- accumulator elements ---------------- */
+
+/* Inside a lane pair the index is written with the loops' lane-free parts
+ * (fragmode), constants once unrolled, so the array stays in registers. */
+void em_frag_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
+{
+    if (!e->dvar[0] || !e->dvar[1]) {
+        /* passes/gpu_mma.c refuses such an access */
+        if (e->ok)
+            diag_error(e->d, b->span, "internal error: accumulator %s accessed outside the lane loops that "
+                       "pass gpu-mma sets", b->name);
+        e->ok = false;
+        return;
+    }
+    StrBuf r = {0}, c = {0};
+    e->fragmode = true;
+    em_sub(e, idx[0], &r);
+    em_sub(e, idx[1], &c);
+    e->fragmode = false;
+    sb_printf(o, "[%s >> %d][%s >> 3][((%s >> 3) & 1) * 2 + (%s & 1)]", r.s, e->wg ? 6 : 4, c.s, r.s, c.s);
+    sb_free(&r);
+    sb_free(&c);
+}
+
+/* The byte offset of element idx of a wgmma operand buffer before swizzling: its
+ * last dimension is cut into panels of 64 elements (128 bytes), each panel a
+ * column of rows 128 bytes apart, panels one after the other, leading dimensions
+ * (a pipeline's stage) outermost: the canonical layout wgmma's descriptors describe. */
+static void swz_lin(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
+{
+    int64_t R = 0, C = 0;
+    em_cval(e, b->shape[b->rank - 2], &R);
+    em_cval(e, b->shape[b->rank - 1], &C);
+    StrBuf lead = {0};
+    sb_putc(&lead, '0');
+    for (int i = 0; i + 2 < b->rank; i++) {
+        StrBuf nx = {0};
+        int64_t ext = 0;
+        em_cval(e, b->shape[i], &ext);
+        sb_printf(&nx, "(%s) * %" PRId64 " + ", lead.s, ext);
+        em_sub(e, idx[i], &nx);
+        sb_free(&lead);
+        lead = nx;
+    }
+    StrBuf r = {0}, c = {0};
+    em_sub(e, idx[b->rank - 2], &r);
+    em_sub(e, idx[b->rank - 1], &c);
+    sb_printf(o, "(((((%s) * %" PRId64 " + (%s >> 6)) * %" PRId64 " + %s) << 6) + (%s & 63)) * %d", lead.s, C / 64,
+              c.s, R, r.s, c.s, dtype_bytes(b->dtype));
+    sb_free(&lead);
+    sb_free(&r);
+    sb_free(&c);
+}
+
+/* The 16-byte chunks of each 128-byte row permuted by the row's index modulo 8
+ * (bits 4-6 of the offset xor bits 7-9), the swizzle wgmma applies to the same
+ * addresses; the buffer starts 1024-aligned. */
+void em_swz_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
+{
+    StrBuf lin = {0};
+    swz_lin(e, b, idx, &lin);
+    sb_printf(o, "(*reinterpret_cast<%s *>(%s + pf_swz(%s)))", em_storage_type(b->dtype, e->idx64), em_bn(e, b), lin.s);
+    sb_free(&lin);
+}
+
+/* ---------------- lane pairs ---------------- */
+
+static void dist_open(Em *e, const Node *n, int q)
+{
+    const char *v = em_vn(e, n->u.loop.var);
+    int64_t lo, ext;
+    em_extent(e, n, &lo, &ext);
+    em_line(e, "#pragma unroll");
+    if (q == 0 && e->wg) {
+        em_line(e, "for (idx_t pf_rf_%s = 0; pf_rf_%s < %" PRId64 "; pf_rf_%s += 64) {   /* %s: accumulator rows, "
+                "16 of each 64 per warp, lane / 4 and lane / 4 + 8 (wgmma fragment layout) */", v, v, ext, v, v);
+        e->ind++;
+        em_line(e, "#pragma unroll");
+        em_line(e, "for (idx_t pf_rh_%s = 0; pf_rh_%s < 16; pf_rh_%s += 8) {", v, v, v);
+        e->ind++;
+        em_line(e, "const idx_t %s = pf_rf_%s + pf_rh_%s + pf_wrow + (pf_lane >> 2);", v, v, v);
+        snprintf(e->dname[0], sizeof e->dname[0], "(pf_rf_%s + pf_rh_%s)", v, v);
+    } else if (q == 0) {
+        em_line(e, "for (idx_t pf_rf_%s = 0; pf_rf_%s < %" PRId64 "; pf_rf_%s += 8) {   /* %s: accumulator rows, "
+                "lane / 4 each (fragment layout) */", v, v, ext, v, v);
+        e->ind++;
+        em_line(e, "const idx_t %s = pf_rf_%s + (pf_lane >> 2);", v, v);
+        snprintf(e->dname[0], sizeof e->dname[0], "pf_rf_%s", v);
+    } else {
+        em_line(e, "for (idx_t pf_cf_%s = 0; pf_cf_%s < %" PRId64 "; pf_cf_%s += 8) {   /* %s: accumulator "
+                "columns, 2 * (lane %% 4) + 0..1 each (fragment layout) */", v, v, ext, v, v);
+        e->ind++;
+        em_line(e, "#pragma unroll");
+        em_line(e, "for (idx_t pf_ch_%s = 0; pf_ch_%s < 2; ++pf_ch_%s) {", v, v, v);
+        e->ind++;
+        em_line(e, "const idx_t %s = pf_cf_%s + ((pf_lane & 3) << 1) + pf_ch_%s;", v, v, v);
+        snprintf(e->dname[1], sizeof e->dname[1], "(pf_cf_%s + pf_ch_%s)", v, v);
+    }
+    e->dvar[q] = n->u.loop.var;
+}
+
+static void dist_close(Em *e, int q)
+{
+    for (int i = 0; i < (q == 0 && !e->wg ? 1 : 2); i++) {
+        e->ind--;
+        em_line(e, "}");
+    }
+    e->dvar[q] = NULL;
+}
+
+/* Column loop m marked lane-cols2: its one store writes a lane's two adjacent
+ * columns (2 * (lane % 4) + 0, 1) as one 8-byte access, both values computed first. */
+static void frag_store2(Em *e, const Node *m)
+{
+    const Node *s = m->u.loop.body.v[0];
+    const Var *cv = m->u.loop.var;
+    const char *v = em_vn(e, cv);
+    int64_t lo, ext;
+    em_extent(e, m, &lo, &ext);
+    em_line(e, "#pragma unroll");
+    em_line(e, "for (idx_t pf_cf_%s = 0; pf_cf_%s < %" PRId64 "; pf_cf_%s += 8) {   /* %s: accumulator columns, "
+            "2 * (lane %% 4) + 0..1 each, stored as one 8-byte access */", v, v, ext, v, v);
+    e->ind++;
+    em_line(e, "float pf_st[2];");
+    em_line(e, "#pragma unroll");
+    em_line(e, "for (idx_t pf_ch_%s = 0; pf_ch_%s < 2; ++pf_ch_%s) {", v, v, v);
+    e->ind++;
+    snprintf(e->dname[1], sizeof e->dname[1], "(pf_cf_%s + pf_ch_%s)", v, v);
+    e->dvar[1] = cv;
+    em_line(e, "const idx_t %s = pf_cf_%s + ((pf_lane & 3) << 1) + pf_ch_%s;", v, v, v);
+    StrBuf val = {0}, dst = {0};
+    em_expr(e, s->u.stmt.value, &val);
+    em_line(e, "pf_st[pf_ch_%s] = %s;", v, val.s);
+    e->ind--;
+    em_line(e, "}");
+    em_line(e, "const idx_t %s = pf_cf_%s + ((pf_lane & 3) << 1);", v, v);
+    em_elem(e, s->u.stmt.buf, s->u.stmt.idx, &dst);
+    em_line(e, "*reinterpret_cast<float2 *>(&%s) = make_float2(pf_st[0], pf_st[1]);", dst.s);
+    sb_free(&val);
+    sb_free(&dst);
+    e->dvar[1] = NULL;
+    e->ind--;
+    em_line(e, "}");
+}
+
+void em_lane_pair(Em *e, const Node *n)
+{
+    const Node *m = n->u.loop.body.v[0];
+    int q = n->u.loop.hint == HINT_LANE_ROWS ? 0 : 1;
+    dist_open(e, n, q);
+    if (m->u.loop.hint == HINT_LANE_COLS2) {
+        frag_store2(e, m);
+    } else {
+        dist_open(e, m, 1 - q);
+        em_nodes(e, &m->u.loop.body);
+        dist_close(e, 1 - q);
+    }
+    dist_close(e, q);
+}
+
+/* ---------------- groups ---------------- */
+
+/* The triple of group head n, and the names of the group's loops for a comment. */
+static const Node *group_triple(Em *e, const Node *n, StrBuf *names)
+{
+    for (int i = 0, nl = n->u.loop.tc->nloops; i < nl; i++) {
+        sb_printf(names, "%s x ", em_vn(e, n->u.loop.var));
+        n = n->u.loop.body.v[0];
+    }
+    return n;
+}
+
+/* The element offset of the row each lane hands ldmatrix for operand o (strides
+ * st of a fragment-row step and a k step).  A (.x4): matrices 0..3 are rows
+ * 0-7/8-15 by k 0-7/8-15 in the order a0a1, a2a3, a4a5, a6a7; B (.x2): k 0-7, 8-15.
+ * Without .trans a lane names a fragment row (k contiguous), with .trans a k row. */
+static void lane_offset(const TcGroup *g, int o, StrBuf *off)
+{
+    bool t = g->trans[o];
+    int64_t sr = g->stride[o][0], sk = g->stride[o][1];
+    const char *m = o == 0 ? "(pf_lane >> 3)" : "((pf_lane >> 3) & 1)";
+    if (o == 0)
+        sb_printf(off, "(%s8 * (%s & 1)) * %" PRId64 " + (%s8 * (%s >> 1)) * %" PRId64,
+                  t ? "" : "(pf_lane & 7) + ", m, sr, t ? "(pf_lane & 7) + " : "", m, sk);
+    else
+        sb_printf(off, "(%s) * %" PRId64 " + (%s8 * %s) * %" PRId64, t ? "0" : "pf_lane & 7", sr,
+                  t ? "(pf_lane & 7) + " : "", m, sk);
+}
+
+/* An mma group: every distinct A and B fragment loaded once (ldmatrix), then the
+ * products (the sums over k reassociated, as the mma mark allows). */
+static void mma_group(Em *e, const TcGroup *g, const Node *mn, const char *names)
+{
+    const Node *s = mn->u.loop.body.v[0]->u.loop.body.v[0]->u.loop.body.v[0];
+    const Buffer *acc = s->u.stmt.buf, *A = g->opbuf[0], *B = g->opbuf[1];
+    const char *ty = A->dtype == DT_BF16 ? "bf16" : "f16";
+    em_line(e, "{   /* mma %s%s: %d tensor-core products m16n8k16 (%s in, f32 accumulate) */", names,
+            em_vn(e, mn->u.loop.var), g->nprod, ty);
+    e->ind++;
+    StrBuf oa = {0}, ob = {0};
+    lane_offset(g, 0, &oa);
+    lane_offset(g, 1, &ob);
+    em_line(e, "const int pf_oa = %s;   /* this lane's ldmatrix row in %s */", oa.s, em_bn(e, A));
+    em_line(e, "const int pf_ob = %s;   /* ... and in %s */", ob.s, em_bn(e, B));
+    sb_free(&oa);
+    sb_free(&ob);
+    int na = 0, nb = 0;
+    for (int t = 0; t < g->nprod; t++) {
+        const TcProduct *p = &g->prod[t];
+        StrBuf sa = {0}, sbb = {0};
+        if (p->fa == na) {
+            em_elem(e, A, p->a, &sa);
+            em_line(e, "unsigned pf_a%d[4];  pf_ldsm_x4%s(pf_a%d, &%s + pf_oa);", na, g->trans[0] ? "_t" : "", na, sa.s);
+            na++;
+        }
+        if (p->fb == nb) {
+            em_elem(e, B, p->b, &sbb);
+            em_line(e, "unsigned pf_b%d[2];  pf_ldsm_x2%s(pf_b%d, &%s + pf_ob);", nb, g->trans[1] ? "_t" : "", nb, sbb.s);
+            nb++;
+        }
+        sb_free(&sa);
+        sb_free(&sbb);
+    }
+    for (int t = 0; t < g->nprod; t++)
+        em_line(e, "pf_mma_%s(%s[%" PRId64 "][%" PRId64 "], pf_a%d, pf_b%d);", ty, em_bn(e, acc), g->prod[t].row / 16,
+                g->prod[t].col / 8, g->prod[t].fa, g->prod[t].fb);
+    e->nmma += g->nprod;
+    e->ind--;
+    em_line(e, "}");
+}
+
+static const char wg_prelude[] =
+    "/* Hopper warpgroup products (sm_90a): wgmma.mma_async reads both operands from shared memory through\n"
+    " * 64-bit matrix descriptors (start >> 4, leading and stride byte offsets >> 4, 128-byte swizzle in\n"
+    " * bits 62-63) and accumulates into registers asynchronously: fence before, commit, wait after.  Shared\n"
+    " * memory written by ordinary stores or cp.async reaches it only after a proxy fence. */\n"
+    "static __device__ __forceinline__ unsigned long long pf_wg_desc(unsigned a, unsigned lbo, unsigned sbo) { return (unsigned long long)((a & 0x3FFFF) >> 4) | ((unsigned long long)(lbo >> 4) << 16) | ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62); }\n"
+    "static __device__ __forceinline__ void pf_wg_fence() { asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_wg_commit() { asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\"); }\n"
+    "template <int N> static __device__ __forceinline__ void pf_wg_wait() { asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(N) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_proxy_fence() { asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\"); }\n"
+    "/* An empty asm that reads and writes every accumulator register: keeps the compiler from moving their\n"
+    " * other uses across the fence or the wait. */\n"
+    "template <int N> static __device__ __forceinline__ void pf_wg_keep(float *d) {\n"
+    "#pragma unroll\n"
+    "    for (int i = 0; i < N; i++) asm volatile(\"\" : \"+f\"(d[i]) :: \"memory\");\n"
+    "}\n"
+    "/* Byte offset -> its place in the 128-byte swizzle (bits 4-6 xor bits 7-9). */\n"
+    "static __device__ __forceinline__ unsigned pf_swz(unsigned o) { return o ^ ((o >> 3) & 0x70u); }\n";
+
+/* Writes (once per module) the wgmma helper for dtype ty (1: bf16), width N and
+ * the operands' majorness: one asm with the N / 2 accumulator registers. */
+static void wg_helper(Em *e, int ty, int64_t N, bool ta, bool tb)
+{
+    StrBuf *h = &e->helpers;
+    if (!e->wgpre) sb_puts(h, wg_prelude);
+    e->wgpre = true;
+    const char *t = ty ? "bf16" : "f16";
+    int64_t nr = N / 2;
+    sb_printf(h, "static __device__ __forceinline__ void pf_wgmma_%s_n%" PRId64 "_%d%d(float *d, unsigned long long a, "
+              "unsigned long long b) {\n    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n\"\n"
+              "        \"wgmma.mma_async.sync.aligned.m64n%" PRId64 "k16.f32.%s.%s {", t, N, ta, tb, N, t, t);
+    for (int64_t i = 0; i < nr; i++) sb_printf(h, "%s%%%" PRId64, i ? ", " : "", i);
+    sb_printf(h, "}, %%%" PRId64 ", %%%" PRId64 ", p, 1, 1, %d, %d;\\n}\\n\"\n        : ", nr, nr + 1, ta, tb);
+    for (int64_t i = 0; i < nr; i++) sb_printf(h, "%s\"+f\"(d[%" PRId64 "])", i ? ", " : "", i);
+    sb_puts(h, "\n        : \"l\"(a), \"l\"(b) : \"memory\");\n}\n");
+}
+
+/* The matrix descriptor of operand o at product indices idx: 8 rows of 128 bytes
+ * (SBO 1024) per core-matrix group; the leading byte offset from the pass. */
+static void wg_desc(Em *e, const TcGroup *g, int o, Expr *const *idx, StrBuf *out)
+{
+    StrBuf lin = {0};
+    swz_lin(e, g->opbuf[o], idx, &lin);
+    sb_printf(out, "pf_wg_desc(pf_saddr(%s) + (unsigned)(%s), %" PRId64 ", 1024)", em_bn(e, g->opbuf[o]), lin.s,
+              g->stride[o][0]);
+    sb_free(&lin);
+}
+
+/* A wgmma group: its products issued between a fence and one commit, then waited
+ * for (to wg_inflight groups); the keeps order the accumulator's other reads and
+ * writes around the asynchronous products. */
+static void wgmma_group(Em *e, const TcGroup *g, const Node *mn, const char *names)
+{
+    const Node *s = mn->u.loop.body.v[0]->u.loop.body.v[0]->u.loop.body.v[0];
+    const Buffer *acc = s->u.stmt.buf;
+    int ty = g->opbuf[0]->dtype == DT_BF16;
+    int64_t N = g->n;
+    int ta = g->trans[0], tb = g->trans[1];
+    em_line(e, "{   /* wgmma %s%s: %d warpgroup products m64n%" PRId64 "k16 (%s in, f32 accumulate), "
+            "operands from shared memory */", names, em_vn(e, mn->u.loop.var), g->nprod, N, ty ? "bf16" : "f16");
+    e->ind++;
+    if (!e->wgdone[ty][N / 8][ta * 2 + tb]) {
+        e->wgdone[ty][N / 8][ta * 2 + tb] = 1;
+        wg_helper(e, ty, N, ta, tb);
+    }
+    int64_t regs = em_frag_regs(e, acc);
+    em_line(e, "pf_wg_keep<%" PRId64 ">(&%s[0][0][0]);", regs, em_bn(e, acc));
+    em_line(e, "pf_wg_fence();");
+    for (int t = 0; t < g->nprod; t++) {
+        StrBuf da = {0}, db = {0};
+        wg_desc(e, g, 0, g->prod[t].a, &da);
+        wg_desc(e, g, 1, g->prod[t].b, &db);
+        em_line(e, "pf_wgmma_%s_n%" PRId64 "_%d%d(&%s[%" PRId64 "][%" PRId64 "][0], %s, %s);", ty ? "bf16" : "f16", N,
+                ta, tb, em_bn(e, acc), g->prod[t].row / 64, g->prod[t].col / 8, da.s, db.s);
+        sb_free(&da);
+        sb_free(&db);
+    }
+    em_line(e, "pf_wg_commit();");
+    em_line(e, "pf_wg_wait<%d>();%s", e->wg_inflight, e->wg_inflight ? "   /* the previous group is done: "
+            "its stage may be refilled */" : "");
+    em_line(e, "pf_wg_keep<%" PRId64 ">(&%s[0][0][0]);", regs, em_bn(e, acc));
+    e->nmma += g->nprod;
+    e->ind--;
+    em_line(e, "}");
+}
+
+void em_tc_group(Em *e, const Node *n)
+{
+    StrBuf names = {0};
+    const Node *mn = group_triple(e, n, &names);
+    if (mn->u.loop.kind == LOOP_WGMMA)
+        wgmma_group(e, n->u.loop.tc, mn, names.s ? names.s : "");
+    else
+        mma_group(e, n->u.loop.tc, mn, names.s ? names.s : "");
+    sb_free(&names);
+}
+
+/* ---------------- software pipelines ----------------
+ *     copies of iterations 0 .. S-2 (cp.async), one commit group each
+ *     for v: wait until at most S-2 groups are pending (iteration v has landed in
+ *            this thread's copies), __syncthreads (everyone's have, and everyone
+ *            has finished iteration v-1, whose stage the next copies overwrite),
+ *            copies of iteration v+S-1, commit, then the rest of the body
+ * so S-1 tiles are in flight while one is used.  A commit is issued every
+ * iteration, empty past the end, so the group count that wait_group relies on
+ * stays uniform.  With inflight=L (wgmma launches) a group's products may still
+ * read their stage one iteration later: the copies run S-1-L iterations ahead. */
+void em_pipeline(Em *e, const Node *n)
+{
+    const NodeList *body = &n->u.loop.body;
+    const Var *v = n->u.loop.var;
+    int64_t S = n->u.loop.stages;
+    int nc = n->u.loop.ncopies;
+    int64_t L = e->wg ? n->u.loop.inflight : 0;
+    const char *vs = em_vn(e, v);
+    StrBuf los = {0}, his = {0};
+    em_expr(e, n->u.loop.lo, &los);
+    em_expr(e, n->u.loop.hi, &his);
+    NodeList copies = {body->v, nc, nc}, rest = {body->v + nc, body->n - nc, body->n - nc};
+    em_line(e, "{   /* %s: %" PRId64 "-stage pipeline; the copies of iteration %s + %" PRId64 " are in flight "
+            "while %s computes%s */", vs, S, vs, S - 1 - L, vs,
+            L ? ", whose tensor-core products overlap the next iteration's" : "");
+    e->ind++;
+    e->pvar = v;
+    em_line(e, "#pragma unroll");
+    em_line(e, "for (idx_t pf_pre = 0; pf_pre < %" PRId64 "; ++pf_pre) {", S - 1 - L);
+    e->ind++;
+    em_line(e, "const idx_t %s = %s + pf_pre;", vs, los.s);
+    em_line(e, "if (%s < %s) {", vs, his.s);
+    e->ind++;
+    em_nodes(e, &copies);
+    e->ind--;
+    em_line(e, "}");
+    em_line(e, "pf_cp_commit();");
+    e->ind--;
+    em_line(e, "}");
+    em_line(e, "for (idx_t %s = %s; %s < %s; ++%s) {", vs, los.s, vs, his.s, vs);
+    e->ind++;
+    em_line(e, "pf_cp_wait<%" PRId64 ">();   /* this thread's copies of %s have landed */", S - 2 - L, vs);
+    if (e->wg) em_line(e, "pf_proxy_fence();   /* ... and are visible to wgmma */");
+    em_line(e, "__syncthreads();   /* everyone's have, and stage (%s - %" PRId64 ") %% %" PRId64 " is free */", vs,
+            1 + L, S);
+    em_line(e, "{");
+    e->ind++;
+    em_line(e, "const idx_t pf_next = %s + %" PRId64 ";", vs, S - 1 - L);
+    em_line(e, "if (pf_next < %s) {", his.s);
+    e->ind++;
+    em_line(e, "const idx_t %s = pf_next;", vs);
+    em_nodes(e, &copies);
+    e->ind--;
+    em_line(e, "}");
+    em_line(e, "pf_cp_commit();");
+    e->ind--;
+    em_line(e, "}");
+    e->wg_inflight = (int)L;
+    em_nodes(e, &rest);
+    e->wg_inflight = 0;
+    e->ind--;
+    em_line(e, "}");
+    em_line(e, "pf_cp_wait<0>();");
+    if (L) {
+        em_line(e, "pf_wg_wait<0>();   /* the last group */");
+        for (int b = 0; b < e->k->nbufs; b++)
+            if (e->k->bufs[b]->layout == LAYOUT_WGMMA_ACC)
+                em_line(e, "pf_wg_keep<%" PRId64 ">(&%s[0][0][0]);", em_frag_regs(e, e->k->bufs[b]),
+                        em_bn(e, e->k->bufs[b]));
+    }
+    e->pvar = NULL;
+    e->ind--;
+    em_line(e, "}");
+    e->npipe++;
+    sb_free(&los);
+    sb_free(&his);
+}

@@ -1,0 +1,135 @@
+/* GPU target lowering, pass `gpu-pipeline`: which loops marked `pipeline` the CUDA
+ * back end runs as a multi-stage software pipeline, and how.
+ *
+ * `pipeline(loop, S)` (passes/xform_gpu.c) rotated the shared buffers filled by the
+ * copies at the head of a serial loop over S stages: their first index is
+ * `loop % S`.  The back end issues the copies of iteration v + S - 1 while
+ * iteration v computes (docs/cuda.md "Software pipelines").  This pass accepts a
+ * pipeline loop of a scheduled launch when
+ *   - it runs at block level (no enclosing thread loop) and inside no other
+ *     accepted pipeline, from a constant start >= 0 (the stage index then prints
+ *     as an unsigned remainder);
+ *   - its body starts with one or more copy nodes, each of whose statements writes
+ *     a shared buffer with `=` at first index `loop % S` (one S for all), and holds
+ *     something after them;
+ *   - the copies read nothing the loop writes, and nothing after them writes what
+ *     they read or fill: moving them to earlier iterations changes no value.
+ * It records the stage count and the number of leading copy nodes on the loop
+ * (`stages S copies N` in the printed IR), and marks the `wide` copies among them
+ * from global to shared memory `cp.async`: issued asynchronously, completed by the
+ * pipeline's group waits.  A pipeline loop it does not accept keeps stages 0 and is
+ * emitted as a plain serial loop, which means the same. */
+#include <stdlib.h>
+
+#include "gpu_int.h"
+
+/* The stage count of copy node n of pipelined loop v: every statement below writes
+ * a shared buffer with `=` at first index `v % S`; 0 when n is not such a node. */
+static int64_t stage_copy(const Node *n, const Var *v)
+{
+    if (n->kind == N_STMT) {
+        const Buffer *b = n->u.stmt.buf;
+        const Expr *i0 = b->rank ? n->u.stmt.idx[0] : NULL;
+        if (b->mem != MEM_SHARED || n->u.stmt.op != SOP_ASSIGN || !i0 || i0->kind != IE_MOD ||
+            i0->args[0]->kind != IE_VAR || i0->args[0]->u.var != v || i0->args[1]->kind != IE_INT)
+            return 0;
+        return i0->args[1]->u.i >= 2 ? i0->args[1]->u.i : 0;
+    }
+    const NodeList *b = ir_body((Node *)n);
+    int64_t S = 0;
+    for (int i = 0; b && i < b->n; i++) {
+        int64_t t = stage_copy(b->v[i], v);
+        if (!t || (S && t != S)) return 0;
+        S = t;
+    }
+    return S;
+}
+
+static void expr_access(const Expr *x, uint8_t *rd)
+{
+    if (!x) return;
+    if (x->kind == IE_LOAD) {
+        rd[x->u.load.buf->id] = 1;
+        for (int i = 0; i < x->u.load.buf->rank; i++) expr_access(x->u.load.idx[i], rd);
+        return;
+    }
+    for (int i = 0; i < ir_expr_arity(x->kind); i++) expr_access(x->args[i], rd);
+}
+
+/* Buffers read and written below n (by Buffer.id). */
+static void node_access(const Node *n, uint8_t *rd, uint8_t *wr)
+{
+    switch (n->kind) {
+    case N_STMT:
+        wr[n->u.stmt.buf->id] = 1;
+        if (n->u.stmt.op != SOP_ASSIGN) rd[n->u.stmt.buf->id] = 1;
+        for (int i = 0; i < n->u.stmt.buf->rank; i++) expr_access(n->u.stmt.idx[i], rd);
+        expr_access(n->u.stmt.value, rd);
+        return;
+    case N_LOOP: expr_access(n->u.loop.lo, rd); expr_access(n->u.loop.hi, rd); break;
+    case N_IF: expr_access(n->u.guard.cond, rd); break;
+    case N_PREFETCH: return;
+    }
+    const NodeList *body = ir_body((Node *)n);
+    for (int i = 0; i < body->n; i++) node_access(body->v[i], rd, wr);
+}
+
+static void mark_async(Node *n)
+{
+    if (n->kind == N_LOOP && n->u.loop.hint == HINT_WIDE) {
+        const Node *s = n->u.loop.body.v[0];
+        const Expr *v = s->u.stmt.value->kind == IE_CAST ? s->u.stmt.value->args[0] : s->u.stmt.value;
+        if (v->u.load.buf->mem == MEM_GLOBAL && s->u.stmt.buf->mem == MEM_SHARED)
+            n->u.loop.hint = HINT_ASYNC;
+        return;
+    }
+    NodeList *b = ir_body(n);
+    for (int i = 0; b && i < b->n; i++) mark_async(b->v[i]);
+}
+
+static bool accept(Kernel *k, Node *n)
+{
+    const NodeList *body = &n->u.loop.body;
+    const Var *v = n->u.loop.var;
+    int64_t S = 0, lo;
+    int nc = 0;
+    while (nc < body->n) {
+        int64_t t = stage_copy(body->v[nc], v);
+        if (!t || (S && t != S)) break;
+        S = t;
+        nc++;
+    }
+    if (nc == 0 || nc == body->n || !gpu_cval(k, n->u.loop.lo, &lo) || lo < 0) return false;
+    int nb = k->nbufs;
+    uint8_t *rc = xcalloc((size_t)nb * 4 + 1, 1), *wc = rc + nb, *rr = wc + nb, *wr = rr + nb;
+    for (int i = 0; i < body->n; i++) node_access(body->v[i], i < nc ? rc : rr, i < nc ? wc : wr);
+    bool ok = true;
+    for (int i = 0; i < nb && ok; i++) ok = !(rc[i] && (wc[i] || wr[i])) && !(wc[i] && wr[i]);
+    free(rc);
+    if (!ok) return false;
+    n->u.loop.stages = (int)S;
+    n->u.loop.ncopies = nc;
+    for (int i = 0; i < nc; i++) mark_async(body->v[i]);
+    return true;
+}
+
+static void walk(Kernel *k, Node *n, bool in_thread, bool in_pipe)
+{
+    if (n->kind == N_LOOP) {
+        n->u.loop.stages = n->u.loop.ncopies = 0;
+        if (n->u.loop.kind == LOOP_PIPELINE && !in_thread && !in_pipe && accept(k, n))
+            in_pipe = true;
+        if (gpu_is_thread(n->u.loop.kind)) in_thread = true;
+    }
+    NodeList *b = ir_body(n);
+    for (int i = 0; b && i < b->n; i++) walk(k, b->v[i], in_thread, in_pipe);
+}
+
+bool gpu_pipeline_pass(Kernel *k, Diags *d)
+{
+    (void)d;
+    for (int i = 0; i < k->body.n; i++)
+        if (gpu_scheduled(k->body.v[i]))
+            walk(k, k->body.v[i], false, false);
+    return true;
+}
