@@ -91,6 +91,10 @@ void schedule_print(const AstSchedule *s, const ParamChoice *choices, int nchoic
 /* True when a schedule for `target` applies to a kernel compiled for tgt (NULL or
  * "any" matches all; "cpu" matches host and the CPU triples; "gpu"/"cuda" the sm_*). */
 bool schedule_matches_target(const char *sched_target, const char *tgt);
+/* Whether file block s applies to kernel k on target tgt: its kernel and target
+ * match, it is the variant asked for (NULL: an unnamed block), and its `when`
+ * guard holds for k's dtype parameters as bound. */
+bool schedule_applies(const AstSchedule *s, const AstKernel *k, const char *tgt, const char *variant);
 
 /* ---- passes/actions.c ---- */
 /* Every transformation legal on k now, one per line, in schedule syntax

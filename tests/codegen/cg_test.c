@@ -256,7 +256,7 @@ Kernel *cgt_lower_file(const char *path, const char *name, const char *const *pn
         const AstSchedule *sched[64];
         int ns = 0;
         for (int i = 0; i < p->nschedules && ns < 64; i++)
-            if (!strcmp(p->schedules[i]->kernel, ak->name) && schedule_matches_target(p->schedules[i]->target, sched_target))
+            if (schedule_applies(p->schedules[i], ak, sched_target, NULL))
                 sched[ns++] = p->schedules[i];
         PipelineOpts po = {0};
         po.schedules = sched;
