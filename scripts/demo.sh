@@ -100,8 +100,8 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
       gpu_row "$k 4096^3 vs cuBLAS (sm_90a)" stdlib/gemm.pdl -k $k -target sm_90a --run --compare cublas
     done
   fi
-  gpu_row "batched_gemm_tiled 16x1024^3 vs cuBLAS" stdlib/batched_gemm.pdl -k batched_gemm_tiled "${g[@]}" --run --compare cublas
-  gpu_row "conv2d_tiled (ResNet 28x28x128, batch 8)" stdlib/conv2d.pdl -k conv2d_tiled -D N=8 "${g[@]}" --run
+  gpu_row "batched_gemm_tiled 16x1024^3 vs cuBLAS" stdlib/batched_gemm.pdl -k batched_gemm --schedule tiled -D B=16 -D M=1024 -D N=1024 -D K=1024 "${g[@]}" --run --compare cublas
+  gpu_row "conv2d_tiled (ResNet 28x28x128, batch 8)" stdlib/conv2d.pdl -k conv2d --schedule tiled -D N=8 -D C=128 -D H=28 -D W=28 -D K=128 -D U=1 -D N=8 "${g[@]}" --run
   gpu_row "copy 8192^2 (the bandwidth yardstick)" bench/cpu/copy.pdl -D R=8192 -D C=8192 "${g[@]}" --run
   gpu_row "softmax 8192^2" stdlib/softmax.pdl -D R=8192 -D C=8192 "${g[@]}" --run
   gpu_row "layernorm 8192^2" stdlib/layernorm.pdl -D R=8192 -D C=8192 "${g[@]}" --run

@@ -53,7 +53,7 @@ done
 CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 for t in racecheck memcheck; do
   step "compute-sanitizer $t on gemm_tiled32 256x256x96"
-  timeout 120 "$CS" --tool $t --error-exitcode 9 "$P" $g -k gemm_tiled32 -D M=256 -D N=256 -D K=96 \
+  timeout 120 "$CS" --tool $t --error-exitcode 9 "$P" $g -k gemm --schedule tiled32 -D M=4096 -D N=4096 -D K=4096 -D M=256 -D N=256 -D K=96 \
       -target sm_90 --run --seed 3 >"$O/san_$t.log" 2>&1; s=$?
   grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$O/san_$t.log" | head -1; echo "status $s"; [ $s = 0 ] || rc=1
 done

@@ -28,7 +28,7 @@ done
 CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 for t in racecheck memcheck; do
   step "compute-sanitizer $t on gemm_tc_f16 256x384x96"
-  timeout 90 "$CS" --tool $t --error-exitcode 9 "$P" stdlib/gemm.pdl -k gemm_tc_f16 "${small[@]}" \
+  timeout 90 "$CS" --tool $t --error-exitcode 9 "$P" stdlib/gemm.pdl -k gemm -D T=f16 --schedule tc -D M=4096 -D N=4096 -D K=4096 "${small[@]}" \
       -target sm_90 --run >"$O/san_$t.log" 2>&1; s=$?
   tail -3 "$O/san_$t.log"; echo "status $s"; [ $s = 0 ] || rc=1
 done

@@ -34,7 +34,7 @@ done
 CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 for t in racecheck memcheck; do
   step "compute-sanitizer $t on gemm_tc_f16 256x384x160 (5 K tiles, 3 stages)"
-  timeout 90 "$CS" --tool $t --error-exitcode 9 "$P" stdlib/gemm.pdl -k gemm_tc_f16 -D M=256 -D N=384 -D K=160 \
+  timeout 90 "$CS" --tool $t --error-exitcode 9 "$P" stdlib/gemm.pdl -k gemm -D T=f16 --schedule tc -D M=4096 -D N=4096 -D K=4096 -D M=256 -D N=384 -D K=160 \
       -target sm_90 --run >"$O/san_$t.log" 2>&1; s=$?
   tail -3 "$O/san_$t.log"; echo "status $s"; [ $s = 0 ] || rc=1
 done

@@ -19,7 +19,7 @@ for k in gemm_tc_f16 gemm_tc_bf16; do
   done
 done
 for t in racecheck memcheck; do
-  timeout 120 compute-sanitizer --tool $t --error-exitcode 9 "$P" stdlib/gemm.pdl -k gemm_tc_f16 -D M=256 -D N=384 \
+  timeout 120 compute-sanitizer --tool $t --error-exitcode 9 "$P" stdlib/gemm.pdl -k gemm -D T=f16 --schedule tc -D M=4096 -D N=4096 -D K=4096 -D M=256 -D N=384 \
       -D K=160 -target sm_90 --run >"$O/san_$t.log" 2>&1; s=$?
   echo "compute-sanitizer $t gemm_tc_f16 256x384x160: status $s $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$O/san_$t.log" | head -1)"
   [ $s = 0 ] || rc=1

@@ -52,12 +52,12 @@ san() {  # san LABEL perfc-args...
     [ $s = 0 ] || { rc=1; grep -E 'Error|Hazard|error' "$O/san.log" | head -3; }
   done
 }
-san gemm_tiled stdlib/gemm.pdl -k gemm_tiled -target sm_90 -D M=256 -D N=256 -D K=64
-san gemm_tiled32 stdlib/gemm.pdl -k gemm_tiled32 -target sm_90 -D M=256 -D N=256 -D K=96
-san gemm_tc_f16 stdlib/gemm.pdl -k gemm_tc_f16 -target sm_90 -D M=256 -D N=256 -D K=96
-san gemm_wg_f16 stdlib/gemm.pdl -k gemm_wg_f16 -target sm_90a -D M=256 -D N=512 -D K=192
-san batched_gemm_tiled stdlib/batched_gemm.pdl -k batched_gemm_tiled -target sm_90 -D B=2 -D M=128 -D N=256 -D K=32
-san conv2d_tiled stdlib/conv2d.pdl -k conv2d_tiled -target sm_90 -D N=1 -D C=16
+san gemm_tiled stdlib/gemm.pdl -k gemm --schedule tiled -D M=4096 -D N=4096 -D K=4096 -target sm_90 -D M=256 -D N=256 -D K=64
+san gemm_tiled32 stdlib/gemm.pdl -k gemm --schedule tiled32 -D M=4096 -D N=4096 -D K=4096 -target sm_90 -D M=256 -D N=256 -D K=96
+san gemm_tc_f16 stdlib/gemm.pdl -k gemm -D T=f16 --schedule tc -D M=4096 -D N=4096 -D K=4096 -target sm_90 -D M=256 -D N=256 -D K=96
+san gemm_wg_f16 stdlib/gemm.pdl -k gemm -D T=f16 --schedule wg -D M=4096 -D N=4096 -D K=4096 -target sm_90a -D M=256 -D N=512 -D K=192
+san batched_gemm_tiled stdlib/batched_gemm.pdl -k batched_gemm --schedule tiled -D B=16 -D M=1024 -D N=1024 -D K=1024 -target sm_90 -D B=2 -D M=128 -D N=256 -D K=32
+san conv2d_tiled stdlib/conv2d.pdl -k conv2d --schedule tiled -D N=8 -D C=128 -D H=28 -D W=28 -D K=128 -D U=1 -target sm_90 -D N=1 -D C=16
 san softmax stdlib/softmax.pdl -target sm_90 -D R=4 -D C=4100
 san layernorm stdlib/layernorm.pdl -target sm_90 -D R=4 -D C=4100
 

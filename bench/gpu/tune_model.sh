@@ -44,8 +44,8 @@ tune() { # tune DB [--no-model] perfc-args...
 case $phase in
 train)
     rm -f "$base"*
-    for args in "-k gemm_tc_f16 -D M=2048 -D N=2048 -D K=2048" "-k gemm_tc_bf16 -D M=2048 -D N=2048 -D K=2048" \
-                "-k gemm_tc_f16 -D M=4096 -D N=4096 -D K=1024"; do
+    for args in "-k gemm -D T=f16 --schedule tc -D M=4096 -D N=4096 -D K=4096 -D M=2048 -D N=2048 -D K=2048" "-k gemm -D T=bf16 --schedule tc -D M=4096 -D N=4096 -D K=4096 -D M=2048 -D N=2048 -D K=2048" \
+                "-k gemm -D T=f16 --schedule tc -D M=4096 -D N=4096 -D K=4096 -D M=4096 -D N=4096 -D K=1024"; do
         echo "training: $args"
         # shellcheck disable=SC2086
         tune "$base" --no-model --seed 11 $args > "$OUT/train.out" 2>> "$OUT/train.log"
@@ -61,7 +61,7 @@ measure)
             flag=()
             [ $mode = without ] && flag=(--no-model)
             echo "gemm_tc_f16 4096^3, $mode the model, run $r"
-            tune "$db" "${flag[@]}" --seed $((100 + r)) -k gemm_tc_f16 -D M=4096 -D N=4096 -D K=4096 \
+            tune "$db" "${flag[@]}" --seed $((100 + r)) -k gemm -D T=f16 --schedule tc -D M=4096 -D N=4096 -D K=4096 -D M=4096 -D N=4096 -D K=4096 \
                 --compare cublas > "$OUT/$mode.$r.out" 2> "$OUT/$mode.$r.err" || echo "  exit $?"
             grep -E '^(search|converged|model|ratio) ' "$OUT/$mode.$r.out" || true
         done

@@ -60,8 +60,8 @@ case $phase in
 train)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader || true
     rm -f "$base_db"*
-    for args in "-k gemm_tc_f16 -D M=2048 -D N=2048 -D K=2048" "-k gemm_tc_bf16 -D M=2048 -D N=2048 -D K=2048" \
-                "-k gemm_tc_f16 -D M=4096 -D N=4096 -D K=1024"; do
+    for args in "-k gemm -D T=f16 --schedule tc -D M=4096 -D N=4096 -D K=4096 -D M=2048 -D N=2048 -D K=2048" "-k gemm -D T=bf16 --schedule tc -D M=4096 -D N=4096 -D K=4096 -D M=2048 -D N=2048 -D K=2048" \
+                "-k gemm -D T=f16 --schedule tc -D M=4096 -D N=4096 -D K=4096 -D M=4096 -D N=4096 -D K=1024"; do
         echo "training: $args"
         # shellcheck disable=SC2086
         tune "$BASE" "$base_db" --no-model --seed 11 --budget "${TRAIN_BUDGET:-24}" $args > "$OUT/train.out" \
@@ -76,7 +76,7 @@ measure)
         [ "$mode" = base ] && p=$BASE
         cp "$base_db" "$WORK/$mode.$r.db"
         echo "gemm_tc_f16 4096^3, $mode, round $r, $(date -u +%H:%M:%S)"
-        tune "$p" "$WORK/$mode.$r.db" --seed $((100 + r)) -k gemm_tc_f16 -D M=4096 -D N=4096 -D K=4096 \
+        tune "$p" "$WORK/$mode.$r.db" --seed $((100 + r)) -k gemm -D T=f16 --schedule tc -D M=4096 -D N=4096 -D K=4096 -D M=4096 -D N=4096 -D K=4096 \
             --compare cublas > "$OUT/$mode.$r.out" 2> "$OUT/$mode.$r.err" || echo "  exit $?"
         grep -E '^(search|converged|profile|measuring) ' "$OUT/$mode.$r.out" || true
     }

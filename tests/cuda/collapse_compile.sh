@@ -65,7 +65,7 @@ for kk in gemm_tc_f16 gemm_tc_bf16; do
   "$perfc" "$g" -k $kk -target sm_90 -dump-after=gpu-dead-fill 2>&1 | grep -q 'acc\[.*\] = C\[' && bad "$kk: dead copy-in kept"
   grep -q '= C\[' "$tmp/$kk.cu" && bad "$kk: still reads C"
 done
-if "$perfc" "$g" -k gemm_tc_f16 -target sm_90 -emit ptx -o "$tmp/f16.ptx" 2>"$tmp/ep"; then
+if "$perfc" "$g" -k gemm -D T=f16 --schedule tc -D M=4096 -D N=4096 -D K=4096 -target sm_90 -emit ptx -o "$tmp/f16.ptx" 2>"$tmp/ep"; then
   grep -q 'st.global.v2.f32' "$tmp/f16.ptx" || bad "PTX without 8-byte C stores"
   grep -q 'cp.async.cg.shared.global' "$tmp/f16.ptx" || bad "PTX without cp.async"
   if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then

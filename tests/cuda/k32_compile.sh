@@ -40,7 +40,7 @@ for v in "16 2" "32 2" "16 3" "32 3"; do
   grep -q 'float acc\[8\]\[8\];' "$tmp/v$1_$2.cu" || bad "KU=$1 ST=$2: acc not privatised to 8x8"
 done
 # The stdlib kernel itself (its defaults: KU = 16, ST = 2).
-"$perfc" "$g" -k gemm_tiled32 -target sm_90 -emit cuda -o "$tmp/t.cu" || bad "gemm_tiled32 emit cuda"
+"$perfc" "$g" -k gemm --schedule tiled32 -D M=4096 -D N=4096 -D K=4096 -target sm_90 -emit cuda -o "$tmp/t.cu" || bad "gemm_tiled32 emit cuda"
 grep -q '2-stage pipeline' "$tmp/t.cu" || bad "gemm_tiled32: default is not 2 stages"
 grep -q 'gemm_tiled32_0  (32, 32, 1)  (16, 16, 1)  69632' "$tmp/t.cu" || bad "gemm_tiled32 launch: $(grep -A1 'Launches' "$tmp/t.cu")"
 # Refused: a mapping under which threads would update one element (f / 4 names a

@@ -34,21 +34,21 @@ for k in gemm_wg_f16 gemm_wg_bf16; do
   grep -q '__align__(1024)' "$tmp/$k.cu" || bad "$k: shared memory not 1024-aligned"
 done
 # The contract, refused with reasons.
-"$perfc" "$g" -k gemm_wg_f16 -target sm_90 -emit cuda >/dev/null 2>"$tmp/e1" && bad "wgmma accepted for sm_90"
+"$perfc" "$g" -k gemm -D T=f16 --schedule wg -D M=4096 -D N=4096 -D K=4096 -target sm_90 -emit cuda >/dev/null 2>"$tmp/e1" && bad "wgmma accepted for sm_90"
 grep -q 'only sm_90a has' "$tmp/e1" || bad "sm_90 refusal reason: $(cat "$tmp/e1")"
 base='tile(i, j, 64, 64, io, jo, ii, ji); cache(C, jo, name=acc); distribute(ji); distribute(ii); split(k, 64, ko, kt); split(kt, 16, ks, kk); reorder(ko, ks, ii1, ji1, kk); cache(A, ko, mem=shared, name=As); cache(B, ko, mem=shared, name=Bs); bind(io, block.y); bind(jo, block.x)'
-"$perfc" "$g" -k gemm_f16 --no-schedule -target sm_90a -emit cuda "${sz[@]}" -s "$base; wgmma(ii1, ji1, kk); bind(As_c0, thread.x)" >/dev/null 2>"$tmp/e2" && bad "wgmma launch 64 threads wide accepted"
+"$perfc" "$g" -k gemm -D T=f16 --no-schedule -target sm_90a -emit cuda "${sz[@]}" -s "$base; wgmma(ii1, ji1, kk); bind(As_c0, thread.x)" >/dev/null 2>"$tmp/e2" && bad "wgmma launch 64 threads wide accepted"
 grep -q 'thread of a warpgroup' "$tmp/e2" || bad "warpgroup refusal reason: $(cat "$tmp/e2")"
-"$perfc" "$g" -k gemm_f16 --no-schedule -target sm_90a -emit cuda "${sz[@]}" -s "$base; padding(As, 8); wgmma(ii1, ji1, kk); bind(As_c1, thread.x)" >/dev/null 2>"$tmp/e3" && bad "padded wgmma operand accepted"
+"$perfc" "$g" -k gemm -D T=f16 --no-schedule -target sm_90a -emit cuda "${sz[@]}" -s "$base; padding(As, 8); wgmma(ii1, ji1, kk); bind(As_c1, thread.x)" >/dev/null 2>"$tmp/e3" && bad "padded wgmma operand accepted"
 grep -q 'no padding' "$tmp/e3" || bad "padding refusal reason: $(cat "$tmp/e3")"
-"$perfc" "$g" -k gemm_f16 --no-schedule -target sm_90a -emit ir "${sz[@]}" -s "tile(i, j, 32, 64, io, jo, ii, ji); distribute(ji); distribute(ii); split(k, 16, ko, kk); reorder(ko, ii1, ji1, kk); wgmma(ii1, ji1, kk)" >/dev/null 2>"$tmp/e4" && bad "32-row wgmma triple accepted"
+"$perfc" "$g" -k gemm -D T=f16 --no-schedule -target sm_90a -emit ir "${sz[@]}" -s "tile(i, j, 32, 64, io, jo, ii, ji); distribute(ji); distribute(ii); split(k, 16, ko, kk); reorder(ko, ii1, ji1, kk); wgmma(ii1, ji1, kk)" >/dev/null 2>"$tmp/e4" && bad "32-row wgmma triple accepted"
 grep -q 'must run exactly 64 times' "$tmp/e4" || bad "shape refusal reason: $(cat "$tmp/e4")"
 "$perfc" "$g" -k gemm --no-schedule -target sm_90a -emit ir "${sz[@]}" -s "tile(i, j, 64, 64, io, jo, ii, ji); distribute(ji); distribute(ii); split(k, 16, ko, kk); reorder(ko, ii1, ji1, kk); wgmma(ii1, ji1, kk)" >/dev/null 2>"$tmp/e5" && bad "f32 wgmma triple accepted"
 grep -q 'f16 x f16 or bf16 x bf16' "$tmp/e5" || bad "dtype refusal reason: $(cat "$tmp/e5")"
-"$perfc" "$g" -k gemm_f16 --no-schedule -target sm_90a -emit ir "${sz[@]}" -s "$base; pipeline(ko, 2, inflight=1)" >/dev/null 2>"$tmp/e6" && bad "2-stage inflight pipeline accepted"
+"$perfc" "$g" -k gemm -D T=f16 --no-schedule -target sm_90a -emit ir "${sz[@]}" -s "$base; pipeline(ko, 2, inflight=1)" >/dev/null 2>"$tmp/e6" && bad "2-stage inflight pipeline accepted"
 grep -q 'needs at least 3 stages' "$tmp/e6" || bad "inflight refusal reason: $(cat "$tmp/e6")"
-if "$perfc" "$g" -k gemm_wg_f16 -target sm_90a -emit ptx -o "$tmp/f16.ptx" 2>"$tmp/e7"; then
-  "$perfc" "$g" -k gemm_wg_bf16 -target sm_90a -emit ptx -o "$tmp/bf16.ptx" || bad "bf16 sm_90a ptx"
+if "$perfc" "$g" -k gemm -D T=f16 --schedule wg -D M=4096 -D N=4096 -D K=4096 -target sm_90a -emit ptx -o "$tmp/f16.ptx" 2>"$tmp/e7"; then
+  "$perfc" "$g" -k gemm -D T=bf16 --schedule wg -D M=4096 -D N=4096 -D K=4096 -target sm_90a -emit ptx -o "$tmp/bf16.ptx" || bad "bf16 sm_90a ptx"
   grep -q 'wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16' "$tmp/f16.ptx" || bad "f16 PTX without wgmma"
   grep -q 'wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16' "$tmp/bf16.ptx" || bad "bf16 PTX without wgmma"
   grep -q 'fence.proxy.async.shared::cta' "$tmp/f16.ptx" || bad "PTX without the proxy fence"
