@@ -9,11 +9,13 @@ schedule under the name gemm_tc_f16 builds it from this script's output:
 
     pdl_instance.py stdlib/gemm.pdl gemm gemm_tc_f16 --variant tc T=f16 M=4096 N=4096 K=4096
 
-The kernel's text is copied with NAME=VALUE as the new defaults of its size and
-dtype parameters; the schedule blocks of the variant asked for (or, without
---variant, the unnamed ones) are copied for the new name without their `as`
-clause (a `when` guard stays: it still decides whether the block applies).  Nothing else of the file is copied, so the output has one
-kernel and one source of truth remains stdlib/.
+The kernel's text is copied with NAME=VALUE as the new defaults of its size
+parameters and its dtype parameters written out (`in A: T[M, K]` becomes `in A:
+f16[M, K]`), so the output is plain PDL that any perfc reads, older ones included;
+the schedule blocks of the variant asked for (or, without --variant, the unnamed
+ones) whose `when` guard holds are copied for the new name, without their `as`
+and `when` clauses.  Nothing else of the file is copied: the output has one
+kernel, and stdlib/ remains the one source of its text.
 """
 import re
 import sys
@@ -44,24 +46,33 @@ def main(argv):
     if len(ks) != 1:
         sys.exit("%s: no kernel %s" % (path, kernel))
     s, e, m = ks[0]
-    params = []
+    params, dtypes = [], {}
     for p in m.group(1).split(","):
-        name = p.split("=")[0].strip()
-        params.append("%s = %s" % (name, values.pop(name)) if name in values else p.strip())
+        name, _, default = (x.strip() for x in p.partition("="))
+        value = values.pop(name, default)
+        if re.fullmatch(r"[A-Za-z_]\w*", value or "0"):
+            dtypes[name] = value          # a dtype parameter: written into the text below
+        else:
+            params.append("%s = %s" % (name, value) if value else name)
     if values:
         sys.exit("kernel %s has no parameter %s" % (kernel, ", ".join(values)))
-    out = ["kernel %s(%s) {" % (new, ", ".join(params)) + text[m.end():e]]
+    body = text[m.end():e]
+    for name, dt in dtypes.items():
+        body = re.sub(r"(:\s*)%s(\s*[\[\n])" % re.escape(name), r"\g<1>%s\2" % dt, body)
+    out = ["kernel %s(%s) {" % (new, ", ".join(params)) + body]
     found = False
     for s, e, m in blocks(text, r"^schedule %s( for [\w\"-]+)?(.*)\{$" % re.escape(kernel)):
         rest = m.group(2)
         va = re.search(r"\bas (\w+)", rest)
         if (va.group(1) if va else None) != variant:
             continue
+        wh = re.search(r"\bwhen (\w+) in \[([^]]*)\]", rest)
+        if wh and dtypes.get(wh.group(1)) not in [x.strip() for x in wh.group(2).split(",")]:
+            continue                      # its guard does not hold for these dtypes
         found = True
-        guard = re.sub(r"\bas \w+", "", rest).strip()
-        out.append("schedule %s%s%s {" % (new, m.group(1) or "", " " + guard if guard else "") + text[m.end():e])
+        out.append("schedule %s%s {" % (new, m.group(1) or "") + text[m.end():e])
     if variant and not found:
-        sys.exit("%s: kernel %s has no schedule variant %s" % (path, kernel, variant))
+        sys.exit("%s: kernel %s has no schedule variant %s for these dtypes" % (path, kernel, variant))
     sys.stdout.write("\n".join(out))
 
 

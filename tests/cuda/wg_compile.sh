@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Compile-only checks of the Hopper warpgroup GEMM schedules (stdlib/gemm.pdl
-# gemm_wg_f16, gemm_wg_bf16) through the perfc command, everywhere: each schedule
+# Compile-only checks of the Hopper warpgroup GEMM schedule (stdlib/gemm.pdl, gemm's
+# variant `wg` with T = f16 and T = bf16) through the perfc command, everywhere: each schedule
 # keeps its meaning on the f64 interpreter (bit-identical sums to the unscheduled
 # kernel at a small shape), its CUDA C holds the accumulator in wgmma fragment
 # layout, reads swizzled shared memory through descriptors and fences the async
@@ -16,16 +16,18 @@ fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 g="$dir/gemm.pdl"
 sz=(-D M=256 -D N=512 -D K=192)
-for k in gemm_wg_f16 gemm_wg_bf16; do
-  t=${k#gemm_wg_}
-  "$perfc" "$g" -k $k --no-schedule -target interp --run "${sz[@]}" --seed 7 >"$tmp/a" 2>&1 || bad "$k interp unscheduled"
+# the variant at the 4096^3 it was tuned for; later -D values override these
+big=(-D M=4096 -D N=4096 -D K=4096)
+for t in f16 bf16; do
+  k=wg-$t
+  "$perfc" "$g" -D T=$t --no-schedule -target interp --run "${sz[@]}" --seed 7 >"$tmp/a" 2>&1 || bad "$k interp unscheduled"
   # -target interp applies no `for gpu` schedule: the schedule's text goes in with -s
-  sched=$(sed -n "/^schedule $k for gpu {/,/^}/p" "$g" | sed '1d;$d' | tr '\n' ';')
+  sched=$(sed -n "/^schedule gemm for gpu as wg /,/^}/p" "$g" | sed '1d;$d' | tr '\n' ';')
   [ -n "$sched" ] || bad "$k: schedule not found"
-  "$perfc" "$g" -k $k --no-schedule -target interp --run "${sz[@]}" --seed 7 -s "$sched" >"$tmp/b" 2>&1 || bad "$k interp scheduled"
-  grep -q 'wgmma' <("$perfc" "$g" -k $k --no-schedule -target interp -emit ir "${sz[@]}" -s "$sched" 2>&1) || bad "$k: schedule not applied"
+  "$perfc" "$g" -D T=$t --no-schedule -target interp --run "${sz[@]}" --seed 7 -s "$sched" >"$tmp/b" 2>&1 || bad "$k interp scheduled"
+  grep -q 'wgmma' <("$perfc" "$g" -D T=$t --no-schedule -target interp -emit ir "${sz[@]}" -s "$sched" 2>&1) || bad "$k: schedule not applied"
   [ -n "$(grep sum "$tmp/a")" ] && [ "$(grep sum "$tmp/a")" = "$(grep sum "$tmp/b")" ] || bad "$k: scheduled result differs"
-  "$perfc" "$g" -k $k -target sm_90a -emit cuda -o "$tmp/$k.cu" || bad "$k emit cuda"
+  "$perfc" "$g" -D T=$t --schedule wg "${big[@]}" -target sm_90a -emit cuda -o "$tmp/$k.cu" || bad "$k emit cuda"
   grep -q 'float acc\[1\]\[32\]\[4\];' "$tmp/$k.cu" || bad "$k: accumulator not in wgmma fragment layout"
   grep -q "pf_wgmma_${t}_n256_01(&acc\[0\]\[0\]\[0\], pf_wg_desc(" "$tmp/$k.cu" || bad "$k: no wgmma call with descriptors"
   grep -qE 'pf_cp_async16\(&\(\*reinterpret_cast<pf_(half|bf16) \*>\(As \+ pf_swz\(' "$tmp/$k.cu" || bad "$k: copies not swizzled"
