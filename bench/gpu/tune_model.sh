@@ -5,7 +5,7 @@
 # from the same starting database.  The same method as bench/cpu/tune_model.sh:
 #
 #   train    tunes OTHER kernels and sizes into a fresh database (f16 2048^3, bf16
-#            2048^3, f16 4096x4096x1024), never gemm_tc_f16 at 4096^3
+#            2048^3, f16 4096x4096x1024), never gemm (T = f16) at 4096^3
 #   measure  copies that database twice and tunes gemm (T = f16) 4096^3 on each copy,
 #            without the model, then with it (REPS times, alternating), and prints the
 #            table of bench/tune_model_report.py

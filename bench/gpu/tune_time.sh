@@ -11,7 +11,7 @@
 #
 #   train     the BASE perfc tunes OTHER kernels and sizes into a fresh database (f16
 #             2048^3, bf16 2048^3, f16 4096x4096x1024; TRAIN_BUDGET candidates each,
-#             default 24: the model needs 20 rows), never gemm_tc_f16 at 4096^3
+#             default 24: the model needs 20 rows), never gemm (T = f16) at 4096^3
 #   measure   REPS rounds (default 2 per call; call again for more, ROUND0 the
 #             first round's number): in each, one run of each perfc on its own copy
 #             of that database, order alternating, same seed within a round, the
