@@ -409,13 +409,13 @@ static bool gpu_contraction_text(const Nest *n, StrBuf *b)
 }
 
 /* Contraction on a GPU, staged through shared memory: the structure of the
- * hand-written gemm_tiled schedule in stdlib/gemm.pdl made a template.  A block
+ * hand-written `tiled` GPU variant of stdlib/gemm.pdl made a template.  A block
  * computes a TB x TB tile of C from K slices of 16 staged in shared memory (A
  * padded against bank conflicts), each of its threads a TR x TR register tile;
  * B's shared reads are vectors of VS.  The thread grid is TB/TR square; choices
  * whose copy loops do not match it run guarded.  Needs the rows and columns to be
  * multiples of TB and the reduction of 16 (distribute refuses guarded bodies).
- * kstep 32 (pipelined only) is stdlib's gemm_tiled32: K slices of 32, the copy
+ * kstep 32 (pipelined only) is stdlib gemm's `tiled32`: K slices of 32, the copy
  * mapping of a 128 x 32 A tile and a 32 x 128 B tile, and the k unroll as a
  * parameter; it needs the reduction to be a multiple of 32. */
 static bool gpu_shared_text(const Nest *n, bool pipelined, int kstep, StrBuf *b)
@@ -434,8 +434,8 @@ static bool gpu_shared_text(const Nest *n, bool pipelined, int kstep, StrBuf *b)
      * chunks of a row: A's 64-byte rows 4 rows x 4 chunks at a time through collapse,
      * B's rows 16 chunks at a time), A padded by 4 floats (rows stay 16-byte aligned),
      * a ring of `st` stages.  Its copy mapping fits the 16 x 16 thread grid of a 128 x
-     * 128 tile with 8 x 8 per thread, so those two are fixed; stdlib's gemm_tiled is
-     * this schedule at vs = 4, st = 2.  With a K step of 32 (gemm_tiled32 at vs = 4,
+     * 128 tile with 8 x 8 per thread, so those two are fixed; stdlib gemm's `tiled` is
+     * this schedule at vs = 4, st = 2.  With a K step of 32 (`tiled32` at vs = 4,
      * st = 2, ku = 16): A's 128-byte rows 2 rows x 8 chunks at a time, B's 32 rows
      * as 16 thread rows of 2, 4 chunks per thread each; stages 2 and 3 (34 816 B of
      * shared memory a stage: 69 632 B or 104 448 B, two blocks per SM on sm_80 and
@@ -876,8 +876,8 @@ bool tune_space(const TuneInput *in, const Kernel *u, const char *target, Arena 
             sb_reset(&b);
         }
         /* the shared-memory templates when they apply whole (single-nest GEMMs):
-         * f32 first with 16-byte cp.async copies in a pipeline, K step 16 (stdlib's
-         * gemm_tiled) and 32 (gemm_tiled32), then the synchronous one with the tile
+         * f32 first with 16-byte cp.async copies in a pipeline, K step 16 (stdlib gemm's
+         * `tiled`) and 32 (`tiled32`), then the synchronous one with the tile
          * sizes as parameters */
         static const struct { bool pl; int ks; const char *origin; } shared_variants[3] = {
             {true, 16, "rules: GPU shared-memory tiles, cp.async pipeline"},
