@@ -493,8 +493,8 @@ static bool gpu_shared_text(const Nest *n, bool pipelined, int kstep, StrBuf *b)
     return true;
 }
 
-/* Tensor cores on a GPU (sm_80+): the structure of the hand-written gemm_tc_*
- * schedules of stdlib/gemm.pdl (scripts/gen_tc_schedule.py writes the same text) made a
+/* Tensor cores on a GPU (sm_80+): the structure of the hand-written `tc` variant of
+ * gemm in stdlib/gemm.pdl (scripts/gen_tc_schedule.py writes the same text) made a
  * family of templates, one per block tile BM x BN x BK and warp tile WM x WN, with
  * the pipeline depth as the parameter.  mma.sync m16n8k16 products in the
  * accumulator fragment layout, K staged through shared memory (rows padded by 8
@@ -509,7 +509,7 @@ typedef struct TcShape {
 } TcShape;
 
 static const TcShape tc_shapes[] = {
-    {128, 128, 32, 64, 64, "4, 3, 5"}, /* stdlib's gemm_tc_*: 4 warps, 2 blocks per SM */
+    {128, 128, 32, 64, 64, "4, 3, 5"}, /* stdlib gemm's `tc`: 4 warps, 2 blocks per SM */
     {128, 128, 32, 64, 32, "3, 4"},    /* 8 warps */
     {128, 256, 32, 64, 64, "4, 3"},    /* 8 warps, wider */
     {128, 128, 64, 64, 64, "2, 3"},    /* K step 64 */
@@ -580,8 +580,8 @@ static bool gpu_tc_text(const Nest *n, const TcShape *t, StrBuf *b)
     return true;
 }
 
-/* Hopper warpgroup products (sm_90a only): the structure of stdlib's gemm_wg_*
- * schedules made templates.  Two warpgroups (thread.x 128, thread.y 2) share a
+/* Hopper warpgroup products (sm_90a only): the structure of stdlib gemm's `wg`
+ * variant made templates.  Two warpgroups (thread.x 128, thread.y 2) share a
  * 128 x BN block tile, each a 64 x BN accumulator fed by one wgmma m64nBNk16 per 16
  * of the 64-deep K step, both operands read from 128-byte swizzled shared memory
  * filled by 16-byte cp.async in a ring of `st` stages; inflight=1 lets one group of
@@ -593,7 +593,7 @@ typedef struct WgShape {
 } WgShape;
 
 static const WgShape wg_shapes[] = {
-    {256, "4, 3", 1}, /* stdlib's gemm_wg_*: 0.89-0.91x cuBLAS on an H200 */
+    {256, "4, 3", 1}, /* stdlib gemm's `wg`: 0.89-0.91x cuBLAS on an H200 */
     {128, "3, 4", 0}, /* two blocks per SM at 3 stages */
     {128, "5, 4", 1},
 };
