@@ -136,6 +136,81 @@ static bool carried_gpu(Kernel *k, Node *l, bool block, Access *pa, Access *pb)
     return found;
 }
 
+/* A bit per thread dimension: x 1, y 2, z 4. */
+static unsigned thread_bit(LoopKind k)
+{
+    return k == LOOP_THREAD_X ? 1u : k == LOOP_THREAD_Y ? 2u : k == LOOP_THREAD_Z ? 4u : 0u;
+}
+
+/* The thread dimensions of more than one thread that the loops under n use: the
+ * block's shape, since the launch's block is the largest extent per dimension. */
+static unsigned block_dims(const Kernel *k, const Node *n)
+{
+    unsigned d = 0;
+    int64_t ext;
+    if (n->kind == N_LOOP && thread_bit(n->u.loop.kind) && (!xf_const_extent(k, n, &ext) || ext > 1))
+        d |= thread_bit(n->u.loop.kind);
+    const NodeList *b = ir_body((Node *)n);
+    for (int i = 0; b && i < b->n; i++)
+        d |= block_dims(k, b->v[i]);
+    return d;
+}
+
+static bool reads_buf(const Expr *e, const Buffer *b)
+{
+    if (!e)
+        return false;
+    if (e->kind == IE_LOAD && e->u.load.buf == b)
+        return true;
+    if (e->kind == IE_LOAD) {
+        for (int i = 0; i < e->u.load.buf->rank; i++)
+            if (reads_buf(e->u.load.idx[i], b))
+                return true;
+        return false;
+    }
+    for (int i = 0; i < ir_expr_arity(e->kind); i++)
+        if (reads_buf(e->args[i], b))
+            return true;
+    return false;
+}
+
+/* A statement under thread loops runs once on every thread of the block whose
+ * coordinates its loops do not fix: the CUDA back end gives a launch one block
+ * shape, so a nest bound to thread.x alone still runs on each thread.y.  That is
+ * harmless for a store of a value that does not depend on what it overwrites (each
+ * copy writes the same), but an update (`+=`, `max=` ...) or a store reading its own
+ * buffer would be applied once per copy.  (Statements under no thread loop are run
+ * by thread 0 alone.)  Returns such a statement under n, with the dimensions it
+ * lacks in *lack, or NULL. */
+static const Node *replicated(const Node *n, unsigned dims, unsigned have, unsigned *lack)
+{
+    if (n->kind == N_LOOP)
+        have |= thread_bit(n->u.loop.kind);
+    if (n->kind == N_STMT) {
+        const Buffer *b = n->u.stmt.buf;
+        bool update = n->u.stmt.op != SOP_ASSIGN || reads_buf(n->u.stmt.value, b);
+        if (have && (dims & ~have) && b->mem != MEM_LOCAL && update) {
+            *lack = dims & ~have;
+            return n;
+        }
+        return NULL;
+    }
+    const NodeList *b = ir_body((Node *)n);
+    for (int i = 0; b && i < b->n; i++) {
+        const Node *s = replicated(b->v[i], dims, have, lack);
+        if (s)
+            return s;
+    }
+    return NULL;
+}
+
+static const char *dim_names(unsigned d)
+{
+    static const char *nm[8] = {"", "thread.x", "thread.y", "thread.x and thread.y", "thread.z",
+                                "thread.x and thread.z", "thread.y and thread.z", "thread.x, y and z"};
+    return nm[d & 7];
+}
+
 bool xf_bind(XfCtx *c)
 {
     Node *l = xf_arg_loop(c, 0);
@@ -220,6 +295,29 @@ bool xf_bind(XfCtx *c)
         xf_err(c, "loop %s carries a dependence; its iterations cannot run at once", v);
         xf_note_dep(c, &a, &b);
         return false;
+    }
+    if (!is_block_kind(kind)) {
+        /* one launch is everything under the outermost loop around l; with l bound,
+         * every update in it must still run on exactly one thread */
+        const Node *root = l;
+        while (root->parent)
+            root = root->parent;
+        LoopKind was = l->u.loop.kind;
+        l->u.loop.kind = kind;
+        unsigned lack = 0;
+        const Node *s = replicated(root, block_dims(c->k, root), 0, &lack);
+        l->u.loop.kind = was;
+        if (s) {
+            StrBuf what = {0};
+            Access sa = {.stmt = (Node *)s, .buf = s->u.stmt.buf, .idx = s->u.stmt.idx, .write = true};
+            acc_print(c->k, &sa, &what);
+            xf_err(c, "with %s bound to %s, the update (%s, line %d) would run once on every %s of the "
+                      "block, since no loop around it is bound to %s; bind a loop around it to %s too, or "
+                      "bind the loops of this nest to the same thread dimensions as the others",
+                   v, kn, what.s, s->span.line, dim_names(lack), dim_names(lack), dim_names(lack));
+            sb_free(&what);
+            return false;
+        }
     }
     if (!c->dry)
         l->u.loop.kind = kind;

@@ -160,15 +160,89 @@ static bool not_finite_ref(H *h, const Watch *x, int64_t j, double e)
  * section 4): |got - ref| <= 8 tol max(|ref|, rms), rms the root mean square of the
  * sampled reference values, so that one wrong element among thousands of samples
  * fails on its own instead of vanishing in the norm. */
+/* The whole-buffer part of a check, in CHECK_CHUNKS fixed pieces that the thread
+ * pool runs at once: a 16M-element output takes ~90 ms on one core, paid after
+ * every validation and timed run.  Each piece converts the native values and sums
+ * its own partials; the partials are combined in piece order, so the verdict and
+ * the error do not depend on the number of threads. */
+enum { CHECK_CHUNKS = 64 };
+
+typedef struct CheckPart {
+    int64_t bad, first_bad, first_nonfinite_ref, worst_at;
+    double num, den, worst;
+} CheckPart;
+
+typedef struct CheckJob {
+    const Watch *x;
+    const void *src;
+    double *got;
+    CheckPart part[CHECK_CHUNKS];
+} CheckJob;
+
+static void check_chunks(void *ctx, int64_t lo, int64_t hi)
+{
+    CheckJob *c = ctx;
+    const Watch *x = c->x;
+    size_t esz = (size_t)dtype_bytes(x->t);
+    for (int64_t p = lo; p < hi; p++) {
+        int64_t a = x->n * p / CHECK_CHUNKS, b = x->n * (p + 1) / CHECK_CHUNKS;
+        CheckPart *q = &c->part[p];
+        *q = (CheckPart){.first_bad = -1, .first_nonfinite_ref = -1, .worst = -1};
+        rt_from_native(x->t, (const char *)c->src + (size_t)a * esz, c->got + a, b - a);
+        for (int64_t j = a; j < b; j++)
+            if (!isfinite(c->got[j])) {
+                if (q->first_bad < 0)
+                    q->first_bad = j;
+                q->bad++;
+            }
+        if (!x->ref)
+            continue;
+        for (int64_t j = a; j < b; j++) {
+            double g = c->got[j], e = x->ref[j];
+            if (!isfinite(e)) {
+                q->first_nonfinite_ref = j;
+                break;
+            }
+            double diff = g - e;
+            q->num += diff * diff;
+            q->den += e * e;
+            if (fabs(diff) > q->worst) {
+                q->worst = fabs(diff);
+                q->worst_at = j;
+            }
+        }
+    }
+}
+
 static bool check_values(H *h, const Watch *x, const char *when, double *rel)
 {
-    int64_t bad = 0, first_bad = -1;
-    for (int64_t j = 0; j < x->n; j++)
-        if (!isfinite(h->got[j])) {
-            if (first_bad < 0)
-                first_bad = j;
-            bad++;
+    CheckJob *c = xcalloc(1, sizeof *c);
+    c->x = x;
+    c->src = x->host;
+    c->got = h->got;
+    /* small buffers are not worth waking the pool */
+    if (x->n >= (1 << 16))
+        perfc_parallel_for(CHECK_CHUNKS, check_chunks, c);
+    else
+        check_chunks(c, 0, CHECK_CHUNKS);
+    int64_t bad = 0, first_bad = -1, nonfinite_ref = -1, worst_at = 0;
+    double num = 0, den = 0, worst = -1;
+    for (int p = 0; p < CHECK_CHUNKS; p++) {
+        const CheckPart *q = &c->part[p];
+        bad += q->bad;
+        if (first_bad < 0)
+            first_bad = q->first_bad;
+        if (nonfinite_ref >= 0)
+            continue;
+        nonfinite_ref = q->first_nonfinite_ref;
+        num += q->num;
+        den += q->den;
+        if (q->worst > worst) {
+            worst = q->worst;
+            worst_at = q->worst_at;
         }
+    }
+    free(c);
     if (bad) {
         char at[160];
         element_name(h->u, x->shape, first_bad, at, sizeof at);
@@ -179,20 +253,8 @@ static bool check_values(H *h, const Watch *x, const char *when, double *rel)
     }
     if (x->ref) {
         const double *ref = x->ref;
-        double num = 0, den = 0, worst = -1;
-        int64_t worst_at = 0;
-        for (int64_t j = 0; j < x->n; j++) {
-            double g = h->got[j], e = ref[j];
-            if (!isfinite(e))
-                return not_finite_ref(h, x, j, e);
-            double diff = g - e;
-            num += diff * diff;
-            den += e * e;
-            if (fabs(diff) > worst) {
-                worst = fabs(diff);
-                worst_at = j;
-            }
-        }
+        if (nonfinite_ref >= 0)
+            return not_finite_ref(h, x, nonfinite_ref, ref[nonfinite_ref]);
         double e = den > 0 ? sqrt(num / den) : sqrt(num);
         if (e > *rel)
             *rel = e;
@@ -257,7 +319,6 @@ static bool check_watch(H *h, const Watch *w, int nw, const char *when, double *
             h->device_error = true;
             return false;
         }
-        rt_from_native(x->t, x->host, h->got, x->n);
         if (!check_values(h, x, when, rel))
             return false;
     }
@@ -329,7 +390,11 @@ static int time_loop(H *h, RtExec *x, void **bufs, const Watch *w, int nw, bool 
             return h->device_error ? EXIT_RUNTIME : EXIT_INVALID;
     }
 
-    double budget_s = fmax(2.0, 10 * h->o.min_time_s);
+    /* wall time for the loop: the checks between runs can cost far more than a
+     * fast kernel (a 16M-element output), so the loop may end on this before it
+     * reaches min_time of kernel time: 2 s for --run's 0.2 s, 0.5 s for the tuner's
+     * 0.05 s per candidate (a few tens of repetitions) */
+    double budget_s = fmax(0.5, 10 * h->o.min_time_s);
     double start = now_seconds(), sum_ms = 0;
     ProgPhase ph = kernel_run ? PROG_TIME : PROG_BASELINE;
     phase(&h->o, ph, PROG_BEGIN, 0, 0, who, 0, h->o.min_time_s);
@@ -663,6 +728,8 @@ static int validate_runs(H *h, RtExec *x)
         aim_watches(h);
         double t1 = now_seconds();
         h->golden_s += t1 - t0;
+        if (h->o.baseline_only)
+            continue;
         phase(&h->o, PROG_VALIDATE, PROG_BEGIN, c + 1, h->o.checks, NULL, 0, -1);
         if (!poison(h, h->w, h->nw, true) || !h->dev->run(h->dev, x, h->devbufs, &h->check_ms, h->d))
             return EXIT_RUNTIME;
@@ -852,6 +919,10 @@ static int evaluate(RtDevice *dev, RtExec *given, const Kernel *k, const Kernel 
         h->o.checks = h->o.validate_only ? 1 : 2;
     if (h->o.validate_only)
         h->o.compare = NULL;
+    if (h->o.baseline_only && (!h->o.compare || given || h->o.validate_only)) {
+        diag_plain(d, DIAG_ERROR, "internal error: a baseline alone needs --compare and no kernel");
+        return EXIT_USAGE;
+    }
 
     memset(r, 0, sizeof *r);
     double tstart = now_seconds();
@@ -889,14 +960,18 @@ static int evaluate(RtDevice *dev, RtExec *given, const Kernel *k, const Kernel 
         goto out;
     }
 
+    if (h->o.baseline_only && !r->work.is_gemm) {
+        snprintf(r->base_note, sizeof r->base_note, "no library equivalent (the kernel is not a matrix product)");
+        goto out;
+    }
     double t0 = now_seconds();
     phase(&h->o, PROG_COMPILE, PROG_BEGIN, 0, 0, k->name, 0, -1);
-    x = given ? given : dev->compile(dev, k, h->o.target, d);
-    r->compile_ms = given ? 0 : (now_seconds() - t0) * 1e3;
+    x = given || h->o.baseline_only ? given : dev->compile(dev, k, h->o.target, d);
+    r->compile_ms = x && !given ? (now_seconds() - t0) * 1e3 : 0;
     r->spent.setup = t0 - tstart;
     if (h->o.verbose)
         fprintf(stderr, "perfc: compiled in %.1f ms\n", r->compile_ms);
-    if (!x) {
+    if (!x && !h->o.baseline_only) {
         rc = EXIT_USAGE;
         goto out;
     }
@@ -933,6 +1008,14 @@ static int evaluate(RtDevice *dev, RtExec *given, const Kernel *k, const Kernel 
         goto release;
     if (h->o.validate_only) {
         r->valid = true;
+        goto release;
+    }
+    if (h->o.baseline_only) {
+        double tb = now_seconds();
+        rc = baseline(h);
+        r->spent.baseline = now_seconds() - tb;
+        if (h->o.verbose)
+            fprintf(stderr, "perfc: baseline alone %.0f ms\n", (now_seconds() - tb) * 1e3);
         goto release;
     }
     double tt = now_seconds();

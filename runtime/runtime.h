@@ -299,6 +299,11 @@ typedef struct RunOptions {
      * tuning database's winner; a freshly compiled kernel holds no earlier output,
      * so one fresh input set proves it as the first of the usual checks does. */
     bool validate_only;
+    /* The library alone (o.compare): inputs drawn and references computed for every
+     * input set as a kernel's validation would (kept in `refs`), then the baseline
+     * timed and checked on the last set; k is not compiled or run (pass the
+     * unscheduled kernel).  A tuner does this while its first candidates compile. */
+    bool baseline_only;
     FILE *out;            /* where the report goes; NULL: stdout */
     const struct Progress *progress; /* phase events (runtime/progress.h); NULL: none */
     struct RtResult *keep;  /* rt_run copies its result here (the caller draws it); NULL: not */

@@ -762,8 +762,10 @@ static void emit_stmt(Em *e, const Node *n)
     sb_free(&val);
 }
 
-/* Does step b touch shared memory that the steps since the last barrier (their
- * reads ra, writes wa) wrote, or write what they read? */
+/* Does step b touch memory the block's threads share (shared, or global: another
+ * thread of the block may have a different mapping of the same elements) that the
+ * steps since the last barrier (their reads ra, writes wa) wrote, or write what
+ * they read?  __syncthreads orders global memory within the block as well. */
 static bool shared_conflict(Em *e, const uint8_t *ra, const uint8_t *wa, const Node *b)
 {
     int nb = e->k->nbufs;
@@ -771,7 +773,7 @@ static bool shared_conflict(Em *e, const uint8_t *ra, const uint8_t *wa, const N
     node_access(e, b, rb, wb);
     bool c = false;
     for (int i = 0; i < nb && !c; i++)
-        if (e->k->bufs[i]->mem == MEM_SHARED)
+        if (e->k->bufs[i]->mem != MEM_LOCAL)
             c = (wa[i] && (rb[i] || wb[i])) || (ra[i] && wb[i]);
     free(rb);
     return c;

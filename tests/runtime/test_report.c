@@ -141,6 +141,43 @@ int main(void)
         diag_free(&bd);
     }
 
+    /* the library alone (what a GPU tuner does while its candidates compile): the
+     * baseline is timed and checked, nothing is compiled, and the input sets and
+     * references it computed are reused by the next evaluation of the kernel */
+    if (rt_blas_available()) {
+        RtRefCache *refs = rt_refcache_new(gemm);
+        RunOptions o = quick();
+        o.compare = "openblas";
+        o.baseline_only = true;
+        o.refs = refs;
+        RtResult r;
+        Diags bd;
+        diag_init(&bd);
+        int rc = rt_evaluate(host, gemm, gemm, &o, &r, &bd);
+        diag_flush(&bd, stderr);
+        CHECK(rc == 0 && r.has_base && r.base_time.median > 0 && r.base_time.reps >= 3 && !r.valid);
+        CHECK(r.compile_ms == 0 && r.time.reps == 0 && rt_refcache_hits(refs) == 0);
+#ifdef PERFC_HAVE_LLVM
+        o.baseline_only = false;
+        o.compare = NULL;
+        rc = rt_evaluate(host, gemm, NULL, &o, &r, &bd);
+        CHECK(rc == 0 && r.valid && rt_refcache_hits(refs) == 2);
+#endif
+        /* a kernel with no library equivalent: a note, and no work done */
+        Kernel *add = rt_test_add(1000);
+        o.baseline_only = true;
+        o.compare = "openblas";
+        o.refs = NULL;
+        rc = rt_evaluate(host, add, add, &o, &r, &bd);
+        CHECK(rc == 0 && !r.has_base && strstr(r.base_note, "not a matrix product"));
+        /* a baseline alone without a library to time is refused */
+        o.compare = NULL;
+        CHECK(rt_evaluate(host, add, add, &o, &r, &bd) == 1 && strstr(bd.text.s, "baseline alone"));
+        ir_free(add);
+        diag_free(&bd);
+        rt_refcache_free(refs);
+    }
+
     /* libraries that do not belong to the device, or do not exist */
     {
         RunOptions o = quick();
