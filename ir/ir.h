@@ -219,6 +219,15 @@ struct Node {
              * combined once across the block (a block-wide reduction).  Serial
              * meaning unchanged: the interpreter runs it as written. */
             bool block_reduce;
+            /* Set by the GPU target lowering (passes/gpu_map.c) on a scatter's `+=`
+             * whose terms run on parallel grid loops: the update is one atomic
+             * read-modify-write.  Serial meaning unchanged (order of the terms aside,
+             * which a sum may reassociate). */
+            bool atomic;
+            /* Set by the GPU target lowering (passes/gpu_scan.c) on a scan's running
+             * update `acc op= v` inside the thread.x loop of a block-wide scan: the
+             * threads' chunks are combined by a block scan.  Serial meaning unchanged. */
+            bool block_scan;
         } stmt;
         struct {
             Expr *cond;     /* BOOL */

@@ -207,6 +207,10 @@ static void put_nodes(const Kernel *k, const NodeList *l, int depth, StrBuf *out
             put_expr(k, n->u.stmt.value, out);
             if (n->u.stmt.block_reduce)
                 sb_puts(out, "  block-reduce");
+            if (n->u.stmt.atomic)
+                sb_puts(out, "  atomic");
+            if (n->u.stmt.block_scan)
+                sb_puts(out, "  block-scan");
             sb_putc(out, '\n');
             break;
         case N_PREFETCH:

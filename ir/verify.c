@@ -342,6 +342,11 @@ static void check_nodes(Ver *v, const NodeList *l, const Node *parent)
             if (n->u.stmt.block_reduce && (n->u.stmt.op == SOP_ASSIGN || v->tdepth[0] == 0))
                 fail(v, sp, "block-wide reduction into %s is %s", b->name,
                      n->u.stmt.op == SOP_ASSIGN ? "an assignment" : "outside a thread.x loop");
+            if (n->u.stmt.block_scan && (n->u.stmt.op == SOP_ASSIGN || v->tdepth[0] == 0))
+                fail(v, sp, "block-wide scan into %s is %s", b->name,
+                     n->u.stmt.op == SOP_ASSIGN ? "an assignment" : "outside a thread.x loop");
+            if (n->u.stmt.atomic && (n->u.stmt.op != SOP_ADD || b->mem != MEM_GLOBAL))
+                fail(v, sp, "atomic update of %s is not a += of global memory", b->name);
             if (!v->ok)
                 return;
             DType want = dtype_compute(b->dtype);

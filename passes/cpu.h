@@ -117,6 +117,7 @@ bool cpu_unroll_ok(const Kernel *k, const Node *n);
 bool cpu_vector_body_ok(const Kernel *k, const NodeList *l, const Var *v);
 
 /* ---- the passes (each returns false only with an error in d) ---- */
+bool cpu_scan_blocks(Kernel *k, Diags *d);   /* passes/cpu_scan.c */
 bool cpu_legalize(Kernel *k, const char *target, Diags *d);
 bool cpu_partition(Kernel *k, Diags *d);
 bool cpu_fill(Kernel *k, Diags *d);

@@ -42,6 +42,7 @@ bool gpu_aff_injective(const Kernel *k, const Node *top, const GAff *a);
 /* The passes, run by passes/pipeline.c for sm_* targets in this order. */
 bool gpu_reduce_pass(Kernel *k, Diags *d);     /* passes/gpu_reduce.c */
 bool gpu_privatize_pass(Kernel *k, Diags *d);  /* passes/gpu_privatize.c */
+bool gpu_scan_pass(Kernel *k, Diags *d);       /* passes/gpu_scan.c */
 bool gpu_map_pass(Kernel *k, Diags *d);        /* passes/gpu_map.c */
 bool gpu_dead_fill_pass(Kernel *k, Diags *d);  /* passes/gpu_dead_fill.c */
 

@@ -140,6 +140,7 @@ static bool pass_legalize(Kernel *k, const PipelineOpts *o, Diags *d)
     {                                                                    \
         return !cpu_target(o) || fn(k, d);                               \
     }
+CPU_PASS(pass_scan_blocks, cpu_scan_blocks)
 CPU_PASS(pass_partition, cpu_partition)
 CPU_PASS(pass_fill, cpu_fill)
 CPU_PASS(pass_narrow, cpu_narrow)
@@ -157,6 +158,11 @@ static bool pass_gpu_reduce(Kernel *k, const PipelineOpts *o, Diags *d)
 static bool pass_gpu_privatize(Kernel *k, const PipelineOpts *o, Diags *d)
 {
     return !is_gpu(o) || gpu_privatize_pass(k, d);
+}
+
+static bool pass_gpu_scan(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    return !is_gpu(o) || gpu_scan_pass(k, d);
 }
 
 static bool pass_gpu_map(Kernel *k, const PipelineOpts *o, Diags *d)
@@ -193,9 +199,11 @@ static const struct {
     /* GPU targets: legalisation, then lowering */
     {"gpu-reduce", pass_gpu_reduce, true},
     {"gpu-privatize", pass_gpu_privatize, true},
+    {"gpu-scan", pass_gpu_scan, true},
     {"gpu-map", pass_gpu_map, true},
     {"gpu-dead-fill", pass_gpu_dead_fill, true},
     /* CPU targets: legalisation, then lowering */
+    {"scan-blocks", pass_scan_blocks, true},
     {"legalize", pass_legalize, true},
     {"partition", pass_partition, true},
     {"fill", pass_fill, true},

@@ -232,6 +232,10 @@ bool xf_distribute(XfCtx *c);
 bool xf_unroll(XfCtx *c);
 bool xf_vectorize(XfCtx *c);
 bool xf_parallel(XfCtx *c);
+/* passes/xform_scan.c: is loop c a scan's loop as lowering wrote it; rewrite it into
+ * the blocked parallel scan (false, nothing changed, when it is not one). */
+bool xf_is_scan_loop(Kernel *k, Node *c);
+bool xf_scan_blocks(Kernel *k, Node *c);
 bool xf_inline(XfCtx *c);
 bool xf_compute_at(XfCtx *c);
 bool xf_cache(XfCtx *c);

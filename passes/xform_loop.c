@@ -598,7 +598,15 @@ bool xf_parallel(XfCtx *c)
                 break;
             }
     acc_free(&acc);
-    if (nested || !carried_free(c, l, true))
+    if (nested)
+        return false;
+    /* a scan's loop: the blocked parallel scan (passes/xform_scan.c) */
+    if (xf_is_scan_loop(c->k, l)) {
+        if (!c->dry)
+            xf_scan_blocks(c->k, l);
+        return true;
+    }
+    if (!carried_free(c, l, true))
         return false;
     if (!c->dry)
         l->u.loop.kind = LOOP_PARALLEL;

@@ -179,6 +179,21 @@ typedef struct Counter {
 
 static Tally count_list(Counter *c, const NodeList *l);
 
+/* v occurs in x outside tensor values: a scatter's Y[T[i]] names no element by i */
+static bool uses_plain(const Expr *x, const Var *v)
+{
+    if (!x) return false;
+    if (x->kind == IE_VAR) return x->u.var == v;
+    if (x->kind == IE_LOAD) return false;
+    for (int i = 0; i < ir_expr_arity(x->kind); i++)
+        if (uses_plain(x->args[i], v)) return true;
+    return false;
+}
+
+/* The terms a compound statement combines into one element: the trip counts of the
+ * loops its index does not move.  A scatter's terms (Y[T[i]] += ..) count as all
+ * landing on one element, its worst case; on a GPU they are added by atomics in any
+ * order (docs/cuda.md), which this length's tolerance covers like any reassociated sum. */
 static void note_reduction(Counter *c, const Node *s)
 {
     if (s->u.stmt.op == SOP_ASSIGN)
@@ -188,7 +203,7 @@ static void note_reduction(Counter *c, const Node *s)
         const Var *v = c->stack[i]->u.loop.var;
         bool used = false;
         for (int j = 0; j < s->u.stmt.buf->rank && !used; j++)
-            used = ir_expr_uses_var(s->u.stmt.idx[j], v);
+            used = uses_plain(s->u.stmt.idx[j], v);
         if (!used && c->trip[i] > 0 && len <= INT64_MAX / c->trip[i])
             len *= c->trip[i];
     }

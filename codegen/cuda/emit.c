@@ -34,6 +34,7 @@
 #include "../../passes/gpu_int.h"
 #include "../../passes/xform.h"
 #include "cg_cuda.h"
+#include "emit_scan.h"
 
 #define DEFAULT_BLOCK 256
 
@@ -95,6 +96,7 @@ typedef struct Em {
      * passes/gpu_reduce.c):
      * emit_stmt folds its value into the thread's partial pf_red instead. */
     const Node *red_stmt;
+    bool scan_helpers;  /* the block-scan helpers (emit_scan.c) are written */
 } Em;
 
 /* ------------------------------------------------------------------ names */
@@ -741,6 +743,15 @@ static void emit_stmt(Em *e, const Node *n)
         if (fl) sb_printf(&val, "%s(%s, %s)", math_name(IE_MIN, b->dtype), cur.s, v.s);
         else sb_printf(&val, "min(%s, %s)", cur.s, v.s);
         break;
+    }
+    if (n->u.stmt.atomic) {
+        /* a scatter's update from parallel threads (pass gpu-map): one atomic add */
+        line(e, "atomicAdd(&%s, %s);", lv.s, v.s);
+        sb_free(&lv);
+        sb_free(&v);
+        sb_free(&cur);
+        sb_free(&val);
+        return;
     }
     /* a block-level store to memory others see is done by one thread */
     bool one = e->sched && e->tdepth == 0 && b->mem != MEM_LOCAL;
@@ -1842,6 +1853,57 @@ static const Node *red_stmt(const Node *n)
     return NULL;
 }
 
+/* A thread.x loop that pass gpu-scan made a block-wide scan: its one statement
+ * pair under the chunk loop, printed here and arranged by emit_scan.c. */
+static bool emit_block_scan(Em *e, const Node *n)
+{
+    const NodeList *b = &n->u.loop.body;
+    if (b->n != 1 || b->v[0]->kind != N_LOOP) return false;
+    const Node *jl = b->v[0];
+    const NodeList *jb = &jl->u.loop.body;
+    const Node *g = NULL;
+    if (jb->n == 1 && jb->v[0]->kind == N_IF) {
+        g = jb->v[0];
+        jb = &g->u.guard.body;
+    }
+    int64_t jlo, K, tlo, T;
+    if (jb->n != 2 || jb->v[0]->kind != N_STMT || jb->v[1]->kind != N_STMT || !jb->v[0]->u.stmt.block_scan ||
+        !loop_extent(e, jl, &jlo, &K) || jlo != 0 || !loop_extent(e, n, &tlo, &T) || tlo != 0 || T != e->block[0] ||
+        e->block[0] % 32 || e->block[1] != 1 || e->block[2] != 1)
+        return false;
+    const Node *upd = jb->v[0], *st = jb->v[1];
+    StrBuf guard = {0}, value = {0}, acc = {0}, store = {0};
+    if (g) emit_expr(e, g->u.guard.cond, &guard);
+    emit_expr(e, upd->u.stmt.value, &value);
+    emit_elem_paren(e, upd->u.stmt.buf, upd->u.stmt.idx, &acc);
+    emit_elem_paren(e, st->u.stmt.buf, st->u.stmt.idx, &store);
+    DType yt = st->u.stmt.buf->dtype;
+    CgScanText s = {.tvar = vn(e, n->u.loop.var), .jvar = vn(e, jl->u.loop.var), .k = K,
+                    .guard = g ? guard.s : NULL, .value = value.s, .ct = upd->u.stmt.buf->dtype,
+                    .op = upd->u.stmt.op, .acc = acc.s, .store = store.s,
+                    .conv = yt == DT_F16 ? "pf_f2h" : yt == DT_BF16 ? "pf_f2b" : NULL};
+    if (!e->scan_helpers) {
+        cg_cuda_scan_helpers(&e->helpers);
+        e->scan_helpers = true;
+    }
+    cg_cuda_scan_text(&s, e->o, e->ind);
+    sb_free(&guard);
+    sb_free(&value);
+    sb_free(&acc);
+    sb_free(&store);
+    return true;
+}
+
+/* A block-scan statement under n. */
+static bool has_block_scan(const Node *n)
+{
+    if (n->kind == N_STMT) return n->u.stmt.block_scan;
+    const NodeList *b = ir_body((Node *)n);
+    for (int i = 0; b && i < b->n; i++)
+        if (has_block_scan(b->v[i])) return true;
+    return false;
+}
+
 static void emit_loop(Em *e, const Node *n)
 {
     LoopKind lk = n->u.loop.kind;
@@ -1886,6 +1948,13 @@ static void emit_loop(Em *e, const Node *n)
             e->ok = false;
             diag_error(e->d, n->span, "loop %s is bound to %s but its bounds are not constant",
                        n->u.loop.var->name, loop_kind_name(lk));
+        } else if (lk == LOOP_THREAD_X && e->tdepth == 0 && has_block_scan(n)) {
+            if (!emit_block_scan(e, n)) {
+                e->ok = false;
+                diag_error(e->d, n->span, "loop %s holds a block-wide scan in a shape the CUDA back end does not "
+                           "emit (pass gpu-scan makes: one chunk loop of the scan's update and store, a 1-D "
+                           "block of whole warps)", n->u.loop.var->name);
+            }
         } else {
             static const char xyz[] = "xyz";
             const Node *red = red_stmt(n);
