@@ -167,7 +167,7 @@ perfc_kernel *perfc_compile(perfc_program *p, const char *kernel, const char *ta
     if (ok) {
         for (int i = 0; i < p->prog->nschedules && k->nscheds < 32; i++) {
             const AstSchedule *s = p->prog->schedules[i];
-            if (!strcmp(s->kernel, ak->name) && schedule_matches_target(s->target, k->tgt))
+            if (schedule_applies(s, ak, k->tgt, NULL))
                 k->scheds[k->nscheds++] = s;
         }
         if (schedule) {

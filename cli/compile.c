@@ -36,6 +36,48 @@ void compilation_free(Compilation *c)
     diag_free(&c->diags);
 }
 
+/* -D T=bf16 for the dtype parameters of the kernel that -k names (or the first):
+ * bound before sema, which types the kernel with them (docs/language.md "Dtype
+ * parameters").  Size values are bound after sema, by bind_sizes. */
+static int bind_dtypes(Compilation *c)
+{
+    AstKernel *k = c->o->kernel ? program_find_kernel(c->prog, c->o->kernel) : c->prog->nkernels ? c->prog->kernels[0]
+                                                                                                : NULL;
+    if (!k)
+        return 0; /* compile_kernel says that -k names no kernel */
+    for (int d = 0; d < c->o->ndefines; d++) {
+        const Define *def = &c->o->defines[d];
+        int i = kernel_find_dtparam(k, def->name);
+        if (def->dtype && i >= 0) {
+            kernel_bind_dtparam(k, i, dtype_from_name(def->dtype));
+            continue;
+        }
+        if (!def->dtype && i < 0)
+            continue; /* a size: bind_sizes */
+        if (!def->dtype) {
+            diag_plain(&c->diags, DIAG_ERROR, "-D %s=%lld: %s is a dtype parameter of kernel %s; its value is a dtype "
+                       "(f64, f32, f16, bf16, i32)", def->name, (long long)def->value, def->name, k->name);
+            return 1;
+        }
+        bool size = false;
+        for (int j = 0; j < k->nparams; j++)
+            size |= !strcmp(k->params[j].name, def->name);
+        if (size) {
+            diag_plain(&c->diags, DIAG_ERROR, "-D %s=%s: %s is a size parameter of kernel %s; its value is a number",
+                       def->name, def->dtype, def->name, k->name);
+        } else {
+            StrBuf names = {0};
+            for (int j = 0; j < k->ndtparams; j++)
+                sb_printf(&names, "%s%s", j ? ", " : "", k->dtparams[j].name);
+            diag_plain(&c->diags, DIAG_ERROR, "-D %s=%s: kernel %s has no dtype parameter %s (its dtype parameters: %s)",
+                       def->name, def->dtype, k->name, def->name, k->ndtparams ? names.s : "none");
+            sb_free(&names);
+        }
+        return 1;
+    }
+    return 0;
+}
+
 int compile_front(Compilation *c)
 {
     size_t len;
@@ -55,6 +97,8 @@ int compile_front(Compilation *c)
     c->prog = parse_program(c->arena, &c->src, &c->diags);
     if (c->diags.nerrors)
         return 1;
+    if (bind_dtypes(c))
+        return 1;
     /* -k picks one kernel: only it must check, so a half-written neighbour in the
      * same file does not stop it (-emit ast prints, and so checks, them all) */
     AstKernel *only = c->o->kernel && c->o->emit != EMIT_AST ? program_find_kernel(c->prog, c->o->kernel) : NULL;
@@ -66,6 +110,9 @@ int compile_front(Compilation *c)
                 return 1;
             }
         sema_kernel(c->prog, only, &c->diags);
+        for (int i = 0; i < c->prog->nschedules; i++)
+            if (!strcmp(c->prog->schedules[i]->kernel, only->name))
+                schedule_check_head(c->prog, i, only, &c->diags);
     } else {
         sema_program(c->prog, &c->diags);
     }
@@ -84,6 +131,8 @@ static int bind_sizes(Compilation *c)
         }
     for (int d = 0; d < c->o->ndefines; d++) {
         const Define *def = &c->o->defines[d];
+        if (def->dtype)
+            continue; /* bound by bind_dtypes */
         int i;
         for (i = 0; i < k->nparams; i++)
             if (!strcmp(k->params[i].name, def->name))
@@ -100,6 +149,55 @@ static int bind_sizes(Compilation *c)
         c->values[i] = def->value;
         c->bound[i] = true;
     }
+    return 0;
+}
+
+/* The file's schedule blocks for the kernel and the target: the unnamed ones, or
+ * with --schedule NAME those called NAME; a block whose `when` guard does not hold
+ * for the kernel's dtypes is left out, and a variant asked for that has no block,
+ * or none whose guard holds, is an error. */
+static int select_schedules(Compilation *c)
+{
+    Program *p = c->prog;
+    const char *v = c->o->variant;
+    const AstSchedule *refused = NULL;
+    StrBuf names = {0};
+    for (int i = 0; i < p->nschedules; i++) {
+        const AstSchedule *s = p->schedules[i];
+        if (strcmp(s->kernel, c->ast->name) || !schedule_matches_target(s->target, c->target))
+            continue;
+        if (v && s->variant && !strstr(names.s ? names.s : "", arena_printf(c->arena, " %s,", s->variant)))
+            sb_printf(&names, " %s,", s->variant);
+        if (v ? !s->variant || strcmp(s->variant, v) : s->variant != NULL)
+            continue;
+        if (!schedule_guard_holds(s, c->ast)) {
+            refused = s;
+            continue;
+        }
+        if (c->nscheds == 16) {
+            diag_error(&c->diags, s->span, "more than 16 schedule blocks apply to kernel %s", c->ast->name);
+            sb_free(&names);
+            return 1;
+        }
+        c->scheds[c->nscheds++] = s;
+    }
+    if (v && c->nscheds == 0) {
+        if (refused) {
+            int i = kernel_find_dtparam(c->ast, refused->when_param);
+            diag_error(&c->diags, refused->when_span, "--schedule %s: this variant of kernel %s is for other dtypes: %s "
+                       "is %s here (-D %s=... sets it)", v, c->ast->name, refused->when_param,
+                       dtype_name(c->ast->dtparams[i].dtype), refused->when_param);
+        } else {
+            if (names.len)
+                names.s[names.len - 1] = 0; /* the last comma */
+            diag_plain(&c->diags, DIAG_ERROR, "--schedule %s: kernel %s has no schedule variant %s for target %s (%s%s)", v,
+                       c->ast->name, v, c->o->target, names.len ? "its variants there:" : "it has none there",
+                       names.len ? names.s : "");
+        }
+        sb_free(&names);
+        return 1;
+    }
+    sb_free(&names);
     return 0;
 }
 
@@ -137,12 +235,8 @@ int compile_kernel(Compilation *c)
         return 1;
 
     /* The file's schedules for this kernel and target, then each -s. */
-    if (!c->o->no_schedule)
-        for (int i = 0; i < p->nschedules; i++) {
-            const AstSchedule *s = p->schedules[i];
-            if (!strcmp(s->kernel, c->ast->name) && schedule_matches_target(s->target, c->target))
-                c->scheds[c->nscheds++] = s;
-        }
+    if (!c->o->no_schedule && select_schedules(c))
+        return 1;
     for (int i = 0; i < c->o->nscheds; i++) {
         Source *src = arena_alloc(c->arena, sizeof *src);
         src->path = "<-s>";

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <errno.h>
 
+#include "lang/dtype.h"
 #include "lang/util.h"
 #include "options.h"
 
@@ -20,8 +21,9 @@ void options_usage(FILE *f)
           "  -emit K          ast, ir, llvm, asm, obj, cuda, ptx, cubin, report (default report)\n"
           "  -o FILE          write the output to FILE\n"
           "  -k NAME          which kernel of the file (default: the first)\n"
-          "  -D NAME=VALUE    bind a size parameter; repeatable\n"
+          "  -D NAME=VALUE    bind a size parameter (a number) or a dtype parameter (f32, bf16...); repeatable\n"
           "  -s 'STMTS'       schedule statements applied after the file's own schedule; repeatable\n"
+          "  --schedule NAME  apply the file's schedule variant NAME (`schedule K for T as NAME`)\n"
           "  --no-schedule    ignore the file's schedule blocks\n"
           "  --actions        list every transformation legal on the (scheduled) kernel now\n"
           "  -dump-after=PASS print the IR after a pipeline pass (PASS=all for every pass)\n"
@@ -143,7 +145,20 @@ int options_parse(Options *o, int argc, char **argv)
             const char *eq = strchr(def, '=');
             if (!eq || eq == def)
                 return usage_error("-D takes NAME=VALUE, not '%s'", def);
-            const char *why = parse_size(eq + 1, &v);
+            /* a value that starts with a letter is a dtype, for a dtype parameter */
+            const char *val = eq + 1, *dt = NULL, *why = NULL;
+            if ((*val >= 'a' && *val <= 'z') || (*val >= 'A' && *val <= 'Z') || *val == '_') {
+                DType t = dtype_from_name(val);
+                if (t == DT_COUNT) {
+                    fprintf(stderr, "perfc: error: -D %s: '%s' is neither a size (decimal digits) nor a dtype (f64, "
+                            "f32, f16, bf16, i32)\n(perfc --help lists the options)\n", def, val);
+                    return 1;
+                }
+                dt = dtype_name(t);
+                v = 0;
+            } else {
+                why = parse_size(val, &v);
+            }
             if (why) {
                 fprintf(stderr, "perfc: error: -D %s: %s\n(perfc --help lists the options)\n", def, why);
                 return 1;
@@ -154,12 +169,16 @@ int options_parse(Options *o, int argc, char **argv)
             memcpy(name, def, (size_t)(eq - def));
             name[eq - def] = 0;
             o->defines[o->ndefines].name = name;
+            o->defines[o->ndefines].dtype = dt;
             o->defines[o->ndefines++].value = v;
         } else if (!strcmp(a, "-s")) {
             NEXT();
             if (o->nscheds == MAX_SCHEDS)
                 return usage_error("too many -s options (the limit is %s)", "32");
             o->scheds[o->nscheds++] = argv[i];
+        } else if (!strcmp(a, "--schedule")) {
+            NEXT();
+            o->variant = argv[i];
         } else if (!strcmp(a, "--no-schedule")) {
             o->no_schedule = true;
         } else if (!strcmp(a, "--actions")) {
@@ -228,6 +247,8 @@ int options_parse(Options *o, int argc, char **argv)
     }
     if (!o->file)
         return usage_error("no input file%s", "");
+    if (o->variant && o->no_schedule)
+        return usage_error("--schedule %s and --no-schedule exclude each other", o->variant);
     if ((o->inputs || o->save_inputs || o->save_outputs) && !o->run)
         return usage_error("--inputs, --save-inputs and --save-outputs go with --run%s", "");
     return 0;

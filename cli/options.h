@@ -14,6 +14,7 @@ typedef enum EmitKind {
 typedef struct Define {
     const char *name;
     int64_t value;
+    const char *dtype;         /* -D T=bf16: a dtype parameter's value (a dtype name); NULL for a size */
 } Define;
 
 enum { MAX_DEFINES = 64, MAX_SCHEDS = 32 };
@@ -25,6 +26,7 @@ typedef struct Options {
     bool emit_given;
     const char *out;           /* -o */
     const char *kernel;        /* -k */
+    const char *variant;       /* --schedule NAME: the file's schedule blocks `as NAME` instead of the unnamed ones */
     Define defines[MAX_DEFINES];
     int ndefines;
     const char *scheds[MAX_SCHEDS]; /* -s, in order */

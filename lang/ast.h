@@ -144,6 +144,12 @@ struct AstTensor {
     Span span;
     DType dtype;             /* declared, or sema for TEMP */
     bool dtype_known;
+    /* `in A: T[M, K]` with `T` a dtype parameter of the kernel: its index in
+     * AstKernel.dtparams (the parser resolves it, and binding a value rewrites
+     * dtype), else -1.  dtype_name/dtype_span: what was written. */
+    int dtype_param;
+    const char *dtype_name;
+    Span dtype_span;
     AstExpr **shape;         /* size expressions over parameters and constants */
     int rank;
     bool has_pad;            /* `pad(v)`: reads out of range yield pad_value */
@@ -207,13 +213,20 @@ typedef struct AstParam {
     Span span;
     bool has_default;
     int64_t def;             /* `kernel f(N = 128)` */
+    /* a dtype parameter, `kernel f(M, T = f32)`: its value (the default, or what
+     * -D T=bf16 bound) and where the default is written */
+    bool is_dtype;
+    DType dtype;
+    Span def_span;
 } AstParam;
 
 typedef struct AstKernel {
     const char *name;
     Span span;
-    AstParam *params;
+    AstParam *params;        /* size parameters */
     int nparams;
+    AstParam *dtparams;      /* dtype parameters (docs/language.md "Dtype parameters") */
+    int ndtparams;
     AstTensor **tensors;     /* declared ones in order, then temporaries (sema) */
     int ntensors;
     AstStmt **stmts;         /* in source order */
@@ -253,8 +266,16 @@ typedef struct SchedItem {
 
 typedef struct AstSchedule {
     Span span;
-    const char *kernel;      /* `schedule gemm ...` */
+    const char *kernel;      /* `schedule gemm ...` (`schedule gemm, gemm_nt` makes one block per kernel) */
     const char *target;      /* `... for cpu`, `for sm_80`, or NULL: any target */
+    const char *variant;     /* `... as tc`: applied only when --schedule tc asks; NULL: by default */
+    Span variant_span;
+    /* `... when T in [f16, bf16]`: applied only when the kernel's dtype parameter
+     * when_param is one of when_dtypes; when_param NULL: always */
+    const char *when_param;
+    Span when_span;
+    DType *when_dtypes;
+    int nwhen;
     SchedItem *items;
     int nitems;
 } AstSchedule;
@@ -280,6 +301,19 @@ bool sema_kernel(Program *p, AstKernel *k, Diags *d);
 /* Checks every kernel of the program, and that schedules name existing kernels. */
 bool sema_program(Program *p, Diags *d);
 AstKernel *program_find_kernel(Program *p, const char *name);
+
+/* ---- lang/dtparam.c: dtype parameters ---- */
+/* The index of k's dtype parameter called name, or -1. */
+int kernel_find_dtparam(const AstKernel *k, const char *name);
+/* Binds dtype parameter i of k to dt: the parameter and every tensor declared
+ * with it.  Done before sema, which types the kernel with the bound dtypes. */
+void kernel_bind_dtparam(AstKernel *k, int i, DType dt);
+/* Whether schedule block s's `when` guard holds for k's dtype parameters as bound
+ * (true without a guard, or when k has no such parameter: sema reports that). */
+bool schedule_guard_holds(const AstSchedule *s, const AstKernel *k);
+/* Checks the header of p's schedule block i, which names kernel k: its guard tests
+ * a dtype parameter of k; no earlier block has the same kernel, target and variant. */
+void schedule_check_head(const Program *p, int i, const AstKernel *k, Diags *d);
 
 /* ---- lang/size.c: size expressions (over parameters and integer constants) ---- */
 /* Evaluates a checked size expression with the parameter values given; returns

@@ -237,6 +237,14 @@ void ast_print_schedule(const AstSchedule *s, StrBuf *b)
     sb_printf(b, "schedule %s", s->kernel ? s->kernel : "?");
     if (s->target)
         sb_printf(b, " for %s", s->target);
+    if (s->variant)
+        sb_printf(b, " as %s", s->variant);
+    if (s->when_param) {
+        sb_printf(b, " when %s in [", s->when_param);
+        for (int i = 0; i < s->nwhen; i++)
+            sb_printf(b, "%s%s", i ? ", " : "", dtype_name(s->when_dtypes[i]));
+        sb_putc(b, ']');
+    }
     sb_puts(b, " {\n");
     for (int i = 0; i < s->nitems; i++) {
         const SchedItem *it = &s->items[i];
@@ -271,6 +279,8 @@ void ast_print_kernel(const AstKernel *k, StrBuf *b)
         if (k->params[i].has_default)
             sb_printf(b, " = %lld", (long long)k->params[i].def);
     }
+    for (int i = 0; i < k->ndtparams; i++)
+        sb_printf(b, "%s%s = %s", i || k->nparams ? ", " : "", k->dtparams[i].name, dtype_name(k->dtparams[i].dtype));
     sb_puts(b, ") {\n");
     for (int i = 0; i < k->ntensors; i++)
         print_tensor(k->tensors[i], b);

@@ -131,6 +131,11 @@ static bool check_size(Sema *S, AstExpr *e, const char *what)
                        "tensor values", what, e->name.name);
             return false;
         }
+        if (p < 0 && kernel_find_dtparam(S->k, e->name.name) >= 0) {
+            diag_error(S->d, e->span, "%s uses '%s', a dtype parameter of kernel %s: it names an element type, "
+                       "never a size", what, e->name.name, S->k->name);
+            return false;
+        }
         if (p < 0) {
             diag_error(S->d, e->span, "%s uses '%s', which is not a size parameter of kernel %s; add it to the parameter list",
                        what, e->name.name, S->k->name);
@@ -446,6 +451,11 @@ static bool expr_check(Sema *S, AstExpr *e, PtrVec *ranges, PtrVec *reads)
             e->access.idx = NULL;
             e->access.nidx = 0;
             return check_access(S, e, ranges, reads);
+        }
+        if (kernel_find_dtparam(S->k, e->name.name) >= 0) {
+            diag_error(S->d, e->span, "'%s' is a dtype parameter of kernel %s: it names an element type, not a value",
+                       e->name.name, S->k->name);
+            return false;
         }
         diag_error(S->d, e->span, "unknown name '%s': not an index of this statement, a size parameter or a tensor",
                    e->name.name);
@@ -1282,6 +1292,17 @@ static bool check_kernel(Sema *S)
             if (!strcmp(k->params[i].name, k->params[j].name))
                 diag_error(d, k->params[i].span, "size parameter %s is listed twice", k->params[i].name);
     }
+    for (int i = 0; i < k->ndtparams; i++) {
+        for (int j = 0; j < i; j++)
+            if (!strcmp(k->dtparams[i].name, k->dtparams[j].name))
+                diag_error(d, k->dtparams[i].span, "dtype parameter %s is listed twice", k->dtparams[i].name);
+        if (find_param(k, k->dtparams[i].name) >= 0)
+            diag_error(d, k->dtparams[i].span, "%s is both a size parameter and a dtype parameter",
+                       k->dtparams[i].name);
+        if (dtype_from_name(k->dtparams[i].name) != DT_COUNT)
+            diag_error(d, k->dtparams[i].span, "a dtype parameter cannot be called %s, the name of a dtype",
+                       k->dtparams[i].name);
+    }
     int ndecl = k->ntensors;
     for (int i = 0; i < ndecl; i++) {
         AstTensor *t = k->tensors[i];
@@ -1294,6 +1315,8 @@ static bool check_kernel(Sema *S)
         }
         if (find_param(k, t->name) >= 0)
             diag_error(d, t->span, "tensor %s has the name of a size parameter", t->name);
+        if (kernel_find_dtparam(k, t->name) >= 0)
+            diag_error(d, t->span, "tensor %s has the name of a dtype parameter", t->name);
         for (int r = 0; r < t->rank; r++) {
             int64_t v;
             if (check_size(S, t->shape[r], "a shape") && size_computable(S, t->shape[r], "a shape") &&
@@ -1426,8 +1449,12 @@ bool sema_program(Program *p, Diags *d)
     }
     for (int i = 0; i < p->nschedules; i++) {
         AstSchedule *s = p->schedules[i];
-        if (!program_find_kernel(p, s->kernel))
+        AstKernel *k = program_find_kernel(p, s->kernel);
+        if (!k) {
             diag_error(d, s->span, "schedule for unknown kernel '%s'", s->kernel);
+            continue;
+        }
+        schedule_check_head(p, i, k, d);
     }
     return d->nerrors == errs;
 }

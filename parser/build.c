@@ -209,6 +209,23 @@ AstParam *mk_param(ParseCtx *c, Token name, bool has_def, Token def, bool neg)
     return p;
 }
 
+AstParam *mk_dtparam(ParseCtx *c, Token name, Token dtype)
+{
+    AstParam *p = new_node(c, sizeof *p);
+    p->name = name.text;
+    p->span = name.span;
+    p->is_dtype = true;
+    p->has_default = true;
+    p->def_span = dtype.span;
+    p->dtype = dtype_from_name(dtype.text);
+    if (p->dtype == DT_COUNT) {
+        diag_error(c->d, dtype.span, "unknown dtype '%s' for the dtype parameter %s: expected one of f64, f32, f16, "
+                   "bf16, i32", dtype.text, name.text);
+        p->dtype = DT_F32;
+    }
+    return p;
+}
+
 AstTensor *mk_tensor(ParseCtx *c, TensorKind kind, Token name, Token dtype, PtrVec *shape, bool scalar)
 {
     AstTensor *t = new_node(c, sizeof *t);
@@ -217,8 +234,10 @@ AstTensor *mk_tensor(ParseCtx *c, TensorKind kind, Token name, Token dtype, PtrV
     t->span = name.span;
     t->dtype = dtype_from_name(dtype.text);
     t->dtype_known = t->dtype != DT_COUNT;
-    if (!t->dtype_known)
-        diag_error(c->d, dtype.span, "unknown dtype '%s': expected one of f64, f32, f16, bf16, i32", dtype.text);
+    t->dtype_param = -1;
+    t->dtype_name = dtype.text;
+    t->dtype_span = dtype.span;
+    /* a name that is no dtype may be a dtype parameter: mk_kernel decides */
     t->shape = scalar ? NULL : (AstExpr **)list_freeze(c, shape, &t->rank);
     t->id = -1;
     if (t->rank > PDL_MAX_RANK && !c->failed) {
@@ -286,10 +305,16 @@ AstKernel *mk_kernel(ParseCtx *c, Token name, PtrVec *params, PtrVec *items, Tok
     AstKernel *k = new_node(c, sizeof *k);
     k->name = name.text;
     k->span = name.span;
-    k->nparams = params->n;
+    /* size parameters and dtype parameters, each in the order written */
     k->params = arena_alloc(c->a, sizeof(AstParam) * (size_t)(params->n ? params->n : 1));
-    for (int i = 0; i < params->n; i++)
-        k->params[i] = *(AstParam *)params->v[i];
+    k->dtparams = arena_alloc(c->a, sizeof(AstParam) * (size_t)(params->n ? params->n : 1));
+    for (int i = 0; i < params->n; i++) {
+        AstParam *p = params->v[i];
+        if (p->is_dtype)
+            k->dtparams[k->ndtparams++] = *p;
+        else
+            k->params[k->nparams++] = *p;
+    }
     int nt = 0, ns = 0;
     for (int i = 0; i < items->n; i++)
         ((uintptr_t)items->v[i] & 1) ? ns++ : nt++;
@@ -322,6 +347,23 @@ AstKernel *mk_kernel(ParseCtx *c, Token name, PtrVec *params, PtrVec *items, Tok
         else
             k->tensors[k->ntensors++] = (AstTensor *)p;
     }
+    for (int i = 0; i < k->ntensors; i++) {
+        AstTensor *t = k->tensors[i];
+        if (t->dtype_known)
+            continue;
+        int dp = kernel_find_dtparam(k, t->dtype_name);
+        if (dp >= 0) {
+            t->dtype_param = dp;
+            t->dtype = k->dtparams[dp].dtype;
+            t->dtype_known = true;
+        } else if (k->ndtparams) {
+            diag_error(c->d, t->dtype_span, "unknown dtype '%s': expected one of f64, f32, f16, bf16, i32, or a "
+                       "dtype parameter of kernel %s", t->dtype_name, k->name);
+        } else {
+            diag_error(c->d, t->dtype_span, "unknown dtype '%s': expected one of f64, f32, f16, bf16, i32",
+                       t->dtype_name);
+        }
+    }
     (void)rb;
     c->nexprs = 0;
     return k;
@@ -349,6 +391,97 @@ AstSchedule *mk_schedule(ParseCtx *c, Token kw, Token kernel, const char *target
         s->items[i] = *(SchedItem *)items->v[i];
     (void)rb;
     return s;
+}
+
+Token *mk_token(ParseCtx *c, Token t)
+{
+    Token *p = new_node(c, sizeof *p);
+    *p = t;
+    return p;
+}
+
+AstSchedule *mk_sched_head(ParseCtx *c)
+{
+    return new_node(c, sizeof(AstSchedule));
+}
+
+AstSchedule *sched_head_as(ParseCtx *c, AstSchedule *h, Token kw, Token name)
+{
+    if (strcmp(kw.text, "as")) {
+        diag_error(c->d, kw.span, "syntax error: unexpected name '%s' after the schedule's kernel and target "
+                   "(expected 'as VARIANT', 'when PARAM in [DTYPES]' or '{')", kw.text);
+        c->failed = true;
+    } else if (h->variant) {
+        diag_error(c->d, kw.span, "a schedule block has one variant name; this one is already '%s'", h->variant);
+        c->failed = true;
+    } else {
+        h->variant = name.text;
+        h->variant_span = name.span;
+    }
+    return h;
+}
+
+AstSchedule *sched_head_when(ParseCtx *c, AstSchedule *h, Token kw, Token param, PtrVec *dtypes, Token rb)
+{
+    if (strcmp(kw.text, "when")) {
+        diag_error(c->d, kw.span, "syntax error: unexpected name '%s' after the schedule's kernel and target "
+                   "(expected 'as VARIANT', 'when PARAM in [DTYPES]' or '{')", kw.text);
+        c->failed = true;
+        return h;
+    }
+    if (h->when_param) {
+        diag_error(c->d, kw.span, "a schedule block has one 'when' guard; this one already tests %s", h->when_param);
+        c->failed = true;
+        return h;
+    }
+    h->when_param = param.text;
+    h->when_span = span_join(kw.span, rb.span);
+    h->when_dtypes = arena_alloc(c->a, sizeof(DType) * (size_t)dtypes->n);
+    for (int i = 0; i < dtypes->n; i++) {
+        const SchedArg *a = dtypes->v[i];
+        DType dt = a->kind == SARG_NAME && !a->key ? dtype_from_name(a->name) : DT_COUNT;
+        if (dt == DT_COUNT) {
+            diag_error(c->d, a->span, "'when %s in [...]' lists dtypes: f64, f32, f16, bf16, i32", param.text);
+            c->failed = true;
+            return h;
+        }
+        h->when_dtypes[h->nwhen++] = dt;
+    }
+    return h;
+}
+
+PtrVec *mk_schedules(ParseCtx *c, Token kw, PtrVec *kernels, const char *target, AstSchedule *head, PtrVec *items,
+                     Token rb)
+{
+    PtrVec *l = list_new(c);
+    AstSchedule *first = NULL;
+    for (int i = 0; i < kernels->n; i++) {
+        Token *k = kernels->v[i];
+        for (int j = 0; j < i; j++)
+            if (!strcmp(((Token *)kernels->v[j])->text, k->text)) {
+                diag_error(c->d, k->span, "kernel %s is named twice in this schedule's header", k->text);
+                c->failed = true;
+                return l;
+            }
+        AstSchedule *s;
+        if (!first) {
+            s = first = mk_schedule(c, kw, *k, target, items, rb);
+        } else {
+            /* the same items, another kernel: the items are never written after parsing */
+            s = new_node(c, sizeof *s);
+            *s = *first;
+            s->span = k->span;
+            s->kernel = k->text;
+        }
+        s->variant = head->variant;
+        s->variant_span = head->variant_span;
+        s->when_param = head->when_param;
+        s->when_span = head->when_span;
+        s->when_dtypes = head->when_dtypes;
+        s->nwhen = head->nwhen;
+        list_add(c, l, s);
+    }
+    return l;
 }
 
 static SchedArg *freeze_args(ParseCtx *c, PtrVec *l, int *n)
@@ -490,6 +623,12 @@ void add_schedule(ParseCtx *c, AstSchedule *s)
         p->schedules = v;
     }
     p->schedules[p->nschedules++] = s;
+}
+
+void add_schedules(ParseCtx *c, PtrVec *l)
+{
+    for (int i = 0; i < l->n; i++)
+        add_schedule(c, l->v[i]);
 }
 
 /* Feeds tokens until the end or the first error.  first_token, when nonzero, is

@@ -48,7 +48,7 @@ program ::= SCHED_ONLY sitems(L).          { ctx->sched_only = mk_schedule(ctx, 
 items ::= .
 items ::= items item.
 item ::= kernel(K).                         { add_kernel(ctx, K); }
-item ::= schedule(S).                       { add_schedule(ctx, S); }
+item ::= schedule(S).                       { add_schedules(ctx, S); }
 item ::= SEMI.
 
 /* ---- kernels ---- */
@@ -67,6 +67,8 @@ paramlist(A) ::= paramlist(L) COMMA param(P). { A = list_add(ctx, L, P); }
 param(A) ::= IDENT(N).                      { A = mk_param(ctx, N, false, N, false); }
 param(A) ::= IDENT(N) ASSIGN INT(V).        { A = mk_param(ctx, N, true, V, false); }
 param(A) ::= IDENT(N) ASSIGN MINUS INT(V).  { A = mk_param(ctx, N, true, V, true); }
+/* a dtype parameter, `T = f32`: the default is a name, so it is never a size */
+param(A) ::= IDENT(N) ASSIGN IDENT(V).      { A = mk_dtparam(ctx, N, V); }
 
 /* Declarations and statements, in any order; mk_kernel sorts them out.  Items are
  * tagged pointers: a declaration is stored as an AstTensor, a statement as an
@@ -153,9 +155,20 @@ redvar(A) ::= IDENT(N) IN expr(L) DOTDOT expr(H).
 
 /* ---- schedules ---- */
 
-%type schedule {AstSchedule *}
-schedule(A) ::= SCHEDULE(K) IDENT(N) target(T) LBRACE sitems(L) RBRACE(R).
-                                            { A = mk_schedule(ctx, K, N, T, L, R); }
+/* `schedule gemm, gemm_nt for cpu as fast when T in [f32] { ... }`: one block per
+ * kernel named.  `as` and `when` are ordinary names that the builders check, so
+ * they stay free for tensors and loops; after `NAME NAME`, IN decides which. */
+%type schedule {PtrVec *}
+schedule(A) ::= SCHEDULE(K) knames(N) target(T) sopts(O) LBRACE sitems(L) RBRACE(R).
+                                            { A = mk_schedules(ctx, K, N, T, O, L, R); }
+%type knames {PtrVec *}
+knames(A) ::= IDENT(N).                     { A = list_add(ctx, list_new(ctx), mk_token(ctx, N)); }
+knames(A) ::= knames(L) COMMA IDENT(N).     { A = list_add(ctx, L, mk_token(ctx, N)); }
+%type sopts {AstSchedule *}
+sopts(A) ::= .                              { A = mk_sched_head(ctx); }
+sopts(A) ::= sopts(O) IDENT(W) IDENT(V).    { A = sched_head_as(ctx, O, W, V); }
+sopts(A) ::= sopts(O) IDENT(W) IDENT(P) IN LB sargs(L) RB(R).
+                                            { A = sched_head_when(ctx, O, W, P, L, R); }
 %type target {const char *}
 target(A) ::= .                             { A = NULL; }
 target(A) ::= FOR tname(T).                 { A = T; }

@@ -61,11 +61,20 @@ AstRedVar *mk_redvar(ParseCtx *c, Token name, AstExpr *lo, AstExpr *hi);
 
 AstKernel *mk_kernel(ParseCtx *c, Token name, PtrVec *params, PtrVec *items, Token rb);
 AstParam *mk_param(ParseCtx *c, Token name, bool has_def, Token def, bool neg);
+AstParam *mk_dtparam(ParseCtx *c, Token name, Token dtype);
 AstTensor *mk_tensor(ParseCtx *c, TensorKind kind, Token name, Token dtype, PtrVec *shape, bool scalar);
 void tensor_set_pad(ParseCtx *c, AstTensor *t, AstExpr *v, Token padtok);
 AstStmt *mk_stmt(ParseCtx *c, Token lhs, PtrVec *idx, AstExpr *rhs, AstExpr *where);
 
 AstSchedule *mk_schedule(ParseCtx *c, Token kw, Token kernel, const char *target, PtrVec *items, Token rb);
+/* `schedule K1, K2 for T as V when P in [...] { ... }`: one AstSchedule per kernel
+ * (a PtrVec of them), sharing the items; head carries the variant and guard. */
+PtrVec *mk_schedules(ParseCtx *c, Token kw, PtrVec *kernels, const char *target, AstSchedule *head, PtrVec *items,
+                     Token rb);
+Token *mk_token(ParseCtx *c, Token t);
+AstSchedule *mk_sched_head(ParseCtx *c);
+AstSchedule *sched_head_as(ParseCtx *c, AstSchedule *h, Token kw, Token name);
+AstSchedule *sched_head_when(ParseCtx *c, AstSchedule *h, Token kw, Token param, PtrVec *dtypes, Token rb);
 SchedItem *mk_sched_call(ParseCtx *c, Token name, PtrVec *args, Token rp);
 SchedItem *mk_sched_param(ParseCtx *c, Token kw, Token name, PtrVec *cands, SchedArg *single);
 SchedArg *mk_sarg_name(ParseCtx *c, Token t);
@@ -78,6 +87,7 @@ const char *mk_target(ParseCtx *c, const char *prefix, Token t);
 
 void add_kernel(ParseCtx *c, AstKernel *k);
 void add_schedule(ParseCtx *c, AstSchedule *s);
+void add_schedules(ParseCtx *c, PtrVec *l);
 
 /* Lists in grammar actions are PtrVecs allocated in the arena (their storage on the
  * heap, released with the context). */

@@ -133,3 +133,12 @@ bool schedule_matches_target(const char *st, const Target *t)
     /* `x86_64` covers `x86_64-avx512`; `sm_90` covers `sm_90a`. */
     return strncmp(st, tgt, n) == 0 && (tgt[n] == 0 || tgt[n] == '-' || tgt[n] == 'a');
 }
+
+bool schedule_applies(const AstSchedule *s, const AstKernel *k, const Target *tgt, const char *variant)
+{
+    if (strcmp(s->kernel, k->name) || !schedule_matches_target(s->target, tgt))
+        return false;
+    if (variant ? !s->variant || strcmp(s->variant, variant) : s->variant != NULL)
+        return false;
+    return schedule_guard_holds(s, k);
+}

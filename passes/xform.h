@@ -93,6 +93,10 @@ void schedule_print(const AstSchedule *s, const ParamChoice *choices, int nchoic
  * "gpu"/"cuda" the GPU ones; a name itself and its variants (`x86_64` covers
  * `x86_64-avx512`, `sm_90` covers `sm_90a`). */
 bool schedule_matches_target(const char *sched_target, const Target *tgt);
+/* Whether file block s applies to kernel k on target tgt: its kernel and target
+ * match, it is the variant asked for (NULL: an unnamed block), and its `when`
+ * guard holds for k's dtype parameters as bound. */
+bool schedule_applies(const AstSchedule *s, const AstKernel *k, const Target *tgt, const char *variant);
 
 /* ---- passes/actions.c ---- */
 /* Every transformation legal on k now, one per line, in schedule syntax

@@ -91,24 +91,29 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   g=(-target "$arch")
   echo "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), target $arch"
   printf '%-44s %10s %10s %10s %8s  %s\n' "kernel (validated in the same run)" "ms" "GFLOP/s" "GB/s" "vs lib" "rel.error"
-  for k in gemm_tiled gemm_tiled32 gemm_tc_f16 gemm_tc_bf16; do
-    gpu_row "$k 4096^3 vs cuBLAS" stdlib/gemm.pdl -k $k "${g[@]}" --run --compare cublas
+  # stdlib's gemm with each of its GPU schedule variants (and the dtypes they take)
+  s4=(-D M=4096 -D N=4096 -D K=4096)
+  for v in "tiled f32" "tiled32 f32" "tc f16" "tc bf16"; do
+    set -- $v
+    gpu_row "gemm $2 --schedule $1 4096^3 vs cuBLAS" stdlib/gemm.pdl -D T=$2 --schedule $1 "${s4[@]}" "${g[@]}" \
+        --run --compare cublas
   done
-  # Hopper: the warpgroup (wgmma) schedules need the architecture-specific target
+  # Hopper: the warpgroup (wgmma) variant needs the architecture-specific target
   if [ "$arch" = sm_90 ]; then
-    for k in gemm_wg_f16 gemm_wg_bf16; do
-      gpu_row "$k 4096^3 vs cuBLAS (sm_90a)" stdlib/gemm.pdl -k $k -target sm_90a --run --compare cublas
+    for t in f16 bf16; do
+      gpu_row "gemm $t --schedule wg 4096^3 vs cuBLAS (sm_90a)" stdlib/gemm.pdl -D T=$t --schedule wg "${s4[@]}" \
+          -target sm_90a --run --compare cublas
     done
   fi
-  gpu_row "batched_gemm_tiled 16x1024^3 vs cuBLAS" stdlib/batched_gemm.pdl -k batched_gemm_tiled "${g[@]}" --run --compare cublas
-  gpu_row "conv2d_tiled (ResNet 28x28x128, batch 8)" stdlib/conv2d.pdl -k conv2d_tiled -D N=8 "${g[@]}" --run
+  gpu_row "batched_gemm --schedule tiled 16x1024^3 vs cuBLAS" stdlib/batched_gemm.pdl -k batched_gemm --schedule tiled -D B=16 -D M=1024 -D N=1024 -D K=1024 "${g[@]}" --run --compare cublas
+  gpu_row "conv2d --schedule tiled (ResNet 28x28x128, batch 8)" stdlib/conv2d.pdl --schedule tiled -D N=8 -D C=128 -D H=28 -D W=28 -D K=128 -D U=1 "${g[@]}" --run
   gpu_row "copy 8192^2 (the bandwidth yardstick)" bench/cpu/copy.pdl -D R=8192 -D C=8192 "${g[@]}" --run
   gpu_row "softmax 8192^2" stdlib/softmax.pdl -D R=8192 -D C=8192 "${g[@]}" --run
   gpu_row "layernorm 8192^2" stdlib/layernorm.pdl -D R=8192 -D C=8192 "${g[@]}" --run
   printf '\n-- autotuning on the GPU (database: %s) --\n\n' "${XDG_CACHE_HOME:-$HOME/.cache}/perfc/tune.db"
-  for k in gemm gemm_f16; do
-    t=$arch; [ "$arch" = sm_90 ] && [ $k = gemm_f16 ] && t=sm_90a   # wgmma templates on Hopper
-    "$perfc" stdlib/gemm.pdl -k $k -target $t -D M=4096 -D N=4096 -D K=4096 --no-schedule --autotune --budget 24 \
+  for dt in f32 f16; do
+    t=$arch; [ "$arch" = sm_90 ] && [ $dt = f16 ] && t=sm_90a   # wgmma templates on Hopper
+    "$perfc" stdlib/gemm.pdl -D T=$dt -target $t -D M=4096 -D N=4096 -D K=4096 --no-schedule --autotune --budget 24 \
         --time 240 --compare cublas || fail=1
     echo
   done

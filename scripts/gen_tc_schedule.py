@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a tensor-core GEMM schedule (mma.sync m16n8k16, cp.async pipeline,
 coalesced staging copies through collapse) for a block tile BM x BN x BK, warp
-tile WM x WN and S pipeline stages: the text stdlib/gemm.pdl's gemm_tc_* schedules
+tile WM x WN and S pipeline stages: the text stdlib/gemm.pdl's gemm variant tc
 were generated from.  Usage: gen_tc_schedule.py KERNEL BM BN BK WM WN S [unroll_ks]"""
 import sys
 

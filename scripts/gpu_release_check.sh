@@ -36,9 +36,14 @@ for f in stdlib/*.pdl; do
     done
     # conv kernels keep their small default geometry
     case $k in conv2d*|depthwise_conv2d) args=();; esac
-    out=$(timeout 60 "$P" "$f" -k "$k" "${args[@]}" --no-schedule -target sm_90 --run --json 2>&1); s=$?
-    echo "$k: exit $s $(echo "$out" | grep -o '"rel_error": [^,]*' | head -1)"
-    [ $s = 0 ] || { rc=1; echo "$out" | tail -5; }
+    # a kernel with a dtype parameter T (gemm) also runs with T = f16 and bf16
+    dts=default; echo ",$params," | grep -q ',T=' && dts="default f16 bf16"
+    for dt in $dts; do
+      dd=(); [ $dt = default ] || dd=(-D T=$dt)
+      out=$(timeout 60 "$P" "$f" -k "$k" "${dd[@]}" "${args[@]}" --no-schedule -target sm_90 --run --json 2>&1); s=$?
+      echo "$k${dd[*]:+ ${dd[*]}}: exit $s $(echo "$out" | grep -o '"rel_error": [^,]*' | head -1)"
+      [ $s = 0 ] || { rc=1; echo "$out" | tail -5; }
+    done
   done
 done
 
@@ -52,12 +57,12 @@ san() {  # san LABEL perfc-args...
     [ $s = 0 ] || { rc=1; grep -E 'Error|Hazard|error' "$O/san.log" | head -3; }
   done
 }
-san gemm_tiled stdlib/gemm.pdl -k gemm_tiled -target sm_90 -D M=256 -D N=256 -D K=64
-san gemm_tiled32 stdlib/gemm.pdl -k gemm_tiled32 -target sm_90 -D M=256 -D N=256 -D K=96
-san gemm_tc_f16 stdlib/gemm.pdl -k gemm_tc_f16 -target sm_90 -D M=256 -D N=256 -D K=96
-san gemm_wg_f16 stdlib/gemm.pdl -k gemm_wg_f16 -target sm_90a -D M=256 -D N=512 -D K=192
-san batched_gemm_tiled stdlib/batched_gemm.pdl -k batched_gemm_tiled -target sm_90 -D B=2 -D M=128 -D N=256 -D K=32
-san conv2d_tiled stdlib/conv2d.pdl -k conv2d_tiled -target sm_90 -D N=1 -D C=16
+san "gemm --schedule tiled" stdlib/gemm.pdl -k gemm --schedule tiled -target sm_90 -D M=256 -D N=256 -D K=64
+san "gemm --schedule tiled32" stdlib/gemm.pdl -k gemm --schedule tiled32 -target sm_90 -D M=256 -D N=256 -D K=96
+san "gemm T=f16 --schedule tc" stdlib/gemm.pdl -k gemm -D T=f16 --schedule tc -target sm_90 -D M=256 -D N=256 -D K=96
+san "gemm T=f16 --schedule wg" stdlib/gemm.pdl -k gemm -D T=f16 --schedule wg -target sm_90a -D M=256 -D N=512 -D K=192
+san "batched_gemm --schedule tiled" stdlib/batched_gemm.pdl -k batched_gemm --schedule tiled -target sm_90 -D B=2 -D M=128 -D N=256 -D K=32
+san "conv2d --schedule tiled" stdlib/conv2d.pdl -k conv2d --schedule tiled -D H=28 -D W=28 -D K=128 -D U=1 -target sm_90 -D N=1 -D C=16
 san softmax stdlib/softmax.pdl -target sm_90 -D R=4 -D C=4100
 san layernorm stdlib/layernorm.pdl -target sm_90 -D R=4 -D C=4100
 
@@ -70,10 +75,11 @@ step "make demo's script (GPU rows present)"
 DEMO_SKIP_CPU=1 timeout 400 bash scripts/demo.sh "$P" 2>&1 | tee "$O/demo.log" | tail -60
 
 step "warm --autotune answers (the database the demo just filled)"
-for k in gemm gemm_f16; do
-  t=sm_90; [ $k = gemm_f16 ] && t=sm_90a   # as the demo tuned them
+for dt in f32 f16; do   # stdlib gemm's input dtype T
+  k=gemm-$dt
+  t=sm_90; [ $dt = f16 ] && t=sm_90a   # as the demo tuned them
   t0=$(date +%s.%N)
-  "$P" stdlib/gemm.pdl -k $k -target $t -D M=4096 -D N=4096 -D K=4096 --no-schedule --autotune --compare cublas \
+  "$P" stdlib/gemm.pdl -D T=$dt -target $t -D M=4096 -D N=4096 -D K=4096 --no-schedule --autotune --compare cublas \
       >"$O/warm_$k.txt" 2>&1 || rc=1
   t1=$(date +%s.%N)
   echo "$k warm: $(awk -v a="$t0" -v b="$t1" "BEGIN { printf \"%.2f\", b - a }") s wall; $(grep -E '^database   hit|^ratio' "$O/warm_$k.txt" | tr '\n' ' ')"

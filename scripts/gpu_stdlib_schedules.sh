@@ -15,15 +15,15 @@ mkdir -p "$O"
 rc=0
 step() { echo "== $*"; }
 step GPU; date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv 2>&1
-step "gemm_tiled f32 4096^3 vs cuBLAS SGEMM"
-timeout 120 "$P" stdlib/gemm.pdl -k gemm_tiled -target sm_90 --run --compare cublas --json >"$O/gemm_tiled.json" 2>"$O/gemm_tiled.err"; s=$?
-echo "status $s"; cat "$O/gemm_tiled.json"; tail -5 "$O/gemm_tiled.err"; [ $s = 0 ] || rc=1
-step "gemm_tiled odd-free small shape, validated"
-timeout 60 "$P" stdlib/gemm.pdl -k gemm_tiled -D M=256 -D N=384 -D K=48 -target sm_90 --run 2>&1 | tail -8
+step "gemm --schedule tiled, f32 4096^3 vs cuBLAS SGEMM"
+timeout 120 "$P" stdlib/gemm.pdl -k gemm --schedule tiled -D M=4096 -D N=4096 -D K=4096 -target sm_90 --run --compare cublas --json >"$O/gemm-tiled.json" 2>"$O/gemm-tiled.err"; s=$?
+echo "status $s"; cat "$O/gemm-tiled.json"; tail -5 "$O/gemm-tiled.err"; [ $s = 0 ] || rc=1
+step "gemm --schedule tiled, odd-free small shape, validated"
+timeout 60 "$P" stdlib/gemm.pdl -k gemm --schedule tiled -D M=256 -D N=384 -D K=48 -target sm_90 --run 2>&1 | tail -8
 CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 for t in memcheck racecheck; do
-  step "compute-sanitizer $t on gemm_tiled 256x256x64"
-  timeout 120 "$CS" --tool $t --error-exitcode 9 "$P" stdlib/gemm.pdl -k gemm_tiled -D M=256 -D N=256 -D K=64 \
+  step "compute-sanitizer $t on gemm --schedule tiled 256x256x64"
+  timeout 120 "$CS" --tool $t --error-exitcode 9 "$P" stdlib/gemm.pdl -k gemm --schedule tiled -D M=256 -D N=256 -D K=64 \
       -target sm_90 --run >"$O/san_$t.log" 2>&1; s=$?
   tail -3 "$O/san_$t.log"; echo "status $s"; [ $s = 0 ] || rc=1
 done

@@ -554,13 +554,13 @@ static bool plain_b(Builder *b, const void *vctx)
 }
 
 /* Contraction on a GPU, staged through shared memory: the structure of the
- * hand-written gemm_tiled schedule in stdlib/gemm.pdl made a template.  A block
+ * hand-written `tiled` GPU variant of stdlib/gemm.pdl made a template.  A block
  * computes a TB x TB tile of C from K slices of 16 staged in shared memory (A
  * padded against bank conflicts), each of its threads a TR x TR register tile;
  * B's shared reads are vectors of VS.  The thread grid is TB/TR square; choices
  * whose copy loops do not match it run guarded.  Needs the rows and columns to be
  * multiples of TB and the reduction of 16 (distribute refuses guarded bodies).
- * kstep 32 (pipelined only) is stdlib's gemm_tiled32: K slices of 32, the copy
+ * kstep 32 (pipelined only) is stdlib gemm's `tiled32`: K slices of 32, the copy
  * mapping of a 128 x 32 A tile and a 32 x 128 B tile, and the k unroll as a
  * parameter; it needs the reduction to be a multiple of 32. */
 typedef struct SharedCtx {
@@ -586,8 +586,8 @@ static bool gpu_shared_b(Builder *b, const void *vctx)
      * chunks of a row: A's 64-byte rows 4 rows x 4 chunks at a time through collapse,
      * B's rows 16 chunks at a time), A padded by 4 floats (rows stay 16-byte aligned),
      * a ring of `st` stages.  Its copy mapping fits the 16 x 16 thread grid of a 128 x
-     * 128 tile with 8 x 8 per thread, so those two are fixed; stdlib's gemm_tiled is
-     * this schedule at vs = 4, st = 2.  With a K step of 32 (gemm_tiled32 at vs = 4,
+     * 128 tile with 8 x 8 per thread, so those two are fixed; stdlib gemm's `tiled` is
+     * this schedule at vs = 4, st = 2.  With a K step of 32 (`tiled32` at vs = 4,
      * st = 2, ku = 16): A's 128-byte rows 2 rows x 8 chunks at a time, B's 32 rows
      * as 16 thread rows of 2, 4 chunks per thread each; stages 2 and 3 (34 816 B of
      * shared memory a stage: 69 632 B or 104 448 B, two blocks per SM on sm_80 and
@@ -714,8 +714,8 @@ static bool gpu_shared_b(Builder *b, const void *vctx)
     return true;
 }
 
-/* Tensor cores on a GPU (sm_80+): the structure of the hand-written gemm_tc_*
- * schedules of stdlib/gemm.pdl (scripts/gen_tc_schedule.py writes the same text) made a
+/* Tensor cores on a GPU (sm_80+): the structure of the hand-written `tc` variant of
+ * gemm in stdlib/gemm.pdl (scripts/gen_tc_schedule.py writes the same text) made a
  * family of templates, one per block tile BM x BN x BK and warp tile WM x WN, with
  * the pipeline depth as the parameter.  mma.sync m16n8k16 products in the
  * accumulator fragment layout, K staged through shared memory (rows padded by 8
@@ -731,7 +731,7 @@ typedef struct TcShape {
 } TcShape;
 
 static const TcShape tc_shapes[] = {
-    {128, 128, 32, 64, 64, {4, 3, 5}, 3}, /* stdlib's gemm_tc_*: 4 warps, 2 blocks per SM */
+    {128, 128, 32, 64, 64, {4, 3, 5}, 3}, /* stdlib gemm's `tc`: 4 warps, 2 blocks per SM */
     {128, 128, 32, 64, 32, {3, 4}, 2},    /* 8 warps */
     {128, 256, 32, 64, 64, {4, 3}, 2},    /* 8 warps, wider */
     {128, 128, 64, 64, 64, {2, 3}, 2},    /* K step 64 */
@@ -851,8 +851,8 @@ static bool gpu_tc_b(Builder *b, const void *vctx)
     return true;
 }
 
-/* Hopper warpgroup products (sm_90a only): the structure of stdlib's gemm_wg_*
- * schedules made templates.  Two warpgroups (thread.x 128, thread.y 2) share a
+/* Hopper warpgroup products (sm_90a only): the structure of stdlib gemm's `wg`
+ * variant made templates.  Two warpgroups (thread.x 128, thread.y 2) share a
  * 128 x BN block tile, each a 64 x BN accumulator fed by one wgmma m64nBNk16 per 16
  * of the 64-deep K step, both operands read from 128-byte swizzled shared memory
  * filled by 16-byte cp.async in a ring of `st` stages; inflight=1 lets one group of
@@ -864,7 +864,7 @@ typedef struct WgShape {
 } WgShape;
 
 static const WgShape wg_shapes[] = {
-    {256, {4, 3}, 1}, /* stdlib's gemm_wg_*: 0.89-0.91x cuBLAS on an H200 */
+    {256, {4, 3}, 1}, /* stdlib gemm's `wg`: 0.89-0.91x cuBLAS on an H200 */
     {128, {3, 4}, 0}, /* two blocks per SM at 3 stages */
     {128, {5, 4}, 1},
 };
@@ -1106,8 +1106,8 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
                                     c->wn), true);
         }
         /* the shared-memory templates when they apply whole (single-nest GEMMs):
-         * f32 first with 16-byte cp.async copies in a pipeline, K step 16 (stdlib's
-         * gemm_tiled) and 32 (gemm_tiled32), then the synchronous one with the tile
+         * f32 first with 16-byte cp.async copies in a pipeline, K step 16 (stdlib gemm's
+         * `tiled`) and 32 (`tiled32`), then the synchronous one with the tile
          * sizes as parameters */
         static const struct { bool pl; int ks; const char *origin; } shared_variants[3] = {
             {true, 16, "rules: GPU shared-memory tiles, cp.async pipeline"},

@@ -22,7 +22,7 @@ t2=$(date +%s)
 sed -n '/^schedule gemm for cpu {/,/^}/p' "$dir/tune.txt" > "$dir/tune.sched"
 sed -n '/^schedule gemm for cpu {/,/^}/p' "$dir/beam.txt" > "$dir/beam.sched"
 # the kernel alone (stdlib/gemm.pdl also holds its hand-written schedule) and the block
-sed -n '/^kernel gemm(M, N, K) {/,/^}/p' stdlib/gemm.pdl > "$dir/kernel.pdl"
+sed -n '/^kernel gemm(M, N, K, T = f32) {/,/^}/p' stdlib/gemm.pdl > "$dir/kernel.pdl"
 cat "$dir/kernel.pdl" "$dir/tune.sched" > "$dir/tune.pdl"
 cat "$dir/kernel.pdl" "$dir/beam.sched" > "$dir/beam.pdl"
 median() { sort -g | sed -n 2p; }

@@ -15,7 +15,7 @@ extra=("$@")
 
 cases=(
   "gemm 2048^3|stdlib/gemm.pdl -k gemm -D M=2048 -D N=2048 -D K=2048"
-  "gemm_f16 1024^3|stdlib/gemm.pdl -k gemm_f16 -D M=1024 -D N=1024 -D K=1024"
+  "gemm T=f16 1024^3|stdlib/gemm.pdl -D T=f16 -D M=1024 -D N=1024 -D K=1024"
   "gemm_nt 1024^3|stdlib/gemm_nt.pdl -D M=1024 -D N=1024 -D K=1024"
   "gemm_tn 1024^3|stdlib/gemm_tn.pdl -D M=1024 -D N=1024 -D K=1024"
   "gemm_bias_relu 1024^3|stdlib/gemm_bias_relu.pdl -D M=1024 -D N=1024 -D K=1024"

@@ -24,8 +24,8 @@ row() {  # row LABEL FILE AB CD M N K [perfc args...]
   echo "$label ${m}x${n}x${k} | perfc-kernel/lt-baseline/call/golden: $lt | gemmex-baseline: $gx | torch: $t"
 }
 row bf16-f32 bench/gpu/kernels/mm_bf16_f32.pdl bf16 f32 4096 4096 4096
-row wg-bf16-f32 stdlib/gemm.pdl bf16 f32 4096 4096 4096 -k gemm_wg_bf16 -target sm_90a
-row wg-f16-f32 stdlib/gemm.pdl f16 f32 4096 4096 4096 -k gemm_wg_f16 -target sm_90a
+row wg-bf16-f32 stdlib/gemm.pdl bf16 f32 4096 4096 4096 -k gemm -D T=bf16 --schedule wg -D M=4096 -D N=4096 -D K=4096 -target sm_90a
+row wg-f16-f32 stdlib/gemm.pdl f16 f32 4096 4096 4096 -k gemm -D T=f16 --schedule wg -D M=4096 -D N=4096 -D K=4096 -target sm_90a
 row f16-f32 bench/gpu/kernels/mm_f16_f32.pdl f16 f32 4096 4096 4096
 row f32 bench/gpu/kernels/mm_f32.pdl f32 f32 4096 4096 4096
 row bf16-f32 bench/gpu/kernels/mm_bf16_f32.pdl bf16 f32 8192 8192 8192

@@ -77,7 +77,7 @@ timeout 60 "$P" dojo --replay "$O/beam.jsonl" | tail -1 || rc=1
 sed -n '/^schedule gemm for /,/^}/p' "$O/tune.txt" > "$O/tune.sched"
 sed -n '/^schedule gemm for /,/^}/p' "$O/beam.txt" > "$O/beam.sched"
 # the kernel alone (stdlib/gemm.pdl also holds its hand-written schedules) and the block
-sed -n '/^kernel gemm(M, N, K) {/,/^}/p' stdlib/gemm.pdl > "$O/kernel.pdl"
+sed -n '/^kernel gemm(M, N, K, T = f32) {/,/^}/p' stdlib/gemm.pdl > "$O/kernel.pdl"
 cat "$O/kernel.pdl" "$O/tune.sched" > "$O/tune.pdl"
 cat "$O/kernel.pdl" "$O/beam.sched" > "$O/beam.pdl"
 for who in tune beam; do : > "$O/$who.ms"; done

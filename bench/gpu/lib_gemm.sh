@@ -15,7 +15,7 @@
 #
 # 1. tests/lib/gpu.sh: GEMM (f32, f16), softmax and layernorm through NAME_call_cuda
 #    at sizes not given at build time (the general GPU variant), against the interpreter.
-# 2. For each kernel (gemm_tiled32 f32 SIMT, gemm_tc_f16 mma.sync, gemm_wg_f16 wgmma on
+# 2. For each kernel (instances of stdlib gemm's variants: gemm_tiled32 f32 SIMT, gemm_tc_f16 mma.sync, gemm_wg_f16 wgmma on
 #    sm_90a) at 4096^3: three alternating rounds of perfc --run, the C caller
 #    bench/gpu/lib_gemm.c and the PyTorch caller bench/gpu/lib_gemm_torch.py, both
 #    timing as perfc --run does (L2 flush and ~1.5 ms of queued writes before each
@@ -50,7 +50,13 @@ echo "== 2. library vs perfc --run at 4096^3"
 TARGETS="host,sm_80,$ARCH"
 [ "$ARCH" = sm_90 ] && TARGETS="$TARGETS,sm_90a"
 echo "perfc lib -target $TARGETS"
-( time "$P" lib stdlib/gemm.pdl -k gemm_tiled32 -k gemm_tc_f16 -k gemm_wg_f16 -target "$TARGETS" -o "$W/gk" ) \
+# stdlib's gemm with three of its GPU schedule variants, each made a kernel of its own
+# (library functions are named after kernels; scripts/pdl_instance.py)
+S4="M=4096 N=4096 K=4096"
+{ $PY scripts/pdl_instance.py stdlib/gemm.pdl gemm gemm_tiled32 --variant tiled32 $S4 && echo &&
+  $PY scripts/pdl_instance.py stdlib/gemm.pdl gemm gemm_tc_f16 --variant tc T=f16 $S4 && echo &&
+  $PY scripts/pdl_instance.py stdlib/gemm.pdl gemm gemm_wg_f16 --variant wg T=f16 $S4; } >"$W/gemm_variants.pdl" || exit 1
+( time "$P" lib "$W/gemm_variants.pdl" -k gemm_tiled32 -k gemm_tc_f16 -k gemm_wg_f16 -target "$TARGETS" -o "$W/gk" ) \
     >"$O/lib_build.log" 2>&1 || { cat "$O/lib_build.log"; exit 1; }
 tail -4 "$O/lib_build.log"
 gcc -O2 -std=c11 bench/gpu/lib_gemm.c -o "$W/lib_gemm" -ldl -lm || exit 1
@@ -61,7 +67,7 @@ for kd in gemm_tiled32:f32:$ARCH gemm_tc_f16:f16:$ARCH gemm_wg_f16:f16:sm_90a; d
     [ "$tgt" = sm_90a ] && [ "$ARCH" != sm_90 ] && continue
     run=(); cl=(); py=(); gap=(); host=()
     for round in 1 2 3; do
-        r=$("$P" stdlib/gemm.pdl -k $k -target $tgt --run --json --seed $round 2>>"$O/run.log" |
+        r=$("$P" "$W/gemm_variants.pdl" -k $k -target $tgt --run --json --seed $round 2>>"$O/run.log" |
             $PY -c 'import json,sys; d=json.load(sys.stdin); print(d["time_ms"]["median"] if d.get("valid") else "invalid")')
         run+=("$r")
         c=$("$W/lib_gemm" "$W/libgk.so" gk $k $dt 4096 4096 4096 50 2>>"$O/c.log")

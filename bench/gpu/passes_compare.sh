@@ -43,14 +43,14 @@ mo, mn = m(o), m(n)
 print(f"{label:28s} CUDA {same:9s} old {mo:8.4f} ms  new {mn:8.4f} ms  new/old {mn / mo:6.3f}   (old {' '.join(o)}; new {' '.join(n)})")
 PY
 }
-row gemm_tiled-4096 sm_90 stdlib/gemm.pdl -k gemm_tiled
-row gemm_tiled32-4096 sm_90 stdlib/gemm.pdl -k gemm_tiled32
-row gemm_tc_f16-4096 sm_90 stdlib/gemm.pdl -k gemm_tc_f16
-row gemm_tc_bf16-4096 sm_90 stdlib/gemm.pdl -k gemm_tc_bf16
-row gemm_wg_f16-4096 sm_90a stdlib/gemm.pdl -k gemm_wg_f16
-row gemm_wg_bf16-4096 sm_90a stdlib/gemm.pdl -k gemm_wg_bf16
-row batched_gemm_tiled sm_90 stdlib/batched_gemm.pdl -k batched_gemm_tiled
-row conv2d_tiled sm_90 stdlib/conv2d.pdl -k conv2d_tiled
+row gemm-tiled-4096 sm_90 stdlib/gemm.pdl -k gemm --schedule tiled -D M=4096 -D N=4096 -D K=4096
+row gemm-tiled32-4096 sm_90 stdlib/gemm.pdl -k gemm --schedule tiled32 -D M=4096 -D N=4096 -D K=4096
+row gemm-f16-tc-4096 sm_90 stdlib/gemm.pdl -k gemm -D T=f16 --schedule tc -D M=4096 -D N=4096 -D K=4096
+row gemm-bf16-tc-4096 sm_90 stdlib/gemm.pdl -k gemm -D T=bf16 --schedule tc -D M=4096 -D N=4096 -D K=4096
+row gemm-f16-wg-4096 sm_90a stdlib/gemm.pdl -k gemm -D T=f16 --schedule wg -D M=4096 -D N=4096 -D K=4096
+row gemm-bf16-wg-4096 sm_90a stdlib/gemm.pdl -k gemm -D T=bf16 --schedule wg -D M=4096 -D N=4096 -D K=4096
+row batched_gemm-tiled sm_90 stdlib/batched_gemm.pdl -k batched_gemm --schedule tiled -D B=16 -D M=1024 -D N=1024 -D K=1024
+row conv2d-tiled sm_90 stdlib/conv2d.pdl -k conv2d --schedule tiled -D N=8 -D C=128 -D H=28 -D W=28 -D K=128 -D U=1
 row softmax-8192 sm_90 stdlib/softmax.pdl -D R=8192 -D C=8192
 row layernorm-8192 sm_90 stdlib/layernorm.pdl -D R=8192 -D C=8192
 row gemm-unscheduled-1024 sm_90 stdlib/gemm.pdl -k gemm -D M=1024 -D N=1024 -D K=1024

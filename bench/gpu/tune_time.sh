@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Time to a good schedule on the GPU: this perfc's tuner against the tuner of a base
-# commit (9540db1), on gemm_tc_f16 at 4096^3 (f16 inputs, f32 accumulation; the
+# commit (9540db1), on gemm (T = f16) at 4096^3 (f16 inputs, f32 accumulation; the
 # rules' wgmma, mma.sync and shared-memory spaces on sm_90a), in one run on one GPU.
 # For each run, the time until the search's best so far is within 5% of (a) its own
 # final best and (b) the best of every run (bench/tune_model_report.py).
@@ -11,7 +11,7 @@
 #
 #   train     the BASE perfc tunes OTHER kernels and sizes into a fresh database (f16
 #             2048^3, bf16 2048^3, f16 4096x4096x1024; TRAIN_BUDGET candidates each,
-#             default 24: the model needs 20 rows), never gemm_tc_f16 at 4096^3
+#             default 24: the model needs 20 rows), never gemm (T = f16) at 4096^3
 #   measure   REPS rounds (default 2 per call; call again for more, ROUND0 the
 #             first round's number): in each, one run of each perfc on its own copy
 #             of that database, order alternating, same seed within a round, the
@@ -45,6 +45,11 @@ REPS=${REPS:-2}
 ROUND0=${ROUND0:-1}
 T=${TARGET:-sm_90a}
 mkdir -p "$WORK" "$OUT"
+# stdlib's gemm at T = f16 and T = bf16 as plain kernels (scripts/pdl_instance.py),
+# which an older perfc reads too; the search ignores the file's schedules anyway
+GEMM16=$WORK/gemm16.pdl
+{ python3 scripts/pdl_instance.py stdlib/gemm.pdl gemm gemm_T_f16 T=f16 && echo &&
+  python3 scripts/pdl_instance.py stdlib/gemm.pdl gemm gemm_T_bf16 T=bf16; } >"$GEMM16"
 for b in perfc perfc-base; do
     [ -x "$WORK/$b" ] || { xz -dc "carry/gpu/$b.xz" > "$WORK/$b" && chmod +x "$WORK/$b"; }
 done
@@ -53,15 +58,15 @@ base_db=$WORK/train.db
 
 tune() { # tune PERFC DB perfc-args...
     local p=$1 db=$2; shift 2
-    "$p" stdlib/gemm.pdl --no-schedule -target "$T" --autotune --db "$db" "$@"
+    "$p" "$GEMM16" --no-schedule -target "$T" --autotune --db "$db" "$@"
 }
 
 case $phase in
 train)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader || true
     rm -f "$base_db"*
-    for args in "-k gemm_tc_f16 -D M=2048 -D N=2048 -D K=2048" "-k gemm_tc_bf16 -D M=2048 -D N=2048 -D K=2048" \
-                "-k gemm_tc_f16 -D M=4096 -D N=4096 -D K=1024"; do
+    for args in "-k gemm_T_f16 -D M=2048 -D N=2048 -D K=2048" "-k gemm_T_bf16 -D M=2048 -D N=2048 -D K=2048" \
+                "-k gemm_T_f16 -D M=4096 -D N=4096 -D K=1024"; do
         echo "training: $args"
         # shellcheck disable=SC2086
         tune "$BASE" "$base_db" --no-model --seed 11 --budget "${TRAIN_BUDGET:-24}" $args > "$OUT/train.out" \
@@ -75,8 +80,8 @@ measure)
         local mode=$1 r=$2 p=$NEW
         [ "$mode" = base ] && p=$BASE
         cp "$base_db" "$WORK/$mode.$r.db"
-        echo "gemm_tc_f16 4096^3, $mode, round $r, $(date -u +%H:%M:%S)"
-        tune "$p" "$WORK/$mode.$r.db" --seed $((100 + r)) -k gemm_tc_f16 -D M=4096 -D N=4096 -D K=4096 \
+        echo "gemm (T = f16) 4096^3, $mode, round $r, $(date -u +%H:%M:%S)"
+        tune "$p" "$WORK/$mode.$r.db" --seed $((100 + r)) -k gemm_T_f16 -D M=4096 -D N=4096 -D K=4096 \
             --compare cublas > "$OUT/$mode.$r.out" 2> "$OUT/$mode.$r.err" || echo "  exit $?"
         grep -E '^(search|converged|profile|measuring) ' "$OUT/$mode.$r.out" || true
     }

@@ -233,14 +233,30 @@ Kernel *cgt_lower_file(const char *path, const char *name, const char *const *pn
     src->len = len;
     free(text);
     Kernel *k = NULL;
+    /* "KERNEL:T=f16": the kernel with its dtype parameter T bound */
+    char kname[128];
+    const char *dt = NULL;
+    if (name) {
+        snprintf(kname, sizeof kname, "%s", name);
+        char *colon = strchr(kname, ':');
+        if (colon && !strncmp(colon, ":T=", 3)) {
+            *colon = 0;
+            dt = colon + 3;
+        }
+        name = kname;
+    }
     Program *p = parse_program(a, src, d);
-    if (d->nerrors || !sema_program(p, d))
+    if (d->nerrors)
         goto out;
     AstKernel *ak = name ? program_find_kernel(p, name) : p->kernels[0];
     if (!ak) {
         diag_plain(d, DIAG_ERROR, "%s has no kernel %s", path, name);
         goto out;
     }
+    if (dt && kernel_find_dtparam(ak, "T") >= 0)
+        kernel_bind_dtparam(ak, kernel_find_dtparam(ak, "T"), dtype_from_name(dt));
+    if (!sema_program(p, d))
+        goto out;
     int64_t *vals = calloc((size_t)ak->nparams + 1, sizeof *vals);
     bool *bound = calloc((size_t)ak->nparams + 1, sizeof *bound);
     for (int i = 0; i < ak->nparams; i++) {
@@ -257,7 +273,7 @@ Kernel *cgt_lower_file(const char *path, const char *name, const char *const *pn
         const AstSchedule *sched[64];
         int ns = 0;
         for (int i = 0; i < p->nschedules && ns < 64; i++)
-            if (!strcmp(p->schedules[i]->kernel, ak->name) && schedule_matches_target(p->schedules[i]->target, target_find(sched_target)))
+            if (schedule_applies(p->schedules[i], ak, target_find(sched_target), NULL))
                 sched[ns++] = p->schedules[i];
         PipelineOpts po = {0};
         po.schedules = sched;

@@ -142,7 +142,7 @@ int main(int argc, char **argv)
             const AstSchedule *sch[16];
             int nsch = 0;
             for (int i = 0; i < p->nschedules && nsch < 16; i++)
-                if (!strcmp(p->schedules[i]->kernel, ak->name) && schedule_matches_target(p->schedules[i]->target, target_find("host")))
+                if (schedule_applies(p->schedules[i], ak, target_find("host"), NULL))
                     sch[nsch++] = p->schedules[i];
             for (int scheduled = 0; scheduled <= (nsch > 0); scheduled++) {
                 if (variant && strcmp(variant, scheduled ? "sched" : "plain"))

@@ -63,7 +63,7 @@ static int make_cases(Case *c, int cap)
         const char *file, *kernel, *rename;
     } std[] = {
         {"softmax.pdl", NULL, "std_softmax"},       {"layernorm.pdl", NULL, "std_layernorm"},
-        {"conv2d.pdl", NULL, "std_conv2d"},         {"gemm.pdl", "gemm_f16", "std_gemm_f16"},
+        {"conv2d.pdl", NULL, "std_conv2d"},         {"gemm.pdl", "gemm:T=f16", "std_gemm_T_f16"},
         {"attention_causal.pdl", NULL, "std_attention_causal"}, {"gemm_bias_relu.pdl", NULL, "std_gemm_bias_relu"},
     };
     const char *names[] = {"M", "N", "K", "R", "C", "B", "H", "S", "D"};

@@ -64,7 +64,7 @@ static Kernel *draw(Program *p, AstKernel *ak, Rng *r, bool sched, char *shape, 
     const AstSchedule *s[64];
     int ns = 0;
     for (int i = 0; i < p->nschedules && ns < 64; i++)
-        if (!strcmp(p->schedules[i]->kernel, ak->name) && schedule_matches_target(p->schedules[i]->target, target_find("host")))
+        if (schedule_applies(p->schedules[i], ak, target_find("host"), NULL))
             s[ns++] = p->schedules[i];
     if (ns == 0) {
         ir_free(k);

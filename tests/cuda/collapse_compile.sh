@@ -4,7 +4,7 @@
 # meaning on the f64 interpreter, the dependence tests see through `v / B` and
 # `v % B` (bind of a collapsed copy loop is proven, a reduction into a collapsed
 # index is still refused), every refusal names its reason at file:line:col, and
-# the gemm_tc_* CUDA C reads its tiles with consecutive lanes on consecutive
+# the CUDA C of gemm's variant tc reads its tiles with consecutive lanes on consecutive
 # 16-byte chunks, stores C as 8-byte pairs and leaves out the dead copy-in of the
 # accumulator.  Exit 77 without NVRTC for the PTX part.
 # Usage: collapse_compile.sh PERFC STDLIB_DIR [PTXAS]
@@ -56,16 +56,18 @@ grep -q 'already in use' "$tmp/e6" || bad "name refusal: $(cat "$tmp/e6")"
 "$perfc" "$k" -k cp -emit ir -D R=0 -s 'collapse(r, c)' 2>"$tmp/e7" && bad "collapse of an empty loop accepted"
 # The tensor-core GEMMs: coalesced copies, paired stores, no dead copy-in.
 g="$dir/gemm.pdl"
-for kk in gemm_tc_f16 gemm_tc_bf16; do
-  "$perfc" "$g" -k $kk -target sm_90 -emit cuda -o "$tmp/$kk.cu" || bad "$kk emit cuda"
+tc=(--schedule tc -D M=4096 -D N=4096 -D K=4096)
+for t in f16 bf16; do
+  kk=tc-$t
+  "$perfc" "$g" -D T=$t "${tc[@]}" -target sm_90 -emit cuda -o "$tmp/$kk.cu" || bad "$kk emit cuda"
   grep -q 'pf_cp_async16(&As\[.*(af >> 2).*(af & 3)' "$tmp/$kk.cu" || bad "$kk: A copies not along rows"
   grep -q 'make_float2(pf_st\[0\], pf_st\[1\])' "$tmp/$kk.cu" || bad "$kk: C not stored in 8-byte pairs"
   # the copy-in of the accumulator is there after simplify, gone after gpu-dead-fill
-  "$perfc" "$g" -k $kk -target sm_90 -dump-after=simplify 2>&1 | grep -q '^| | | | | | acc\[.*\] = C\[' || bad "$kk: no copy-in to drop"
-  "$perfc" "$g" -k $kk -target sm_90 -dump-after=gpu-dead-fill 2>&1 | grep -q 'acc\[.*\] = C\[' && bad "$kk: dead copy-in kept"
+  "$perfc" "$g" -D T=$t "${tc[@]}" -target sm_90 -dump-after=simplify 2>&1 | grep -q '^| | | | | | acc\[.*\] = C\[' || bad "$kk: no copy-in to drop"
+  "$perfc" "$g" -D T=$t "${tc[@]}" -target sm_90 -dump-after=gpu-dead-fill 2>&1 | grep -q 'acc\[.*\] = C\[' && bad "$kk: dead copy-in kept"
   grep -q '= C\[' "$tmp/$kk.cu" && bad "$kk: still reads C"
 done
-if "$perfc" "$g" -k gemm_tc_f16 -target sm_90 -emit ptx -o "$tmp/f16.ptx" 2>"$tmp/ep"; then
+if "$perfc" "$g" -k gemm -D T=f16 --schedule tc -D M=4096 -D N=4096 -D K=4096 -target sm_90 -emit ptx -o "$tmp/f16.ptx" 2>"$tmp/ep"; then
   grep -q 'st.global.v2.f32' "$tmp/f16.ptx" || bad "PTX without 8-byte C stores"
   grep -q 'cp.async.cg.shared.global' "$tmp/f16.ptx" || bad "PTX without cp.async"
   if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then

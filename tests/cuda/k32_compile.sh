@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compile-only checks of gemm_tiled32 (stdlib/gemm.pdl: the SIMT f32 GEMM with a K
+# Compile-only checks of gemm's variant tiled32 (stdlib/gemm.pdl: the SIMT f32 GEMM with a K
 # step of 32), everywhere: its schedule, applied to the general gemm kernel, keeps
 # the meaning on the f64 interpreter (same sums as unscheduled) at K = 32, 96, 160
 # for every choice of its parameters (KU: the k unroll, ST: the stages); the CUDA
@@ -15,8 +15,8 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 g="$dir/gemm.pdl"
-grep -q '^schedule gemm_tiled32 for gpu {' "$g" || { echo "FAIL: no gemm_tiled32 schedule in $g"; exit 1; }
-sched=$(sed -n '/^schedule gemm_tiled32 for gpu {/,/^}/p' "$g" | sed '1d;$d')
+grep -q '^schedule gemm for gpu as tiled32 ' "$g" || { echo "FAIL: no tiled32 variant of gemm in $g"; exit 1; }
+sched=$(sed -n '/^schedule gemm for gpu as tiled32 /,/^}/p' "$g" | sed '1d;$d')
 variant() {  # KU ST: the schedule with both parameters fixed
   sed "s/param KU in \[[^]]*\]/param KU = $1/; s/param ST in \[[^]]*\]/param ST = $2/" <<<"$sched"
 }
@@ -40,9 +40,9 @@ for v in "16 2" "32 2" "16 3" "32 3"; do
   grep -q 'float acc\[8\]\[8\];' "$tmp/v$1_$2.cu" || bad "KU=$1 ST=$2: acc not privatised to 8x8"
 done
 # The stdlib kernel itself (its defaults: KU = 16, ST = 2).
-"$perfc" "$g" -k gemm_tiled32 -target sm_90 -emit cuda -o "$tmp/t.cu" || bad "gemm_tiled32 emit cuda"
-grep -q '2-stage pipeline' "$tmp/t.cu" || bad "gemm_tiled32: default is not 2 stages"
-grep -q 'gemm_tiled32_0  (32, 32, 1)  (16, 16, 1)  69632' "$tmp/t.cu" || bad "gemm_tiled32 launch: $(grep -A1 'Launches' "$tmp/t.cu")"
+"$perfc" "$g" -k gemm --schedule tiled32 -D M=4096 -D N=4096 -D K=4096 -target sm_90 -emit cuda -o "$tmp/t.cu" || bad "tiled32 emit cuda"
+grep -q '2-stage pipeline' "$tmp/t.cu" || bad "tiled32: default is not 2 stages"
+grep -q 'gemm_0  (32, 32, 1)  (16, 16, 1)  69632' "$tmp/t.cu" || bad "tiled32 launch: $(grep -A1 'Launches' "$tmp/t.cu")"
 # Refused: a mapping under which threads would update one element (f / 4 names a
 # column of C, f % 4 a k); tests/xform (test_xform, test_deps) has the unit cases,
 # overlapping mixed-radix digits included.
@@ -87,5 +87,5 @@ for v in "16 2" "32 2" "16 3" "32 3"; do
     bad "KU=$1 ST=$2 emit ptx: $(cat "$tmp/e5")"
   fi
 done
-[ $fail = 0 ] && echo "gemm_tiled32: all checks passed"
+[ $fail = 0 ] && echo "gemm --schedule tiled32: all checks passed"
 exit $fail

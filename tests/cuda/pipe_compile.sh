@@ -14,14 +14,20 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 g="$dir/gemm.pdl"
-for k in gemm_tc_f16 gemm_tc_bf16; do
+# gemm's variant `tc` (T = f16, bf16) at the 4096^3 it was tuned for; later -D values override
+big=(-D M=4096 -D N=4096 -D K=4096)
+# -target interp applies no `for gpu` schedule: the variant's text goes in with -s
+sched=$(sed -n "/^schedule gemm for gpu as tc /,/^}/p" "$g" | sed '1d;$d' | tr '\n' ';')
+[ -n "$sched" ] || bad "no tc variant in $g"
+for t in f16 bf16; do
+  k=tc-$t
   for kk in 32 96 160; do
     sz=(-D M=128 -D N=256 -D K=$kk)
-    "$perfc" "$g" -k $k --no-schedule -target interp --run "${sz[@]}" --seed 3 >"$tmp/a" 2>&1 || bad "$k K=$kk interp unscheduled"
-    "$perfc" "$g" -k $k -target interp --run "${sz[@]}" --seed 3 >"$tmp/b" 2>&1 || bad "$k K=$kk interp pipelined"
+    "$perfc" "$g" -D T=$t --no-schedule -target interp --run "${sz[@]}" --seed 3 >"$tmp/a" 2>&1 || bad "$k K=$kk interp unscheduled"
+    "$perfc" "$g" -D T=$t --no-schedule -target interp --run "${sz[@]}" --seed 3 -s "$sched" >"$tmp/b" 2>&1 || bad "$k K=$kk interp pipelined"
     [ -n "$(grep sum "$tmp/a")" ] && [ "$(grep sum "$tmp/a")" = "$(grep sum "$tmp/b")" ] || bad "$k K=$kk: pipelined result differs"
   done
-  "$perfc" "$g" -k $k -target sm_90 -emit cuda -o "$tmp/$k.cu" || bad "$k emit cuda"
+  "$perfc" "$g" -D T=$t --schedule tc "${big[@]}" -target sm_90 -emit cuda -o "$tmp/$k.cu" || bad "$k emit cuda"
   grep -q 'As: .*\[4\]\[128\]\[40\] staged in shared memory' "$tmp/$k.cu" || bad "$k: As has no stage dimension"
   grep -q '4-stage pipeline' "$tmp/$k.cu" || bad "$k: loop not pipelined"
   grep -q 'pf_cp_async16(&As\[' "$tmp/$k.cu" || bad "$k: A not copied with cp.async"
@@ -32,23 +38,23 @@ done
 # choice follows the IR mark, not a guess).
 nopipe=$(mktemp "$tmp/np_XXXX.pdl")
 sed '/pipeline(ko, 4)/d' "$g" >"$nopipe"
-"$perfc" "$nopipe" -k gemm_tc_f16 -target sm_90 -emit cuda -o "$tmp/np.cu" || bad "unpipelined emit"
+"$perfc" "$nopipe" -D T=f16 --schedule tc "${big[@]}" -target sm_90 -emit cuda -o "$tmp/np.cu" || bad "unpipelined emit"
 grep -q 'pf_cp_async16(&' "$tmp/np.cu" && bad "cp.async without a pipeline"
 # Refusals.
 sed 's/pipeline(ko, 4)/pipeline(ko, 1)/' "$g" >"$tmp/r1.pdl"
-"$perfc" "$tmp/r1.pdl" -k gemm_tc_f16 -target sm_90 -emit cuda >/dev/null 2>"$tmp/e1" && bad "1 stage accepted"
+"$perfc" "$tmp/r1.pdl" -D T=f16 --schedule tc "${big[@]}" -target sm_90 -emit cuda >/dev/null 2>"$tmp/e1" && bad "1 stage accepted"
 grep -q '2 to 8 stages' "$tmp/e1" || bad "stage-count refusal reason: $(cat "$tmp/e1")"
 sed 's/pipeline(ko, 4)/pipeline(ks, 2)/' "$g" >"$tmp/r2.pdl"
-"$perfc" "$tmp/r2.pdl" -k gemm_tc_f16 -target sm_90 -emit cuda >/dev/null 2>"$tmp/e2" && bad "pipeline inside thread loops accepted"
+"$perfc" "$tmp/r2.pdl" -D T=f16 --schedule tc "${big[@]}" -target sm_90 -emit cuda >/dev/null 2>"$tmp/e2" && bad "pipeline inside thread loops accepted"
 grep -q 'block level' "$tmp/e2" || bad "thread-loop refusal reason: $(cat "$tmp/e2")"
 sed 's/pipeline(ko, 4)/pipeline(io, 2)/' "$g" >"$tmp/r3.pdl"
-"$perfc" "$tmp/r3.pdl" -k gemm_tc_f16 -target sm_90 -emit cuda >/dev/null 2>"$tmp/e3" && bad "pipeline of a block loop accepted"
+"$perfc" "$tmp/r3.pdl" -D T=f16 --schedule tc "${big[@]}" -target sm_90 -emit cuda >/dev/null 2>"$tmp/e3" && bad "pipeline of a block loop accepted"
 grep -q 'already marked' "$tmp/e3" || bad "block-loop refusal reason: $(cat "$tmp/e3")"
 "$perfc" "$g" -k gemm --no-schedule -D M=64 -D N=64 -D K=64 -target interp -emit ir \
     -s 'split(k, 16, ko, ki); pipeline(ko, 2)' >/dev/null 2>"$tmp/e4" && bad "pipeline without copies accepted"
 grep -q 'start with copies into shared memory' "$tmp/e4" || bad "no-copy refusal reason: $(cat "$tmp/e4")"
-if "$perfc" "$g" -k gemm_tc_f16 -target sm_90 -emit ptx -o "$tmp/f16.ptx" 2>"$tmp/e5"; then
-  "$perfc" "$g" -k gemm_tc_bf16 -target sm_80 -emit ptx -o "$tmp/bf16.ptx" || bad "bf16 sm_80 ptx"
+if "$perfc" "$g" -D T=f16 --schedule tc "${big[@]}" -target sm_90 -emit ptx -o "$tmp/f16.ptx" 2>"$tmp/e5"; then
+  "$perfc" "$g" -D T=bf16 --schedule tc "${big[@]}" -target sm_80 -emit ptx -o "$tmp/bf16.ptx" || bad "bf16 sm_80 ptx"
   for f in f16 bf16; do
     grep -q 'cp.async.cg.shared.global' "$tmp/$f.ptx" || bad "$f PTX without cp.async.cg"
     grep -q 'cp.async.wait_group 2' "$tmp/$f.ptx" || bad "$f PTX without cp.async.wait_group"

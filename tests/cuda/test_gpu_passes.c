@@ -26,10 +26,17 @@ static int failures;
         }                                                          \
     } while (0)
 
-/* Kernel `name` of `path` with sizes `sizes` ("M=128 N=128 K=32"), its GPU schedule applied
- * (sched: it must have one). */
-static Kernel *load(Arena *a, const char *path, const char *name, const char *sizes, bool sched, Diags *d)
+/* Kernel `spec` of `path` with sizes `sizes` ("M=128 N=128 K=32"), its GPU schedule
+ * applied (sched: it must have one).  spec is KERNEL or KERNEL/VARIANT (the file's
+ * `schedule KERNEL for gpu as VARIANT`); sizes may bind the dtype parameter T (`T=f16`). */
+static Kernel *load(Arena *a, const char *path, const char *spec, const char *sizes, bool sched, Diags *d)
 {
+    char name[64];
+    snprintf(name, sizeof name, "%s", spec);
+    char *slash = strchr(name, '/');
+    const char *variant = slash ? slash + 1 : NULL;
+    if (slash)
+        *slash = 0;
     FILE *f = fopen(path, "rb");
     if (!f) {
         diag_plain(d, DIAG_ERROR, "cannot read %s", path);
@@ -45,9 +52,16 @@ static Kernel *load(Arena *a, const char *path, const char *name, const char *si
     src->len = t.len;
     sb_free(&t);
     Program *p = parse_program(a, src, d);
-    if (d->nerrors || !sema_program(p, d)) return NULL;
+    if (d->nerrors) return NULL;
     AstKernel *ak = program_find_kernel(p, name);
     if (!ak) return NULL;
+    const char *dt = strstr(sizes, "T=");
+    if (dt && kernel_find_dtparam(ak, "T") >= 0) {
+        char v[8] = {0};
+        sscanf(dt + 2, "%7[a-z0-9]", v);
+        kernel_bind_dtparam(ak, kernel_find_dtparam(ak, "T"), dtype_from_name(v));
+    }
+    if (!sema_program(p, d)) return NULL;
     int64_t vals[32];
     bool bound[32];
     for (int i = 0; i < ak->nparams && i < 32; i++) {
@@ -62,7 +76,7 @@ static Kernel *load(Arena *a, const char *path, const char *name, const char *si
     const AstSchedule *s[8];
     int ns = 0;
     for (int i = 0; i < p->nschedules && ns < 8; i++)
-        if (!strcmp(p->schedules[i]->kernel, name) && schedule_matches_target(p->schedules[i]->target, target_find("sm_90a")))
+        if (schedule_applies(p->schedules[i], ak, target_find("sm_90a"), variant))
             s[ns++] = p->schedules[i];
     PipelineOpts po = {0};
     po.schedules = s;
@@ -161,15 +175,15 @@ int main(int argc, char **argv)
         one_of(lang, "scans.pdl", "scatter_i32", "N=300 V=4 D=33", "sm_80", false);
         one_of(lang, "scans.pdl", "scatter_f64", "N=300 V=4", "sm_80", false);
     }
-    one(dir, "gemm.pdl", "gemm_tiled", "M=128 N=256 K=32", "sm_80");
-    one(dir, "gemm.pdl", "gemm_tiled32", "M=128 N=128 K=64", "sm_80");
-    one(dir, "gemm.pdl", "gemm_tc_f16", "M=128 N=256 K=64", "sm_80");
-    one(dir, "gemm.pdl", "gemm_tc_bf16", "M=256 N=128 K=96", "sm_90");
-    one(dir, "gemm.pdl", "gemm_wg_f16", "M=128 N=256 K=128", "sm_90a");
+    one(dir, "gemm.pdl", "gemm/tiled", "M=128 N=256 K=32", "sm_80");
+    one(dir, "gemm.pdl", "gemm/tiled32", "M=128 N=128 K=64", "sm_80");
+    one(dir, "gemm.pdl", "gemm/tc", "M=128 N=256 K=64 T=f16", "sm_80");
+    one(dir, "gemm.pdl", "gemm/tc", "M=256 N=128 K=96 T=bf16", "sm_90");
+    one(dir, "gemm.pdl", "gemm/wg", "M=128 N=256 K=128 T=f16", "sm_90a");
     one(dir, "softmax.pdl", "softmax", "R=3 C=1000", "sm_80");
     one(dir, "layernorm.pdl", "layernorm", "R=3 C=777", "sm_80");
-    one(dir, "batched_gemm.pdl", "batched_gemm_tiled", "B=2 M=128 N=128 K=32", "sm_80");
-    one(dir, "conv2d.pdl", "conv2d_tiled", "N=1 C=8 H=8 W=8 K=128", "sm_80");
+    one(dir, "batched_gemm.pdl", "batched_gemm/tiled", "B=2 M=128 N=128 K=32", "sm_80");
+    one(dir, "conv2d.pdl", "conv2d/tiled", "N=1 C=8 H=8 W=8 K=128 U=1", "sm_80");
     if (failures) fprintf(stderr, "%d failure(s)\n", failures);
     else printf("gpu passes: every scheduled stdlib kernel keeps its results through the target passes\n");
     return failures != 0;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Compile-only checks of the Hopper warpgroup GEMM schedules (stdlib/gemm.pdl
-# gemm_wg_f16, gemm_wg_bf16) through the perfc command, everywhere: each schedule
+# Compile-only checks of the Hopper warpgroup GEMM schedule (stdlib/gemm.pdl, gemm's
+# variant `wg` with T = f16 and T = bf16) through the perfc command, everywhere: each schedule
 # keeps its meaning on the f64 interpreter (bit-identical sums to the unscheduled
 # kernel at a small shape), its CUDA C holds the accumulator in wgmma fragment
 # layout, reads swizzled shared memory through descriptors and fences the async
@@ -16,16 +16,18 @@ fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 g="$dir/gemm.pdl"
 sz=(-D M=256 -D N=512 -D K=192)
-for k in gemm_wg_f16 gemm_wg_bf16; do
-  t=${k#gemm_wg_}
-  "$perfc" "$g" -k $k --no-schedule -target interp --run "${sz[@]}" --seed 7 >"$tmp/a" 2>&1 || bad "$k interp unscheduled"
+# the variant at the 4096^3 it was tuned for; later -D values override these
+big=(-D M=4096 -D N=4096 -D K=4096)
+for t in f16 bf16; do
+  k=wg-$t
+  "$perfc" "$g" -D T=$t --no-schedule -target interp --run "${sz[@]}" --seed 7 >"$tmp/a" 2>&1 || bad "$k interp unscheduled"
   # -target interp applies no `for gpu` schedule: the schedule's text goes in with -s
-  sched=$(sed -n "/^schedule $k for gpu {/,/^}/p" "$g" | sed '1d;$d' | tr '\n' ';')
+  sched=$(sed -n "/^schedule gemm for gpu as wg /,/^}/p" "$g" | sed '1d;$d' | tr '\n' ';')
   [ -n "$sched" ] || bad "$k: schedule not found"
-  "$perfc" "$g" -k $k --no-schedule -target interp --run "${sz[@]}" --seed 7 -s "$sched" >"$tmp/b" 2>&1 || bad "$k interp scheduled"
-  grep -q 'wgmma' <("$perfc" "$g" -k $k --no-schedule -target interp -emit ir "${sz[@]}" -s "$sched" 2>&1) || bad "$k: schedule not applied"
+  "$perfc" "$g" -D T=$t --no-schedule -target interp --run "${sz[@]}" --seed 7 -s "$sched" >"$tmp/b" 2>&1 || bad "$k interp scheduled"
+  grep -q 'wgmma' <("$perfc" "$g" -D T=$t --no-schedule -target interp -emit ir "${sz[@]}" -s "$sched" 2>&1) || bad "$k: schedule not applied"
   [ -n "$(grep sum "$tmp/a")" ] && [ "$(grep sum "$tmp/a")" = "$(grep sum "$tmp/b")" ] || bad "$k: scheduled result differs"
-  "$perfc" "$g" -k $k -target sm_90a -emit cuda -o "$tmp/$k.cu" || bad "$k emit cuda"
+  "$perfc" "$g" -D T=$t --schedule wg "${big[@]}" -target sm_90a -emit cuda -o "$tmp/$k.cu" || bad "$k emit cuda"
   grep -q 'float acc\[1\]\[32\]\[4\];' "$tmp/$k.cu" || bad "$k: accumulator not in wgmma fragment layout"
   grep -q "pf_wgmma_${t}_n256_01(&acc\[0\]\[0\]\[0\], pf_wg_desc(" "$tmp/$k.cu" || bad "$k: no wgmma call with descriptors"
   grep -qE 'pf_cp_async16\(&\(\*reinterpret_cast<pf_(half|bf16) \*>\(As \+ pf_swz\(' "$tmp/$k.cu" || bad "$k: copies not swizzled"
@@ -34,21 +36,21 @@ for k in gemm_wg_f16 gemm_wg_bf16; do
   grep -q '__align__(1024)' "$tmp/$k.cu" || bad "$k: shared memory not 1024-aligned"
 done
 # The contract, refused with reasons.
-"$perfc" "$g" -k gemm_wg_f16 -target sm_90 -emit cuda >/dev/null 2>"$tmp/e1" && bad "wgmma accepted for sm_90"
+"$perfc" "$g" -k gemm -D T=f16 --schedule wg -D M=4096 -D N=4096 -D K=4096 -target sm_90 -emit cuda >/dev/null 2>"$tmp/e1" && bad "wgmma accepted for sm_90"
 grep -q 'only sm_90a has' "$tmp/e1" || bad "sm_90 refusal reason: $(cat "$tmp/e1")"
 base='tile(i, j, 64, 64, io, jo, ii, ji); cache(C, jo, name=acc); distribute(ji); distribute(ii); split(k, 64, ko, kt); split(kt, 16, ks, kk); reorder(ko, ks, ii1, ji1, kk); cache(A, ko, mem=shared, name=As); cache(B, ko, mem=shared, name=Bs); bind(io, block.y); bind(jo, block.x)'
-"$perfc" "$g" -k gemm_f16 --no-schedule -target sm_90a -emit cuda "${sz[@]}" -s "$base; wgmma(ii1, ji1, kk); bind(As_c0, thread.x)" >/dev/null 2>"$tmp/e2" && bad "wgmma launch 64 threads wide accepted"
+"$perfc" "$g" -k gemm -D T=f16 --no-schedule -target sm_90a -emit cuda "${sz[@]}" -s "$base; wgmma(ii1, ji1, kk); bind(As_c0, thread.x)" >/dev/null 2>"$tmp/e2" && bad "wgmma launch 64 threads wide accepted"
 grep -q 'thread of a warpgroup' "$tmp/e2" || bad "warpgroup refusal reason: $(cat "$tmp/e2")"
-"$perfc" "$g" -k gemm_f16 --no-schedule -target sm_90a -emit cuda "${sz[@]}" -s "$base; padding(As, 8); wgmma(ii1, ji1, kk); bind(As_c1, thread.x)" >/dev/null 2>"$tmp/e3" && bad "padded wgmma operand accepted"
+"$perfc" "$g" -k gemm -D T=f16 --no-schedule -target sm_90a -emit cuda "${sz[@]}" -s "$base; padding(As, 8); wgmma(ii1, ji1, kk); bind(As_c1, thread.x)" >/dev/null 2>"$tmp/e3" && bad "padded wgmma operand accepted"
 grep -q 'no padding' "$tmp/e3" || bad "padding refusal reason: $(cat "$tmp/e3")"
-"$perfc" "$g" -k gemm_f16 --no-schedule -target sm_90a -emit ir "${sz[@]}" -s "tile(i, j, 32, 64, io, jo, ii, ji); distribute(ji); distribute(ii); split(k, 16, ko, kk); reorder(ko, ii1, ji1, kk); wgmma(ii1, ji1, kk)" >/dev/null 2>"$tmp/e4" && bad "32-row wgmma triple accepted"
+"$perfc" "$g" -k gemm -D T=f16 --no-schedule -target sm_90a -emit ir "${sz[@]}" -s "tile(i, j, 32, 64, io, jo, ii, ji); distribute(ji); distribute(ii); split(k, 16, ko, kk); reorder(ko, ii1, ji1, kk); wgmma(ii1, ji1, kk)" >/dev/null 2>"$tmp/e4" && bad "32-row wgmma triple accepted"
 grep -q 'must run exactly 64 times' "$tmp/e4" || bad "shape refusal reason: $(cat "$tmp/e4")"
 "$perfc" "$g" -k gemm --no-schedule -target sm_90a -emit ir "${sz[@]}" -s "tile(i, j, 64, 64, io, jo, ii, ji); distribute(ji); distribute(ii); split(k, 16, ko, kk); reorder(ko, ii1, ji1, kk); wgmma(ii1, ji1, kk)" >/dev/null 2>"$tmp/e5" && bad "f32 wgmma triple accepted"
 grep -q 'f16 x f16 or bf16 x bf16' "$tmp/e5" || bad "dtype refusal reason: $(cat "$tmp/e5")"
-"$perfc" "$g" -k gemm_f16 --no-schedule -target sm_90a -emit ir "${sz[@]}" -s "$base; pipeline(ko, 2, inflight=1)" >/dev/null 2>"$tmp/e6" && bad "2-stage inflight pipeline accepted"
+"$perfc" "$g" -k gemm -D T=f16 --no-schedule -target sm_90a -emit ir "${sz[@]}" -s "$base; pipeline(ko, 2, inflight=1)" >/dev/null 2>"$tmp/e6" && bad "2-stage inflight pipeline accepted"
 grep -q 'needs at least 3 stages' "$tmp/e6" || bad "inflight refusal reason: $(cat "$tmp/e6")"
-if "$perfc" "$g" -k gemm_wg_f16 -target sm_90a -emit ptx -o "$tmp/f16.ptx" 2>"$tmp/e7"; then
-  "$perfc" "$g" -k gemm_wg_bf16 -target sm_90a -emit ptx -o "$tmp/bf16.ptx" || bad "bf16 sm_90a ptx"
+if "$perfc" "$g" -k gemm -D T=f16 --schedule wg -D M=4096 -D N=4096 -D K=4096 -target sm_90a -emit ptx -o "$tmp/f16.ptx" 2>"$tmp/e7"; then
+  "$perfc" "$g" -k gemm -D T=bf16 --schedule wg -D M=4096 -D N=4096 -D K=4096 -target sm_90a -emit ptx -o "$tmp/bf16.ptx" || bad "bf16 sm_90a ptx"
   grep -q 'wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16' "$tmp/f16.ptx" || bad "f16 PTX without wgmma"
   grep -q 'wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16' "$tmp/bf16.ptx" || bad "bf16 PTX without wgmma"
   grep -q 'fence.proxy.async.shared::cta' "$tmp/f16.ptx" || bad "PTX without the proxy fence"

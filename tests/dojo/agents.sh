@@ -14,7 +14,7 @@ for a in random greedy beam; do
   sed -n '/^schedule gemm for cpu {/,/^}/p' "$dir/$a.txt" > "$dir/$a.sched"
   # the kernel alone (the stdlib file also holds its own schedule) and the block: it
   # applies, and compiles to the kernel the agent measured
-  sed -n '/^kernel gemm(M, N, K) {/,/^}/p' "$root/stdlib/gemm.pdl" > "$dir/$a.pdl"
+  sed -n '/^kernel gemm(M, N, K, T = f32) {/,/^}/p' "$root/stdlib/gemm.pdl" > "$dir/$a.pdl"
   cat "$dir/$a.sched" >> "$dir/$a.pdl"
   "$perfc" "$dir/$a.pdl" -k gemm -D M=32 -D N=32 -D K=32 --run --seed 1 > /dev/null
   "$perfc" dojo --replay "$dir/$a.jsonl" | grep -q "as recorded"

@@ -81,7 +81,7 @@ static void compile_kernel(Program *p, AstKernel *ak, const uint8_t *ctl, const 
     const AstSchedule *scheds[64];
     int ns = 0;
     for (int i = 0; i < p->nschedules && ns < 63; i++)
-        if (!strcmp(p->schedules[i]->kernel, ak->name) && schedule_matches_target(p->schedules[i]->target, target_find(target)))
+        if (schedule_applies(p->schedules[i], ak, target_find(target), NULL))
             scheds[ns++] = p->schedules[i];
     if (sched) {
         Source *src = arena_alloc(a, sizeof *src);

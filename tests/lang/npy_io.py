@@ -37,7 +37,7 @@ def run(pdl, kernel, sizes, inputs, target="host", folder=False):
     out = os.path.join(W, kernel + "_out.npz")
     args = [PERFC, pdl, "-k", kernel, "--run", "--quiet", "--inputs", src, "--save-outputs", out, "-target", target]
     for k, v in sizes.items():
-        args += ["-D", "%s=%d" % (k, v)]
+        args += ["-D", "%s=%s" % (k, v)]
     p = subprocess.run(args, capture_output=True, text=True)
     if p.returncode != 0:
         failures.append("%s: perfc exit %d: %s" % (kernel, p.returncode, p.stderr.strip()[-400:]))
@@ -72,7 +72,7 @@ for target in ("host", "interp"):
 check("gemm/folder", run(os.path.join(STD, "gemm.pdl"), "gemm", dict(M=33, N=21, K=17), dict(A=A, B=B),
                          folder=True), dict(C=A.astype(np.float64) @ B))
 Ah, Bh = A.astype(np.float16), B.astype(np.float16)
-check("gemm_f16", run(os.path.join(STD, "gemm.pdl"), "gemm_f16", dict(M=33, N=21, K=17), dict(A=Ah, B=Bh)),
+check("gemm T=f16", run(os.path.join(STD, "gemm.pdl"), "gemm", dict(M=33, N=21, K=17, T="f16"), dict(A=Ah, B=Bh)),
       dict(C=Ah.astype(np.float64) @ Bh.astype(np.float64)))
 A3, W3 = f32(3, 9, 7), f32(3, 7, 5)
 check("batched_gemm", run(os.path.join(STD, "batched_gemm.pdl"), "batched_gemm", dict(B=3, M=9, N=5, K=7),

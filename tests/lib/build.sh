@@ -16,8 +16,11 @@ S=$SRC/stdlib
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# perfc lib builds a kernel at its default dtypes: the f16 GEMM of stdlib's gemm
+# (T = f16) becomes a kernel of its own, gemm_f16, for the library (scripts/pdl_instance.py)
+python3 "$SRC/scripts/pdl_instance.py" "$S/gemm.pdl" gemm gemm_f16 T=f16 >"$W/gemm_f16.pdl"
 
-"$PERFC" lib "$S/gemm.pdl" "$S/softmax.pdl" "$S/conv2d.pdl" "$S/layernorm.pdl" "$S/attention_causal.pdl" \
+"$PERFC" lib "$S/gemm.pdl" "$W/gemm_f16.pdl" "$S/softmax.pdl" "$S/conv2d.pdl" "$S/layernorm.pdl" "$S/attention_causal.pdl" \
     "$SRC/tests/lib/window.pdl" -k gemm -k gemm_f16 -k softmax -k conv2d -k layernorm -k attention_causal -k window \
     -D M=64 -D N=48 -D K=32 --sizes softmax:R=16,C=100 --sizes layernorm:R=16,C=100 \
     --sizes B=1,H=2,S=16,D=8 -o "$W/tk" >/dev/null
@@ -31,7 +34,7 @@ spec() { # the build-time sizes must run specialised code
     grep -q "specialised variant" <<<"$out" || fail "$2 at $3 did not run its specialised code"
 }
 spec "$S/gemm.pdl" gemm M=64,N=48,K=32
-spec "$S/gemm.pdl" gemm_f16 M=64,N=48,K=32
+spec "$W/gemm_f16.pdl" gemm_f16 M=64,N=48,K=32
 spec "$S/softmax.pdl" softmax R=16,C=100
 spec "$S/layernorm.pdl" layernorm R=16,C=100
 spec "$S/conv2d.pdl" conv2d N=2,C=3,H=11,W=13,K=4,R=3,S=3,U=2,P=1
@@ -39,7 +42,7 @@ spec "$S/attention_causal.pdl" attention_causal B=1,H=2,S=16,D=8
 # three sizes per kernel that were not given at build time
 for m in M=1,N=1,K=1 M=33,N=17,K=5 M=65,N=49,K=31; do
     check "$S/gemm.pdl" gemm $m
-    check "$S/gemm.pdl" gemm_f16 $m
+    check "$W/gemm_f16.pdl" gemm_f16 $m
 done
 for m in R=1,C=1 R=7,C=1001 R=17,C=99; do
     check "$S/softmax.pdl" softmax $m
@@ -117,7 +120,9 @@ echo "C11/C++17 header and static link: ok"
 
 # GPU code: built with NVRTC when it is there; on a machine without a GPU the _cuda
 # entry points answer PERFC_LIB_EDEVICE with a reason (bench/gpu/lib_gemm.sh runs them)
-if "$PERFC" lib "$S/gemm.pdl" -k gemm_tiled --sizes gemm_tiled:M=256,N=256,K=64 -target host,sm_80,sm_90 \
+python3 "$SRC/scripts/pdl_instance.py" "$S/gemm.pdl" gemm gemm_tiled --variant tiled M=4096 N=4096 K=4096 \
+    >"$W/gemm_tiled.pdl"
+if "$PERFC" lib "$W/gemm_tiled.pdl" -k gemm_tiled --sizes gemm_tiled:M=256,N=256,K=64 -target host,sm_80,sm_90 \
         -o "$W/gk" >"$W/gk.log" 2>&1; then
     grep -q 'int gk_gemm_tiled_cuda(const float \*A, const float \*B, float \*C, int64_t M, int64_t N, int64_t K, void \*stream);' \
         "$W/gk.h" || fail "gk.h lacks gk_gemm_tiled_cuda"

@@ -21,11 +21,14 @@ fi
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# perfc lib builds a kernel at its default dtypes: the f16 GEMM of stdlib's gemm
+# (T = f16) becomes a kernel of its own, gemm_f16, for the library (scripts/pdl_instance.py)
+python3 "$SRC/scripts/pdl_instance.py" "$S/gemm.pdl" gemm gemm_f16 T=f16 >"$W/gemm_f16.pdl"
 ARCH=sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .')
 TARGETS=host,sm_80
 case $ARCH in sm_80) ;; sm_86|sm_89|sm_90) TARGETS=$TARGETS,$ARCH ;; esac
 echo "GPU $ARCH: perfc lib -target $TARGETS"
-"$PERFC" lib "$S/gemm.pdl" "$S/softmax.pdl" "$S/layernorm.pdl" "$SRC/tests/lib/window.pdl" \
+"$PERFC" lib "$S/gemm.pdl" "$W/gemm_f16.pdl" "$S/softmax.pdl" "$S/layernorm.pdl" "$SRC/tests/lib/window.pdl" \
     -k gemm -k gemm_f16 -k softmax -k layernorm -k window -target "$TARGETS" \
     -D M=64 -D N=48 -D K=32 --sizes softmax:R=16,C=100 --sizes layernorm:R=16,C=100 -o "$W/tg" >"$W/build.log" 2>&1 \
     || { cat "$W/build.log"; fail "perfc lib"; }
@@ -39,7 +42,7 @@ run() { # run WANT-IN-TRACE lib_check-args...
 }
 for m in M=1,N=1,K=1 M=33,N=17,K=5 M=65,N=49,K=31; do
     run "GPU general variant" "$S/gemm.pdl" gemm $m
-    run "GPU general variant" "$S/gemm.pdl" gemm_f16 $m
+    run "GPU general variant" "$W/gemm_f16.pdl" gemm_f16 $m
 done
 for m in R=1,C=1 R=7,C=1001 R=17,C=99; do
     run "GPU general variant" "$S/softmax.pdl" softmax $m

@@ -64,8 +64,7 @@ static Kernel *lower(const Front *f, const AstKernel *ak, const int64_t *vals, b
         const AstSchedule *s[16];
         int ns = 0;
         for (int i = 0; i < f->p->nschedules && ns < 16; i++)
-            if (!strcmp(f->p->schedules[i]->kernel, ak->name) &&
-                schedule_matches_target(f->p->schedules[i]->target, target_find("host")))
+            if (schedule_applies(f->p->schedules[i], ak, target_find("host"), NULL))
                 s[ns++] = f->p->schedules[i];
         PipelineOpts po = {0};
         po.schedules = s;

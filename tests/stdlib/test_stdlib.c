@@ -263,6 +263,7 @@ typedef struct Case {
     void (*ref)(const Run *);
     const int64_t (*fixed)[10];     /* shapes every run tries, zero-terminated by first == 0 */
     void (*random)(Rng *, int64_t *);
+    const char *dtype;              /* the kernel's dtype parameter T bound to this, or NULL: its default */
 } Case;
 
 static int64_t rnd(Rng *g, int64_t lo, int64_t hi)
@@ -332,26 +333,20 @@ static void att_random(Rng *g, int64_t *v)
 }
 
 static const Case cases[] = {
-    {"gemm.pdl", "gemm", "M,N,K", ref_gemm, gemm_shapes, gemm_random},
-    {"gemm.pdl", "gemm_f16", "M,N,K", ref_gemm, gemm_shapes, gemm_random},
-    {"gemm.pdl", "gemm_tiled", "M,N,K", ref_gemm, gemm_shapes, gemm_random},
-    {"gemm.pdl", "gemm_tiled32", "M,N,K", ref_gemm, gemm_shapes, gemm_random},
-    {"gemm.pdl", "gemm_tc_f16", "M,N,K", ref_gemm, gemm_shapes, gemm_random},
-    {"gemm.pdl", "gemm_tc_bf16", "M,N,K", ref_gemm, gemm_shapes, gemm_random},
-    {"gemm.pdl", "gemm_wg_f16", "M,N,K", ref_gemm, gemm_shapes, gemm_random},
-    {"gemm.pdl", "gemm_wg_bf16", "M,N,K", ref_gemm, gemm_shapes, gemm_random},
-    {"batched_gemm.pdl", "batched_gemm", "B,M,N,K", ref_batched_gemm, bgemm_shapes, bgemm_random},
-    {"batched_gemm.pdl", "batched_gemm_tiled", "B,M,N,K", ref_batched_gemm, bgemm_shapes, bgemm_random},
-    {"gemm_tn.pdl", "gemm_tn", "M,N,K", ref_gemm_tn, gemm_shapes, gemm_random},
-    {"gemm_nt.pdl", "gemm_nt", "M,N,K", ref_gemm_nt, gemm_shapes, gemm_random},
-    {"gemm_bias_relu.pdl", "gemm_bias_relu", "M,N,K", ref_gemm_bias_relu, gemm_shapes, gemm_random},
-    {"conv2d.pdl", "conv2d", "N,C,H,W,K,R,S,U,P", ref_conv2d, conv_shapes, conv_random},
-    {"conv2d.pdl", "conv2d_tiled", "N,C,H,W,K,R,S,U,P", ref_conv2d, conv_shapes, conv_random},
-    {"depthwise_conv2d.pdl", "depthwise_conv2d", "N,C,H,W,R,S,U,P", ref_depthwise_conv2d, dw_shapes, dw_random},
-    {"softmax.pdl", "softmax", "R,C", ref_softmax, rc_shapes, rc_random},
-    {"layernorm.pdl", "layernorm", "R,C", ref_layernorm, rc_shapes, rc_random},
-    {"attention.pdl", "attention", "B,H,S,D", ref_attention, att_shapes, att_random},
-    {"attention_causal.pdl", "attention_causal", "B,H,S,D", ref_attention_causal, att_shapes, att_random},
+    {"gemm.pdl", "gemm", "M,N,K", ref_gemm, gemm_shapes, gemm_random, NULL},
+    /* the same kernel with its dtype parameter bound: test names gemm-f16, gemm-bf16 */
+    {"gemm.pdl", "gemm", "M,N,K", ref_gemm, gemm_shapes, gemm_random, "f16"},
+    {"gemm.pdl", "gemm", "M,N,K", ref_gemm, gemm_shapes, gemm_random, "bf16"},
+    {"batched_gemm.pdl", "batched_gemm", "B,M,N,K", ref_batched_gemm, bgemm_shapes, bgemm_random, NULL},
+    {"gemm_tn.pdl", "gemm_tn", "M,N,K", ref_gemm_tn, gemm_shapes, gemm_random, NULL},
+    {"gemm_nt.pdl", "gemm_nt", "M,N,K", ref_gemm_nt, gemm_shapes, gemm_random, NULL},
+    {"gemm_bias_relu.pdl", "gemm_bias_relu", "M,N,K", ref_gemm_bias_relu, gemm_shapes, gemm_random, NULL},
+    {"conv2d.pdl", "conv2d", "N,C,H,W,K,R,S,U,P", ref_conv2d, conv_shapes, conv_random, NULL},
+    {"depthwise_conv2d.pdl", "depthwise_conv2d", "N,C,H,W,R,S,U,P", ref_depthwise_conv2d, dw_shapes, dw_random, NULL},
+    {"softmax.pdl", "softmax", "R,C", ref_softmax, rc_shapes, rc_random, NULL},
+    {"layernorm.pdl", "layernorm", "R,C", ref_layernorm, rc_shapes, rc_random, NULL},
+    {"attention.pdl", "attention", "B,H,S,D", ref_attention, att_shapes, att_random, NULL},
+    {"attention_causal.pdl", "attention_causal", "B,H,S,D", ref_attention_causal, att_shapes, att_random, NULL},
 };
 
 enum { RANDOM_SHAPES = 4 };
@@ -381,14 +376,22 @@ static bool load(const char *dir, const Case *c, Loaded *l, Diags *d)
     l->src.len = len;
     l->arena = arena_new();
     l->prog = parse_program(l->arena, &l->src, d);
-    if (d->nerrors || !sema_program(l->prog, d))
+    if (d->nerrors)
         return false;
     l->ak = program_find_kernel(l->prog, c->kernel);
     if (!l->ak) {
         fprintf(stderr, "%s has no kernel %s\n", c->file, c->kernel);
         return false;
     }
-    return true;
+    if (c->dtype) {
+        int t = kernel_find_dtparam(l->ak, "T");
+        if (t < 0) {
+            fprintf(stderr, "kernel %s has no dtype parameter T\n", c->kernel);
+            return false;
+        }
+        kernel_bind_dtparam(l->ak, t, dtype_from_name(c->dtype));
+    }
+    return sema_program(l->prog, d);
 }
 
 static bool run_shape(const Case *c, const Loaded *l, const int64_t *shape, uint64_t seed)
@@ -485,7 +488,9 @@ int main(int argc, char **argv)
     int failed = 0, ran = 0;
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const Case *c = &cases[ci];
-        if (argc > 2 && strcmp(argv[2], c->kernel))
+        char id[64];
+        snprintf(id, sizeof id, "%s%s%s", c->kernel, c->dtype ? "-" : "", c->dtype ? c->dtype : "");
+        if (argc > 2 && strcmp(argv[2], id))
             continue;
         Loaded l = {0};
         Diags d;

@@ -432,8 +432,7 @@ int main(int argc, char **argv)
             AstKernel *ak = files[fi].prog->kernels[ki];
             bool has_cpu = false;
             for (int i = 0; i < files[fi].prog->nschedules; i++)
-                has_cpu |= !strcmp(files[fi].prog->schedules[i]->kernel, ak->name) &&
-                           schedule_matches_target(files[fi].prog->schedules[i]->target, target_find("host"));
+                has_cpu |= schedule_applies(files[fi].prog->schedules[i], ak, target_find("host"), NULL);
             for (int v = 0; v < VARIANTS * (1 + (int)has_cpu) && nstarts < MAXSTARTS; v++) {
                 int sched = v % 2 && has_cpu;
                 Start *st = &starts[nstarts];

@@ -168,7 +168,7 @@ static const Case cases[] = {
     {SOFTMAX, 0, "R=5,C=8", "fuse(m.r, e.r) fuse(m.r, s.r) fuse(m.r, Y.r) split(e.c, 2) prefetch(Y, e.co, m.r, 0, like=Y.c)",
      "runs over other bounds", 0, 0},
     /* bind: threads must write distinct elements, proven (passes/deps.c).  The
-     * staging copies of the K = 32 gemm (gemm_tiled32): B's 32 x 128 floats as rows
+     * staging copies of the K = 32 gemm (its variant tiled32): B's 32 x 128 floats as rows
      * by*2 + br and 16-byte chunks (bu*16 + bx)*4 + bv, which needs the mixed-radix
      * splitting of equalities (refused before it, with or without by bound first);
      * A's 128 x 32 through collapse, chunk f % 8 of row (iy*4 + iu)*2 + f / 8. */

@@ -12,9 +12,18 @@
 #include "../lowered.h"
 #endif
 
-bool xt_open(XtFile *f, const char *path)
+bool xt_open(XtFile *f, const char *path_dt)
 {
     memset(f, 0, sizeof *f);
+    /* "FILE:T=f16": the file with the dtype parameter T of its kernels bound */
+    char path[1024];
+    snprintf(path, sizeof path, "%s", path_dt);
+    char *colon = strrchr(path, ':');
+    const char *dts = NULL;
+    if (colon && !strchr(colon, '/')) {
+        *colon = 0;
+        dts = colon + 1;
+    }
     size_t len;
     f->text = read_file(path, &len);
     if (!f->text) {
@@ -28,6 +37,21 @@ bool xt_open(XtFile *f, const char *path)
     Diags d;
     diag_init(&d);
     f->prog = parse_program(f->arena, &f->src, &d);
+    for (const char *p = dts; p && *p && !d.nerrors;) {
+        char name[64] = {0}, dt[16] = {0};
+        if (sscanf(p, "%63[A-Za-z0-9_]=%15[a-z0-9]", name, dt) != 2 || dtype_from_name(dt) == DT_COUNT) {
+            fprintf(stderr, "%s: bad dtype binding '%s'\n", path_dt, p);
+            diag_free(&d);
+            return false;
+        }
+        for (int k = 0; k < f->prog->nkernels; k++) {
+            int i = kernel_find_dtparam(f->prog->kernels[k], name);
+            if (i >= 0)
+                kernel_bind_dtparam(f->prog->kernels[k], i, dtype_from_name(dt));
+        }
+        p = strchr(p, ',');
+        p = p ? p + 1 : NULL;
+    }
     if (!d.nerrors)
         sema_program(f->prog, &d);
     bool ok = d.nerrors == 0;
