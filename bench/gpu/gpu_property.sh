@@ -15,7 +15,7 @@ W=${WORK:-/tmp/perfc_gpu_property}; O=${OUT:-$W/out}; mkdir -p "$W" "$O"
 P=$W/perfc T=${TARGET:-sm_90}
 games=(
     "stdlib/gemm.pdl -k gemm -D M=96 -D N=80 -D K=40"
-    "stdlib/gemm.pdl -k gemm_f16 -D M=64 -D N=48 -D K=32"
+    "stdlib/gemm.pdl -k gemm -D T=f16 -D M=64 -D N=48 -D K=32"
     "stdlib/softmax.pdl -k softmax -D R=33 -D C=100"
     "stdlib/layernorm.pdl -k layernorm -D R=17 -D C=96"
     "stdlib/batched_gemm.pdl -k batched_gemm -D B=3 -D M=40 -D N=24 -D K=16"
