@@ -161,6 +161,16 @@ static bool fresh_each_iteration(Kernel *k, Node *l, Buffer *b, const AccVec *mi
     return true;
 }
 
+static bool gpu_is_block_kind(LoopKind k)
+{
+    return k == LOOP_BLOCK_X || k == LOOP_BLOCK_Y || k == LOOP_BLOCK_Z;
+}
+
+static bool gpu_bound_kind(LoopKind k)
+{
+    return gpu_is_block_kind(k) || k == LOOP_THREAD_X || k == LOOP_THREAD_Y || k == LOOP_THREAD_Z;
+}
+
 bool xf_cache(XfCtx *c)
 {
     Buffer *b = xf_arg_buffer(c, 0);
@@ -258,6 +268,28 @@ bool xf_cache(XfCtx *c)
                l->u.loop.var->name, (long long)elems);
         return false;
     }
+    /* On a GPU a bound loop around the copy is like a parallel loop: when the box
+     * does not move with its variable, every thread (or block) copies the same
+     * elements in and writes them back, and the write-backs race.  (bind accepted
+     * the loop while its update was one `+=`, which the back end combines across
+     * the threads; the copy would split it into a load and a store per thread.) */
+    if (writes)
+        for (const Node *p = l; p; p = p->parent) {
+            if (p->kind != N_LOOP || !gpu_bound_kind(p->u.loop.kind))
+                continue;
+            bool moves = false;
+            for (int d = 0; d < r.rank && !moves; d++)
+                moves = ir_expr_uses_var(r.lo[d], p->u.loop.var);
+            if (!moves) {
+                xf_err(c, "%s is written in %s, inside loop %s (%s), and the staged box does not move with "
+                          "%s: every one of its %s would copy the same elements back, a race; stage %s "
+                          "before binding %s, or at a loop inside it that the box moves with",
+                       b->name, l->u.loop.var->name, p->u.loop.var->name, loop_kind_name(p->u.loop.kind),
+                       p->u.loop.var->name, gpu_is_block_kind(p->u.loop.kind) ? "blocks" : "threads", b->name,
+                       p->u.loop.var->name);
+                return false;
+            }
+        }
     if (c->dry)
         return true;
 
