@@ -284,6 +284,13 @@ bool gpu_privatize_pass(Kernel *k, Diags *d)
             priv_node(&p, top);
             if (p.nlaunch == 0)
                 continue;
+            /* Written in thread loops, with a dimension whose accesses are mixed or
+             * not analysable: nothing proves that each thread reads only elements
+             * it wrote itself (a copy-out at block level reads every thread's
+             * part), so per-thread registers would lose the others' writes. */
+            for (int q = 0; q < buf->rank && q < 8 && p.thread_writes; q++)
+                if (p.tdim[q] == -3)
+                    p.ok = false;
             /* a buffer used by several launches keeps its values in none of them
              * (registers die with the launch), but its one declaration must suit
              * them all: privatise only a buffer of one launch */
