@@ -12,6 +12,7 @@
  * one per kernel, so staging under a parallel loop is refused. */
 #include <string.h>
 
+#include "gpu_int.h"
 #include "xform_int.h"
 
 typedef struct Redirect {
@@ -161,16 +162,6 @@ static bool fresh_each_iteration(Kernel *k, Node *l, Buffer *b, const AccVec *mi
     return true;
 }
 
-static bool gpu_is_block_kind(LoopKind k)
-{
-    return k == LOOP_BLOCK_X || k == LOOP_BLOCK_Y || k == LOOP_BLOCK_Z;
-}
-
-static bool gpu_bound_kind(LoopKind k)
-{
-    return gpu_is_block_kind(k) || k == LOOP_THREAD_X || k == LOOP_THREAD_Y || k == LOOP_THREAD_Z;
-}
-
 bool xf_cache(XfCtx *c)
 {
     Buffer *b = xf_arg_buffer(c, 0);
@@ -275,7 +266,7 @@ bool xf_cache(XfCtx *c)
      * the threads; the copy would split it into a load and a store per thread.) */
     if (writes)
         for (const Node *p = l; p; p = p->parent) {
-            if (p->kind != N_LOOP || !gpu_bound_kind(p->u.loop.kind))
+            if (p->kind != N_LOOP || !(gpu_is_block(p->u.loop.kind) || gpu_is_thread(p->u.loop.kind)))
                 continue;
             bool moves = false;
             for (int d = 0; d < r.rank && !moves; d++)
@@ -285,7 +276,7 @@ bool xf_cache(XfCtx *c)
                           "%s: every one of its %s would copy the same elements back, a race; stage %s "
                           "before binding %s, or at a loop inside it that the box moves with",
                        b->name, l->u.loop.var->name, p->u.loop.var->name, loop_kind_name(p->u.loop.kind),
-                       p->u.loop.var->name, gpu_is_block_kind(p->u.loop.kind) ? "blocks" : "threads", b->name,
+                       p->u.loop.var->name, gpu_is_block(p->u.loop.kind) ? "blocks" : "threads", b->name,
                        p->u.loop.var->name);
                 return false;
             }

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "xform_int.h"
+#include "../ir/walk.h"
 
 static const struct {
     const char *name;
@@ -156,24 +157,6 @@ static unsigned block_dims(const Kernel *k, const Node *n)
     return d;
 }
 
-static bool reads_buf(const Expr *e, const Buffer *b)
-{
-    if (!e)
-        return false;
-    if (e->kind == IE_LOAD && e->u.load.buf == b)
-        return true;
-    if (e->kind == IE_LOAD) {
-        for (int i = 0; i < e->u.load.buf->rank; i++)
-            if (reads_buf(e->u.load.idx[i], b))
-                return true;
-        return false;
-    }
-    for (int i = 0; i < ir_expr_arity(e->kind); i++)
-        if (reads_buf(e->args[i], b))
-            return true;
-    return false;
-}
-
 /* A statement under thread loops runs once on every thread of the block whose
  * coordinates its loops do not fix: the CUDA back end gives a launch one block
  * shape, so a nest bound to thread.x alone still runs on each thread.y.  That is
@@ -188,7 +171,7 @@ static const Node *replicated(const Node *n, unsigned dims, unsigned have, unsig
         have |= thread_bit(n->u.loop.kind);
     if (n->kind == N_STMT) {
         const Buffer *b = n->u.stmt.buf;
-        bool update = n->u.stmt.op != SOP_ASSIGN || reads_buf(n->u.stmt.value, b);
+        bool update = n->u.stmt.op != SOP_ASSIGN || ir_expr_reads(n->u.stmt.value, b);
         if (have && (dims & ~have) && b->mem != MEM_LOCAL && update) {
             *lack = dims & ~have;
             return n;
