@@ -190,6 +190,10 @@ static void put_nodes(const Kernel *k, const NodeList *l, int depth, StrBuf *out
 {
     for (int i = 0; i < l->n; i++) {
         const Node *n = l->v[i];
+        if (n->barrier) { /* passes/gpu_barrier.c */
+            indent(depth, out);
+            sb_puts(out, "barrier\n");
+        }
         indent(depth, out);
         switch (n->kind) {
         case N_LOOP:
@@ -209,6 +213,10 @@ static void put_nodes(const Kernel *k, const NodeList *l, int depth, StrBuf *out
                 put_tc(k, n->u.loop.tc, depth + 1, out);
             sb_putc(out, '\n');
             put_nodes(k, &n->u.loop.body, depth + 1, out);
+            if (n->u.loop.barrier_each) { /* at the end of every iteration */
+                indent(depth + 1, out);
+                sb_puts(out, "barrier\n");
+            }
             break;
         case N_IF:
             sb_puts(out, "if ");

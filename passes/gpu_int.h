@@ -53,5 +53,6 @@ bool gpu_dead_fill_pass(Kernel *k, Diags *d);  /* passes/gpu_dead_fill.c */
 bool gpu_vector_pass(Kernel *k, Diags *d);     /* passes/gpu_vector.c */
 bool gpu_mma_pass(Kernel *k, const Target *target, Diags *d); /* passes/gpu_mma.c */
 bool gpu_pipeline_pass(Kernel *k, Diags *d);   /* passes/gpu_pipeline.c */
+bool gpu_barrier_pass(Kernel *k, Diags *d);    /* passes/gpu_barrier.c */
 
 #endif

@@ -25,6 +25,8 @@
  *                  over the lanes (passes/gpu_mma.c)
  *   gpu-pipeline   pipeline loops accepted with their stage count and copies;
  *                  their wide copies marked cp.async (passes/gpu_pipeline.c)
+ *   gpu-barrier    block-wide barriers placed between the block-level steps of
+ *                  scheduled launches that hand memory over (passes/gpu_barrier.c)
  * The IR is verified after every pass.
  *
  * Or, for a CPU target, target legalisation and the
@@ -191,12 +193,17 @@ static bool pass_gpu_mma(Kernel *k, const PipelineOpts *o, Diags *d)
     return !is_gpu(o) || gpu_mma_pass(k, o->target, d);
 }
 
-/* The last GPU pass: the kernel is what codegen/cuda translates. */
 static bool pass_gpu_pipeline(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    return !is_gpu(o) || gpu_pipeline_pass(k, d);
+}
+
+/* The last GPU pass: the kernel is what codegen/cuda translates. */
+static bool pass_gpu_barrier(Kernel *k, const PipelineOpts *o, Diags *d)
 {
     if (!is_gpu(o))
         return true;
-    if (!gpu_pipeline_pass(k, d))
+    if (!gpu_barrier_pass(k, d))
         return false;
     k->gpu_lowered = o->target;
     return true;
@@ -227,6 +234,7 @@ static const struct {
     {"gpu-vector", pass_gpu_vector, true},
     {"gpu-mma", pass_gpu_mma, true},
     {"gpu-pipeline", pass_gpu_pipeline, true},
+    {"gpu-barrier", pass_gpu_barrier, true},
     /* CPU targets: legalisation, then lowering */
     {"scan-blocks", pass_scan_blocks, true},
     {"legalize", pass_legalize, true},

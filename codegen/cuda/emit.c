@@ -15,8 +15,8 @@
  *     blockIdx, thread loops threadIdx (guarded when shorter than the block),
  *     MEM_SHARED buffers carve one dynamic __shared__ area, MEM_LOCAL buffers are
  *     per-thread arrays (one thread's copy; registers when indexed by unrolled
- *     loops), and __syncthreads() goes between block-level steps that hand shared
- *     memory over;
+ *     loops), and __syncthreads() goes where pass gpu-barrier marked a barrier
+ *     (between block-level steps that hand memory over);
  *   - unscheduled nodes: the grid loops (the outer loops passes/gpu_map.c proved
  *     parallel) are flattened onto a 1-D grid, one thread per iteration, and the
  *     rest runs serially inside the thread.  Correct for any kernel; fast enough to
@@ -646,35 +646,6 @@ static void emit_stmt(Em *e, const Node *n)
     sb_free(&val);
 }
 
-/* Does step b touch memory the block's threads share (shared, or global: another
- * thread of the block may have a different mapping of the same elements) that the
- * steps since the last barrier (their reads ra, writes wa) wrote, or write what
- * they read?  __syncthreads orders global memory within the block as well. */
-static bool shared_conflict(Em *e, const uint8_t *ra, const uint8_t *wa, const Node *b)
-{
-    int nb = e->k->nbufs;
-    uint8_t *rb = xcalloc((size_t)nb * 2 + 1, 1), *wb = rb + nb;
-    node_access(e, b, rb, wb);
-    bool c = false;
-    for (int i = 0; i < nb && !c; i++)
-        if (e->k->bufs[i]->mem != MEM_LOCAL)
-            c = (wa[i] && (rb[i] || wb[i])) || (ra[i] && wb[i]);
-    free(rb);
-    return c;
-}
-
-static bool reads_and_writes_shared(Em *e, const Node *n)
-{
-    int nb = e->k->nbufs;
-    uint8_t *r = xcalloc((size_t)nb * 2 + 1, 1), *w = r + nb;
-    node_access(e, n, r, w);
-    bool c = false;
-    for (int i = 0; i < nb && !c; i++)
-        c = e->k->bufs[i]->mem == MEM_SHARED && r[i] && w[i];
-    free(r);
-    return c;
-}
-
 /* The index list idx of a wide access (passes/gpu_vector.c wrote its last index as
  * `base + lane`) at lane 0: the same list with base last. */
 static void first_lane(Expr *const *idx, int rank, Expr **out)
@@ -905,8 +876,7 @@ static void emit_loop(Em *e, const Node *n)
         em_nodes(e, &n->u.loop.body);
         if (vec)
             e->nvload = 0;
-        /* the next iteration overwrites shared memory this one reads */
-        if (e->sched && e->tdepth == 0 && reads_and_writes_shared(e, n)) {
+        if (n->u.loop.barrier_each) { /* pass gpu-barrier */
             if (e->wg) em_line(e, "pf_proxy_fence();");
             em_line(e, "__syncthreads();");
         }
@@ -940,20 +910,13 @@ static void emit_node(Em *e, const Node *n)
 
 void em_nodes(Em *e, const NodeList *l)
 {
-    /* threads hand shared data to each other only across a barrier: one goes
-     * before a block-level step that conflicts with any step since the last one */
-    int nb = e->k->nbufs;
-    uint8_t *ra = xcalloc((size_t)nb * 2 + 1, 1), *wa = ra + nb;
     for (int i = 0; i < l->n; i++) {
-        if (i > 0 && e->sched && e->tdepth == 0 && shared_conflict(e, ra, wa, l->v[i])) {
+        if (l->v[i]->barrier) { /* pass gpu-barrier */
             if (e->wg) em_line(e, "pf_proxy_fence();   /* shared stores reach wgmma's proxy */");
             em_line(e, "__syncthreads();");
-            memset(ra, 0, (size_t)nb * 2);
         }
-        node_access(e, l->v[i], ra, wa);
         emit_node(e, l->v[i]);
     }
-    free(ra);
 }
 
 /* ------------------------------------------------------------------ launches */
