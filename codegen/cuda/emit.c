@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../passes/gpu_int.h"
+#include "../../ir/gpu.h"
 #include "emit_int.h"
 #include "emit_scan.h"
 
@@ -183,7 +183,7 @@ const char *em_vn(const Em *e, const Var *v)
 
 /* ------------------------------------------------------------------ analyses
  * Constants with the bound sizes, loop extents and index ranges over a launch:
- * passes/gpu_util.c, shared with the GPU target passes that decided the mapping. */
+ * ir/gpu.c, shared with the GPU target passes that decided the mapping. */
 
 bool em_cval(const Em *e, const Expr *x, int64_t *out) { return gpu_cval(e->k, x, out); }
 bool em_extent(const Em *e, const Node *l, int64_t *lo, int64_t *ext) { return gpu_loop_extent(e->k, l, lo, ext); }
