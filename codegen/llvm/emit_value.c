@@ -432,12 +432,12 @@ LLVMValueRef cg_arith(Cg *g, ExprKind op, DType t, LLVMValueRef a, LLVMValueRef 
 
 /* ---- index analysis: the affine forms of passes/cpu.h ---- */
 
-bool cg_aff_add(Aff *r, const Aff *a, int64_t scale)
+bool cg_aff_add(ArAff *r, const ArAff *a, int64_t scale)
 {
     return ar_aff_add(r, a, scale);
 }
 
-bool cg_affine(const Cg *g, const Expr *e, Aff *out)
+bool cg_affine(const Cg *g, const Expr *e, ArAff *out)
 {
     return ar_aff_of(g->k, e, out);
 }
