@@ -14,6 +14,8 @@
  *                  (passes/gpu_reduce.c); unsupported shapes refused
  *   gpu-privatize  local buffers indexed by thread loops get per-thread copies
  *                  (passes/gpu_privatize.c); conflicting mappings refused
+ *   gpu-scan       long scans along a row get a block per row and a block-wide
+ *                  scan (passes/gpu_scan.c)
  *   gpu-map        the provably parallel outer loops of unscheduled launches
  *                  marked grid (passes/gpu_map.c)
  *   gpu-dead-fill  fills of local buffers overwritten by the next nest removed
@@ -32,6 +34,7 @@
  * Or, for a CPU target, target legalisation and the
  * target lowering passes of passes/cpu_*.c, which decide how the LLVM back end
  * translates each loop and say so in the IR (docs/codegen.md):
+ *   scan-blocks     few long scan rows: the blocked parallel scan (cpu_scan.c)
  *   legalize        GPU loop kinds refused; vector and unroll loops the back end
  *                   cannot translate made serial, with a warning
  *   partition       padded loops split where their reads stay inside (tiled
