@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/walk.h"
 #include "gpu_int.h"
 
 typedef struct BarCtx {
@@ -37,56 +38,13 @@ typedef struct BarCtx {
     uint8_t *rd, *wr;   /* per buffer: read, written by the steps since the last barrier */
 } BarCtx;
 
-static void expr_reads(const Expr *x, uint8_t *rd)
-{
-    if (!x)
-        return;
-    if (x->kind == IE_LOAD) {
-        rd[x->u.load.buf->id] = 1;
-        for (int i = 0; i < x->u.load.buf->rank; i++)
-            expr_reads(x->u.load.idx[i], rd);
-        return;
-    }
-    for (int i = 0; i < ir_expr_arity(x->kind); i++)
-        expr_reads(x->args[i], rd);
-}
-
-/* The buffers a subtree reads and writes (an update reads what it writes). */
-static void node_access(const Node *n, uint8_t *rd, uint8_t *wr)
-{
-    const NodeList *body = NULL;
-    switch (n->kind) {
-    case N_STMT:
-        wr[n->u.stmt.buf->id] = 1;
-        if (n->u.stmt.op != SOP_ASSIGN)
-            rd[n->u.stmt.buf->id] = 1;
-        for (int i = 0; i < n->u.stmt.buf->rank; i++)
-            expr_reads(n->u.stmt.idx[i], rd);
-        expr_reads(n->u.stmt.value, rd);
-        return;
-    case N_LOOP:
-        expr_reads(n->u.loop.lo, rd);
-        expr_reads(n->u.loop.hi, rd);
-        body = &n->u.loop.body;
-        break;
-    case N_IF: /* a GPU kernel has no else bodies (only cpu-version makes them) */
-        expr_reads(n->u.guard.cond, rd);
-        body = &n->u.guard.body;
-        break;
-    case N_PREFETCH:
-        return;
-    }
-    for (int i = 0; i < body->n; i++)
-        node_access(body->v[i], rd, wr);
-}
-
 /* Does step n touch a shared or global buffer the steps since the last barrier
  * wrote, or write one they read? */
 static bool conflicts(const BarCtx *c, const Node *n)
 {
     int nb = c->k->nbufs;
     uint8_t *rb = xcalloc((size_t)nb * 2 + 1, 1), *wb = rb + nb;
-    node_access(n, rb, wb);
+    ir_node_access(n, rb, wb);
     bool r = false;
     for (int i = 0; i < nb && !r; i++)
         if (c->k->bufs[i]->mem != MEM_LOCAL)
@@ -99,7 +57,7 @@ static bool reads_and_writes_shared(const Kernel *k, const Node *n)
 {
     int nb = k->nbufs;
     uint8_t *rd = xcalloc((size_t)nb * 2 + 1, 1), *wr = rd + nb;
-    node_access(n, rd, wr);
+    ir_node_access(n, rd, wr);
     bool r = false;
     for (int i = 0; i < nb && !r; i++)
         r = k->bufs[i]->mem == MEM_SHARED && rd[i] && wr[i];
@@ -154,7 +112,7 @@ static void mark_list(const Kernel *k, Node **v, int n)
             v[i]->barrier = true;
             memset(c.rd, 0, (size_t)nb * 2);
         }
-        node_access(v[i], c.rd, c.wr);
+        ir_node_access(v[i], c.rd, c.wr);
         mark_node(k, v[i]);
     }
     free(c.rd);

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "../../ir/gpu.h"
+#include "../../ir/walk.h"
 #include "emit_int.h"
 #include "emit_scan.h"
 
@@ -205,45 +206,6 @@ static int64_t buf_elems(const Em *e, const Buffer *b)
         n *= v;
     }
     return n;
-}
-
-static void expr_access(const Em *e, const Expr *x, uint8_t *rd)
-{
-    if (!x) return;
-    if (x->kind == IE_LOAD) {
-        rd[buf_index(e, x->u.load.buf)] = 1;
-        for (int i = 0; i < x->u.load.buf->rank; i++)
-            expr_access(e, x->u.load.idx[i], rd);
-        return;
-    }
-    for (int i = 0; i < ir_expr_arity(x->kind); i++)
-        expr_access(e, x->args[i], rd);
-}
-
-/* Buffers read and written in a subtree (bytes set to 1). */
-static void node_access(const Em *e, const Node *n, uint8_t *rd, uint8_t *wr)
-{
-    switch (n->kind) {
-    case N_STMT:
-        wr[buf_index(e, n->u.stmt.buf)] = 1;
-        if (n->u.stmt.op != SOP_ASSIGN)
-            rd[buf_index(e, n->u.stmt.buf)] = 1;
-        for (int i = 0; i < n->u.stmt.buf->rank; i++)
-            expr_access(e, n->u.stmt.idx[i], rd);
-        expr_access(e, n->u.stmt.value, rd);
-        return;
-    case N_LOOP:
-        expr_access(e, n->u.loop.lo, rd);
-        expr_access(e, n->u.loop.hi, rd);
-        break;
-    case N_IF:
-        expr_access(e, n->u.guard.cond, rd);
-        break;
-    case N_PREFETCH: return;
-    }
-    const NodeList *body = body_of(n);
-    for (int i = 0; i < body->n; i++)
-        node_access(e, body->v[i], rd, wr);
 }
 
 /* ------------------------------------------------------------------ expressions */
@@ -962,7 +924,7 @@ static bool declare_staged(Em *e, const Node *top, CgLaunch *L)
 {
     int nb = e->k->nbufs;
     uint8_t *r = xcalloc((size_t)nb * 2 + 1, 1), *w = r + nb;
-    node_access(e, top, r, w);
+    ir_node_access(top, r, w);
     int64_t off = 0;
     bool any_shared = false;
     for (int i = 0; i < nb; i++) {
@@ -1082,7 +1044,7 @@ static void launch_layouts(Em *e, const Node *top)
 {
     int nb = e->k->nbufs;
     uint8_t *r = xcalloc((size_t)nb * 2 + 1, 1), *w = r + nb;
-    node_access(e, top, r, w);
+    ir_node_access(top, r, w);
     e->frag = e->swz = e->wg = false;
     for (int i = 0; i < nb; i++) {
         if (!r[i] && !w[i]) continue;
