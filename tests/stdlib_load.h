@@ -1,11 +1,12 @@
 /* Test support: a .pdl file read and parsed, and one of its kernels lowered with
- * sizes given as text ("M=64 N=64 K=32"), the steps every test that runs the
- * stdlib kernels through the pipeline starts with.  Which schedules a test then
+ * sizes given as text ("M=64 N=64 K=32"), and the .pdl files of a folder: the
+ * steps every test that runs the stdlib kernels through the pipeline starts with.  Which schedules a test then
  * applies is its own business (a named GPU variant, every schedule of a target
  * class), so that stays in the tests. */
 #ifndef PERFC_TESTS_STDLIB_LOAD_H
 #define PERFC_TESTS_STDLIB_LOAD_H
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,30 @@ static inline Kernel *tl_lower_sized(const Program *p, const AstKernel *ak, cons
             vals[i] = ak->params[i].def;
     }
     return lower_kernel(p, ak, vals, bound, d);
+}
+
+static inline int tl_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names of the .pdl files in dir, sorted, at most cap (each freed by the
+ * caller); -1 when dir cannot be opened. */
+static inline int tl_list_pdl(const char *dir, char **files, int cap)
+{
+    DIR *dd = opendir(dir);
+    if (!dd)
+        return -1;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(dd)) && n < cap) {
+        size_t len = strlen(de->d_name);
+        if (len > 4 && !strcmp(de->d_name + len - 4, ".pdl"))
+            files[n++] = xstrdup(de->d_name);
+    }
+    closedir(dd);
+    qsort(files, (size_t)n, sizeof *files, tl_cmp_str);
+    return n;
 }
 
 #endif
