@@ -15,7 +15,9 @@
  * A prefetch (a hint, schedule `prefetch`) prints its box: first element, and
  * `.. +n` after each index whose extent n is not 1: `prefetch X[r + 1, co * 16 .. +16]`.
  * What the GPU target lowering adds shows too: `grid` loops, a buffer's
- * `per-thread(y=16, x=16)` copies, a statement's trailing `block-reduce`.
+ * `per-thread(y=16, x=16)` copies, a statement's trailing `block-reduce`, and a
+ * `barrier` line above a step that waits for the block (or, as the last line of a
+ * loop's body, closing each iteration).
  */
 #include "ir.h"
 
