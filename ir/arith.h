@@ -96,6 +96,89 @@ bool ar_aff_range(const ArAff *a, const int64_t *vmin, const int64_t *vmax, int6
 /* Replaces variable var in a by the form with; false on overflow. */
 bool ar_aff_subst(ArAff *a, int var, const ArAff *with);
 
+/* ---- dense rows and integer constraint systems (ir/arith_sys.c) ---- */
+
+
+/* A dense affine row, `sum c[i] * x[i] + k`, over the columns of an ArSpace: the
+ * loop variables of up to two statement instances (side 0 and side 1), the unbound
+ * size parameters and floor-division quotients.  Where ArAff names the variables
+ * of one index by Var id, a row is one constraint of a system about two instances
+ * at once (the dependence analysis of passes/deps.c, the transformations' proofs),
+ * and every row of a system shares the columns.  Bound parameters are constants. */
+#define AR_ROW_COLS 40
+
+typedef struct ArRow {
+    int64_t c[AR_ROW_COLS];
+    int64_t k;              /* sum c[i] * x[i] + k */
+} ArRow;
+
+typedef struct ArSpace {
+    const Kernel *k;
+    int ncol;
+    const Var *var[AR_ROW_COLS]; /* NULL for a parameter column */
+    int side[AR_ROW_COLS];
+    int param[AR_ROW_COLS];
+    bool overflow;           /* more columns were needed than AR_ROW_COLS */
+    bool symbolic;           /* bound parameters stay columns too (for rewriting) */
+    /* Floor division by a positive constant (`v / 4`, `v % 4`, left by collapse and
+     * by a pipeline's stage index): with divs set, ar_row_of gives `n / d` a column q of
+     * its own (param -2) and records n and d; the dependence tests (pair systems,
+     * xf_prove_le) then add 0 <= n - d*q <= d-1 and q's bounds.  Off by default;
+     * a system missing those rows only has more solutions (still sound), and
+     * vectorize uses the columns for coefficients alone. */
+    bool divs;
+    int ndiv, ndiv_added;
+    struct { ArRow num; int64_t d; int col; } div[8];
+} ArSpace;
+
+/* Constraints: every eq row == 0, every ineq row >= 0. */
+typedef struct ArSys {
+    ArRow *eq, *in;
+    int neq, nin, ceq, cin;
+    /* Set for systems with floor-division columns (ArSpace.divs): when Fourier-Motzkin
+     * finds no contradiction, ar_sys_feasible also tries each value of the variables with
+     * at most 8 values (unrolled loops, remainders), which decides the mixed-radix
+     * subscripts a collapsed loop leaves (`8*au + af/4`) that the rational relaxation
+     * cannot. */
+    bool split;
+} ArSys;
+
+void ar_space_init(ArSpace *sp, const Kernel *k);
+/* The column of (v, side), added when new; -1 when the space is full. */
+int ar_space_col(ArSpace *sp, const Var *v, int side);
+/* Converts an index expression (side: whose instance its variables belong to; -1
+ * for none allowed); false when it is not affine in loop variables and
+ * parameters (products of variables, division of a variable, loads, ...). */
+bool ar_row_of(ArSpace *sp, const Expr *e, int side, ArRow *out);
+bool ar_row_is_const(const ArRow *a);
+
+void ar_sys_init(ArSys *s);
+void ar_sys_free(ArSys *s);
+void ar_sys_copy(ArSys *dst, const ArSys *src);
+/* r = x*a + y*b; false (r untouched) on overflow. */
+bool ar_row_lin(ArRow *r, int64_t x, const ArRow *a, int64_t y, const ArRow *b);
+/* The affine pieces of a loop bound e (a MAX of lower bounds or a MIN of upper
+ * bounds gives each of its operands, each a bound that holds), at most cap. */
+void ar_bound_pieces(ArSpace *sp, const Expr *e, bool upper, int side, ArRow *out, int *n, int cap);
+/* A row as an index expression in k's arena (variables and parameters by column). */
+Expr *ar_row_to_expr(Kernel *k, const ArSpace *sp, const ArRow *a);
+
+void ar_sys_add_eq(ArSys *s, const ArRow *a);
+void ar_sys_add_ge(ArSys *s, const ArRow *a);   /* a >= 0 */
+/* Adds the bounds of every loop and the conditions of every guard enclosing n
+ * (not n itself), its variables on `side`; self adds n's own bounds too when n is
+ * a loop.  Parts that are not affine are left out: the domain only grows. */
+void ar_sys_add_domain(ArSys *s, ArSpace *sp, const Node *n, int side, bool self);
+/* Adds lo <= v < hi for loop l on side. */
+void ar_sys_add_loop(ArSys *s, ArSpace *sp, const Node *l, int side);
+/* The rows tying each quotient column of sp not yet added to its numerator
+ * (0 <= num - d*q <= d-1, and q's bounds when num has one variable with constant
+ * bounds in s); call once the domains are in s. */
+void ar_sys_add_divs(ArSys *s, ArSpace *sp);
+/* Rational Fourier-Motzkin with integer tightening and a GCD test: false only when
+ * the system certainly has no integer solution. */
+bool ar_sys_feasible(const ArSys *s);
+
 /* ---- reduction identities ---- */
 
 /* A value of dtype t: f when t is a float type, i otherwise. */

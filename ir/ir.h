@@ -225,6 +225,10 @@ struct Node {
     NodeKind kind;
     Span span;
     Node *parent;           /* NULL at the top level; maintained by ir_list_* */
+    /* Set by the GPU target lowering (passes/gpu_barrier.c): a block-wide barrier
+     * (__syncthreads) runs before this block-level step of a scheduled launch.
+     * No meaning for the serial IR, which the interpreter runs. */
+    bool barrier;
     union {
         struct {
             Var *var;
@@ -243,6 +247,10 @@ struct Node {
              * mma/wgmma triple or the outermost of the unrolled loops directly
              * around one, and the group's products are spelled out here. */
             struct TcGroup *tc;
+            /* Set by the GPU target lowering (passes/gpu_barrier.c) on a block-level
+             * loop of a scheduled launch: a block-wide barrier closes every iteration
+             * (the next one overwrites shared memory this one reads). */
+            bool barrier_each;
         } loop;
         struct {
             Buffer *buf;

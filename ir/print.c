@@ -15,7 +15,9 @@
  * A prefetch (a hint, schedule `prefetch`) prints its box: first element, and
  * `.. +n` after each index whose extent n is not 1: `prefetch X[r + 1, co * 16 .. +16]`.
  * What the GPU target lowering adds shows too: `grid` loops, a buffer's
- * `per-thread(y=16, x=16)` copies, a statement's trailing `block-reduce`.
+ * `per-thread(y=16, x=16)` copies, a statement's trailing `block-reduce`, and a
+ * `barrier` line above a step that waits for the block (or, as the last line of a
+ * loop's body, closing each iteration).
  */
 #include "ir.h"
 
@@ -190,6 +192,10 @@ static void put_nodes(const Kernel *k, const NodeList *l, int depth, StrBuf *out
 {
     for (int i = 0; i < l->n; i++) {
         const Node *n = l->v[i];
+        if (n->barrier) { /* passes/gpu_barrier.c */
+            indent(depth, out);
+            sb_puts(out, "barrier\n");
+        }
         indent(depth, out);
         switch (n->kind) {
         case N_LOOP:
@@ -209,6 +215,10 @@ static void put_nodes(const Kernel *k, const NodeList *l, int depth, StrBuf *out
                 put_tc(k, n->u.loop.tc, depth + 1, out);
             sb_putc(out, '\n');
             put_nodes(k, &n->u.loop.body, depth + 1, out);
+            if (n->u.loop.barrier_each) { /* at the end of every iteration */
+                indent(depth + 1, out);
+                sb_puts(out, "barrier\n");
+            }
             break;
         case N_IF:
             sb_puts(out, "if ");

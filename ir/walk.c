@@ -131,3 +131,45 @@ bool ir_stmt_index_uses(const Node *s, const Var *v)
             return true;
     return false;
 }
+
+static void expr_access(const Expr *x, uint8_t *rd)
+{
+    if (!x)
+        return;
+    if (x->kind == IE_LOAD) {
+        rd[x->u.load.buf->id] = 1;
+        for (int i = 0; i < x->u.load.buf->rank; i++)
+            expr_access(x->u.load.idx[i], rd);
+        return;
+    }
+    for (int i = 0; i < ir_expr_arity(x->kind); i++)
+        expr_access(x->args[i], rd);
+}
+
+void ir_node_access(const Node *n, uint8_t *rd, uint8_t *wr)
+{
+    const NodeList *body = NULL;
+    switch (n->kind) {
+    case N_STMT:
+        wr[n->u.stmt.buf->id] = 1;
+        if (n->u.stmt.op != SOP_ASSIGN)
+            rd[n->u.stmt.buf->id] = 1;
+        for (int i = 0; i < n->u.stmt.buf->rank; i++)
+            expr_access(n->u.stmt.idx[i], rd);
+        expr_access(n->u.stmt.value, rd);
+        return;
+    case N_LOOP:
+        expr_access(n->u.loop.lo, rd);
+        expr_access(n->u.loop.hi, rd);
+        body = &n->u.loop.body;
+        break;
+    case N_IF:
+        expr_access(n->u.guard.cond, rd);
+        body = &n->u.guard.body;
+        break;
+    case N_PREFETCH:
+        return;
+    }
+    for (int i = 0; i < body->n; i++)
+        ir_node_access(body->v[i], rd, wr);
+}

@@ -10,6 +10,7 @@
 #define PERFC_IR_WALK_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "ir.h"
 
@@ -44,5 +45,10 @@ bool ir_node_reads(const Node *n, const Buffer *b);
 bool ir_node_writes(const Node *n, const Buffer *b);
 /* Whether any index of statement s uses variable v. */
 bool ir_stmt_index_uses(const Node *s, const Var *v);
+/* The buffers the subtree n reads and writes: rd[b->id] and wr[b->id] set to 1
+ * (arrays of Kernel.nbufs bytes, not cleared here).  An update reads what it
+ * writes; loads in loop bounds, guard conditions and indices are reads; a guard's
+ * else body is not visited (only CPU versioning makes one). */
+void ir_node_access(const Node *n, uint8_t *rd, uint8_t *wr);
 
 #endif

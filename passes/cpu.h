@@ -1,7 +1,6 @@
-/* The CPU target lowering passes (passes/cpu_*.c) and what they share with the
- * LLVM back end (codegen/llvm/emit.c): an affine form of index expressions over
- * loop variables with the bound sizes folded in, the classification of an access
- * against a vector loop's variable, and the ranges of loop variables.
+/* The CPU target lowering passes (passes/cpu_*.c) and what they share: the ranges
+ * of loop variables, affine comparisons, the predicates other passes consult.  The
+ * access analysis the LLVM back end reads too is ir/cpu.h's.
  *
  * The passes run after `simplify` for a CPU target (passes/pipeline.c) and state
  * how the back end translates each loop in the IR itself (loop kinds, LoopHint,
@@ -15,41 +14,15 @@
 #include <stdint.h>
 
 #include "../ir/arith.h"
+#include "../ir/cpu.h"
 #include "../ir/ir.h"
 #include "../ir/walk.h"
 
-#define CPU_MAX_VECTOR_WIDTH 256
 #define CPU_MAX_UNROLL 4096
-/* A private buffer of at most this many elements is a register tile. */
-#define CPU_TILE_ELEMS 256
 /* Statements at most in a loop that unroll-small unrolls (and in the update that
  * unroll2 doubles). */
 #define CPU_UNROLL_STMTS 16
 
-/* Affine forms are ir/arith.h's ArAff (ar_aff_of, ar_aff_add, ar_aff_coef, ...). */
-/* hi - lo when it does not depend on any variable. */
-bool cpu_const_extent(const Kernel *k, const Expr *lo, const Expr *hi, int64_t *ext);
-/* Size of dimension d of b with the bound parameters (-1 when unknown). */
-int64_t cpu_dim(const Kernel *k, const Buffer *b, int d);
-/* The row-major element offset of b[idx] as an affine form. */
-bool cpu_offset_aff(const Kernel *k, const Buffer *b, Expr *const *idx, ArAff *tot);
-
-/* How an integer expression moves per lane of vector variable v (*s; 0: uniform);
- * false when unknown. */
-bool cpu_stride(const Kernel *k, const Expr *e, const Var *v, int64_t *s);
-typedef enum { CPU_ACC_UNIFORM, CPU_ACC_CONTIG, CPU_ACC_OTHER } CpuAccKind;
-/* Classifies buffer index idx[0..rank) against the vector variable: the same
- * element for every lane, consecutive elements along the last dimension, or
- * anything else (a gather). */
-CpuAccKind cpu_access_kind(const Kernel *k, Expr *const *idx, int rank, const Var *v);
-/* Whether a load is a read of a padded input that may leave it. */
-bool cpu_load_padded(const Expr *e);
-/* Whether list l reads a padded input that may leave it. */
-bool cpu_list_padded(const NodeList *l);
-/* Whether list l (else bodies included) holds an unroll or vector loop. */
-bool cpu_holds_scheduled(const NodeList *l);
-/* A MEM_LOCAL temporary of at most CPU_TILE_ELEMS elements: registers. */
-bool cpu_is_tile(const Kernel *k, const Buffer *b);
 
 /* Known ranges of loop variables while a pass walks the tree, as the back end
  * knows them: a serial or unroll loop of constant bounds gives its variable

@@ -1,5 +1,5 @@
-/* Shared by the GPU target passes (passes/gpu_*.c): constant evaluation with the
- * bound sizes, the launch's loops, and a small affine form over loop variables.
+/* Shared by the GPU target passes (passes/gpu_*.c): index analyses over a launch's
+ * loops, beside the launch geometry of ir/gpu.h (which the back end reads too).
  * These passes decide how a launch maps onto CUDA's threads; codegen/cuda/emit.c
  * then only translates what they wrote into the IR. */
 #ifndef PERFC_PASSES_GPU_INT_H
@@ -9,25 +9,11 @@
 #include <stdint.h>
 
 #include "../ir/arith.h"
+#include "../ir/gpu.h"
 #include "../ir/ir.h"
 
-bool gpu_is_block(LoopKind k);
-bool gpu_is_thread(LoopKind k);
-int gpu_dim(LoopKind k); /* 0 x, 1 y, 2 z for block.* / thread.*, else -1 */
-/* True when a loop below n (or n) is bound to block.* or thread.*. */
-bool gpu_scheduled(const Node *n);
-
-/* Value of an expression of constants and bound parameters (floor / and %). */
-bool gpu_cval(const Kernel *k, const Expr *x, int64_t *out);
 /* Structural equality (the same tree over the same variables and buffers). */
 bool gpu_same_expr(const Expr *a, const Expr *b);
-bool gpu_loop_extent(const Kernel *k, const Node *l, int64_t *lo, int64_t *ext);
-/* The loop of variable v in the subtree n, or NULL. */
-const Node *gpu_loop_of_var(const Node *n, const Var *v);
-/* Range of an index expression over the loops of top; false if unknown. */
-bool gpu_irange(const Kernel *k, const Node *top, const Expr *x, int64_t *lo, int64_t *hi);
-/* Largest extent of the thread loops below n, per dimension (entries start at 1). */
-void gpu_thread_extents(const Kernel *k, const Node *n, int64_t blk[3]);
 
 /* Is the map from a's variables (loops in top) to one index value injective?
  * (a: ar_aff_of of the index) */
@@ -53,5 +39,6 @@ bool gpu_dead_fill_pass(Kernel *k, Diags *d);  /* passes/gpu_dead_fill.c */
 bool gpu_vector_pass(Kernel *k, Diags *d);     /* passes/gpu_vector.c */
 bool gpu_mma_pass(Kernel *k, const Target *target, Diags *d); /* passes/gpu_mma.c */
 bool gpu_pipeline_pass(Kernel *k, Diags *d);   /* passes/gpu_pipeline.c */
+bool gpu_barrier_pass(Kernel *k, Diags *d);    /* passes/gpu_barrier.c */
 
 #endif

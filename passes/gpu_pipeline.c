@@ -21,6 +21,7 @@
  * emitted as a plain serial loop, which means the same. */
 #include <stdlib.h>
 
+#include "../ir/walk.h"
 #include "gpu_int.h"
 
 /* The stage count of copy node n of pipelined loop v: every statement below writes
@@ -43,35 +44,6 @@ static int64_t stage_copy(const Node *n, const Var *v)
         S = t;
     }
     return S;
-}
-
-static void expr_access(const Expr *x, uint8_t *rd)
-{
-    if (!x) return;
-    if (x->kind == IE_LOAD) {
-        rd[x->u.load.buf->id] = 1;
-        for (int i = 0; i < x->u.load.buf->rank; i++) expr_access(x->u.load.idx[i], rd);
-        return;
-    }
-    for (int i = 0; i < ir_expr_arity(x->kind); i++) expr_access(x->args[i], rd);
-}
-
-/* Buffers read and written below n (by Buffer.id). */
-static void node_access(const Node *n, uint8_t *rd, uint8_t *wr)
-{
-    switch (n->kind) {
-    case N_STMT:
-        wr[n->u.stmt.buf->id] = 1;
-        if (n->u.stmt.op != SOP_ASSIGN) rd[n->u.stmt.buf->id] = 1;
-        for (int i = 0; i < n->u.stmt.buf->rank; i++) expr_access(n->u.stmt.idx[i], rd);
-        expr_access(n->u.stmt.value, rd);
-        return;
-    case N_LOOP: expr_access(n->u.loop.lo, rd); expr_access(n->u.loop.hi, rd); break;
-    case N_IF: expr_access(n->u.guard.cond, rd); break;
-    case N_PREFETCH: return;
-    }
-    const NodeList *body = ir_body((Node *)n);
-    for (int i = 0; i < body->n; i++) node_access(body->v[i], rd, wr);
 }
 
 static void mark_async(Node *n)
@@ -102,7 +74,7 @@ static bool accept(Kernel *k, Node *n)
     if (nc == 0 || nc == body->n || !gpu_cval(k, n->u.loop.lo, &lo) || lo < 0) return false;
     int nb = k->nbufs;
     uint8_t *rc = xcalloc((size_t)nb * 4 + 1, 1), *wc = rc + nb, *rr = wc + nb, *wr = rr + nb;
-    for (int i = 0; i < body->n; i++) node_access(body->v[i], i < nc ? rc : rr, i < nc ? wc : wr);
+    for (int i = 0; i < body->n; i++) ir_node_access(body->v[i], i < nc ? rc : rr, i < nc ? wc : wr);
     bool ok = true;
     for (int i = 0; i < nb && ok; i++) ok = !(rc[i] && (wc[i] || wr[i])) && !(wc[i] && wr[i]);
     free(rc);

@@ -15,6 +15,8 @@
  *                  (passes/gpu_reduce.c); unsupported shapes refused
  *   gpu-privatize  local buffers indexed by thread loops get per-thread copies
  *                  (passes/gpu_privatize.c); conflicting mappings refused
+ *   gpu-scan       long scans along a row get a block per row and a block-wide
+ *                  scan (passes/gpu_scan.c)
  *   gpu-map        the provably parallel outer loops of unscheduled launches
  *                  marked grid (passes/gpu_map.c)
  *   gpu-dead-fill  fills of local buffers overwritten by the next nest removed
@@ -26,11 +28,14 @@
  *                  over the lanes (passes/gpu_mma.c)
  *   gpu-pipeline   pipeline loops accepted with their stage count and copies;
  *                  their wide copies marked cp.async (passes/gpu_pipeline.c)
+ *   gpu-barrier    block-wide barriers placed between the block-level steps of
+ *                  scheduled launches that hand memory over (passes/gpu_barrier.c)
  * The IR is verified after every pass.
  *
  * Or, for a CPU target, target legalisation and the
  * target lowering passes of passes/cpu_*.c, which decide how the LLVM back end
  * translates each loop and say so in the IR (docs/codegen.md):
+ *   scan-blocks     few long scan rows: the blocked parallel scan (cpu_scan.c)
  *   legalize        GPU loop kinds refused; vector and unroll loops the back end
  *                   cannot translate made serial, with a warning
  *   partition       padded loops split where their reads stay inside (tiled
@@ -233,12 +238,17 @@ static bool pass_gpu_mma(Kernel *k, const PipelineOpts *o, Diags *d)
     return !is_gpu(o) || gpu_mma_pass(k, o->target, d);
 }
 
-/* The last GPU pass: the kernel is what codegen/cuda translates. */
 static bool pass_gpu_pipeline(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    return !is_gpu(o) || gpu_pipeline_pass(k, d);
+}
+
+/* The last GPU pass: the kernel is what codegen/cuda translates. */
+static bool pass_gpu_barrier(Kernel *k, const PipelineOpts *o, Diags *d)
 {
     if (!is_gpu(o))
         return true;
-    if (!gpu_pipeline_pass(k, d))
+    if (!gpu_barrier_pass(k, d))
         return false;
     k->gpu_lowered = o->target;
     return true;
@@ -269,6 +279,7 @@ static const struct {
     {"gpu-vector", pass_gpu_vector, true},
     {"gpu-mma", pass_gpu_mma, true},
     {"gpu-pipeline", pass_gpu_pipeline, true},
+    {"gpu-barrier", pass_gpu_barrier, true},
     /* CPU targets: legalisation, then lowering */
     {"scan-blocks", pass_scan_blocks, true},
     {"legalize", pass_legalize, true},

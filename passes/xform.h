@@ -1,5 +1,5 @@
 /* Transformations of the loop-nest IR, the schedules that apply them, the list of
- * moves that are legal now, and the explicit pass pipeline.
+ * moves that are legal now (the pass pipeline that runs them is in passes/passes.h).
  *
  * Every transformation is atomic: it first proves (with the dependence analysis of
  * passes/deps.c) that the rewrite preserves the kernel's meaning, and only then
@@ -16,6 +16,7 @@
 
 #include "../ir/ir.h"
 #include "../lang/ast.h"
+#include "passes.h"
 
 /* The transformation table: id, name in schedules, argument synopsis (docs, usage
  * errors).  Loops are named as the printer shows them (`io`), or as `T.v`: the loop
@@ -71,11 +72,7 @@ bool xf_check(Kernel *k, const SchedItem *it, const SchedEnv *env, Diags *d);
 void xf_item_print(const SchedItem *it, StrBuf *out);
 
 /* ---- passes/schedule.c ---- */
-/* The choice of one parameter: index into its candidate list (0: the default). */
-typedef struct ParamChoice {
-    const char *name;
-    int index;
-} ParamChoice;
+/* ParamChoice: passes/passes.h */
 
 /* Applies the items of s in order.  Parameters take the candidate chosen in
  * choices (by name), else their first candidate.  Stops at the first refusal
@@ -109,39 +106,5 @@ int xf_enum_actions(Kernel *k, Arena *a, SchedItem **out);
  * that tries moves in random order checks only the ones it draws. */
 int xf_enum_candidates(Kernel *k, Arena *a, SchedItem **out);
 
-/* ---- passes/pipeline.c ---- */
-typedef struct PipelineOpts {
-    const AstSchedule *const *schedules; /* applied in order: the file's, then -s */
-    int nschedules;
-    const ParamChoice *choices;          /* parameter choices for all of them */
-    int nchoices;
-    const char *dump_after;              /* a pass name, "all", or NULL */
-    StrBuf *dump;                        /* receives `; after PASS` and the IR */
-    const Target *target;                /* the target whose legalisation and lowering
-                                          * passes run: a GPU the gpu_* passes, a CPU
-                                          * the LLVM back end's passes; NULL none
-                                          * (-emit ir on a CPU, the C back end).  The
-                                          * schedule's transformations refuse what it
-                                          * cannot run (Kernel.target). */
-    const char *stop_after;              /* a pass name: the passes after it do not run
-                                          * (--actions lists moves on the kernel that a
-                                          * further -s statement would be applied to,
-                                          * which is the kernel before `simplify`) */
-} PipelineOpts;
-/* Runs the post-lowering passes in their fixed order, verifying the IR after each.
- * Returns false with diagnostics on a refused schedule or a verifier failure. */
-bool pipeline_run(Kernel *k, const PipelineOpts *o, Diags *d);
-/* Runs only the CPU target passes (legalize .. verify) on k, which has been
- * through `simplify`: what the LLVM back end does for a kernel whose pipeline named
- * no target.  Sets k->cpu_lowered. */
-bool pipeline_lower_cpu(Kernel *k, const Target *target, Diags *d);
-/* The target passes alone (legalisation and lowering for target, CPU or GPU), on a
- * kernel that went through the pipeline without them; nothing when k was already
- * lowered or target is NULL or interp.  For callers that hand codegen a kernel of
- * their own (hand-built IR, the golden reference): the back ends refuse a kernel
- * that has not been lowered. */
-bool pipeline_target(Kernel *k, const Target *target, Diags *d);
-/* The pass names, for -dump-after validation: NULL past the last. */
-const char *pipeline_pass_name(int i);
 
 #endif

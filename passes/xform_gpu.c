@@ -318,10 +318,10 @@ static Expr *operand(Expr *e)
 }
 
 /* Coefficients of i, j, k in one index expression; false when not affine. */
-static bool coefs(Space *sp, const Expr *e, const int *col, int64_t *out)
+static bool coefs(ArSpace *sp, const Expr *e, const int *col, int64_t *out)
 {
-    Aff a;
-    if (!aff_of(sp, e, 0, &a))
+    ArRow a;
+    if (!ar_row_of(sp, e, 0, &a))
         return false;
     for (int q = 0; q < 3; q++)
         out[q] = a.c[col[q]];
@@ -431,11 +431,11 @@ static bool tc_triple(XfCtx *c, Node **L, const int64_t want[3], const char *sha
         xf_err(c, "the operands must be read without bounds guards; stage them in shared memory");
         return false;
     }
-    Space sp;
-    space_init(&sp, c->k);
+    ArSpace sp;
+    ar_space_init(&sp, c->k);
     int col[3];
     for (int q = 0; q < 3; q++)
-        col[q] = space_col(&sp, L[q]->u.loop.var, 0);
+        col[q] = ar_space_col(&sp, L[q]->u.loop.var, 0);
     int64_t cf[3];
     /* acc[i-dim, j-dim]: i only in dimension 0, j only in dimension 1, both with
      * coefficient 1 (the fragment layout), k nowhere. */

@@ -5,72 +5,10 @@
 #ifndef PERFC_PASSES_XFORM_INT_H
 #define PERFC_PASSES_XFORM_INT_H
 
+#include "../ir/arith.h"
 #include "xform.h"
 
-/* ---- deps.c: affine forms and integer constraint systems ---- */
-
-/* Columns of one system: loop variables of up to two statement instances (side 0
- * and side 1) and the unbound size parameters.  Bound parameters are constants. */
-#define XF_MAXC 40
-
-typedef struct Aff {
-    int64_t c[XF_MAXC];
-    int64_t k;              /* sum c[i] * x[i] + k */
-} Aff;
-
-typedef struct Space {
-    const Kernel *k;
-    int ncol;
-    const Var *var[XF_MAXC]; /* NULL for a parameter column */
-    int side[XF_MAXC];
-    int param[XF_MAXC];
-    bool overflow;           /* more columns were needed than XF_MAXC */
-    bool symbolic;           /* bound parameters stay columns too (for rewriting) */
-    /* Floor division by a positive constant (`v / 4`, `v % 4`, left by collapse and
-     * by a pipeline's stage index): with divs set, aff_of gives `n / d` a column q of
-     * its own (param -2) and records n and d; the dependence tests (pair systems,
-     * xf_prove_le) then add 0 <= n - d*q <= d-1 and q's bounds.  Off by default;
-     * a system missing those rows only has more solutions (still sound), and
-     * vectorize uses the columns for coefficients alone. */
-    bool divs;
-    int ndiv, ndiv_added;
-    struct { Aff num; int64_t d; int col; } div[8];
-} Space;
-
-/* Constraints: every eq row == 0, every ineq row >= 0. */
-typedef struct Sys {
-    Aff *eq, *in;
-    int neq, nin, ceq, cin;
-    /* Set for systems with floor-division columns (Space.divs): when Fourier-Motzkin
-     * finds no contradiction, sys_feasible also tries each value of the variables with
-     * at most 8 values (unrolled loops, remainders), which decides the mixed-radix
-     * subscripts a collapsed loop leaves (`8*au + af/4`) that the rational relaxation
-     * cannot. */
-    bool split;
-} Sys;
-
-void space_init(Space *sp, const Kernel *k);
-/* The column of (v, side), added when new; -1 when the space is full. */
-int space_col(Space *sp, const Var *v, int side);
-/* Converts an index expression; false when it is not affine in loop variables and
- * parameters (products of variables, division of a variable, loads, ...). */
-bool aff_of(Space *sp, const Expr *e, int side, Aff *out);
-bool aff_is_const(const Aff *a);
-
-void sys_init(Sys *s);
-void sys_free(Sys *s);
-void sys_copy(Sys *dst, const Sys *src);
-void sys_add_eq(Sys *s, const Aff *a);
-void sys_add_ge(Sys *s, const Aff *a);   /* a >= 0 */
-/* Adds the bounds of every loop and the conditions of every guard enclosing n
- * (not n itself), its variables on `side`; self adds n's own bounds too when n is
- * a loop.  Parts that are not affine are left out: the domain only grows. */
-void sys_add_domain(Sys *s, Space *sp, const Node *n, int side, bool self);
-/* Adds lo <= v < hi for loop l on side. */
-void sys_add_loop(Sys *s, Space *sp, const Node *l, int side);
-/* Rational Fourier-Motzkin with integer tightening and a GCD test: false only when
- * the system certainly has no integer solution. */
-bool sys_feasible(const Sys *s);
+/* ---- deps.c: constants and affine facts (the rows and systems are ir/arith.h's) ---- */
 
 /* Evaluates an expression without loop variables, using bound parameters. */
 bool xf_const(const Kernel *k, const Expr *e, int64_t *v);
@@ -134,7 +72,7 @@ int dep_directions(const Kernel *k, const Access *a, const Access *b, const DepR
                    int cap);
 
 /* Case analysis over small variables in every dependence test while on (see
- * Sys.split); bind turns it on around its own queries. */
+ * ArSys.split); bind turns it on around its own queries. */
 void dep_set_cases(bool on);
 /* Loops enclosing node n (not n), outermost first; returns their number. */
 int xf_enclosing_loops(const Node *n, Node **out, int cap);

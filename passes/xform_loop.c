@@ -667,17 +667,17 @@ bool xf_vectorize(XfCtx *c)
         return false;
     }
     /* Stores must be unit-stride in the lane variable (one contiguous vector). */
-    Space sp;
-    space_init(&sp, c->k);
+    ArSpace sp;
+    ar_space_init(&sp, c->k);
     sp.divs = true; /* `(f % 4) * 8 + v` (a collapsed loop) is unit-stride in v */
-    int col = space_col(&sp, l->u.loop.var, 0);
+    int col = ar_space_col(&sp, l->u.loop.var, 0);
     for (int i = 0; i < ns; i++) {
         Node *s = stmts[i];
         int r = s->u.stmt.buf->rank;
         bool ok = r > 0;
         for (int d = 0; d < r && ok; d++) {
-            Aff a;
-            if (!aff_of(&sp, s->u.stmt.idx[d], 0, &a))
+            ArRow a;
+            if (!ar_row_of(&sp, s->u.stmt.idx[d], 0, &a))
                 ok = false;
             else
                 ok = a.c[col] == (d == r - 1 ? 1 : 0);

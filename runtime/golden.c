@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "golden_sample.h"
-#include "../passes/xform.h"
+#include "../passes/passes.h"
 
 /* ---- cloning with promotion ---- */
 

@@ -21,7 +21,7 @@
 #include "runtime.h"
 #include "npy.h"
 #include "lang/checked.h"
-#include "passes/xform.h"
+#include "passes/passes.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -15,8 +15,8 @@
  *     blockIdx, thread loops threadIdx (guarded when shorter than the block),
  *     MEM_SHARED buffers carve one dynamic __shared__ area, MEM_LOCAL buffers are
  *     per-thread arrays (one thread's copy; registers when indexed by unrolled
- *     loops), and __syncthreads() goes between block-level steps that hand shared
- *     memory over;
+ *     loops), and __syncthreads() goes where pass gpu-barrier marked a barrier
+ *     (between block-level steps that hand memory over);
  *   - unscheduled nodes: the grid loops (the outer loops passes/gpu_map.c proved
  *     parallel) are flattened onto a 1-D grid, one thread per iteration, and the
  *     rest runs serially inside the thread.  Correct for any kernel; fast enough to
@@ -31,7 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../passes/gpu_int.h"
+#include "../../ir/gpu.h"
+#include "../../ir/walk.h"
 #include "emit_int.h"
 #include "emit_scan.h"
 
@@ -183,7 +184,7 @@ const char *em_vn(const Em *e, const Var *v)
 
 /* ------------------------------------------------------------------ analyses
  * Constants with the bound sizes, loop extents and index ranges over a launch:
- * passes/gpu_util.c, shared with the GPU target passes that decided the mapping. */
+ * ir/gpu.c, shared with the GPU target passes that decided the mapping. */
 
 bool em_cval(const Em *e, const Expr *x, int64_t *out) { return gpu_cval(e->k, x, out); }
 bool em_extent(const Em *e, const Node *l, int64_t *lo, int64_t *ext) { return gpu_loop_extent(e->k, l, lo, ext); }
@@ -205,45 +206,6 @@ static int64_t buf_elems(const Em *e, const Buffer *b)
         n *= v;
     }
     return n;
-}
-
-static void expr_access(const Em *e, const Expr *x, uint8_t *rd)
-{
-    if (!x) return;
-    if (x->kind == IE_LOAD) {
-        rd[buf_index(e, x->u.load.buf)] = 1;
-        for (int i = 0; i < x->u.load.buf->rank; i++)
-            expr_access(e, x->u.load.idx[i], rd);
-        return;
-    }
-    for (int i = 0; i < ir_expr_arity(x->kind); i++)
-        expr_access(e, x->args[i], rd);
-}
-
-/* Buffers read and written in a subtree (bytes set to 1). */
-static void node_access(const Em *e, const Node *n, uint8_t *rd, uint8_t *wr)
-{
-    switch (n->kind) {
-    case N_STMT:
-        wr[buf_index(e, n->u.stmt.buf)] = 1;
-        if (n->u.stmt.op != SOP_ASSIGN)
-            rd[buf_index(e, n->u.stmt.buf)] = 1;
-        for (int i = 0; i < n->u.stmt.buf->rank; i++)
-            expr_access(e, n->u.stmt.idx[i], rd);
-        expr_access(e, n->u.stmt.value, rd);
-        return;
-    case N_LOOP:
-        expr_access(e, n->u.loop.lo, rd);
-        expr_access(e, n->u.loop.hi, rd);
-        break;
-    case N_IF:
-        expr_access(e, n->u.guard.cond, rd);
-        break;
-    case N_PREFETCH: return;
-    }
-    const NodeList *body = body_of(n);
-    for (int i = 0; i < body->n; i++)
-        node_access(e, body->v[i], rd, wr);
 }
 
 /* ------------------------------------------------------------------ expressions */
@@ -646,35 +608,6 @@ static void emit_stmt(Em *e, const Node *n)
     sb_free(&val);
 }
 
-/* Does step b touch memory the block's threads share (shared, or global: another
- * thread of the block may have a different mapping of the same elements) that the
- * steps since the last barrier (their reads ra, writes wa) wrote, or write what
- * they read?  __syncthreads orders global memory within the block as well. */
-static bool shared_conflict(Em *e, const uint8_t *ra, const uint8_t *wa, const Node *b)
-{
-    int nb = e->k->nbufs;
-    uint8_t *rb = xcalloc((size_t)nb * 2 + 1, 1), *wb = rb + nb;
-    node_access(e, b, rb, wb);
-    bool c = false;
-    for (int i = 0; i < nb && !c; i++)
-        if (e->k->bufs[i]->mem != MEM_LOCAL)
-            c = (wa[i] && (rb[i] || wb[i])) || (ra[i] && wb[i]);
-    free(rb);
-    return c;
-}
-
-static bool reads_and_writes_shared(Em *e, const Node *n)
-{
-    int nb = e->k->nbufs;
-    uint8_t *r = xcalloc((size_t)nb * 2 + 1, 1), *w = r + nb;
-    node_access(e, n, r, w);
-    bool c = false;
-    for (int i = 0; i < nb && !c; i++)
-        c = e->k->bufs[i]->mem == MEM_SHARED && r[i] && w[i];
-    free(r);
-    return c;
-}
-
 /* The index list idx of a wide access (passes/gpu_vector.c wrote its last index as
  * `base + lane`) at lane 0: the same list with base last. */
 static void first_lane(Expr *const *idx, int rank, Expr **out)
@@ -905,8 +838,7 @@ static void emit_loop(Em *e, const Node *n)
         em_nodes(e, &n->u.loop.body);
         if (vec)
             e->nvload = 0;
-        /* the next iteration overwrites shared memory this one reads */
-        if (e->sched && e->tdepth == 0 && reads_and_writes_shared(e, n)) {
+        if (n->u.loop.barrier_each) { /* pass gpu-barrier */
             if (e->wg) em_line(e, "pf_proxy_fence();");
             em_line(e, "__syncthreads();");
         }
@@ -940,20 +872,13 @@ static void emit_node(Em *e, const Node *n)
 
 void em_nodes(Em *e, const NodeList *l)
 {
-    /* threads hand shared data to each other only across a barrier: one goes
-     * before a block-level step that conflicts with any step since the last one */
-    int nb = e->k->nbufs;
-    uint8_t *ra = xcalloc((size_t)nb * 2 + 1, 1), *wa = ra + nb;
     for (int i = 0; i < l->n; i++) {
-        if (i > 0 && e->sched && e->tdepth == 0 && shared_conflict(e, ra, wa, l->v[i])) {
+        if (l->v[i]->barrier) { /* pass gpu-barrier */
             if (e->wg) em_line(e, "pf_proxy_fence();   /* shared stores reach wgmma's proxy */");
             em_line(e, "__syncthreads();");
-            memset(ra, 0, (size_t)nb * 2);
         }
-        node_access(e, l->v[i], ra, wa);
         emit_node(e, l->v[i]);
     }
-    free(ra);
 }
 
 /* ------------------------------------------------------------------ launches */
@@ -999,7 +924,7 @@ static bool declare_staged(Em *e, const Node *top, CgLaunch *L)
 {
     int nb = e->k->nbufs;
     uint8_t *r = xcalloc((size_t)nb * 2 + 1, 1), *w = r + nb;
-    node_access(e, top, r, w);
+    ir_node_access(top, r, w);
     int64_t off = 0;
     bool any_shared = false;
     for (int i = 0; i < nb; i++) {
@@ -1119,7 +1044,7 @@ static void launch_layouts(Em *e, const Node *top)
 {
     int nb = e->k->nbufs;
     uint8_t *r = xcalloc((size_t)nb * 2 + 1, 1), *w = r + nb;
-    node_access(e, top, r, w);
+    ir_node_access(top, r, w);
     e->frag = e->swz = e->wg = false;
     for (int i = 0; i < nb; i++) {
         if (!r[i] && !w[i]) continue;

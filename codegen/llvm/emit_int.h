@@ -8,7 +8,7 @@
 #include "lang/checked.h"
 #include "cg_llvm_int.h"
 #include "vmath.h"
-#include "passes/cpu.h"
+#include "ir/cpu.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/DebugInfo.h>
@@ -115,9 +115,6 @@ typedef struct Fn {
 
 void cg_emit_list(Fn *f, const NodeList *l);
 
-
-typedef ArAff Aff;
-
 typedef CpuAccKind AccKind;
 
 #define ACC_UNIFORM CPU_ACC_UNIFORM
@@ -154,7 +151,7 @@ typedef struct LoopSt {
 bool cg_is_vty(LLVMTypeRef t);
 LLVMValueRef cg_splat(Fn *f, LLVMValueRef s);
 LLVMValueRef cg_kdtype(Cg *g, DType t, double x);
-bool cg_aff_add(Aff *r, const Aff *a, int64_t scale);
+bool cg_aff_add(ArAff *r, const ArAff *a, int64_t scale);
 void cg_error(Cg *g, Span sp, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 bool cg_stride(const Cg *g, const Expr *e, const Var *v, int64_t *s);
 LLVMTypeRef cg_sty(Cg *g, DType t);
@@ -169,7 +166,7 @@ LLVMValueRef cg_wide(Fn *f, Val v);
 LLVMValueRef cg_kint(LLVMTypeRef ty, int64_t x);
 LLVMValueRef cg_kflt(LLVMTypeRef ty, double x);
 bool cg_conv_exact(DType from, DType to);
-bool cg_affine(const Cg *g, const Expr *e, Aff *out);
+bool cg_affine(const Cg *g, const Expr *e, ArAff *out);
 LLVMValueRef cg_arith(Cg *g, ExprKind op, DType t, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef cg_intr2(Cg *g, const char *name, LLVMValueRef a, LLVMValueRef b);
 AccKind cg_access_kind(const Cg *g, Expr *const *idx, int rank, const Var *v);

@@ -194,7 +194,7 @@ static LLVMValueRef prefix_sum(Fn *f, const Term *t, int n)
 bool cg_affine_addr(Fn *f, const Buffer *b, Expr *const *idx, bool lane0, Addr *out)
 {
     Cg *g = f->g;
-    Aff tot = {0}, a;
+    ArAff tot = {0}, a;
     int64_t stride = 1;
     for (int i = b->rank - 1; i >= 0; i--) {
         if (!cg_affine(g, idx[i], &a) || !cg_aff_add(&tot, &a, stride) || !ck_mul(stride, g->dims[b->id][i], &stride))
@@ -384,7 +384,7 @@ static LLVMValueRef load_scalar(Fn *f, const Buffer *b, LLVMValueRef *idx, bool 
 
 /* The range [*lo, *hi] of affine e over the known ranges of the variables bound
  * now; false when a variable's range is unknown. */
-static bool aff_range(const Fn *f, const Aff *a, int64_t *lo, int64_t *hi)
+static bool aff_range(const Fn *f, const ArAff *a, int64_t *lo, int64_t *hi)
 {
     *lo = *hi = a->c;
     for (int i = 0; i < a->n; i++) {
@@ -411,7 +411,7 @@ static int pad_known(const Fn *f, const Expr *e)
     const Buffer *b = e->u.load.buf;
     bool all_in = true;
     for (int i = 0; i < b->rank; i++) {
-        Aff a;
+        ArAff a;
         int64_t lo, hi;
         if (!cg_affine(f->g, e->u.load.idx[i], &a) || !aff_range(f, &a, &lo, &hi)) {
             all_in = false;

@@ -28,7 +28,7 @@ static int64_t pf_pow2(int64_t x)
  * dividing it for every value of e (the vector variable pinned to lane 0). */
 static int64_t pf_align(Fn *f, const Expr *e, int64_t shift, int64_t mult)
 {
-    Aff a;
+    ArAff a;
     if (!cg_affine(f->g, e, &a))
         return 1;
     int64_t c = a.c + shift, al = 64;

@@ -17,12 +17,12 @@
  * stored as tile rows (and the other way round), every tile access at a constant
  * offset, so that the tile becomes registers. */
 
-static bool offset_aff(const Cg *g, const Buffer *b, Expr *const *idx, Aff *tot)
+static bool offset_aff(const Cg *g, const Buffer *b, Expr *const *idx, ArAff *tot)
 {
     return cpu_offset_aff(g->k, b, idx, tot);
 }
 
-static int64_t coef(const Aff *a, const Var *v)
+static int64_t coef(const ArAff *a, const Var *v)
 {
     return ar_aff_coef(a, v->id);
 }
@@ -140,7 +140,7 @@ void cg_emit_transpose(Fn *f, const Node *L)
     bool in = cg_is_tile(g, sb); /* copy into the tile */
     const Buffer *T = in ? sb : lb, *G = in ? lb : sb;
     Expr *const *ti = in ? st->u.stmt.idx : ld->u.load.idx, *const *gi = in ? ld->u.load.idx : st->u.stmt.idx;
-    Aff ta, ga, lo1, lo2;
+    ArAff ta, ga, lo1, lo2;
     int64_t n1, n2;
     if (!offset_aff(g, T, ti, &ta) || !offset_aff(g, G, gi, &ga) || !cg_const_extent(g, L->u.loop.lo, L->u.loop.hi, &n1) ||
         !cg_const_extent(g, L2->u.loop.lo, L2->u.loop.hi, &n2) || !cg_affine(g, L->u.loop.lo, &lo1) ||
@@ -267,7 +267,7 @@ void cg_emit_fill(Fn *f, const Node *L)
     Binding sv[8];
     for (int i = 0; i < nl; i++)
     {
-        Aff lo;
+        ArAff lo;
         if (!cg_affine(g, loops[i]->u.loop.lo, &lo) || lo.n)
             die("memset loop %s: no constant bound", loops[i]->u.loop.var->name);
         sv[i] = cg_bind(f, loops[i]->u.loop.var, cg_S(cg_ci64(g, lo.c)));

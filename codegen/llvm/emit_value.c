@@ -1,7 +1,7 @@
 /* Values for the LLVM translation: LLVM types of the IR's dtypes, constants,
  * intrinsic calls, splats, the exact f16/bf16 conversions, arithmetic with the
  * IR's integer semantics, fused multiply-add and the inline exp, and the affine
- * forms (passes/cpu.h) that addresses are built from.  codegen/llvm/emit.c has the
+ * forms (ir/cpu.h) that addresses are built from.  codegen/llvm/emit.c has the
  * overview. */
 #include "emit_int.h"
 
@@ -430,14 +430,14 @@ LLVMValueRef cg_arith(Cg *g, ExprKind op, DType t, LLVMValueRef a, LLVMValueRef 
     }
 }
 
-/* ---- index analysis: the affine forms of passes/cpu.h ---- */
+/* ---- index analysis: the affine forms of ir/arith.h and ir/cpu.h ---- */
 
-bool cg_aff_add(Aff *r, const Aff *a, int64_t scale)
+bool cg_aff_add(ArAff *r, const ArAff *a, int64_t scale)
 {
     return ar_aff_add(r, a, scale);
 }
 
-bool cg_affine(const Cg *g, const Expr *e, Aff *out)
+bool cg_affine(const Cg *g, const Expr *e, ArAff *out)
 {
     return ar_aff_of(g->k, e, out);
 }

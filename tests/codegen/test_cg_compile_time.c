@@ -14,7 +14,6 @@
  *
  * Usage: test_cg_compile_time [reps] [stdlib dir] [kernel [plain|sched]]
  * (a kernel name, and plain or sched, measure only that kernel, or that variant). */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +24,7 @@
 #include "passes/passes.h"
 #include "passes/xform.h"
 #include "runtime/pool.h"
+#include "../stdlib_load.h"
 #include "../lowered.h"
 
 static const struct {
@@ -72,11 +72,6 @@ static int cmp_d(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 int main(int argc, char **argv)
 {
     int reps = argc > 1 ? atoi(argv[1]) : 7;
@@ -88,21 +83,12 @@ int main(int argc, char **argv)
     void *addr;
     memcpy(&addr, &pf, sizeof addr);
     cg_llvm_add_symbol("perfc_parallel_for", addr);
-    DIR *dd = opendir(dir);
-    if (!dd) {
+    char *files[256];
+    int nfiles = tl_list_pdl(dir, files, 256);
+    if (nfiles < 0) {
         fprintf(stderr, "cannot open %s\n", dir);
         return 1;
     }
-    char *files[256];
-    int nfiles = 0;
-    struct dirent *de;
-    while ((de = readdir(dd)) && nfiles < 256) {
-        size_t n = strlen(de->d_name);
-        if (n > 4 && !strcmp(de->d_name + n - 4, ".pdl"))
-            files[nfiles++] = xstrdup(de->d_name);
-    }
-    closedir(dd);
-    qsort(files, (size_t)nfiles, sizeof *files, cmp_str);
     printf("%-22s %-5s %-42s %10s %12s %12s %10s\n", "kernel", "sched", "shape", "first ms", "median ms", "min ms", "cpu ms");
     double *wall = malloc(sizeof(double) * (size_t)reps), *cpu = malloc(sizeof(double) * (size_t)reps);
     for (int f = 0; f < nfiles; f++) {

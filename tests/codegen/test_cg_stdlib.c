@@ -12,7 +12,6 @@
  * kernels of tests/codegen/pdl at their default sizes, conv2d with whole 14 x 8
  * output tiles (in-register transposes of the tile copies) and gemm with whole
  * 6 x 16 tiles (its k loop two iterations per trip). */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,13 +21,9 @@
 #include "passes/passes.h"
 #include "passes/xform.h"
 #include "runtime/pool.h"
+#include "../stdlib_load.h"
 
 static const int64_t odd[] = {1, 3, 5, 7, 9, 11, 13, 2, 4, 8};
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
 /* Lowers ak with sizes drawn from r; NULL if the front end rejects the shape. */
 static Kernel *draw(Program *p, AstKernel *ak, Rng *r, bool sched, char *shape, size_t nshape, bool *sched_refused)
@@ -128,21 +123,12 @@ int main(int argc, char **argv)
     memcpy(&addr, &pf, sizeof addr);
     cg_llvm_add_symbol("perfc_parallel_for", addr);
 
-    DIR *dd = opendir(dir);
-    if (!dd) {
+    char *files[256];
+    int nfiles = tl_list_pdl(dir, files, 256);
+    if (nfiles < 0) {
         fprintf(stderr, "cannot open %s\n", dir);
         return 1;
     }
-    char *files[256];
-    int nfiles = 0;
-    struct dirent *de;
-    while ((de = readdir(dd)) && nfiles < 256) {
-        size_t n = strlen(de->d_name);
-        if (n > 4 && !strcmp(de->d_name + n - 4, ".pdl"))
-            files[nfiles++] = xstrdup(de->d_name);
-    }
-    closedir(dd);
-    qsort(files, (size_t)nfiles, sizeof *files, cmp_str);
 
     Rng r;
     rng_seed(&r, 20240611);

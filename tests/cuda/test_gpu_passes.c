@@ -14,6 +14,7 @@
 #include "lang/ast.h"
 #include "passes/passes.h"
 #include "passes/xform.h"
+#include "../stdlib_load.h"
 
 static int failures;
 #define CHECK(c, ...)                                              \
@@ -37,22 +38,8 @@ static Kernel *load(Arena *a, const char *path, const char *spec, const char *si
     const char *variant = slash ? slash + 1 : NULL;
     if (slash)
         *slash = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        diag_plain(d, DIAG_ERROR, "cannot read %s", path);
-        return NULL;
-    }
-    StrBuf t = {0};
-    int c;
-    while ((c = fgetc(f)) != EOF) sb_putc(&t, (char)c);
-    fclose(f);
-    Source *src = arena_alloc(a, sizeof *src);
-    src->path = arena_strdup(a, path);
-    src->text = arena_strdup(a, t.s ? t.s : "");
-    src->len = t.len;
-    sb_free(&t);
-    Program *p = parse_program(a, src, d);
-    if (d->nerrors) return NULL;
+    Program *p = tl_read_program(a, path, d);
+    if (!p) return NULL;
     AstKernel *ak = program_find_kernel(p, name);
     if (!ak) return NULL;
     const char *dt = strstr(sizes, "T=");
@@ -62,16 +49,7 @@ static Kernel *load(Arena *a, const char *path, const char *spec, const char *si
         kernel_bind_dtparam(ak, kernel_find_dtparam(ak, "T"), dtype_from_name(v));
     }
     if (!sema_program(p, d)) return NULL;
-    int64_t vals[32];
-    bool bound[32];
-    for (int i = 0; i < ak->nparams && i < 32; i++) {
-        char key[64];
-        snprintf(key, sizeof key, "%s=", ak->params[i].name);
-        const char *at = strstr(sizes, key);
-        bound[i] = at || ak->params[i].has_default;
-        vals[i] = at ? atoll(at + strlen(key)) : ak->params[i].def;
-    }
-    Kernel *k = lower_kernel(p, ak, vals, bound, d);
+    Kernel *k = tl_lower_sized(p, ak, sizes, d);
     if (!k) return NULL;
     const AstSchedule *s[8];
     int ns = 0;

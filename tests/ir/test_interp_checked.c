@@ -12,6 +12,7 @@
 #include "lang/ast.h"
 #include "passes/passes.h"
 #include "passes/xform.h"
+#include "../stdlib_load.h"
 
 static int failures, runs;
 #define CHECK(c, ...)                                              \
@@ -26,39 +27,15 @@ static int failures, runs;
 
 static Program *parse_file(Arena *a, const char *path, Diags *d)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    StrBuf t = {0};
-    int c;
-    while ((c = fgetc(f)) != EOF)
-        sb_putc(&t, (char)c);
-    fclose(f);
-    Source *src = arena_alloc(a, sizeof *src);
-    src->path = arena_strdup(a, path);
-    src->text = arena_strdup(a, t.s ? t.s : "");
-    src->len = t.len;
-    sb_free(&t);
-    Program *p = parse_program(a, src, d);
-    if (d->nerrors || !sema_program(p, d))
-        return NULL;
-    return p;
+    Program *p = tl_read_program(a, path, d);
+    return p && sema_program(p, d) ? p : NULL;
 }
 
 /* Kernel ak lowered with sizes ("M=33 N=17"), and the file's schedules for target
  * applied (NULL: none).  NULL when the schedule does not fit these sizes. */
 static Kernel *load(const Program *p, const AstKernel *ak, const char *sizes, const char *target, Diags *d)
 {
-    int64_t vals[32];
-    bool bound[32];
-    for (int i = 0; i < ak->nparams && i < 32; i++) {
-        char key[64];
-        snprintf(key, sizeof key, " %s=", ak->params[i].name);
-        const char *at = strstr(sizes, key);
-        bound[i] = at || ak->params[i].has_default;
-        vals[i] = at ? atoll(at + strlen(key)) : ak->params[i].def;
-    }
-    Kernel *k = lower_kernel(p, ak, vals, bound, d);
+    Kernel *k = tl_lower_sized(p, ak, sizes, d);
     if (!k || !target)
         return k;
     const AstSchedule *s[8];

@@ -1,5 +1,5 @@
 /* Unit tests of the integer systems behind every dependence test (passes/deps.c,
- * sys_feasible), above all the mixed-radix splitting of equalities
+ * ar_sys_feasible), above all the mixed-radix splitting of equalities
  * (delinearization) that lets bind prove copy mappings such as the K = 32 gemm's
  * `Bs[by*2 + br, (bu*16 + bx)*4 + bv]`:
  *
@@ -8,7 +8,7 @@
  *    threads write distinct elements), and the same subscripts with an overlapping
  *    digit (a solution: two threads write one element; it must stay "feasible");
  *  - a randomized soundness check: small bounded systems of mixed-radix shape are
- *    enumerated exhaustively, and whenever an integer solution exists sys_feasible
+ *    enumerated exhaustively, and whenever an integer solution exists ar_sys_feasible
  *    must answer true (perfc may refuse wrongly, never allow wrongly).  It also
  *    counts how many of the systems without solutions are proven so, as a measure
  *    of precision (printed; not a pass/fail criterion beyond the cases above).
@@ -28,42 +28,42 @@ typedef struct Row {
 } Row;
 
 /* lo <= x_c <= hi */
-static void bound(Sys *s, int c, int64_t lo, int64_t hi)
+static void bound(ArSys *s, int c, int64_t lo, int64_t hi)
 {
-    Aff a;
+    ArRow a;
     memset(&a, 0, sizeof a);
     a.c[c] = 1;
     a.k = -lo;
-    sys_add_ge(s, &a);
+    ar_sys_add_ge(s, &a);
     memset(&a, 0, sizeof a);
     a.c[c] = -1;
     a.k = hi;
-    sys_add_ge(s, &a);
+    ar_sys_add_ge(s, &a);
 }
 
-static void row(Sys *s, bool eq, const int64_t *c, int n, int64_t k)
+static void row(ArSys *s, bool eq, const int64_t *c, int n, int64_t k)
 {
-    Aff a;
+    ArRow a;
     memset(&a, 0, sizeof a);
     for (int i = 0; i < n; i++)
         a.c[i] = c[i];
     a.k = k;
     if (eq)
-        sys_add_eq(s, &a);
+        ar_sys_add_eq(s, &a);
     else
-        sys_add_ge(s, &a);
+        ar_sys_add_ge(s, &a);
 }
 
-static void expect(const char *what, Sys *s, bool want)
+static void expect(const char *what, ArSys *s, bool want)
 {
-    bool got = sys_feasible(s);
+    bool got = ar_sys_feasible(s);
     if (got != want) {
-        printf("FAIL %s: sys_feasible says %s, expected %s\n", what, got ? "feasible" : "infeasible",
+        printf("FAIL %s: ar_sys_feasible says %s, expected %s\n", what, got ? "feasible" : "infeasible",
                want ? "feasible" : "infeasible");
         fails++;
     } else
         printf("ok   %s: %s\n", what, got ? "feasible (may conflict)" : "infeasible (proven)");
-    sys_free(s);
+    ar_sys_free(s);
 }
 
 /* Columns 0..2: bu, bx, bv of one thread; 3..5: bu', bx', bv' of the other.
@@ -71,8 +71,8 @@ static void expect(const char *what, Sys *s, bool want)
  * threads); bu in 0..nu-1, bx in 0..nx-1, bv in 0..nv-1. */
 static void radix_case(const char *what, int64_t r1, int64_t r0, int64_t nu, int64_t nx, int64_t nv, bool want)
 {
-    Sys s;
-    sys_init(&s);
+    ArSys s;
+    ar_sys_init(&s);
     int64_t e[6] = {r1 * r0, r0, 1, -r1 * r0, -r0, -1};
     row(&s, true, e, 6, 0);
     for (int side = 0; side < 2; side++) {
@@ -171,8 +171,8 @@ static void random_check(int trials)
             nin = 2;
         }
         bool truth = brute(eq, neq, in, nin, n, lo, hi);
-        Sys s;
-        sys_init(&s);
+        ArSys s;
+        ar_sys_init(&s);
         s.split = rnd(2) == 0; /* with and without case analysis */
         for (int r = 0; r < neq; r++)
             row(&s, true, eq[r].c, n, eq[r].k);
@@ -180,8 +180,8 @@ static void random_check(int trials)
             row(&s, false, in[r].c, n, in[r].k);
         for (int i = 0; i < n; i++)
             bound(&s, i, lo[i], hi[i]);
-        bool got = sys_feasible(&s);
-        sys_free(&s);
+        bool got = ar_sys_feasible(&s);
+        ar_sys_free(&s);
         if (truth && !got) {
             if (sound_fail < 5) {
                 printf("FAIL random system %d: has an integer solution but was proven infeasible:\n", t);
@@ -222,8 +222,8 @@ int main(void)
      * (af - 8q)*4 + av with q = af / 8 (0 <= af - 8q <= 7); distinct af.
      * Columns: ay au af q av | ay' au' af' q' av'. */
     for (int overlap = 0; overlap < 2; overlap++) {
-        Sys s;
-        sys_init(&s);
+        ArSys s;
+        ar_sys_init(&s);
         int64_t r[10] = {8, 2, 0, 1, 0, -8, -2, 0, -1, 0};
         row(&s, true, r, 10, 0);
         int64_t c[10] = {0, 0, 4, -32, 1, 0, 0, -4, 32, -1};
@@ -250,33 +250,33 @@ int main(void)
 
     /* The split rule itself: 4x + y == 5, y in 0..3 forces y = 1, x = 1 ... */
     {
-        Sys s;
-        sys_init(&s);
+        ArSys s;
+        ar_sys_init(&s);
         int64_t e[2] = {4, 1};
         row(&s, true, e, 2, -5);
         bound(&s, 0, 0, 10);
         bound(&s, 1, 0, 3);
         expect("4x + y == 5, y in 0..3 (x = 1, y = 1)", &s, true);
-        sys_init(&s);
+        ar_sys_init(&s);
         row(&s, true, e, 2, -5);
         bound(&s, 0, 2, 10);
         bound(&s, 1, 0, 3);
         expect("4x + y == 5, y in 0..3, x >= 2", &s, false);
         /* ... and no multiple of 4 in range: 4x + y == 0 with y in 1..3 */
-        sys_init(&s);
+        ar_sys_init(&s);
         row(&s, true, e, 2, 0);
         bound(&s, 0, -10, 10);
         bound(&s, 1, 1, 3);
         expect("4x + y == 0, y in 1..3", &s, false);
         /* a negative coefficient on the small digit: 4x - y == 3, y in 0..3 (x=1,y=1) */
         int64_t f[2] = {4, -1};
-        sys_init(&s);
+        ar_sys_init(&s);
         row(&s, true, f, 2, -3);
         bound(&s, 0, 0, 10);
         bound(&s, 1, 0, 3);
         expect("4x - y == 3, y in 0..3 (x = 1, y = 1)", &s, true);
         /* y unbounded: nothing to split, and the system has solutions */
-        sys_init(&s);
+        ar_sys_init(&s);
         row(&s, true, e, 2, 0);
         bound(&s, 0, 1, 10);
         expect("4x + y == 0, y unbounded", &s, true);

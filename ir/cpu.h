@@ -1,0 +1,46 @@
+/* The CPU access analysis, read alike by the CPU target passes (passes/cpu_*.c),
+ * which decide how each loop is translated, and by the LLVM back end
+ * (codegen/llvm), which translates it: constant extents, a buffer element's
+ * offset as an affine form (ir/arith.h's ArAff, bound sizes folded in), how an
+ * index moves per lane of a vector loop, padded reads, and register tiles. */
+#ifndef PERFC_IR_CPU_H
+#define PERFC_IR_CPU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arith.h"
+#include "ir.h"
+
+/* The widest vector loop the LLVM back end translates lane-parallel. */
+#define CPU_MAX_VECTOR_WIDTH 256
+
+/* A private buffer of at most this many elements is a register tile. */
+#define CPU_TILE_ELEMS 256
+
+/* Affine forms are ir/arith.h's ArAff (ar_aff_of, ar_aff_add, ar_aff_coef, ...). */
+/* hi - lo when it does not depend on any variable. */
+bool cpu_const_extent(const Kernel *k, const Expr *lo, const Expr *hi, int64_t *ext);
+/* Size of dimension d of b with the bound parameters (-1 when unknown). */
+int64_t cpu_dim(const Kernel *k, const Buffer *b, int d);
+/* The row-major element offset of b[idx] as an affine form. */
+bool cpu_offset_aff(const Kernel *k, const Buffer *b, Expr *const *idx, ArAff *tot);
+
+/* How an integer expression moves per lane of vector variable v (*s; 0: uniform);
+ * false when unknown. */
+bool cpu_stride(const Kernel *k, const Expr *e, const Var *v, int64_t *s);
+typedef enum { CPU_ACC_UNIFORM, CPU_ACC_CONTIG, CPU_ACC_OTHER } CpuAccKind;
+/* Classifies buffer index idx[0..rank) against the vector variable: the same
+ * element for every lane, consecutive elements along the last dimension, or
+ * anything else (a gather). */
+CpuAccKind cpu_access_kind(const Kernel *k, Expr *const *idx, int rank, const Var *v);
+/* Whether a load is a read of a padded input that may leave it. */
+bool cpu_load_padded(const Expr *e);
+/* Whether list l reads a padded input that may leave it. */
+bool cpu_list_padded(const NodeList *l);
+/* Whether list l (else bodies included) holds an unroll or vector loop. */
+bool cpu_holds_scheduled(const NodeList *l);
+/* A MEM_LOCAL temporary of at most CPU_TILE_ELEMS elements: registers. */
+bool cpu_is_tile(const Kernel *k, const Buffer *b);
+
+#endif
