@@ -5,6 +5,9 @@
  *
  *   lower     the IR as lowering produced it (nothing runs; a dump point)
  *   schedule  the file's schedule blocks for the target, then -s, in order
+ *   mask-bounds  guards on affine `where` masks become the bounds of the serial
+ *             loops above them, modular ones strides (passes/mask_bounds.c);
+ *             after the schedule, which is written for the rectangular nest
  *   simplify  canonical index arithmetic; empty loops (or loops holding only
  *             prefetches) dropped, one-trip loops replaced by their body
  *
@@ -70,6 +73,12 @@ static bool pass_schedule(Kernel *k, const PipelineOpts *o, Diags *d)
         ok = schedule_apply(k, o->schedules[i], o->choices, o->nchoices, d);
     k->target = NULL;
     return ok;
+}
+
+static bool pass_mask_bounds(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    (void)o;
+    return mask_bounds_pass(k, d);
 }
 
 static void canon_cb(Expr *e, void *p)
@@ -217,6 +226,7 @@ static const struct {
 } passes[] = {
     {"lower", pass_lower, false},
     {"schedule", pass_schedule, false},
+    {"mask-bounds", pass_mask_bounds, false},
     {"simplify", pass_simplify, false},
     /* GPU targets: legalisation, then lowering */
     {"gpu-reduce", pass_gpu_reduce, true},
@@ -240,7 +250,7 @@ static const struct {
     {"unroll-small", pass_unroll, true},
     {"verify", pass_verify, true},
 };
-enum { FIRST_TARGET_PASS = 3 };
+enum { FIRST_TARGET_PASS = 4 };
 enum { NPASSES = sizeof passes / sizeof passes[0] };
 
 const char *pipeline_pass_name(int i) { return i >= 0 && i < NPASSES ? passes[i].name : NULL; }
