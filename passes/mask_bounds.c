@@ -216,6 +216,15 @@ static bool project(Mb *mb, int at, ArAff *d, bool *exact)
     return true;
 }
 
+/* Whether bound e is b or a min (max) with b among its operands: the pass ran
+ * here before (pipeline_target runs it on kernels pipeline_run may have seen). */
+static bool has_bound(const Kernel *k, const Expr *e, ExprKind op, const Expr *b)
+{
+    if (xf_expr_equal(k, e, b))
+        return true;
+    return e->kind == op && (has_bound(k, e->args[0], op, b) || has_bound(k, e->args[1], op, b));
+}
+
 /* Narrows loop path[at] by d <= 0; true when d is then implied for every iteration. */
 static bool narrow_by(Mb *mb, int at, const ArAff *d0)
 {
@@ -241,6 +250,8 @@ static bool narrow_by(Mb *mb, int at, const ArAff *d0)
         if (!ar_aff_add(&num, &rest, -1))
             return false;
         Expr *b = a == 1 ? aff_expr(k, &num) : ir_bin(k, IE_DIV, aff_expr(k, &num), ir_int(k, a));
+        if (has_bound(k, L->u.loop.hi, IE_MIN, b))
+            return exact;
         bool bk = interval(mb, b, &blo, &bhi) && interval(mb, L->u.loop.hi, &o1, &o2);
         if (bk && blo >= o2)
             return exact; /* never cuts */
@@ -251,6 +262,8 @@ static bool narrow_by(Mb *mb, int at, const ArAff *d0)
         ArAff num = rest;
         num.c += m - 1;
         Expr *b = m == 1 ? aff_expr(k, &rest) : ir_bin(k, IE_DIV, aff_expr(k, &num), ir_int(k, m));
+        if (has_bound(k, L->u.loop.lo, IE_MAX, b))
+            return exact;
         bool bk = interval(mb, b, &blo, &bhi) && interval(mb, L->u.loop.lo, &o1, &o2);
         if (bk && bhi <= o1)
             return exact; /* never cuts */

@@ -301,6 +301,10 @@ bool pipeline_lower_cpu(Kernel *k, const Target *target, Diags *d)
     diag_init(&quiet);
     bool valid = ir_verify(k, &quiet);
     diag_free(&quiet);
+    /* a kernel that did not come through pipeline_run: its masks too (the pass
+     * leaves what it already bounded as it is) */
+    if (!mask_bounds_pass(k, d))
+        return false;
     for (int i = FIRST_TARGET_PASS; i < NPASSES; i++) {
         if (!passes[i].fn(k, &o, d))
             return false;
@@ -319,6 +323,8 @@ bool pipeline_target(Kernel *k, const Target *target, Diags *d)
     if (k->gpu_lowered || !target_is_gpu(target))
         return true;
     PipelineOpts o = {.target = target};
+    if (!mask_bounds_pass(k, d))
+        return false;
     for (int i = 0; i < NPASSES && !k->gpu_lowered; i++) {
         if (!passes[i].target)
             continue;
