@@ -35,6 +35,8 @@
  * translates each loop and say so in the IR (docs/codegen.md):
  *   legalize        GPU loop kinds refused; vector and unroll loops the back end
  *                   cannot translate made serial, with a warning
+ *   sum-blocks      long float sums into one element accumulated in blocks of
+ *                   partial sums (accuracy; passes/cpu_sum_blocks.c)
  *   partition       padded loops split where their reads stay inside (tiled
  *                   kernels); interior copies marked memcpy
  *   fill            zero-fill nests marked memset
@@ -156,6 +158,7 @@ static bool pass_legalize(Kernel *k, const PipelineOpts *o, Diags *d)
         return !cpu_target(o) || fn(k, d);                               \
     }
 CPU_PASS(pass_scan_blocks, cpu_scan_blocks)
+CPU_PASS(pass_sum_blocks, cpu_sum_blocks)
 CPU_PASS(pass_partition, cpu_partition)
 CPU_PASS(pass_fill, cpu_fill)
 CPU_PASS(pass_narrow, cpu_narrow)
@@ -240,6 +243,7 @@ static const struct {
     /* CPU targets: legalisation, then lowering */
     {"scan-blocks", pass_scan_blocks, true},
     {"legalize", pass_legalize, true},
+    {"sum-blocks", pass_sum_blocks, true},
     {"partition", pass_partition, true},
     {"fill", pass_fill, true},
     {"narrow", pass_narrow, true},
