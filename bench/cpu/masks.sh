@@ -45,3 +45,17 @@ row "band_matvec N=$N W=8" bench/cpu/masks.pdl band_matvec -D N="$N"
 row "tconv1d_s2 N=$N C=64 R=4" bench/cpu/masks.pdl tconv1d_s2 -D N="$N" -D C=64
 row "tril_gemm_blocked 1024^3 (gemm sched)" bench/cpu/masks.pdl tril_gemm_blocked -D M=1024 -D N=1024 -D K=1024
 row "full_gemm_blocked 1024^3 (gemm sched)" bench/cpu/masks.pdl full_gemm_blocked -D M=1024 -D N=1024 -D K=1024
+
+# Long f32 sums without a schedule (tests/lang/long_sums.pdl, passes/cpu_sum_blocks.c):
+# relative error against the f64 interpreter and the time, before and after.
+printf '\n%-34s %22s %22s\n' "sum (16M terms)" "before err / ms" "after err / ms"
+e() { # perfc kernel args...: "err / ms" (time even when not valid)
+    local p=$1 k=$2; shift 2
+    "$p" tests/lang/long_sums.pdl -k "$k" "$@" --run --json --quiet --threads 1 2>/dev/null |
+        $PY -c 'import json,sys; d=json.load(sys.stdin); t=d.get("time_ms") or {}; print("%.2e%s / %s" % (d["rel_error"], "" if d["valid"] else " (invalid)", "%.2f" % t["median"] if t.get("median") else "-"))'
+}
+for k in sumsq sumexp masked; do
+    b=-
+    [ -n "$BEFORE" ] && b=$(e "$BEFORE" $k -D N=16777216)
+    printf '%-34s %22s %22s\n' "$k" "$b" "$(e "$PERFC" $k -D N=16777216)"
+done
