@@ -51,11 +51,19 @@ row "full_gemm_blocked 1024^3 (gemm sched)" bench/cpu/masks.pdl full_gemm_blocke
 printf '\n%-34s %22s %22s\n' "sum (16M terms)" "before err / ms" "after err / ms"
 e() { # perfc kernel args...: "err / ms" (time even when not valid)
     local p=$1 k=$2; shift 2
-    "$p" tests/lang/long_sums.pdl -k "$k" "$@" --run --json --quiet --threads 1 2>/dev/null |
+    { "$p" tests/lang/long_sums.pdl -k "$k" "$@" --run --json --quiet --threads 1 2>/dev/null || true; } |
         $PY -c 'import json,sys; d=json.load(sys.stdin); t=d.get("time_ms") or {}; print("%.2e%s / %s" % (d["rel_error"], "" if d["valid"] else " (invalid)", "%.2f" % t["median"] if t.get("median") else "-"))'
 }
-for k in sumsq sumexp masked; do
+while read -r k sizes; do
+    D=()
+    for s in ${sizes//,/ }; do D+=(-D "$s"); done
     b=-
-    [ -n "$BEFORE" ] && b=$(e "$BEFORE" $k -D N=16777216)
-    printf '%-34s %22s %22s\n' "$k" "$b" "$(e "$PERFC" $k -D N=16777216)"
-done
+    [ -n "$BEFORE" ] && b=$(e "$BEFORE" $k "${D[@]}")
+    printf '%-34s %22s %22s\n' "$k $sizes" "$b" "$(e "$PERFC" $k "${D[@]}")"
+done <<'CASES'
+sumsq N=16777216
+sumexp N=16777216
+masked N=16777216
+rowsum R=16,C=1048576
+total2d R=4096,C=4096
+CASES
