@@ -35,7 +35,9 @@
  *
  * Only serial loops are changed: a vector or unroll loop has a constant extent, a
  * parallel loop's threads split its range at entry, and GPU block and thread loops
- * fix the launch and meet at barriers.  A reduction whose every term is masked
+ * fix the launch and meet at barriers.  Inside GPU block or thread loops a guard
+ * around stores to shared memory is left alone: bounding a loop around it per
+ * thread could make the threads run different numbers of barriers.  A reduction whose every term is masked
  * keeps its identity: the initialisation sits outside the narrowed loop (lowering
  * puts it there), so an empty range leaves it as the language says. */
 #include <stdlib.h>
@@ -326,6 +328,21 @@ static bool narrowable(const Node *n)
            n->u.loop.stages == 0 && !n->u.loop.tc;
 }
 
+/* Whether l stores into shared memory (a GPU block's threads meet at barriers
+ * around such stores). */
+static bool writes_shared(const NodeList *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        const Node *n = l->v[i];
+        if (n->kind == N_STMT && n->u.stmt.buf->mem == MEM_SHARED)
+            return true;
+        if (n->kind != N_STMT && n->kind != N_PREFETCH && (writes_shared(ir_body((Node *)n)) ||
+                                                           (n->kind == N_IF && writes_shared(&n->u.guard.els))))
+            return true;
+    }
+    return false;
+}
+
 /* The guard at the end of mb->path (path[depth - 1]). */
 static void do_guard(Mb *mb, NodeList *holder, int idx)
 {
@@ -333,6 +350,12 @@ static void do_guard(Mb *mb, NodeList *holder, int idx)
     Node *G = holder->v[idx];
     if (G->u.guard.els.n || G->u.guard.holds)
         return;
+    /* Inside GPU threads, a guard around stores to shared memory is left alone: a
+     * loop bounded per thread would run a different number of barriers in each. */
+    for (int p = 0; p < mb->depth; p++)
+        if (mb->path[p]->kind == N_LOOP && mb->path[p]->u.loop.kind >= LOOP_BLOCK_X &&
+            mb->path[p]->u.loop.kind <= LOOP_THREAD_Z && writes_shared(&G->u.guard.body))
+            return;
     Conj cj[MB_MAX_CONJ];
     int n = 0;
     split_and(k, G->u.guard.cond, cj, &n);
