@@ -251,8 +251,9 @@ int compile_kernel(Compilation *c)
     if (c->nscheds == 0 && !c->o->dump_after) {
         c->kernel = c->unscheduled;
         c->unscheduled = lower_fresh(c);
-        /* no schedule: of the pipeline only the target passes change anything
-         * (CPU ones not for -emit ir, which prints the kernel as scheduled) */
+        /* no schedule: of the pipeline only mask-bounds and the target passes
+         * change anything, and pipeline_target runs both (not for -emit ir,
+         * which prints the kernel as lowered) */
         bool lower = target_is_gpu(c->target) || (target_is_cpu(c->target) && c->o->emit != EMIT_IR);
         if (c->unscheduled && !c->o->actions && lower && !pipeline_target(c->kernel, c->target, &c->diags))
             return 1;

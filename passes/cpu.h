@@ -79,6 +79,11 @@ bool cpu_legalize(Kernel *k, const Target *target, Diags *d);
 bool cpu_partition(Kernel *k, Diags *d);
 bool cpu_fill(Kernel *k, Diags *d);
 bool cpu_narrow(Kernel *k, Diags *d);
+/* sum-blocks (passes/cpu_sum_blocks.c): a float sum into one element over at least
+ * CPU_SUM_BLOCK_MIN terms is accumulated in partials of CPU_SUM_BLOCK terms. */
+#define CPU_SUM_BLOCK 1024
+#define CPU_SUM_BLOCK_MIN 16384
+bool cpu_sum_blocks(Kernel *k, Diags *d);
 bool cpu_version(Kernel *k, Diags *d);
 bool cpu_unroll2(Kernel *k, Diags *d);
 bool cpu_transpose(Kernel *k, Diags *d);

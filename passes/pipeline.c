@@ -5,6 +5,9 @@
  *
  *   lower     the IR as lowering produced it (nothing runs; a dump point)
  *   schedule  the file's schedule blocks for the target, then -s, in order
+ *   mask-bounds  guards on affine `where` masks become the bounds of the serial
+ *             loops above them, modular ones strides (passes/mask_bounds.c);
+ *             after the schedule, which is written for the rectangular nest
  *   simplify  canonical index arithmetic; empty loops (or loops holding only
  *             prefetches) dropped, one-trip loops replaced by their body,
  *             temporaries nothing touches any more dropped
@@ -38,6 +41,8 @@
  *   scan-blocks     few long scan rows: the blocked parallel scan (cpu_scan.c)
  *   legalize        GPU loop kinds refused; vector and unroll loops the back end
  *                   cannot translate made serial, with a warning
+ *   sum-blocks      long float sums into one element accumulated in blocks of
+ *                   partial sums (accuracy; passes/cpu_sum_blocks.c)
  *   partition       padded loops split where their reads stay inside (tiled
  *                   kernels); interior copies marked memcpy
  *   fill            zero-fill nests marked memset
@@ -78,6 +83,12 @@ static bool pass_schedule(Kernel *k, const PipelineOpts *o, Diags *d)
         ok = schedule_apply(k, o->schedules[i], o->choices, o->nchoices, d);
     k->target = NULL;
     return ok;
+}
+
+static bool pass_mask_bounds(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    (void)o;
+    return mask_bounds_pass(k, d);
 }
 
 static void canon_cb(Expr *e, void *p)
@@ -194,6 +205,7 @@ static bool pass_legalize(Kernel *k, const PipelineOpts *o, Diags *d)
         return !cpu_target(o) || fn(k, d);                               \
     }
 CPU_PASS(pass_scan_blocks, cpu_scan_blocks)
+CPU_PASS(pass_sum_blocks, cpu_sum_blocks)
 CPU_PASS(pass_partition, cpu_partition)
 CPU_PASS(pass_fill, cpu_fill)
 CPU_PASS(pass_narrow, cpu_narrow)
@@ -269,6 +281,7 @@ static const struct {
 } passes[] = {
     {"lower", pass_lower, false},
     {"schedule", pass_schedule, false},
+    {"mask-bounds", pass_mask_bounds, false},
     {"simplify", pass_simplify, false},
     /* GPU targets: legalisation, then lowering */
     {"gpu-reduce", pass_gpu_reduce, true},
@@ -283,6 +296,7 @@ static const struct {
     /* CPU targets: legalisation, then lowering */
     {"scan-blocks", pass_scan_blocks, true},
     {"legalize", pass_legalize, true},
+    {"sum-blocks", pass_sum_blocks, true},
     {"partition", pass_partition, true},
     {"fill", pass_fill, true},
     {"narrow", pass_narrow, true},
@@ -293,7 +307,7 @@ static const struct {
     {"unroll-small", pass_unroll, true},
     {"verify", pass_verify, true},
 };
-enum { FIRST_TARGET_PASS = 3 };
+enum { FIRST_TARGET_PASS = 4 };
 enum { NPASSES = sizeof passes / sizeof passes[0] };
 
 const char *pipeline_pass_name(int i) { return i >= 0 && i < NPASSES ? passes[i].name : NULL; }
@@ -344,6 +358,10 @@ bool pipeline_lower_cpu(Kernel *k, const Target *target, Diags *d)
     diag_init(&quiet);
     bool valid = ir_verify(k, &quiet);
     diag_free(&quiet);
+    /* a kernel that did not come through pipeline_run: its masks too (the pass
+     * leaves what it already bounded as it is) */
+    if (!mask_bounds_pass(k, d))
+        return false;
     for (int i = FIRST_TARGET_PASS; i < NPASSES; i++) {
         if (!passes[i].fn(k, &o, d))
             return false;
@@ -362,6 +380,8 @@ bool pipeline_target(Kernel *k, const Target *target, Diags *d)
     if (k->gpu_lowered || !target_is_gpu(target))
         return true;
     PipelineOpts o = {.target = target};
+    if (!mask_bounds_pass(k, d))
+        return false;
     for (int i = 0; i < NPASSES && !k->gpu_lowered; i++) {
         if (!passes[i].target)
             continue;

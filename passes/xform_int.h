@@ -174,6 +174,9 @@ bool xf_parallel(XfCtx *c);
  * the blocked parallel scan (false, nothing changed, when it is not one). */
 bool xf_is_scan_loop(Kernel *k, Node *c);
 bool xf_scan_blocks(Kernel *k, Node *c);
+/* passes/mask_bounds.c: affine and modular `where` masks become loop bounds and
+ * strides (the pipeline's `mask-bounds` pass, after the schedule). */
+bool mask_bounds_pass(Kernel *k, Diags *d);
 bool xf_inline(XfCtx *c);
 bool xf_compute_at(XfCtx *c);
 bool xf_cache(XfCtx *c);

@@ -220,6 +220,12 @@ bool cgt_jit_check(const Kernel *k, const char *target, uint64_t seed, const cha
 Kernel *cgt_lower_file(const char *path, const char *name, const char *const *pnames, const int64_t *pvals, int n,
                        int64_t deflt, const char *sched_target, Diags *d)
 {
+    return cgt_lower_file_stop(path, name, pnames, pvals, n, deflt, sched_target, NULL, d);
+}
+
+Kernel *cgt_lower_file_stop(const char *path, const char *name, const char *const *pnames, const int64_t *pvals,
+                            int n, int64_t deflt, const char *sched_target, const char *stop_after, Diags *d)
+{
     size_t len;
     char *text = read_file(path, &len);
     if (!text) {
@@ -278,6 +284,7 @@ Kernel *cgt_lower_file(const char *path, const char *name, const char *const *pn
         PipelineOpts po = {0};
         po.schedules = sched;
         po.nschedules = ns;
+        po.stop_after = stop_after;
         if (!pipeline_run(k, &po, d)) {
             ir_free(k);
             k = NULL;

@@ -51,6 +51,9 @@ bool cgt_jit_check(const Kernel *k, const char *target, uint64_t seed, const cha
  * that is not NULL.  NULL with diagnostics on failure. */
 Kernel *cgt_lower_file(const char *path, const char *name, const char *const *pnames, const int64_t *pvals, int n,
                        int64_t deflt, const char *sched_target, Diags *d);
+/* The same, the pipeline stopped after pass stop_after (NULL: all of it). */
+Kernel *cgt_lower_file_stop(const char *path, const char *name, const char *const *pnames, const int64_t *pvals,
+                            int n, int64_t deflt, const char *sched_target, const char *stop_after, Diags *d);
 /* Frees what cgt_lower_file keeps alive for the kernels' spans (after ir_free). */
 void cgt_cleanup(void);
 
