@@ -203,7 +203,25 @@ typedef struct NestInfo {
      * B, the panel) and along a only (GEMM's A); NULL when none */
     const char *pb, *pa;
     DType pb_t, pa_t;
+    /* pb's rank and the dimension of pb indexed by b (-1 when none or several): a
+     * panel whose b dimension is not its last (A·Bᵀ) is packed transposed */
+    int pb_rank, pb_bdim;
 } NestInfo;
+
+/* The first load of buffer buf in e. */
+static const Expr *find_load(const Expr *e, const Buffer *buf)
+{
+    if (!e)
+        return NULL;
+    if (e->kind == IE_LOAD)
+        return e->u.load.buf == buf ? e : NULL;
+    for (int i = 0; i < ir_expr_arity(e->kind); i++) {
+        const Expr *r = find_load(e->args[i], buf);
+        if (r)
+            return r;
+    }
+    return NULL;
+}
 
 static NestInfo *nest_info(const Nest *n, Arena *a)
 {
@@ -223,8 +241,17 @@ static NestInfo *nest_info(const Nest *n, Arena *a)
     if (n->nspatial >= 2) {
         const Var *va = n->loops[n->nspatial - 2]->u.loop.var, *vb = n->loops[n->nspatial - 1]->u.loop.var;
         const Buffer *pb = panel_operand(n->red->u.stmt.value, va, vb), *pa = panel_operand(n->red->u.stmt.value, vb, va);
-        if (pb)
+        x->pb_bdim = -1;
+        if (pb) {
             x->pb = arena_strdup(a, pb->name), x->pb_t = pb->dtype;
+            const Expr *ld = find_load(n->red->u.stmt.value, pb);
+            x->pb_rank = pb->rank;
+            for (int d = 0; ld && d < pb->rank; d++)
+                if (ir_expr_uses_var(ld->u.load.idx[d], vb))
+                    x->pb_bdim = x->pb_bdim == -1 ? d : -2;
+            if (x->pb_bdim < 0)
+                x->pb_bdim = -1;
+        }
         if (pa)
             x->pa = arena_strdup(a, pa->name), x->pa_t = pa->dtype;
     }
@@ -372,8 +399,11 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
         if (n->ext[ir] <= 512)
             ck[nk++] = n->ext[ir];
         split_k = nk > 0;
+        /* the model's KC, or the whole reduction as one panel when it is shorter */
         if (split_k && bk.kc < n->ext[ir] && n->ext[ir] % bk.kc == 0)
             put_first(ck, &nk, 8, bk.kc);
+        else if (split_k && bk.kc >= n->ext[ir] && n->ext[ir] <= 512)
+            put_first(ck, &nk, 8, n->ext[ir]);
     }
     SBuf *out = bld_buf(b, n->out);
     SLoop *R[16], *b1, *a1;
@@ -451,8 +481,20 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
     ord[no++] = a1i;
     ord[no++] = b1i;
     bld_reorder(b, ord, no);
-    if (variant == 0 || rows_outer)
-        bld_cache(b, bld_buf(b, n->pb), b1o, NULL, NULL);
+    if (variant == 0 || rows_outer) {
+        SBuf *pk = bld_cache(b, bld_buf(b, n->pb), b1o, NULL, NULL);
+        /* B read along its rows (A·Bᵀ, Aᵀ·Bᵀ): the packed panel is stored with the
+         * column dimension last, so the micro-kernel's vector loop reads it
+         * contiguously whatever B's layout */
+        if (pk && n->pb_bdim >= 0 && n->pb_bdim != n->pb_rank - 1 && n->pb_rank <= 8) {
+            int perm[8], np = 0;
+            for (int d = 0; d < n->pb_rank; d++)
+                if (d != n->pb_bdim)
+                    perm[np++] = d;
+            perm[np++] = n->pb_bdim;
+            bld_layout(b, pk, perm, np);
+        }
+    }
     bld_cache(b, out, rows, NULL, NULL);
     bld_unroll(b, a1i);
     bld_vectorize(b, b1i);
