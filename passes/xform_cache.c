@@ -108,8 +108,8 @@ static Node *copy_nest(Kernel *k, Buffer *glob, Buffer *loc, const Region *r, bo
  * wider than one element) and which touches it nowhere else.  Then no value flows
  * into an iteration (copy-in) or out of it (copy-back), and the staged buffer is
  * the whole of the temporary's life: softmax's row of exponentials, kept in a
- * local row instead of a buffer of R x C.  `mine` are the accesses inside l in
- * program order. */
+ * local row instead of a buffer of R x C, or a 16-bit GEMM's f32 accumulator
+ * tile.  `mine` are the accesses inside l in program order. */
 static bool fresh_each_iteration(Kernel *k, Node *l, Buffer *b, const AccVec *mine, const Region *r)
 {
     if (b->kind != BUF_TEMP || mine->n == 0)
@@ -154,11 +154,21 @@ static bool fresh_each_iteration(Kernel *k, Node *l, Buffer *b, const AccVec *mi
         if (r->width[d] != 1 || off->kind != IE_INT || off->u.i != 0)
             return false;
     }
-    /* Nothing else in the producing nest touches b: every other access comes after
-     * the whole box has been written. */
-    for (int i = 1; i < mine->n; i++)
-        if (xf_contains(top, mine->v[i].stmt))
+    /* Inside the producing nest, b is touched only at the element the statement
+     * has just written, later in the same innermost body (a per-element
+     * accumulator: `acc[i, j] = 0; for k { acc[i, j] += ..}; C[i, j] = f(acc[i,
+     * j])`, the f32 sum of a 16-bit product); every other access comes after the
+     * whole box has been written. */
+    for (int i = 1; i < mine->n; i++) {
+        const Access *a = &mine->v[i];
+        if (!xf_contains(top, a->stmt))
+            continue;
+        if (s->parent == l || !xf_contains(s->parent, a->stmt))
             return false;
+        for (int d = 0; d < b->rank; d++)
+            if (!xf_expr_equal(k, a->idx[d], s->u.stmt.idx[d]))
+                return false;
+    }
     return true;
 }
 

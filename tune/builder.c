@@ -301,14 +301,20 @@ static bool named_cb(Node *n, void *p)
     return true;
 }
 
-SLoop *bld_loop(Builder *b, const char *name)
+static Node *find_loop(Builder *b, const char *name)
 {
     struct {
         const char *name;
         Node *found;
     } c = {name, NULL};
     walk(&b->k->body, named_cb, &c);
-    return c.found ? handle(b, c.found) : NULL;
+    return c.found;
+}
+
+SLoop *bld_loop(Builder *b, const char *name)
+{
+    Node *n = find_loop(b, name);
+    return n ? handle(b, n) : NULL;
 }
 
 SBuf *bld_buf(Builder *b, const char *name)
@@ -509,6 +515,25 @@ bool bld_distribute(Builder *b, SLoop *l, SLoop **copy)
     Node *n = first_new(&f, NULL);
     *copy = n ? handle(b, n) : NULL;
     return true;
+}
+
+int bld_distribute_all(Builder *b, SLoop *l, SLoop **copies, int cap)
+{
+    Call c;
+    call_init(&c, "distribute");
+    put_loop(b, &c, NULL, l);
+    int nv, nb;
+    if (!run(b, &c, &nv, &nb))
+        return -1;
+    NewLoops f;
+    new_loops(b, nv, &f);
+    /* the copies are the new loops beside l (what they hold keeps its loops) */
+    const Node *orig = find_loop(b, l->name);
+    int n = 0;
+    for (int i = 0; i < f.n && n < cap; i++)
+        if (orig && f.v[i]->parent == orig->parent)
+            copies[n++] = handle(b, f.v[i]);
+    return n;
 }
 
 bool bld_unroll(Builder *b, SLoop *l) { return one_loop(b, "unroll", l); }

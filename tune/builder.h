@@ -90,6 +90,9 @@ bool bld_reorder(Builder *b, SLoop *const *order, int n);
 bool bld_fuse(Builder *b, SLoop *a, SLoop *c);
 /* copy: the loop distribute made for the statements after the first group */
 bool bld_distribute(Builder *b, SLoop *l, SLoop **copy);
+/* every loop distribute made, in program order (one per statement group after the
+ * first); the count, or -1 when it was not applied */
+int bld_distribute_all(Builder *b, SLoop *l, SLoop **copies, int cap);
 bool bld_unroll(Builder *b, SLoop *l);
 bool bld_vectorize(Builder *b, SLoop *l);
 bool bld_parallel(Builder *b, SLoop *l);

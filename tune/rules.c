@@ -34,6 +34,7 @@
 #include "../passes/xform.h"
 #include "blocking.h"
 #include "builder.h"
+#include "rules_int.h"
 #include "tune.h"
 
 int tune_vector_lanes(const Target *target, DType t)
@@ -192,35 +193,44 @@ static const Buffer *panel_operand(const Expr *e, const Var *a, const Var *b)
  * and issues the transformations through the builder (tune/builder.h), holding the
  * loops and buffers each one hands back. */
 
-typedef struct NestInfo {
-    int nloops, nspatial;
-    const char *loop[16];
-    int64_t ext[16];
-    bool red, mul;           /* a reduction; its value is a product */
-    const char *out;         /* the reduction's output */
-    DType out_t;
-    /* over the last two spatial loops a, b: the operand read along b only (GEMM's
-     * B, the panel) and along a only (GEMM's A); NULL when none */
-    const char *pb, *pa;
-    DType pb_t, pa_t;
-    /* pb's rank and the dimension of pb indexed by b (-1 when none or several): a
-     * panel whose b dimension is not its last (A·Bᵀ) is packed transposed */
-    int pb_rank, pb_bdim;
-} NestInfo;
 
-/* The first load of buffer buf in e. */
-static const Expr *find_load(const Expr *e, const Buffer *buf)
+/* The first load of buffer b in e. */
+static const Expr *load_of(const Expr *e, const Buffer *b)
 {
     if (!e)
         return NULL;
-    if (e->kind == IE_LOAD)
-        return e->u.load.buf == buf ? e : NULL;
+    if (e->kind == IE_LOAD && e->u.load.buf == b)
+        return e;
     for (int i = 0; i < ir_expr_arity(e->kind); i++) {
-        const Expr *r = find_load(e->args[i], buf);
+        const Expr *r = load_of(e->args[i], b);
         if (r)
             return r;
     }
     return NULL;
+}
+
+/* Which dimension of operand b's load the reduction loop k indexes, and which the
+ * spatial loop s (each -1 when none or several do, or one subscript mixes them). */
+static void operand_dims(const Expr *value, const Buffer *b, const Var *k, const Var *s, int *rank, int *kdim,
+                         int *sdim)
+{
+    const Expr *x = load_of(value, b);
+    *rank = b->rank, *kdim = -1, *sdim = -1;
+    for (int d = 0; x && d < b->rank; d++) {
+        bool uk = ir_expr_uses_var(x->u.load.idx[d], k), us = ir_expr_uses_var(x->u.load.idx[d], s);
+        if (uk && us) {
+            *kdim = *sdim = -1;
+            return;
+        }
+        if (uk)
+            *kdim = *kdim < 0 ? d : -2;
+        if (us)
+            *sdim = *sdim < 0 ? d : -2;
+    }
+    if (*kdim < 0)
+        *kdim = -1;
+    if (*sdim < 0)
+        *sdim = -1;
 }
 
 static NestInfo *nest_info(const Nest *n, Arena *a)
@@ -241,19 +251,16 @@ static NestInfo *nest_info(const Nest *n, Arena *a)
     if (n->nspatial >= 2) {
         const Var *va = n->loops[n->nspatial - 2]->u.loop.var, *vb = n->loops[n->nspatial - 1]->u.loop.var;
         const Buffer *pb = panel_operand(n->red->u.stmt.value, va, vb), *pa = panel_operand(n->red->u.stmt.value, vb, va);
-        x->pb_bdim = -1;
-        if (pb) {
+        if (pb)
             x->pb = arena_strdup(a, pb->name), x->pb_t = pb->dtype;
-            const Expr *ld = find_load(n->red->u.stmt.value, pb);
-            x->pb_rank = pb->rank;
-            for (int d = 0; ld && d < pb->rank; d++)
-                if (ir_expr_uses_var(ld->u.load.idx[d], vb))
-                    x->pb_bdim = x->pb_bdim == -1 ? d : -2;
-            if (x->pb_bdim < 0)
-                x->pb_bdim = -1;
-        }
         if (pa)
             x->pa = arena_strdup(a, pa->name), x->pa_t = pa->dtype;
+        const Var *vk = n->nloops == n->nspatial + 1 ? n->loops[n->nloops - 1]->u.loop.var : NULL;
+        x->pa_kdim = x->pa_sdim = x->pb_kdim = x->pb_sdim = -1;
+        if (pa && vk)
+            operand_dims(n->red->u.stmt.value, pa, vk, va, &x->pa_rank, &x->pa_kdim, &x->pa_sdim);
+        if (pb && vk)
+            operand_dims(n->red->u.stmt.value, pb, vk, vb, &x->pb_rank, &x->pb_kdim, &x->pb_sdim);
     }
     return x;
 }
@@ -486,12 +493,12 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
         /* B read along its rows (A·Bᵀ, Aᵀ·Bᵀ): the packed panel is stored with the
          * column dimension last, so the micro-kernel's vector loop reads it
          * contiguously whatever B's layout */
-        if (pk && n->pb_bdim >= 0 && n->pb_bdim != n->pb_rank - 1 && n->pb_rank <= 8) {
+        if (pk && n->pb_sdim >= 0 && n->pb_sdim != n->pb_rank - 1 && n->pb_rank <= 8) {
             int perm[8], np = 0;
             for (int d = 0; d < n->pb_rank; d++)
-                if (d != n->pb_bdim)
+                if (d != n->pb_sdim)
                     perm[np++] = d;
-            perm[np++] = n->pb_bdim;
+            perm[np++] = n->pb_sdim;
             bld_layout(b, pk, perm, np);
         }
     }
@@ -669,6 +676,9 @@ static bool gpu_shared_b(Builder *b, const void *vctx)
         return false;
     if (!n->pa || !n->pb || n->ext[ir] % kstep)
         return false;
+    /* the copy mappings are written for A[.., i, k] and B[.., k, j] */
+    if (n->pa_kdim != n->pa_rank - 1 || n->pb_kdim != n->pb_rank - 2)
+        return false;
     /* The pipelined variant: 16-byte cp.async copies (a warp's lanes on consecutive
      * chunks of a row: A's 64-byte rows 4 rows x 4 chunks at a time through collapse,
      * B's rows 16 chunks at a time), A padded by 4 floats (rows stay 16-byte aligned),
@@ -801,231 +811,6 @@ static bool gpu_shared_b(Builder *b, const void *vctx)
     return true;
 }
 
-/* Tensor cores on a GPU (sm_80+): the structure of the hand-written `tc` variant of
- * gemm in stdlib/gemm.pdl (scripts/gen_tc_schedule.py writes the same text) made a
- * family of templates, one per block tile BM x BN x BK and warp tile WM x WN, with
- * the pipeline depth as the parameter.  mma.sync m16n8k16 products in the
- * accumulator fragment layout, K staged through shared memory (rows padded by 8
- * elements against ldmatrix bank conflicts) with 128-bit cp.async; the staging
- * copies collapse (row, 16-byte chunk) into one thread.x loop so a warp reads whole
- * rows.  For 2-D products of f16 or bf16 operands (A[i, k], B[k, j]) whose sizes
- * the tiles divide; `mma` refuses anything else (a transposed operand, f32), and a
- * template that loses a statement is dropped. */
-typedef struct TcShape {
-    int bm, bn, bk, wm, wn;
-    int64_t stages[4]; /* the candidate set of the pipeline depth */
-    int nstages;
-} TcShape;
-
-static const TcShape tc_shapes[] = {
-    {128, 128, 32, 64, 64, {4, 3, 5}, 3}, /* stdlib gemm's `tc`: 4 warps, 2 blocks per SM */
-    {128, 128, 32, 64, 32, {3, 4}, 2},    /* 8 warps */
-    {128, 256, 32, 64, 64, {4, 3}, 2},    /* 8 warps, wider */
-    {128, 128, 64, 64, 64, {2, 3}, 2},    /* K step 64 */
-    {64, 128, 32, 64, 64, {4, 3}, 2},     /* smaller grids: 2 warps */
-    {64, 64, 32, 32, 32, {3, 4}, 2},      /* small problems: 4 warps of 32 x 32 */
-};
-
-typedef struct TcCtx {
-    const NestInfo *n;
-    const TcShape *t;
-} TcCtx;
-
-static bool gpu_tc_b(Builder *b, const void *vctx)
-{
-    const TcCtx *c = vctx;
-    const NestInfo *n = c->n;
-    const TcShape *t = c->t;
-    if (n->nspatial != 2 || !n->red || n->nloops != 3)
-        return false;
-    if (!n->pa || !n->pb || n->out_t != DT_F32 || n->pa_t != n->pb_t || (n->pa_t != DT_F16 && n->pa_t != DT_BF16))
-        return false;
-    if (n->ext[0] % t->bm || n->ext[1] % t->bn || n->ext[2] % t->bk)
-        return false;
-    int wz = t->bm / t->wm, wy = t->bn / t->wn, nw = wz * wy;
-    int ca = t->bk / 8, ra = 32 / ca, gra = t->bm / ra, cb = t->bn / 8;
-    if (t->wm % 16 || t->wn % 8 || t->bk % 16 || 32 % ca || gra % nw)
-        return false;
-    /* B tile BK x BN: RB rows x (BN / 8) chunks per warp instruction */
-    int rb = cb >= 32 ? 0 : 32 / cb, grb = cb >= 32 ? 0 : t->bk / rb;
-    if (cb >= 32 ? cb % 32 || t->bk % nw : 32 % cb || grb % nw)
-        return false;
-    SVal st = bld_param(b, "st", t->stages, t->nstages);
-    SLoop *tl[4];
-    bld_tile(b, bld_loop(b, n->loop[0]), bld_loop(b, n->loop[1]), sv(t->bm), sv(t->bn),
-             (const char *const[]){"io", "jo", "ii", "ji"}, tl);
-    SLoop *io = tl[0], *jo = tl[1], *ii = tl[2], *ji = tl[3], *ji1, *ii1;
-    SBuf *acc = bld_cache(b, bld_buf(b, n->out), jo, NULL, "acc");
-    bld_distribute(b, ji, &ji1);
-    bld_distribute(b, ii, &ii1);
-    SLoop *c0 = acc ? acc->nest[0][0] : NULL, *c1 = acc ? acc->nest[0][1] : NULL;
-    SLoop *o0 = acc && acc->nnest > 1 ? acc->nest[1][0] : NULL, *o1 = acc && acc->nnest > 1 ? acc->nest[1][1] : NULL;
-    SLoop *cz, *cr, *cy, *cc, *iz, *ir, *iy, *ic, *wzl, *wml, *mi, *mm, *wyl, *wnl, *nj, *nn, *ko, *kt, *ks, *kk;
-    bld_split_named(b, c0, sv(t->wm), "cz", "cr", &cz, &cr);
-    bld_split_named(b, c1, sv(t->wn), "cy", "cc", &cy, &cc);
-    BLD_REORDER(b, cz, cy, cr, cc);
-    bld_split_named(b, ii, sv(t->wm), "iz", "ir", &iz, &ir);
-    bld_split_named(b, ji, sv(t->wn), "iy", "ic", &iy, &ic);
-    BLD_REORDER(b, iz, iy, ir, ic);
-    bld_split_named(b, ii1, sv(t->wm), "wz", "wm", &wzl, &wml);
-    bld_split_named(b, wml, sv(16), "mi", "mm", &mi, &mm);
-    bld_split_named(b, ji1, sv(t->wn), "wy", "wn", &wyl, &wnl);
-    bld_split_named(b, wnl, sv(8), "nj", "nn", &nj, &nn);
-    bld_split_named(b, bld_loop(b, n->loop[2]), sv(t->bk), "ko", "kt", &ko, &kt);
-    bld_split_named(b, kt, sv(16), "ks", "kk", &ks, &kk);
-    BLD_REORDER(b, ko, wzl, wyl, ks, mi, nj, mm, nn);
-    SBuf *As = bld_cache(b, bld_buf(b, n->pa), ko, "shared", "As");
-    SBuf *Bs = bld_cache(b, bld_buf(b, n->pb), ko, "shared", "Bs");
-    bld_padding(b, As, sv(8));
-    bld_padding(b, Bs, sv(8));
-    SLoop *a0 = As ? As->nest[0][0] : NULL, *a1 = As ? As->nest[0][1] : NULL;
-    SLoop *b0 = Bs ? Bs->nest[0][0] : NULL, *b1 = Bs ? Bs->nest[0][1] : NULL;
-    /* A tile BM x BK: a warp's 32 lanes take RA rows x (BK / 8) 16-byte chunks; the
-     * thread loops are the most significant terms of the row, which is what lets
-     * the dependence test prove the warps' rows disjoint. */
-    SLoop *ac, *av, *ar, *ax, *af, *az, *ara, *ay, *au;
-    bld_split_named(b, a1, sv(8), "ac", "av", &ac, &av);
-    bld_split_named(b, a0, sv(ra), "ar", "ax", &ar, &ax);
-    bld_collapse(b, ax, ac, "af", &af);
-    bld_split_named(b, ar, sv(gra / wz), "az", "ara", &az, &ara);
-    bld_split_named(b, ara, sv(gra / nw), "ay", "au", &ay, &au);
-    BLD_REORDER(b, az, ay, af, au, av);
-    SLoop *bc, *bv, *bcu = NULL, *bf, *bz, *bra, *by, *bu;
-    bld_split_named(b, b1, sv(8), "bc", "bv", &bc, &bv);
-    if (cb >= 32) {
-        bld_split_named(b, bc, sv(32), "bcu", "bf", &bcu, &bf);
-        bld_split_named(b, b0, sv(t->bk / wz), "bz", "bra", &bz, &bra);
-        bld_split_named(b, bra, sv(t->bk / nw), "by", "bu", &by, &bu);
-        BLD_REORDER(b, bz, by, bf, bu, bcu, bv);
-    } else {
-        SLoop *br, *bx;
-        bld_split_named(b, b0, sv(rb), "br", "bx", &br, &bx);
-        bld_collapse(b, bx, bc, "bf", &bf);
-        bld_split_named(b, br, sv(grb / wz), "bz", "bra", &bz, &bra);
-        bld_split_named(b, bra, sv(grb / nw), "by", "bu", &by, &bu);
-        BLD_REORDER(b, bz, by, bf, bu, bv);
-    }
-    SLoop *oz, *or_, *oy, *oc;
-    bld_split_named(b, o0, sv(t->wm), "oz", "or", &oz, &or_);
-    bld_split_named(b, o1, sv(t->wn), "oy", "oc", &oy, &oc);
-    BLD_REORDER(b, oz, oy, or_, oc);
-    bld_mma(b, mm, nn, kk);
-    bld_bind(b, io, "block.y");
-    bld_bind(b, jo, "block.x");
-    bld_bind(b, cz, "thread.z");
-    bld_bind(b, cy, "thread.y");
-    bld_bind(b, iz, "thread.z");
-    bld_bind(b, iy, "thread.y");
-    bld_bind(b, wzl, "thread.z");
-    bld_bind(b, wyl, "thread.y");
-    bld_bind(b, az, "thread.z");
-    bld_bind(b, ay, "thread.y");
-    bld_bind(b, af, "thread.x");
-    bld_bind(b, bz, "thread.z");
-    bld_bind(b, by, "thread.y");
-    bld_bind(b, bf, "thread.x");
-    bld_bind(b, oz, "thread.z");
-    bld_bind(b, oy, "thread.y");
-    bld_unroll(b, mi);
-    bld_unroll(b, nj);
-    bld_unroll(b, au);
-    bld_unroll(b, bu);
-    if (cb >= 32)
-        bld_unroll(b, bcu);
-    bld_vectorize(b, av);
-    bld_vectorize(b, bv);
-    bld_pipeline(b, ko, st, false);
-    return true;
-}
-
-/* Hopper warpgroup products (sm_90a only): the structure of stdlib gemm's `wg`
- * variant made templates.  Two warpgroups (thread.x 128, thread.y 2) share a
- * 128 x BN block tile, each a 64 x BN accumulator fed by one wgmma m64nBNk16 per 16
- * of the 64-deep K step, both operands read from 128-byte swizzled shared memory
- * filled by 16-byte cp.async in a ring of `st` stages; inflight=1 lets one group of
- * products run on while the next stage's are issued. */
-typedef struct WgShape {
-    int bn;
-    int64_t stages[2]; /* the candidate set of the pipeline depth */
-    int inflight;
-} WgShape;
-
-static const WgShape wg_shapes[] = {
-    {256, {4, 3}, 1}, /* stdlib gemm's `wg`: 0.89-0.91x cuBLAS on an H200 */
-    {128, {3, 4}, 0}, /* two blocks per SM at 3 stages */
-    {128, {5, 4}, 1},
-};
-
-typedef struct WgCtx {
-    const NestInfo *n;
-    const WgShape *t;
-} WgCtx;
-
-static bool gpu_wg_b(Builder *b, const void *vctx)
-{
-    const WgCtx *c = vctx;
-    const NestInfo *n = c->n;
-    const WgShape *t = c->t;
-    if (n->nspatial != 2 || !n->red || n->nloops != 3)
-        return false;
-    if (!n->pa || !n->pb || n->out_t != DT_F32 || n->pa_t != n->pb_t || (n->pa_t != DT_F16 && n->pa_t != DT_BF16))
-        return false;
-    if (n->ext[0] % 128 || n->ext[1] % t->bn || n->ext[2] % 64)
-        return false;
-    /* B's 64 x BN tile: 128 threads cover RPP rows of BN / 8 chunks at a time */
-    int rpp = 1024 / t->bn, passes = 64 / rpp;
-    SVal st = bld_param(b, "st", t->stages, 2);
-    SLoop *tl[4];
-    bld_tile(b, bld_loop(b, n->loop[0]), bld_loop(b, n->loop[1]), sv(128), sv(t->bn),
-             (const char *const[]){"io", "jo", "ii", "ji"}, tl);
-    SLoop *io = tl[0], *jo = tl[1], *ii = tl[2], *ji = tl[3], *ji1, *ii1;
-    SBuf *acc = bld_cache(b, bld_buf(b, n->out), jo, NULL, "acc");
-    bld_distribute(b, ji, &ji1);
-    bld_distribute(b, ii, &ii1);
-    SLoop *c0 = acc ? acc->nest[0][0] : NULL, *o0 = acc && acc->nnest > 1 ? acc->nest[1][0] : NULL;
-    SLoop *cy, *cr, *iy, *ir, *wy, *wm, *ko, *kt, *ks, *kk;
-    bld_split_named(b, c0, sv(64), "cy", "cr", &cy, &cr);
-    bld_split_named(b, ii, sv(64), "iy", "ir", &iy, &ir);
-    bld_split_named(b, ii1, sv(64), "wy", "wm", &wy, &wm);
-    bld_split_named(b, bld_loop(b, n->loop[2]), sv(64), "ko", "kt", &ko, &kt);
-    bld_split_named(b, kt, sv(16), "ks", "kk", &ks, &kk);
-    BLD_REORDER(b, ko, wy, ks, wm, ji1, kk);
-    SBuf *As = bld_cache(b, bld_buf(b, n->pa), ko, "shared", "As");
-    SBuf *Bs = bld_cache(b, bld_buf(b, n->pb), ko, "shared", "Bs");
-    SLoop *a0 = As ? As->nest[0][0] : NULL, *a1 = As ? As->nest[0][1] : NULL;
-    SLoop *b0 = Bs ? Bs->nest[0][0] : NULL, *b1 = Bs ? Bs->nest[0][1] : NULL;
-    SLoop *ac, *av, *ar, *ax, *af, *ay, *au, *bc, *bv, *br, *bx, *bf, *by, *bu, *oy, *or_;
-    bld_split_named(b, a1, sv(8), "ac", "av", &ac, &av);
-    bld_split_named(b, a0, sv(16), "ar", "ax", &ar, &ax);
-    bld_collapse(b, ax, ac, "af", &af);
-    bld_split_named(b, ar, sv(4), "ay", "au", &ay, &au);
-    BLD_REORDER(b, ay, af, au, av);
-    bld_split_named(b, b1, sv(8), "bc", "bv", &bc, &bv);
-    bld_split_named(b, b0, sv(rpp), "br", "bx", &br, &bx);
-    bld_collapse(b, bx, bc, "bf", &bf);
-    bld_split_named(b, br, sv(passes / 2), "by", "bu", &by, &bu);
-    BLD_REORDER(b, by, bf, bu, bv);
-    bld_split_named(b, o0, sv(64), "oy", "or", &oy, &or_);
-    bld_wgmma(b, wm, ji1, kk);
-    bld_bind(b, io, "block.y");
-    bld_bind(b, jo, "block.x");
-    bld_bind(b, cy, "thread.y");
-    bld_bind(b, iy, "thread.y");
-    bld_bind(b, wy, "thread.y");
-    bld_bind(b, ay, "thread.y");
-    bld_bind(b, af, "thread.x");
-    bld_bind(b, by, "thread.y");
-    bld_bind(b, bf, "thread.x");
-    bld_bind(b, oy, "thread.y");
-    bld_unroll(b, ks);
-    bld_unroll(b, au);
-    bld_unroll(b, bu);
-    bld_vectorize(b, av);
-    bld_vectorize(b, bv);
-    bld_pipeline(b, ko, st, t->inflight);
-    return true;
-}
-
 /* ---- checking templates ---- */
 
 static void add_template(TuneSpace *sp, AstSchedule *s, const char *origin);
@@ -1110,8 +895,8 @@ static AstSchedule *merged_user(const TuneInput *in, Arena *a, int *nparams)
 /* A GPU template that is only worth having whole: added when it fits and no
  * statement of it had to be dropped (a tile that does not divide, a transformation
  * refused).  tc: it uses tensor cores, which names the kernel class. */
-static void offer_rule(const TuneInput *in, TuneBuildFn fn, const void *ctx, Arena *a, TuneSpace *sp,
-                       const char *origin, bool tc)
+void rules_offer(const TuneInput *in, TuneBuildFn fn, const void *ctx, Arena *a, TuneSpace *sp, const char *origin,
+                 bool tc)
 {
     Diags q;
     diag_init(&q);
@@ -1174,24 +959,18 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
          * empty schedule stands for. */
         sp->kclass = ncontr ? "contraction (GPU)" : "default GPU mapping";
         /* tensor-core templates first (f16 / bf16 products), each only when it
-         * applies whole: Hopper's wgmma where the target has it, then mma.sync */
+         * applies whole: a contraction alone, or followed by elementwise nests over
+         * its output loops (an epilogue the templates fuse into the write-back) */
         bool one = nn == 1 && ncontr;
-        for (size_t t = 0; one && target->wgmma && t < sizeof wg_shapes / sizeof wg_shapes[0]; t++) {
-            const WgShape *c = &wg_shapes[t];
-            WgCtx *x = arena_alloc(a, sizeof *x);
-            *x = (WgCtx){infos[0], c};
-            offer_rule(in, gpu_wg_b, x, a, sp,
-                       arena_printf(a, "rules: GPU wgmma 128x%dx64%s", c->bn, c->inflight ? ", one group in flight" : ""),
-                       true);
+        int epi = ns[0].red && ns[0].nspatial == ns[0].nloops - 1 ? 1 : 0;
+        for (int e = 1; epi && e < nn; e++) {
+            bool same = !ns[e].red && ns[e].nloops == ns[0].nspatial;
+            for (int d = 0; same && d < ns[0].nspatial; d++)
+                same = ns[e].ext[d] == ns[0].ext[d];
+            epi = same ? e + 1 : 0;
         }
-        for (size_t t = 0; one && t < sizeof tc_shapes / sizeof tc_shapes[0]; t++) {
-            const TcShape *c = &tc_shapes[t];
-            TcCtx *x = arena_alloc(a, sizeof *x);
-            *x = (TcCtx){infos[0], c};
-            offer_rule(in, gpu_tc_b, x, a, sp,
-                       arena_printf(a, "rules: GPU tensor cores %dx%dx%d, warps %dx%d", c->bm, c->bn, c->bk, c->wm,
-                                    c->wn), true);
-        }
+        if (epi && ns[0].red->u.stmt.value->kind == IE_MUL)
+            rules_tensor_cores(in, (const NestInfo *const *)infos, epi, target, a, sp);
         /* the shared-memory templates when they apply whole (single-nest GEMMs):
          * f32 first with 16-byte cp.async copies in a pipeline, K step 16 (stdlib gemm's
          * `tiled`) and 32 (`tiled32`), then the synchronous one with the tile
@@ -1203,7 +982,7 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
         for (int vi = 0; one && vi < 3; vi++) {
             SharedCtx *sc = arena_alloc(a, sizeof *sc);
             *sc = (SharedCtx){infos[0], shared_variants[vi].pl, shared_variants[vi].ks};
-            offer_rule(in, gpu_shared_b, sc, a, sp, shared_variants[vi].origin, false);
+            rules_offer(in, gpu_shared_b, sc, a, sp, shared_variants[vi].origin, false);
         }
         /* then register tiles for every contraction nest (the other nests, and every
          * nest of a kernel without one, keep the default mapping) */

@@ -1,0 +1,41 @@
+/* What tune/rules.c and the tensor-core templates of tune/rules_tc.c share: the
+ * nest as the rules read it (NestInfo) and the way a template joins the space.
+ * Internal to tune/. */
+#ifndef PERFC_TUNE_RULES_INT_H
+#define PERFC_TUNE_RULES_INT_H
+
+#include "../ir/target.h"
+#include "builder.h"
+#include "tune.h"
+
+/* One statement's nest as the templates see it: names read off the lowered kernel,
+ * extents, and for a reduction its operands. */
+typedef struct NestInfo {
+    int nloops, nspatial;
+    const char *loop[16];
+    int64_t ext[16];
+    bool red, mul;           /* a reduction; its value is a product */
+    const char *out;         /* the reduction's output */
+    DType out_t;
+    /* over the last two spatial loops a, b: the operand read along b only (GEMM's
+     * B, the panel) and along a only (GEMM's A); NULL when none */
+    const char *pb, *pa;
+    DType pb_t, pa_t;
+    /* their layouts: rank, the dimension the reduction loop indexes and the one the
+     * row (A) or column (B) loop indexes (-1: none, or more than one) */
+    int pa_rank, pa_kdim, pa_sdim;
+    int pb_rank, pb_kdim, pb_sdim;
+} NestInfo;
+
+/* Checks the template fn(ctx) at its defaults and adds it to the space when it
+ * applies whole; tc: it uses tensor cores (the space's class says so). */
+void rules_offer(const TuneInput *in, TuneBuildFn fn, const void *ctx, Arena *a, TuneSpace *sp, const char *origin,
+                 bool tc);
+
+/* The tensor-core templates (wgmma where the target has it, then mma.sync) for a
+ * contraction ns[0] whose elementwise consumers ns[1..nn) are fused into its
+ * accumulator write-back.  Offers nothing when the nest is no 16-bit product. */
+void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, const Target *target, Arena *a,
+                        TuneSpace *sp);
+
+#endif

@@ -1,0 +1,320 @@
+/* Tensor-core templates: the tuner's schedules for 16-bit products on sm_80+
+ * (mma.sync) and sm_90a (wgmma), derived from the contraction's loop nest rather
+ * than from one written form of GEMM.
+ *
+ * One family of steps serves every such contraction C[i, j] (+)= A·B over k:
+ *   - the elementwise statements that consume the product over the same (i, j)
+ *     (a dtype conversion of a 16-bit output, a bias, an activation, a residual)
+ *     are fused into the product's nest first, so that after tiling they read the
+ *     accumulator tile where it lies: the epilogue runs on the fragments, with no
+ *     round trip through memory (fuse proves it legal);
+ *   - i and j are tiled by the block tile, the accumulator is staged per block
+ *     (a per-element accumulator such as the f32 sum of a bf16 output needs no copy
+ *     in or out: cache sees every read follows the write of the same element), and
+ *     every nest that touches the accumulator (initialisation, copy out, epilogue)
+ *     is split over the warps the way the products are;
+ *   - each operand is staged per K step into shared memory in its own layout: a
+ *     tile of R rows by C contiguous elements, whichever of its two dimensions is
+ *     k (A[i, k] or A[k, i], B[k, j] or B[j, k], the nn.Linear weight), copied 16
+ *     bytes a thread with a mapping computed from R and C (whole rows per warp
+ *     instruction where a row is narrower than the warp, else a warp across one
+ *     row); gpu-mma then reads each operand with or without transposition.
+ *
+ * A template returns false when the nest does not fit it (decided from the nest and
+ * the template's constants, never from parameter values).  Sizes must be multiples
+ * of the block tile: `mma` cannot run under a guard. */
+#include <string.h>
+
+#include "rules_int.h"
+
+/* ---- reading the contraction ---- */
+
+/* The shared tile of an operand per K step: R rows of C contiguous elements; false
+ * when its layout is not a plain 2-D one with k as one dimension. */
+static bool operand_tile(int rank, int kdim, int sdim, int s_ext, int k_ext, int *R, int *C)
+{
+    if (rank != 2 || kdim < 0 || sdim < 0 || kdim == sdim)
+        return false;
+    *R = kdim == 1 ? s_ext : k_ext;
+    *C = kdim == 1 ? k_ext : s_ext;
+    return true;
+}
+
+/* Whether a tile of R x C 16-bit elements can be copied 16 bytes a thread by tx
+ * threads in x and nw warps (or warpgroups) over its rows. */
+static bool stage_fits(int R, int C, int tx, int nw)
+{
+    if (C % 8)
+        return false;
+    int nch = C / 8;
+    if (nch >= tx)
+        return nch % tx == 0 && R % nw == 0;
+    return tx % nch == 0 && R % (tx / nch) == 0 && (R / (tx / nch)) % nw == 0;
+}
+
+typedef struct StageNames {
+    const char *c, *v, *r, *x, *f, *z, *zr, *y, *u, *cu;
+} StageNames;
+
+static const StageNames a_names = {"ac", "av", "ar", "ax", "af", "az", "ara", "ay", "au", "acu"};
+static const StageNames b_names = {"bc", "bv", "br", "bx", "bf", "bz", "bra", "by", "bu", "bcu"};
+
+/* The copy of a staged operand S (R x C, its copy nest S->nest[0]) on a block of
+ * tx x wy x wz threads (wz = 0: no thread.z): 8 elements (16 bytes) per thread and copy.  Rows narrower
+ * than the warp: consecutive lanes take consecutive chunks of tx / (C / 8) rows at
+ * a time (collapse makes them one thread.x loop, so a warp reads whole rows);
+ * wider: the lanes walk along one row.  The row groups are spread over the warps,
+ * the most significant part of the row on thread.z, the next on thread.y (which
+ * lets the dependence test prove the warps' rows disjoint), the rest unrolled. */
+static void stage_map(Builder *b, SBuf *S, int R, int C, int tx, int wy, int wz, const StageNames *nm)
+{
+    SLoop *c0 = S ? S->nest[0][0] : NULL, *c1 = S ? S->nest[0][1] : NULL;
+    int nch = C / 8, nw = wy * (wz ? wz : 1), groups;
+    SLoop *cc, *cv, *rows, *tl, *cu = NULL;
+    bld_split_named(b, c1, sv(8), nm->c, nm->v, &cc, &cv);
+    if (nch >= tx) {
+        bld_split_named(b, cc, sv(tx), nm->cu, nm->f, &cu, &tl);
+        rows = c0;
+        groups = R;
+    } else {
+        int rp = tx / nch;
+        SLoop *cr, *cx;
+        bld_split_named(b, c0, sv(rp), nm->r, nm->x, &cr, &cx);
+        bld_collapse(b, cx, cc, nm->f, &tl);
+        rows = cr;
+        groups = R / rp;
+    }
+    SLoop *z = NULL, *zr = rows, *y, *u;
+    if (wz)
+        bld_split_named(b, rows, sv(groups / wz), nm->z, nm->zr, &z, &zr);
+    bld_split_named(b, zr, sv(groups / nw), nm->y, nm->u, &y, &u);
+    if (z && cu)
+        BLD_REORDER(b, z, y, tl, u, cu, cv);
+    else if (z)
+        BLD_REORDER(b, z, y, tl, u, cv);
+    else if (cu)
+        BLD_REORDER(b, y, tl, u, cu, cv);
+    else
+        BLD_REORDER(b, y, tl, u, cv);
+    if (z)
+        bld_bind(b, z, "thread.z");
+    bld_bind(b, y, "thread.y");
+    bld_bind(b, tl, "thread.x");
+    bld_unroll(b, u);
+    if (cu)
+        bld_unroll(b, cu);
+    bld_vectorize(b, cv);
+}
+
+/* ---- the common part: fuse, tile, stage the accumulator ---- */
+
+typedef struct TcCtx {
+    const NestInfo *const *ns; /* the contraction, then its fused consumers */
+    int nn;
+    const void *shape;         /* TcShape or WgShape */
+} TcCtx;
+
+enum { MAX_EL = 8 };
+
+typedef struct TcNest {
+    SLoop *io, *jo, *ii1, *ji1; /* block tile loops; the contraction's row, column */
+    int nel;                    /* the nests that touch the accumulator elementwise */
+    SLoop *er[MAX_EL], *ec[MAX_EL];
+} TcNest;
+
+/* The nest fits a tensor-core template of block tile bm x bn x bk: a 2-D product
+ * of two 16-bit operands of one dtype, any layout, sizes multiples of the tile. */
+static bool tc_fits(const NestInfo *n, int bm, int bn, int bk, int *ra, int *ca, int *rb, int *cb)
+{
+    if (n->nspatial != 2 || !n->red || !n->mul || n->nloops != 3 || n->out_t != DT_F32)
+        return false;
+    if (!n->pa || !n->pb || n->pa_t != n->pb_t || (n->pa_t != DT_F16 && n->pa_t != DT_BF16))
+        return false;
+    if (n->ext[0] % bm || n->ext[1] % bn || n->ext[2] % bk)
+        return false;
+    return operand_tile(n->pa_rank, n->pa_kdim, n->pa_sdim, bm, bk, ra, ca) &&
+           operand_tile(n->pb_rank, n->pb_kdim, n->pb_sdim, bn, bk, rb, cb);
+}
+
+static const char *const el_names[MAX_EL][4] = {
+    {"cz", "cr", "cy", "cc"},     {"iz", "ir", "iy", "ic"},     {"oz", "or", "oy", "oc"},
+    {"e1z", "e1r", "e1y", "e1c"}, {"e2z", "e2r", "e2y", "e2c"}, {"e3z", "e3r", "e3y", "e3c"},
+    {"e4z", "e4r", "e4y", "e4c"}, {"e5z", "e5r", "e5y", "e5c"}};
+
+/* Fuses the consumers into the product's nest, tiles (i, j) by bm x bn, stages the
+ * accumulator per block and distributes the tile loops: one nest for the
+ * initialisation, one for the products, one per consumer statement. */
+static void tc_begin(Builder *b, const TcCtx *c, int bm, int bn, TcNest *t)
+{
+    const NestInfo *n = c->ns[0];
+    memset(t, 0, sizeof *t);
+    for (int e = 1; e < c->nn; e++)
+        for (int d = 0; d < 2; d++)
+            bld_fuse(b, bld_loop(b, n->loop[d]), bld_loop(b, c->ns[e]->loop[d]));
+    SLoop *tl[4];
+    bld_tile(b, bld_loop(b, n->loop[0]), bld_loop(b, n->loop[1]), sv(bm), sv(bn),
+             (const char *const[]){"io", "jo", "ii", "ji"}, tl);
+    t->io = tl[0], t->jo = tl[1];
+    SBuf *acc = bld_cache(b, bld_buf(b, n->out), t->jo, NULL, "acc");
+    SLoop *jd[MAX_EL], *id[MAX_EL];
+    int nj = bld_distribute_all(b, tl[3], jd, MAX_EL);
+    int ni = bld_distribute_all(b, tl[2], id, MAX_EL);
+    t->ii1 = ni > 0 ? id[0] : NULL;
+    t->ji1 = nj > 0 ? jd[0] : NULL;
+    /* the copy in (an output the kernel also reads: gpu-dead-fill drops it when the
+     * initialisation overwrites it), the initialisation, the copy out */
+    if (acc && acc->nnest == 2)
+        t->er[t->nel] = acc->nest[0][0], t->ec[t->nel++] = acc->nest[0][1];
+    t->er[t->nel] = tl[2], t->ec[t->nel++] = tl[3];
+    if (acc && acc->nnest == 2)
+        t->er[t->nel] = acc->nest[1][0], t->ec[t->nel++] = acc->nest[1][1];
+    for (int e = 1; e < ni && e < nj && t->nel < MAX_EL; e++)
+        t->er[t->nel] = id[e], t->ec[t->nel++] = jd[e];
+}
+
+/* ---- mma.sync (sm_80+) ---- */
+
+/* One template per block tile BM x BN x BK and warp tile WM x WN, the pipeline
+ * depth its parameter: mma.sync m16n8k16 products in the accumulator fragment
+ * layout, operands staged through shared memory (rows padded by 8 elements
+ * against ldmatrix bank conflicts) by 128-bit cp.async. */
+typedef struct TcShape {
+    int bm, bn, bk, wm, wn;
+    int64_t stages[4]; /* the candidate set of the pipeline depth */
+    int nstages;
+} TcShape;
+
+static const TcShape tc_shapes[] = {
+    {128, 128, 32, 64, 64, {4, 3, 5}, 3}, /* stdlib gemm's `tc`: 4 warps, 2 blocks per SM */
+    {128, 128, 32, 64, 32, {3, 4}, 2},    /* 8 warps */
+    {128, 256, 32, 64, 64, {4, 3}, 2},    /* 8 warps, wider */
+    {128, 128, 64, 64, 64, {2, 3}, 2},    /* K step 64 */
+    {64, 128, 32, 64, 64, {4, 3}, 2},     /* smaller grids: 2 warps */
+    {64, 64, 32, 32, 32, {3, 4}, 2},      /* small problems: 4 warps of 32 x 32 */
+};
+
+static bool gpu_tc_b(Builder *b, const void *vctx)
+{
+    const TcCtx *c = vctx;
+    const NestInfo *n = c->ns[0];
+    const TcShape *s = c->shape;
+    int ra, ca, rb, cb;
+    if (!tc_fits(n, s->bm, s->bn, s->bk, &ra, &ca, &rb, &cb))
+        return false;
+    int wz = s->bm / s->wm, wy = s->bn / s->wn, nw = wz * wy;
+    if (s->wm % 16 || s->wn % 8 || s->bk % 16 || !stage_fits(ra, ca, 32, nw) || !stage_fits(rb, cb, 32, nw))
+        return false;
+    SVal st = bld_param(b, "st", s->stages, s->nstages);
+    TcNest t;
+    tc_begin(b, c, s->bm, s->bn, &t);
+    for (int e = 0; e < t.nel; e++) {
+        const char *const *nm = el_names[e];
+        SLoop *z, *r, *y, *cc;
+        bld_split_named(b, t.er[e], sv(s->wm), nm[0], nm[1], &z, &r);
+        bld_split_named(b, t.ec[e], sv(s->wn), nm[2], nm[3], &y, &cc);
+        BLD_REORDER(b, z, y, r, cc);
+        bld_bind(b, z, "thread.z");
+        bld_bind(b, y, "thread.y");
+    }
+    SLoop *wzl, *wml, *mi, *mm, *wyl, *wnl, *nj, *nn, *ko, *kt, *ks, *kk;
+    bld_split_named(b, t.ii1, sv(s->wm), "wz", "wm", &wzl, &wml);
+    bld_split_named(b, wml, sv(16), "mi", "mm", &mi, &mm);
+    bld_split_named(b, t.ji1, sv(s->wn), "wy", "wn", &wyl, &wnl);
+    bld_split_named(b, wnl, sv(8), "nj", "nn", &nj, &nn);
+    bld_split_named(b, bld_loop(b, n->loop[2]), sv(s->bk), "ko", "kt", &ko, &kt);
+    bld_split_named(b, kt, sv(16), "ks", "kk", &ks, &kk);
+    BLD_REORDER(b, ko, wzl, wyl, ks, mi, nj, mm, nn);
+    SBuf *As = bld_cache(b, bld_buf(b, n->pa), ko, "shared", "As");
+    SBuf *Bs = bld_cache(b, bld_buf(b, n->pb), ko, "shared", "Bs");
+    bld_padding(b, As, sv(8));
+    bld_padding(b, Bs, sv(8));
+    stage_map(b, As, ra, ca, 32, wy, wz, &a_names);
+    stage_map(b, Bs, rb, cb, 32, wy, wz, &b_names);
+    bld_mma(b, mm, nn, kk);
+    bld_bind(b, t.io, "block.y");
+    bld_bind(b, t.jo, "block.x");
+    bld_bind(b, wzl, "thread.z");
+    bld_bind(b, wyl, "thread.y");
+    bld_unroll(b, mi);
+    bld_unroll(b, nj);
+    bld_pipeline(b, ko, st, false);
+    return true;
+}
+
+/* ---- wgmma (sm_90a) ---- */
+
+/* Two warpgroups (thread.x 128, thread.y 2) share a 128 x BN block tile, each a
+ * 64 x BN accumulator fed by one wgmma m64nBNk16 per 16 of the 64-deep K step, both
+ * operands in 128-byte swizzled shared memory filled by 16-byte cp.async in a ring
+ * of `st` stages; inflight=1 lets one group of products run on while the next
+ * stage's are issued. */
+typedef struct WgShape {
+    int bn;
+    int64_t stages[2]; /* the candidate set of the pipeline depth */
+    int inflight;
+} WgShape;
+
+static const WgShape wg_shapes[] = {
+    {256, {4, 3}, 1}, /* stdlib gemm's `wg` */
+    {128, {3, 4}, 0}, /* two blocks per SM at 3 stages */
+    {128, {5, 4}, 1},
+};
+
+static bool gpu_wg_b(Builder *b, const void *vctx)
+{
+    const TcCtx *c = vctx;
+    const NestInfo *n = c->ns[0];
+    const WgShape *s = c->shape;
+    int ra, ca, rb, cb;
+    if (!tc_fits(n, 128, s->bn, 64, &ra, &ca, &rb, &cb) || !stage_fits(ra, ca, 128, 2) ||
+        !stage_fits(rb, cb, 128, 2))
+        return false;
+    SVal st = bld_param(b, "st", s->stages, 2);
+    TcNest t;
+    tc_begin(b, c, 128, s->bn, &t);
+    for (int e = 0; e < t.nel; e++) {
+        const char *const *nm = el_names[e];
+        SLoop *y, *r;
+        bld_split_named(b, t.er[e], sv(64), nm[2], nm[1], &y, &r);
+        bld_bind(b, y, "thread.y");
+    }
+    SLoop *wy, *wm, *ko, *kt, *ks, *kk;
+    bld_split_named(b, t.ii1, sv(64), "wy", "wm", &wy, &wm);
+    bld_split_named(b, bld_loop(b, n->loop[2]), sv(64), "ko", "kt", &ko, &kt);
+    bld_split_named(b, kt, sv(16), "ks", "kk", &ks, &kk);
+    BLD_REORDER(b, ko, wy, ks, wm, t.ji1, kk);
+    SBuf *As = bld_cache(b, bld_buf(b, n->pa), ko, "shared", "As");
+    SBuf *Bs = bld_cache(b, bld_buf(b, n->pb), ko, "shared", "Bs");
+    stage_map(b, As, ra, ca, 128, 2, 0, &a_names);
+    stage_map(b, Bs, rb, cb, 128, 2, 0, &b_names);
+    bld_wgmma(b, wm, t.ji1, kk);
+    bld_bind(b, t.io, "block.y");
+    bld_bind(b, t.jo, "block.x");
+    bld_bind(b, wy, "thread.y");
+    bld_unroll(b, ks);
+    bld_pipeline(b, ko, st, s->inflight);
+    return true;
+}
+
+/* ---- offering them ---- */
+
+void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, const Target *target, Arena *a,
+                        TuneSpace *sp)
+{
+    for (size_t i = 0; target->wgmma && i < sizeof wg_shapes / sizeof wg_shapes[0]; i++) {
+        const WgShape *s = &wg_shapes[i];
+        TcCtx *x = arena_alloc(a, sizeof *x);
+        *x = (TcCtx){ns, nn, s};
+        rules_offer(in, gpu_wg_b, x, a, sp,
+                    arena_printf(a, "rules: GPU wgmma 128x%dx64%s", s->bn, s->inflight ? ", one group in flight" : ""),
+                    true);
+    }
+    for (size_t i = 0; i < sizeof tc_shapes / sizeof tc_shapes[0]; i++) {
+        const TcShape *s = &tc_shapes[i];
+        TcCtx *x = arena_alloc(a, sizeof *x);
+        *x = (TcCtx){ns, nn, s};
+        rules_offer(in, gpu_tc_b, x, a, sp,
+                    arena_printf(a, "rules: GPU tensor cores %dx%dx%d, warps %dx%d", s->bm, s->bn, s->bk, s->wm, s->wn),
+                    true);
+    }
+}
