@@ -50,6 +50,11 @@ int main(void)
     /* Rows not a multiple of MR: MC stays a multiple of MR within the rows
      * (127 rows: 128).  KC = K = 64 when K is short. */
     expect("avx512 127x1024x64", 64, 32, 4, x86, 127, 1024, 64, 4, 64, 64, 128, 1024);
+    /* K no longer than twice the model's KC (and 512) is one panel: K = 511 gives
+     * KC 511, MC = 1M/(2*511*4) = 256 (a multiple of 4), NC = 32M/4088 = 8208 ->
+     * the columns, 769 rounded up to 64: 832.  K = 1024 keeps KC 256. */
+    expect("avx512 1037x769x511", 64, 32, 4, x86, 1037, 769, 511, 4, 64, 511, 256, 832);
+    expect("avx512 K 1024", 64, 32, 4, x86, 0, 0, 1024, 4, 64, 256, 512, 16384);
 
     /* The registers by target, and the caches assumed for cross targets. */
     const Target *t512 = target_find("x86_64-avx512"), *t2 = target_find("x86_64-avx2"), *ta = target_find("aarch64");
@@ -71,6 +76,6 @@ int main(void)
     }
     if (failures)
         return 1;
-    printf("blocking model: 7 cases and the cache fallbacks as computed by hand\n");
+    printf("blocking model: 9 cases and the cache fallbacks as computed by hand\n");
     return 0;
 }
