@@ -6,7 +6,8 @@
  *   lower     the IR as lowering produced it (nothing runs; a dump point)
  *   schedule  the file's schedule blocks for the target, then -s, in order
  *   simplify  canonical index arithmetic; empty loops (or loops holding only
- *             prefetches) dropped, one-trip loops replaced by their body
+ *             prefetches) dropped, one-trip loops replaced by their body,
+ *             temporaries nothing touches any more dropped
  *
  * Then, for a GPU target (-target sm_*), target legalisation and lowering: what
  * codegen/cuda needs stated in the IR before it translates (one file each):
@@ -48,8 +49,10 @@
  * the predicates of those that run earlier on the same loop.  The back ends
  * translate only a kernel these passes lowered (Kernel.cpu_lowered, gpu_lowered):
  * a caller whose pipeline named no target runs pipeline_target before codegen. */
+#include <stdlib.h>
 #include <string.h>
 
+#include "../ir/walk.h"
 #include "cpu.h"
 #include "gpu_int.h"
 #include "xform_int.h"
@@ -122,11 +125,50 @@ static void simplify_list(Kernel *k, NodeList *l, Node *parent)
     }
 }
 
+static WalkAct used_node(void *ctx, Node *n)
+{
+    uint8_t *used = ctx;
+    if (n->kind == N_STMT)
+        used[n->u.stmt.buf->id] = 1;
+    else if (n->kind == N_PREFETCH)
+        used[n->u.pf.buf->id] = 1;
+    return WALK_GO;
+}
+
+static WalkAct used_expr(void *ctx, Expr *e)
+{
+    uint8_t *used = ctx;
+    if (e->kind == IE_LOAD)
+        used[e->u.load.buf->id] = 1;
+    return WALK_GO;
+}
+
+/* Temporaries nothing reads or writes any more (a GEMM's f32 sum of a 16-bit
+ * output once its tile is staged per block) are dropped, so no launch takes them
+ * and no run allocates them; the others keep their order (ids renumbered). */
+static void drop_dead_temps(Kernel *k)
+{
+    uint8_t *used = xcalloc((size_t)k->nbufs + 1, 1);
+    IrVisitor v = {.pre = used_node, .expr = used_expr, .ctx = used};
+    ir_walk_list(&k->body, &v);
+    int n = 0;
+    for (int i = 0; i < k->nbufs; i++) {
+        Buffer *b = k->bufs[i];
+        if (b->kind == BUF_TEMP && !used[i])
+            continue;
+        b->id = n;
+        k->bufs[n++] = b;
+    }
+    k->nbufs = n;
+    free(used);
+}
+
 static bool pass_simplify(Kernel *k, const PipelineOpts *o, Diags *d)
 {
     (void)o, (void)d;
     xf_visit_exprs(k, NULL, canon_cb, k);
     simplify_list(k, &k->body, NULL);
+    drop_dead_temps(k);
     return true;
 }
 

@@ -31,7 +31,7 @@
     X(PARALLEL, "parallel", "parallel(loop)")                                     \
     X(INLINE, "inline", "inline(temp)")                                           \
     X(COMPUTE_AT, "compute_at", "compute_at(temp, loop)")                         \
-    X(CACHE, "cache", "cache(buffer, loop[, mem=local|shared][, name=N])")        \
+    X(CACHE, "cache", "cache(buffer, loop[, mem=local|shared][, name=N][, squeeze=1])")        \
     X(RFACTOR, "rfactor", "rfactor(loop[, name=N])")                              \
     X(PADDING, "padding", "padding(buffer, amount[, dim=d])")                     \
     X(LAYOUT, "layout", "layout(buffer, d0, d1, ...)")                            \

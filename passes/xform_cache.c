@@ -19,13 +19,16 @@ typedef struct Redirect {
     Kernel *k;
     Buffer *from, *to;
     Expr **lo;
+    const bool *keep;   /* the dimensions the staged buffer keeps (the box's wider than one) */
 } Redirect;
 
-static Expr **shifted(Kernel *k, Expr **idx, Expr **lo, int rank)
+/* An index into the box, relative to its corner, in the kept dimensions. */
+static Expr **shifted(Kernel *k, Expr **idx, Expr **lo, int rank, const bool *keep)
 {
     Expr **r = arena_alloc(k->arena, sizeof(Expr *) * (size_t)rank);
-    for (int d = 0; d < rank; d++)
-        r[d] = xf_simplify_affine(k, ir_bin(k, IE_SUB, idx[d], ir_clone_expr(k, lo[d])));
+    for (int d = 0, o = 0; d < rank; d++)
+        if (keep[d])
+            r[o++] = xf_simplify_affine(k, ir_bin(k, IE_SUB, idx[d], ir_clone_expr(k, lo[d])));
     return r;
 }
 
@@ -34,7 +37,7 @@ static void redirect_cb(Expr *e, void *p)
     Redirect *r = p;
     if (e->kind != IE_LOAD || e->u.load.buf != r->from)
         return;
-    e->u.load.idx = shifted(r->k, e->u.load.idx, r->lo, r->from->rank);
+    e->u.load.idx = shifted(r->k, e->u.load.idx, r->lo, r->from->rank, r->keep);
     e->u.load.buf = r->to;
     e->u.load.guarded = false;
     e->dtype = r->to->dtype;
@@ -44,7 +47,7 @@ static void redirect_stores(Redirect *r, Node *n)
 {
     if (n->kind == N_STMT) {
         if (n->u.stmt.buf == r->from) {
-            n->u.stmt.idx = shifted(r->k, n->u.stmt.idx, r->lo, r->from->rank);
+            n->u.stmt.idx = shifted(r->k, n->u.stmt.idx, r->lo, r->from->rank, r->keep);
             n->u.stmt.buf = r->to;
         }
         return;
@@ -56,12 +59,15 @@ static void redirect_stores(Redirect *r, Node *n)
 
 /* The copy nest: for c0..: [guard] dst[..] = src[..]; with `in` the global side
  * is read, else written. */
-static Node *copy_nest(Kernel *k, Buffer *glob, Buffer *loc, const Region *r, bool in, Node *l,
+static Node *copy_nest(Kernel *k, Buffer *glob, Buffer *loc, const Region *r, const bool *keep, bool in, Node *l,
                        const bool *lo_ok, const bool *hi_ok)
 {
-    Var *cv[8];
+    Var *cv[8] = {0};
     Node *top = NULL, *cur = NULL;
     for (int d = 0; d < r->rank; d++) {
+        if (!keep[d])
+            continue;
+        /* named by the buffer's dimension: the same names whichever are dropped */
         cv[d] = ir_new_var(k, xf_fresh_name(k, arena_printf(k->arena, "%s_c%d", loc->name, d)));
         Node *x = ir_loop(k, cv[d], ir_int(k, 0), ir_int(k, r->width[d]), l->span);
         if (cur)
@@ -71,9 +77,12 @@ static Node *copy_nest(Kernel *k, Buffer *glob, Buffer *loc, const Region *r, bo
         cur = x;
     }
     Expr *gidx[8], *lidx[8], *cond = NULL;
+    int nl = 0;
     for (int d = 0; d < r->rank; d++) {
-        gidx[d] = xf_simplify_affine(k, ir_bin(k, IE_ADD, ir_clone_expr(k, r->lo[d]), ir_var(k, cv[d])));
-        lidx[d] = ir_var(k, cv[d]);
+        gidx[d] = cv[d] ? xf_simplify_affine(k, ir_bin(k, IE_ADD, ir_clone_expr(k, r->lo[d]), ir_var(k, cv[d])))
+                        : xf_simplify_affine(k, ir_clone_expr(k, r->lo[d]));
+        if (cv[d])
+            lidx[nl++] = ir_var(k, cv[d]);
         if (!lo_ok[d]) {
             Expr *c = ir_bin(k, IE_GE, ir_clone_expr(k, gidx[d]), ir_int(k, 0));
             cond = cond ? ir_bin(k, IE_AND, cond, c) : c;
@@ -172,6 +181,30 @@ static bool fresh_each_iteration(Kernel *k, Node *l, Buffer *b, const AccVec *mi
     return true;
 }
 
+/* Whether expression x reads a variable of a loop inside n. */
+static bool uses_inner_var(const Node *n, const Expr *x)
+{
+    if (n->kind == N_LOOP && ir_expr_uses_var(x, n->u.loop.var))
+        return true;
+    const NodeList *b = n->kind == N_STMT || n->kind == N_PREFETCH ? NULL : ir_body((Node *)n);
+    for (int i = 0; b && i < b->n; i++)
+        if (uses_inner_var(b->v[i], x))
+            return true;
+    return false;
+}
+
+/* Dimension d is fixed in l: no access inside l indexes it by anything that varies
+ * there (a batch index of an outer loop), so the box is one element wide there by
+ * the loop structure, whatever the sizes. */
+static bool fixed_dim(const Node *l, const AccVec *mine, int d)
+{
+    for (int i = 0; i < mine->n; i++)
+        for (int j = 0; j < l->u.loop.body.n; j++)
+            if (uses_inner_var(l->u.loop.body.v[j], mine->v[i].idx[d]))
+                return false;
+    return true;
+}
+
 bool xf_cache(XfCtx *c)
 {
     Buffer *b = xf_arg_buffer(c, 0);
@@ -254,6 +287,17 @@ bool xf_cache(XfCtx *c)
     StrBuf why = {0};
     bool ok = xf_region(c->k, l, &mine, false, &r, &why);
     bool fresh = ok && fresh_each_iteration(c->k, l, b, &mine, &r);
+    /* squeeze=1: the staged buffer leaves out the dimensions l fixes */
+    const SchedArg *sq = xf_kwarg(c, "squeeze");
+    if (sq && (sq->kind != SARG_INT || sq->ival < 0 || sq->ival > 1)) {
+        xf_err(c, "squeeze= takes 0 or 1");
+        acc_free(&mine);
+        sb_free(&why);
+        return false;
+    }
+    bool fixed[8] = {0};
+    for (int d = 0; ok && sq && sq->ival && d < r.rank; d++)
+        fixed[d] = r.width[d] == 1 && fixed_dim(l, &mine, d);
     acc_free(&mine);
     if (!ok) {
         xf_err(c, "%s", why.s);
@@ -305,9 +349,23 @@ bool xf_cache(XfCtx *c)
     const char *name = nm ? nm->name
                           : xf_fresh_buffer_name(k, arena_printf(k->arena, "%s_%s", b->name,
                                                                   l->u.loop.var->name));
-    Buffer *loc = xf_add_temp(k, name, b->dtype, mem, r.rank, r.width, l->span);
+    /* The staged buffer has the box's shape, with squeeze=1 less the dimensions l
+     * fixes (a batch index of an outer loop: a batched product's tiles are
+     * matrices, which is what mma and wgmma take).  A dimension one element wide
+     * only because of a size always keeps its place, so the buffer's rank and its
+     * copy loops' names do not depend on the sizes, and without squeeze schedules
+     * that name the staged buffer's dimensions (layout, padding) see them all. */
+    bool keep[8];
+    int64_t width[8];
+    int nkeep = 0;
+    for (int d = 0; d < r.rank; d++)
+        if ((keep[d] = !fixed[d]))
+            width[nkeep++] = r.width[d];
+    if (nkeep == 0)
+        keep[r.rank - 1] = true, width[nkeep++] = 1;
+    Buffer *loc = xf_add_temp(k, name, b->dtype, mem, nkeep, width, l->span);
     xf_set_private(k, loc, l, true);
-    Redirect rd = {.k = k, .from = b, .to = loc, .lo = r.lo};
+    Redirect rd = {.k = k, .from = b, .to = loc, .lo = r.lo, .keep = keep};
     for (int i = 0; i < l->u.loop.body.n; i++) {
         xf_visit_exprs(k, l->u.loop.body.v[i], redirect_cb, &rd);
         redirect_stores(&rd, l->u.loop.body.v[i]);
@@ -318,9 +376,9 @@ bool xf_cache(XfCtx *c)
         xf_drop_prefetches(k, l, b);
         return true;
     }
-    ir_list_insert(&l->u.loop.body, 0, copy_nest(k, b, loc, &r, true, l, lo_ok, hi_ok), l);
+    ir_list_insert(&l->u.loop.body, 0, copy_nest(k, b, loc, &r, keep, true, l, lo_ok, hi_ok), l);
     if (writes)
-        ir_list_push(&l->u.loop.body, copy_nest(k, b, loc, &r, false, l, lo_ok, hi_ok), l);
+        ir_list_push(&l->u.loop.body, copy_nest(k, b, loc, &r, keep, false, l, lo_ok, hi_ok), l);
     return true;
 }
 

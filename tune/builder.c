@@ -543,6 +543,11 @@ bool bld_rfactor(Builder *b, SLoop *l) { return one_loop(b, "rfactor", l); }
 
 SBuf *bld_cache(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *name)
 {
+    return bld_cache_squeezed(b, buf, at, mem, name, false);
+}
+
+SBuf *bld_cache_squeezed(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *name, bool squeeze)
+{
     Call c;
     call_init(&c, "cache");
     if (buf)
@@ -554,6 +559,8 @@ SBuf *bld_cache(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *n
         put_name(&c, "mem", mem);
     if (name)
         put_name(&c, "name", name);
+    if (squeeze)
+        put_int(&c, "squeeze", 1);
     int nv, nb;
     if (!run(b, &c, &nv, &nb))
         return NULL;

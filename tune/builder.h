@@ -98,6 +98,8 @@ bool bld_vectorize(Builder *b, SLoop *l);
 bool bld_parallel(Builder *b, SLoop *l);
 /* mem: "local", "shared" or NULL (the default); name: NULL for cache's own */
 SBuf *bld_cache(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *name);
+/* squeeze: cache(.., squeeze=1), the dimensions `at` fixes left out */
+SBuf *bld_cache_squeezed(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *name, bool squeeze);
 bool bld_rfactor(Builder *b, SLoop *l);
 bool bld_padding(Builder *b, SBuf *buf, SVal amount);
 /* layout(buf, perm[0], ..., perm[n-1]): a staged buffer stored with its dimensions permuted. */

@@ -29,14 +29,16 @@
 
 /* ---- reading the contraction ---- */
 
-/* The shared tile of an operand per K step: R rows of C contiguous elements; false
- * when its layout is not a plain 2-D one with k as one dimension. */
+/* The shared tile of an operand per K step: R rows of C contiguous elements (a
+ * batch dimension is fixed in the block, and cache drops it); false when k and the
+ * row (column) loop do not each index one dimension of it, or its last dimension is
+ * neither. */
 static bool operand_tile(int rank, int kdim, int sdim, int s_ext, int k_ext, int *R, int *C)
 {
-    if (rank != 2 || kdim < 0 || sdim < 0 || kdim == sdim)
+    if (rank < 2 || rank > 3 || kdim < 0 || sdim < 0 || kdim == sdim || (kdim != rank - 1 && sdim != rank - 1))
         return false;
-    *R = kdim == 1 ? s_ext : k_ext;
-    *C = kdim == 1 ? k_ext : s_ext;
+    *R = kdim > sdim ? s_ext : k_ext;
+    *C = kdim > sdim ? k_ext : s_ext;
     return true;
 }
 
@@ -118,19 +120,24 @@ enum { MAX_EL = 8 };
 
 typedef struct TcNest {
     SLoop *io, *jo, *ii1, *ji1; /* block tile loops; the contraction's row, column */
+    SLoop *batch, *k;           /* the batch loop (NULL: none), the reduction loop */
     int nel;                    /* the nests that touch the accumulator elementwise */
     SLoop *er[MAX_EL], *ec[MAX_EL];
 } TcNest;
 
-/* The nest fits a tensor-core template of block tile bm x bn x bk: a 2-D product
- * of two 16-bit operands of one dtype, any layout, sizes multiples of the tile. */
+/* The nest fits a tensor-core template of block tile bm x bn x bk: a product of two
+ * 16-bit operands of one dtype over one reduction loop, any layout, with at most one
+ * batch loop outside the rows and columns (on the grid's z), the row, column and
+ * reduction extents multiples of the tile. */
 static bool tc_fits(const NestInfo *n, int bm, int bn, int bk, int *ra, int *ca, int *rb, int *cb)
 {
-    if (n->nspatial != 2 || !n->red || !n->mul || n->nloops != 3 || n->out_t != DT_F32)
+    if (n->nspatial < 2 || n->nspatial > 3 || !n->red || !n->mul || n->nloops != n->nspatial + 1 ||
+        n->out_t != DT_F32)
         return false;
     if (!n->pa || !n->pb || n->pa_t != n->pb_t || (n->pa_t != DT_F16 && n->pa_t != DT_BF16))
         return false;
-    if (n->ext[0] % bm || n->ext[1] % bn || n->ext[2] % bk)
+    int ia = n->nspatial - 2;
+    if (n->ext[ia] % bm || n->ext[ia + 1] % bn || n->ext[ia + 2] % bk)
         return false;
     return operand_tile(n->pa_rank, n->pa_kdim, n->pa_sdim, bm, bk, ra, ca) &&
            operand_tile(n->pb_rank, n->pb_kdim, n->pb_sdim, bn, bk, rb, cb);
@@ -148,14 +155,17 @@ static void tc_begin(Builder *b, const TcCtx *c, int bm, int bn, TcNest *t)
 {
     const NestInfo *n = c->ns[0];
     memset(t, 0, sizeof *t);
+    int ia = n->nspatial - 2;
     for (int e = 1; e < c->nn; e++)
-        for (int d = 0; d < 2; d++)
+        for (int d = 0; d < n->nspatial; d++)
             bld_fuse(b, bld_loop(b, n->loop[d]), bld_loop(b, c->ns[e]->loop[d]));
+    t->batch = ia ? bld_loop(b, n->loop[0]) : NULL;
+    t->k = bld_loop(b, n->loop[n->nloops - 1]);
     SLoop *tl[4];
-    bld_tile(b, bld_loop(b, n->loop[0]), bld_loop(b, n->loop[1]), sv(bm), sv(bn),
+    bld_tile(b, bld_loop(b, n->loop[ia]), bld_loop(b, n->loop[ia + 1]), sv(bm), sv(bn),
              (const char *const[]){"io", "jo", "ii", "ji"}, tl);
     t->io = tl[0], t->jo = tl[1];
-    SBuf *acc = bld_cache(b, bld_buf(b, n->out), t->jo, NULL, "acc");
+    SBuf *acc = bld_cache_squeezed(b, bld_buf(b, n->out), t->jo, NULL, "acc", ia > 0);
     SLoop *jd[MAX_EL], *id[MAX_EL];
     int nj = bld_distribute_all(b, tl[3], jd, MAX_EL);
     int ni = bld_distribute_all(b, tl[2], id, MAX_EL);
@@ -191,6 +201,8 @@ static const TcShape tc_shapes[] = {
     {128, 128, 64, 64, 64, {2, 3}, 2},    /* K step 64 */
     {64, 128, 32, 64, 64, {4, 3}, 2},     /* smaller grids: 2 warps */
     {64, 64, 32, 32, 32, {3, 4}, 2},      /* small problems: 4 warps of 32 x 32 */
+    {32, 64, 64, 16, 32, {4, 6}, 2},      /* thin products (M or N of 32..64): more blocks */
+    {16, 64, 64, 16, 16, {4, 6}, 2},      /* M = 16: 4 warps of 16 x 16, B streamed */
 };
 
 static bool gpu_tc_b(Builder *b, const void *vctx)
@@ -221,16 +233,18 @@ static bool gpu_tc_b(Builder *b, const void *vctx)
     bld_split_named(b, wml, sv(16), "mi", "mm", &mi, &mm);
     bld_split_named(b, t.ji1, sv(s->wn), "wy", "wn", &wyl, &wnl);
     bld_split_named(b, wnl, sv(8), "nj", "nn", &nj, &nn);
-    bld_split_named(b, bld_loop(b, n->loop[2]), sv(s->bk), "ko", "kt", &ko, &kt);
+    bld_split_named(b, t.k, sv(s->bk), "ko", "kt", &ko, &kt);
     bld_split_named(b, kt, sv(16), "ks", "kk", &ks, &kk);
     BLD_REORDER(b, ko, wzl, wyl, ks, mi, nj, mm, nn);
-    SBuf *As = bld_cache(b, bld_buf(b, n->pa), ko, "shared", "As");
-    SBuf *Bs = bld_cache(b, bld_buf(b, n->pb), ko, "shared", "Bs");
+    SBuf *As = bld_cache_squeezed(b, bld_buf(b, n->pa), ko, "shared", "As", t.batch != NULL);
+    SBuf *Bs = bld_cache_squeezed(b, bld_buf(b, n->pb), ko, "shared", "Bs", t.batch != NULL);
     bld_padding(b, As, sv(8));
     bld_padding(b, Bs, sv(8));
     stage_map(b, As, ra, ca, 32, wy, wz, &a_names);
     stage_map(b, Bs, rb, cb, 32, wy, wz, &b_names);
     bld_mma(b, mm, nn, kk);
+    if (t.batch)
+        bld_bind(b, t.batch, "block.z");
     bld_bind(b, t.io, "block.y");
     bld_bind(b, t.jo, "block.x");
     bld_bind(b, wzl, "thread.z");
@@ -280,14 +294,16 @@ static bool gpu_wg_b(Builder *b, const void *vctx)
     }
     SLoop *wy, *wm, *ko, *kt, *ks, *kk;
     bld_split_named(b, t.ii1, sv(64), "wy", "wm", &wy, &wm);
-    bld_split_named(b, bld_loop(b, n->loop[2]), sv(64), "ko", "kt", &ko, &kt);
+    bld_split_named(b, t.k, sv(64), "ko", "kt", &ko, &kt);
     bld_split_named(b, kt, sv(16), "ks", "kk", &ks, &kk);
     BLD_REORDER(b, ko, wy, ks, wm, t.ji1, kk);
-    SBuf *As = bld_cache(b, bld_buf(b, n->pa), ko, "shared", "As");
-    SBuf *Bs = bld_cache(b, bld_buf(b, n->pb), ko, "shared", "Bs");
+    SBuf *As = bld_cache_squeezed(b, bld_buf(b, n->pa), ko, "shared", "As", t.batch != NULL);
+    SBuf *Bs = bld_cache_squeezed(b, bld_buf(b, n->pb), ko, "shared", "Bs", t.batch != NULL);
     stage_map(b, As, ra, ca, 128, 2, 0, &a_names);
     stage_map(b, Bs, rb, cb, 128, 2, 0, &b_names);
     bld_wgmma(b, wm, t.ji1, kk);
+    if (t.batch)
+        bld_bind(b, t.batch, "block.z");
     bld_bind(b, t.io, "block.y");
     bld_bind(b, t.jo, "block.x");
     bld_bind(b, wy, "thread.y");

@@ -157,7 +157,8 @@ static void dist_close(Em *e, int q)
 }
 
 /* Column loop m marked lane-cols2: its one store writes a lane's two adjacent
- * columns (2 * (lane % 4) + 0, 1) as one 8-byte access, both values computed first. */
+ * columns (2 * (lane % 4) + 0, 1) as one access, both values computed first: 8
+ * bytes of f32, or 4 bytes of two f16/bf16 (the lower column in the low half). */
 static void frag_store2(Em *e, const Node *m)
 {
     const Node *s = m->u.loop.body.v[0];
@@ -167,7 +168,8 @@ static void frag_store2(Em *e, const Node *m)
     em_extent(e, m, &lo, &ext);
     em_line(e, "#pragma unroll");
     em_line(e, "for (idx_t pf_cf_%s = 0; pf_cf_%s < %" PRId64 "; pf_cf_%s += 8) {   /* %s: accumulator columns, "
-            "2 * (lane %% 4) + 0..1 each, stored as one 8-byte access */", v, v, ext, v, v);
+            "2 * (lane %% 4) + 0..1 each, stored as one %d-byte access */", v, v, ext, v, v,
+            2 * dtype_bytes(s->u.stmt.buf->dtype));
     e->ind++;
     em_line(e, "float pf_st[2];");
     em_line(e, "#pragma unroll");
@@ -183,7 +185,13 @@ static void frag_store2(Em *e, const Node *m)
     em_line(e, "}");
     em_line(e, "const idx_t %s = pf_cf_%s + ((pf_lane & 3) << 1);", v, v);
     em_elem(e, s->u.stmt.buf, s->u.stmt.idx, &dst);
-    em_line(e, "*reinterpret_cast<float2 *>(&%s) = make_float2(pf_st[0], pf_st[1]);", dst.s);
+    if (s->u.stmt.buf->dtype == DT_F32) {
+        em_line(e, "*reinterpret_cast<float2 *>(&%s) = make_float2(pf_st[0], pf_st[1]);", dst.s);
+    } else {
+        const char *cv16 = s->u.stmt.buf->dtype == DT_F16 ? "pf_f2h" : "pf_f2b";
+        em_line(e, "*reinterpret_cast<unsigned *>(&%s) = (unsigned)%s(pf_st[0]) | ((unsigned)%s(pf_st[1]) << 16);",
+                dst.s, cv16, cv16);
+    }
     sb_free(&val);
     sb_free(&dst);
     e->dvar[1] = NULL;

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The GEMM-family suite on the GPU: kernels written as users write them
+# (bench/gpu/contractions/*.pdl, bench/gpu/kernels/*.pdl), each tuned by
+# `perfc --autotune` (validated on fresh inputs, timed beside cuBLASLt through
+# `--compare cublas` in the same process) and set beside torch's call for the same
+# operation (bench/gpu/contractions.py: cuBLASLt with the matching layouts, output
+# dtype and epilogue) in the same run on the same GPU.
+#   bash bench/gpu/contractions.sh [ROWS...]   (carry carry/gpu/perfc.xz)
+# Environment: TARGET (sm_90a), BUDGET (candidates, default 16), TLIMIT (seconds per
+# tune, default 60), OUT (where the JSON and logs go).  ROWS: labels to run (all by
+# default).  Prints one line per row: perfc's ms, cuBLASLt's (product only) ms,
+# torch's ms, the ratio of the faster library call to perfc, the tune's wall time.
+set -u
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+O=${OUT:-/tmp/contractions}; mkdir -p "$O" /tmp/pf; rm -f "$O/ratios-${TARGET:-sm_90a}.txt"
+[ -x /tmp/pf/perfc ] || { xz -dc carry/gpu/perfc.xz > /tmp/pf/perfc && chmod +x /tmp/pf/perfc; }
+P=${PERFC:-/tmp/pf/perfc}
+T=${TARGET:-sm_90a}; B=${BUDGET:-16}; TL=${TLIMIT:-60}
+DB=$O/tune-$T.db
+C=bench/gpu/contractions
+want() { [ $# -eq 0 ] && return 0; for w in $WANT; do [ "$w" = "$1" ] && return 0; done; return 1; }
+WANT="$*"
+row() {  # row LABEL TORCHSPEC FILE [perfc args...]
+  local label=$1 spec=$2 f=$3; shift 3
+  [ -z "$WANT" ] || want "$label" || return 0
+  local t0 t1 pj tj
+  t0=$(date +%s.%N)
+  "$P" "$f" -target "$T" "$@" --autotune --budget "$B" --time "$TL" --compare cublas --json --db "$DB" \
+      > "$O/$label-$T.json" 2> "$O/$label-$T.err"
+  local rc=$?
+  t1=$(date +%s.%N)
+  pj=$(python3 - "$O/$label-$T.json" <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("nan nan invalid(no-json)"); sys.exit()
+b = r.get("baseline") or {}
+bt = (b.get("time_ms") or {}).get("median", float("nan"))
+t = (r.get("time_ms") or {}).get("median", float("nan"))
+print(t, bt, "valid" if r.get("valid") else "INVALID:" + str(r.get("reason"))[:80].replace(" ", "_"))
+PY
+)
+  tj=$(python3 bench/gpu/contractions.py "$spec" 2>>"$O/torch.err" | python3 -c 'import json,sys; r=json.loads(sys.stdin.read() or "{}"); print(r.get("ms") or "nan", (r.get("call") or "none").replace(" ", ""))')
+  local win
+  win=$(grep -m1 -A1 "rank  median" "$O/$label-$T.err" | tail -1 | sed 's/^ *//' | cut -c1-90)
+  python3 - "$label" "$T" "$rc" "$pj" "$tj" "$t0" "$t1" "$win" "$O/ratios-$T.txt" <<'PY'
+import sys, math
+label, tgt, rc, pj, tj, t0, t1, win = sys.argv[1:9]
+pt, bt, valid = pj.split()[0:3]
+tt, call = tj.split()[0:2]
+pt, bt, tt = float(pt), float(bt), float(tt)
+lib = min(x for x in (bt, tt) if not math.isnan(x)) if not (math.isnan(bt) and math.isnan(tt)) else float("nan")
+ratio = lib / pt if pt > 0 and not math.isnan(lib) else float("nan")
+if not math.isnan(ratio) and valid == "valid":
+    open(sys.argv[9], "a").write("%s %.4f\n" % (label, ratio))
+print("%-14s %-7s rc=%s %-8s perfc %8.4f ms | cuBLASLt %8.4f | torch %8.4f (%s) | ratio %.3f | tune %5.1f s | %s"
+      % (label, tgt, rc, valid, pt, bt, tt, call, ratio, float(t1) - float(t0), win))
+PY
+}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+echo "target $T, budget $B, limit $TL s, $(date -u)"
+row mm-4096      mm-bf16-f32:4096:4096:4096          $C/mm.pdl
+row mm-8192      mm-bf16-f32:8192:8192:8192          $C/mm.pdl -D M=8192 -D N=8192 -D K=8192
+row mm-bf16out   mm-bf16-bf16:4096:4096:4096         $C/mm.pdl -D U=bf16
+row mm-f16out    mm-f16-f16:4096:4096:4096           $C/mm.pdl -D T=f16 -D U=f16
+row odd          mm-bf16-bf16:4095:4097:1023         $C/mm.pdl -D U=bf16 -D M=4095 -D N=4097 -D K=1023
+row thin16       mm-bf16-bf16:16:4096:4096           $C/mm.pdl -D U=bf16 -D M=16
+row thin128      mm-bf16-bf16:128:4096:4096          $C/mm.pdl -D U=bf16 -D M=128
+row klarge       mm-bf16-f32:1024:1024:16384         $C/mm.pdl -D M=1024 -D N=1024 -D K=16384
+row bmm          bmm-bf16:512:512:128:32             $C/bmm.pdl
+row linear       linear-bf16:4096:4096:4096          $C/linear.pdl
+row tn           tn-bf16:4096:4096:4096              $C/mm_tn.pdl
+row linear-gelu  lingelu-bf16:4096:4096:4096         $C/linear_gelu.pdl
+python3 - "$O/ratios-$T.txt" <<'PY'
+import math, sys
+try:
+    rs = [float(l.split()[1]) for l in open(sys.argv[1])]
+except OSError:
+    rs = []
+if rs:
+    print("geomean %.3f over %d valid rows, lowest %.3f" % (math.exp(sum(map(math.log, rs)) / len(rs)), len(rs), min(rs)))
+PY
