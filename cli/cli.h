@@ -22,7 +22,14 @@ typedef struct Compilation {
     Kernel *kernel;            /* after the pipeline (schedules applied) */
     const AstSchedule *scheds[MAX_SCHEDS + 16];
     int nscheds;
+    /* The default schedule of a CPU contraction without one (tune/default.c): when
+     * set it is the last of scheds, and the tuner is given the others only. */
+    char *default_sched;
+    char default_origin[160];
 } Compilation;
+
+/* The schedules the file and -s gave (scheds without the default one). */
+static inline int compilation_user_scheds(const Compilation *c) { return c->nscheds - (c->default_sched != NULL); }
 
 void compilation_init(Compilation *c, Options *o);
 void compilation_free(Compilation *c);

@@ -13,6 +13,8 @@
 #include "codegen/llvm/cg_llvm.h"
 #include "passes/passes.h"
 #include "passes/xform.h"
+#include "tune/blocking.h"
+#include "tune/tune.h"
 
 void compilation_init(Compilation *c, Options *o)
 {
@@ -32,6 +34,7 @@ void compilation_free(Compilation *c)
     free(c->values);
     free(c->bound);
     free(c->text);
+    free(c->default_sched);
     arena_free(c->arena);
     diag_free(&c->diags);
 }
@@ -201,6 +204,55 @@ static int select_schedules(Compilation *c)
     return 0;
 }
 
+/* A CPU contraction the file and -s leave unscheduled gets the default schedule
+ * (tune/default.c) under --run, -emit and `perfc lib`; not with --no-schedule,
+ * --no-default-schedule, --autotune (the tuner starts from it on its own) or
+ * --actions (which lists moves from the kernel as written).  Said on stderr with
+ * --verbose and -dump-after. */
+static void add_default_schedule(Compilation *c)
+{
+    const Options *o = c->o;
+    if (c->nscheds || o->no_schedule || o->no_default_schedule || o->autotune || o->actions ||
+        !target_is_cpu(c->target))
+        return;
+    TuneInput in = {.prog = c->prog, .ast = c->ast, .values = c->values, .bound = c->bound};
+    char *text = tune_default_schedule(&in, c->unscheduled, c->target, c->default_origin, sizeof c->default_origin);
+    if (!text)
+        return;
+    Source *src = arena_alloc(c->arena, sizeof *src);
+    src->path = "<default schedule>";
+    src->text = arena_strdup(c->arena, text);
+    src->len = strlen(text);
+    Diags q;
+    diag_init(&q);
+    AstSchedule *s = parse_schedule_text(c->arena, src, &q);
+    diag_free(&q);
+    if (!s) {
+        free(text);
+        return;
+    }
+    s->kernel = c->ast->name;
+    c->scheds[c->nscheds++] = s;
+    c->default_sched = text;
+    if (o->verbose || o->dump_after) {
+        Blocking b;
+        CacheSizes cs;
+        blocking_caches(c->target, &cs);
+        blocking_for_target(c->target, 4, 0, 0, 0, &b);
+        fprintf(stderr, "perfc: kernel %s has no schedule for %s: the default schedule for contractions applies "
+                        "(%s; the machine's blocking for f32 at large sizes: MR %d, NR %d, KC %d, MC %d, NC %d from L1 %lld KiB, L2 %lld "
+                        "KiB, L3 %lld KiB, %s; --no-default-schedule turns it off):\n",
+                c->ast->name, c->target->name, c->default_origin, b.mr, b.nr, b.kc, b.mc, b.nc,
+                (long long)(cs.l1 >> 10), (long long)(cs.l2 >> 10), (long long)(cs.l3 >> 10), cs.source);
+        for (const char *p = text; *p;) {
+            const char *e = strchr(p, '\n');
+            int len = e ? (int)(e - p) : (int)strlen(p);
+            fprintf(stderr, "  %.*s\n", len, p);
+            p += len + (e != NULL);
+        }
+    }
+}
+
 Kernel *lower_fresh(Compilation *c)
 {
     return lower_kernel(c->prog, c->ast, c->values, c->bound, &c->diags);
@@ -248,6 +300,7 @@ int compile_kernel(Compilation *c)
         s->kernel = c->ast->name;
         c->scheds[c->nscheds++] = s;
     }
+    add_default_schedule(c);
     if (c->nscheds == 0 && !c->o->dump_after) {
         c->kernel = c->unscheduled;
         c->unscheduled = lower_fresh(c);

@@ -22,8 +22,9 @@ int cli_run_interp(Compilation *c);
 int cli_report(Compilation *c)
 {
     Kernel *k = c->kernel;
-    printf("kernel %s: %d buffer%s, %d schedule%s applied\n", k->name, k->nbufs, k->nbufs == 1 ? "" : "s", c->nscheds,
-           c->nscheds == 1 ? "" : "s");
+    printf("kernel %s: %d buffer%s, %d schedule%s applied%s\n", k->name, k->nbufs, k->nbufs == 1 ? "" : "s",
+           c->nscheds, c->nscheds == 1 ? "" : "s",
+           c->default_sched ? " (the default schedule for contractions: --verbose shows it)" : "");
     for (int i = 0; i < k->nparams; i++) {
         if (k->params[i].bound)
             printf("  %s = %lld\n", k->params[i].name, (long long)k->params[i].value);

@@ -389,7 +389,7 @@ int lib_autotune(Lib *L, const char *kname, const char *target, Compilation *c, 
     Diags td;
     diag_init(&td);
     TuneInput in = {.prog = c->prog, .ast = c->ast, .values = c->values, .bound = c->bound,
-                    .scheds = c->scheds, .nscheds = c->nscheds};
+                    .scheds = c->scheds, .nscheds = compilation_user_scheds(c)};
     TuneOptions to;
     tune_options_init(&to);
     to.target = target;

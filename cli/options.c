@@ -24,7 +24,8 @@ void options_usage(FILE *f)
           "  -D NAME=VALUE    bind a size parameter (a number) or a dtype parameter (f32, bf16...); repeatable\n"
           "  -s 'STMTS'       schedule statements applied after the file's own schedule; repeatable\n"
           "  --schedule NAME  apply the file's schedule variant NAME (`schedule K for T as NAME`)\n"
-          "  --no-schedule    ignore the file's schedule blocks\n"
+          "  --no-schedule    ignore the file's schedule blocks (and no default schedule)\n"
+          "  --no-default-schedule  a CPU contraction without a schedule is not given the default one\n"
           "  --actions        list every transformation legal on the (scheduled) kernel now\n"
           "  -dump-after=PASS print the IR after a pipeline pass (PASS=all for every pass)\n"
           "  --run            compile, validate against golden outputs, time, report\n"
@@ -181,6 +182,8 @@ int options_parse(Options *o, int argc, char **argv)
             o->variant = argv[i];
         } else if (!strcmp(a, "--no-schedule")) {
             o->no_schedule = true;
+        } else if (!strcmp(a, "--no-default-schedule")) {
+            o->no_default_schedule = true;
         } else if (!strcmp(a, "--actions")) {
             o->actions = true;
         } else if (!strncmp(a, "-dump-after=", 12) || !strncmp(a, "--dump-after=", 13)) {

@@ -34,6 +34,7 @@ typedef struct Options {
     bool run, json, autotune, actions, no_schedule, werror, verbose;
     bool quiet;                /* no progress on stderr */
     bool no_model;             /* --autotune without the cost model */
+    bool no_default_schedule;  /* --no-default-schedule: a contraction without a schedule stays unscheduled */
     const char *plot;          /* --plot FILE.svg */
     const char *inputs, *save_inputs, *save_outputs; /* --inputs, --save-inputs, --save-outputs (.npz) */
     const char *compare;

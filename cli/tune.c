@@ -36,7 +36,7 @@ int cli_tune_autotune(Compilation *c)
     in.values = c->values;
     in.bound = c->bound;
     in.scheds = c->scheds;
-    in.nscheds = c->nscheds;
+    in.nscheds = compilation_user_scheds(c);
     TuneOptions to;
     tune_options_init(&to);
     to.target = c->o->target;

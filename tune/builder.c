@@ -601,6 +601,20 @@ bool bld_padding(Builder *b, SBuf *buf, SVal amount)
     return run(b, &c, &nv, &nb);
 }
 
+bool bld_layout(Builder *b, SBuf *buf, const int *perm, int n)
+{
+    Call c;
+    call_init(&c, "layout");
+    if (buf)
+        put_name(&c, NULL, buf->name);
+    else
+        c.ok = false, put_name(&c, NULL, "?");
+    for (int i = 0; i < n; i++)
+        put_int(&c, NULL, perm[i]);
+    int nv, nb;
+    return run(b, &c, &nv, &nb);
+}
+
 bool bld_bind(Builder *b, SLoop *l, const char *axis)
 {
     Call c;

@@ -102,6 +102,8 @@ SBuf *bld_cache(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *n
 SBuf *bld_cache_squeezed(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *name, bool squeeze);
 bool bld_rfactor(Builder *b, SLoop *l);
 bool bld_padding(Builder *b, SBuf *buf, SVal amount);
+/* layout(buf, perm[0], ..., perm[n-1]): a staged buffer stored with its dimensions permuted. */
+bool bld_layout(Builder *b, SBuf *buf, const int *perm, int n);
 bool bld_bind(Builder *b, SLoop *l, const char *axis);
 bool bld_mma(Builder *b, SLoop *i, SLoop *j, SLoop *k);
 bool bld_wgmma(Builder *b, SLoop *i, SLoop *j, SLoop *k);

@@ -1117,7 +1117,18 @@ static int propose_ranked(Tuner *T, bool exhaustive, Cand **out, int want, int *
      * across the whole space, not only near the parents */
     int extra = exhaustive ? 0 : 12 * want;
     Cand **fresh = xmalloc(sizeof *fresh * (size_t)(pool + extra));
+    bool first_round = T->nall == 0;
     int nf = propose(T, exhaustive, fresh, pool);
+    /* the first template at its defaults (for a contraction without a schedule, the
+     * default schedule: the machine's blocking) is measured first whatever the model
+     * says, so a search is never worse than what `--run` gives */
+    Cand *dflt = NULL;
+    if (first_round && nf > 0 && fresh[0]->t == 0) {
+        dflt = fresh[0];
+        for (int i = 0; i < T->sp.t[0].nparams; i++)
+            if (dflt->idx[i])
+                dflt = NULL;
+    }
     for (int tries = 0; extra > 0 && tries < 50 * extra; tries++) {
         Cand c;
         memset(&c, 0, sizeof c);
@@ -1144,6 +1155,12 @@ static int propose_ranked(Tuner *T, bool exhaustive, Cand **out, int want, int *
     for (int i = 0; i < T->nreserve; i++)
         T->reserve[i]->pred = tm_predict(&T->model, T->reserve[i]->feat);
     qsort(T->reserve, (size_t)T->nreserve, sizeof *T->reserve, cmp_pred);
+    for (int i = 1; dflt && i < T->nreserve; i++)
+        if (T->reserve[i] == dflt) {
+            memmove(T->reserve + 1, T->reserve, sizeof *T->reserve * (size_t)i);
+            T->reserve[0] = dflt;
+            break;
+        }
     int n = T->nreserve < want ? T->nreserve : want;
     memcpy(out, T->reserve, sizeof *out * (size_t)n);
     memmove(T->reserve, T->reserve + n, sizeof *T->reserve * (size_t)(T->nreserve - n));

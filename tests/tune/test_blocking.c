@@ -1,0 +1,81 @@
+/* The blocking model of tune/blocking.c against values worked out by hand from its
+ * formulas (docs/autotune.md, "The blocking model"), for several vector widths,
+ * register files, element sizes and caches, and the cache sizes it assumes for
+ * cross targets.  Pure arithmetic: no machine is measured. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ir/target.h"
+#include "tune/blocking.h"
+
+static int failures;
+
+static void expect(const char *what, int vb, int regs, int S, CacheSizes c, long long m, long long n, long long k,
+                   int mr, int nr, int kc, int mc, int nc)
+{
+    Blocking b;
+    blocking_model(vb, regs, S, &c, m, n, k, &b);
+    if (b.mr != mr || b.nr != nr || b.kc != kc || b.mc != mc || b.nc != nc) {
+        fprintf(stderr, "%s: got MR %d NR %d KC %d MC %d NC %d, expected %d %d %d %d %d\n", what, b.mr, b.nr, b.kc,
+                b.mc, b.nc, mr, nr, kc, mc, nc);
+        failures++;
+    }
+}
+
+int main(void)
+{
+    CacheSizes x86 = {32 << 10, 1 << 20, 32 << 20, 8, "test"};
+    CacheSizes arm = {64 << 10, 1 << 20, 32 << 20, 4, "test"};
+    CacheSizes small = {16 << 10, 256 << 10, 0, 4, "test"};
+    /* AVX-512 f32: 16 lanes, 32 registers: at most 16 accumulators; 4 x 4 regs
+     * (8 loads per 16 FMAs) beats 8 x 2 (10 per 16).  KC = 2*32K/(64*4) = 256;
+     * MC = 1M/(2*256*4) = 512; NC = 32M/(2*256*4) = 16384. */
+    expect("avx512 f32", 64, 32, 4, x86, 0, 0, 0, 4, 64, 256, 512, 16384);
+    /* AVX2 f32: 8 lanes, 16 registers: 8 accumulators exactly; 4 x 2 and 2 x 4 tie
+     * at 6 loads per 8 FMAs, more rows wins.  KC = 2*32K/(16*4) = 1024 -> 512;
+     * MC = 1M/(2*512*4) = 256; NC = 32M/4096 = 8192. */
+    expect("avx2 f32", 32, 16, 4, x86, 0, 0, 0, 4, 16, 512, 256, 8192);
+    /* NEON f32 with a 64 KiB L1: 4 lanes, 32 registers: 4 x 4 regs, NR 16;
+     * KC = 2*64K/64 = 2048 -> 512; MC = 256; NC = 8192. */
+    expect("neon f32", 16, 32, 4, arm, 0, 0, 0, 4, 16, 512, 256, 8192);
+    /* AVX-512 f64: 8 lanes: NR 32; KC = 2*32K/(32*8) = 256; MC = 1M/(2*256*8) =
+     * 256; NC = 32M/4096 = 8192. */
+    expect("avx512 f64", 64, 32, 8, x86, 0, 0, 0, 4, 32, 256, 256, 8192);
+    /* A small problem clamps: 20 columns take one register (16), 3 rows MR 3,
+     * K = 100 one panel; MC the 3 rows; NC the columns rounded up to NR (32). */
+    expect("avx512 small", 64, 32, 4, x86, 3, 20, 100, 3, 16, 100, 3, 32);
+    /* Small caches, no L3 (the model assumes 8 MiB): AVX2 KC 512, MC =
+     * 256K/(2*512*4) = 64, NC = 8M/4096 = 2048. */
+    expect("avx2 small caches", 32, 16, 4, small, 0, 0, 0, 4, 16, 512, 64, 2048);
+    /* Rows not a multiple of MR: MC stays a multiple of MR within the rows
+     * (127 rows: 128).  KC = K = 64 when K is short. */
+    expect("avx512 127x1024x64", 64, 32, 4, x86, 127, 1024, 64, 4, 64, 64, 128, 1024);
+    /* K no longer than twice the model's KC (and 512) is one panel: K = 511 gives
+     * KC 511, MC = 1M/(2*511*4) = 256 (a multiple of 4), NC = 32M/4088 = 8208 ->
+     * the columns, 769 rounded up to 64: 832.  K = 1024 keeps KC 256. */
+    expect("avx512 1037x769x511", 64, 32, 4, x86, 1037, 769, 511, 4, 64, 511, 256, 832);
+    expect("avx512 K 1024", 64, 32, 4, x86, 0, 0, 1024, 4, 64, 256, 512, 16384);
+
+    /* The registers by target, and the caches assumed for cross targets. */
+    const Target *t512 = target_find("x86_64-avx512"), *t2 = target_find("x86_64-avx2"), *ta = target_find("aarch64");
+    if (!t512 || blocking_vector_regs(t512) != 32 || !t2 || blocking_vector_regs(t2) != 16 || !ta ||
+        blocking_vector_regs(ta) != 32) {
+        fprintf(stderr, "vector registers by target wrong\n");
+        failures++;
+    }
+    CacheSizes c;
+    blocking_caches(ta, &c);
+    if (c.l1 != 64 << 10 || c.l2 != 1 << 20 || strstr(c.source, "typical") == NULL) {
+        fprintf(stderr, "aarch64 typical caches: L1 %lld L2 %lld (%s)\n", (long long)c.l1, (long long)c.l2, c.source);
+        failures++;
+    }
+    blocking_caches(target_find("host"), &c);
+    if (c.l1 <= 0 || c.l2 <= 0 || c.l3 <= 0 || !c.source) {
+        fprintf(stderr, "host caches unreadable and no fallback\n");
+        failures++;
+    }
+    if (failures)
+        return 1;
+    printf("blocking model: 9 cases and the cache fallbacks as computed by hand\n");
+    return 0;
+}

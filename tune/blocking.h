@@ -1,0 +1,44 @@
+/* The CPU contraction blocking from the machine: register tile (MR x NR), reduction
+ * panel (KC), row block (MC) and column block (NC) computed from the target's vector
+ * registers and the caches, after the analytical model of BLIS (Low et al.,
+ * "Analytical modeling is enough for high-performance BLIS"), with the departures
+ * this project measured (docs/autotune.md, "The blocking model").  The tuner's
+ * contraction templates start from this point and search around it. */
+#ifndef PERFC_TUNE_BLOCKING_H
+#define PERFC_TUNE_BLOCKING_H
+
+#include <stdint.h>
+
+#include "../ir/target.h"
+
+typedef struct CacheSizes {
+    int64_t l1, l2, l3;   /* data cache bytes per level (L1, L2 per core; L3 as the machine has it) */
+    int l1_ways;
+    const char *source;   /* "/sys", "sysconf" or the typical values assumed for a cross target */
+} CacheSizes;
+
+typedef struct Blocking {
+    int lanes;            /* elements per SIMD register */
+    int vregs;            /* SIMD registers of the architecture */
+    int mr, nr;           /* register tile: MR rows, NR columns (NR = a whole number of registers) */
+    int kc;               /* reduction panel */
+    int mc, nc;           /* row block (MC x KC of A in L2), column block (KC x NC of B in L3) */
+} Blocking;
+
+/* SIMD registers of a CPU target: 32 on AVX-512, AArch64 and RISC-V, 16 on AVX2/SSE. */
+int blocking_vector_regs(const Target *t);
+
+/* The caches the code will run with: the running CPU's for `host` (sysfs, then
+ * sysconf), else typical values for the target's architecture (stated in source). */
+void blocking_caches(const Target *t, CacheSizes *c);
+
+/* The model: from the vector width in bytes, the register count, the element size,
+ * the caches, and the extents of the rows (m), columns (n) and reduction (k) when
+ * known (> 0; the blocks are clamped to them).  Pure: the unit test checks it. */
+void blocking_model(int vector_bytes, int vregs, int elem_bytes, const CacheSizes *c, int64_t m, int64_t n, int64_t k,
+                    Blocking *b);
+
+/* The model for a target and dtype on its caches (blocking_caches). */
+void blocking_for_target(const Target *t, int elem_bytes, int64_t m, int64_t n, int64_t k, Blocking *b);
+
+#endif
