@@ -204,7 +204,7 @@ static int select_schedules(Compilation *c)
     return 0;
 }
 
-/* A CPU contraction the file and -s leave unscheduled gets the default schedule
+/* A contraction the file and -s leave unscheduled gets the default schedule
  * (tune/default.c) under --run, -emit and `perfc lib`; not with --no-schedule,
  * --no-default-schedule, --autotune (the tuner starts from it on its own) or
  * --actions (which lists moves from the kernel as written).  Said on stderr with
@@ -213,7 +213,7 @@ static void add_default_schedule(Compilation *c)
 {
     const Options *o = c->o;
     if (c->nscheds || o->no_schedule || o->no_default_schedule || o->autotune || o->actions ||
-        !target_is_cpu(c->target))
+        (!target_is_cpu(c->target) && !target_is_gpu(c->target)))
         return;
     TuneInput in = {.prog = c->prog, .ast = c->ast, .values = c->values, .bound = c->bound};
     char *text = tune_default_schedule(&in, c->unscheduled, c->target, c->default_origin, sizeof c->default_origin);
@@ -234,7 +234,11 @@ static void add_default_schedule(Compilation *c)
     s->kernel = c->ast->name;
     c->scheds[c->nscheds++] = s;
     c->default_sched = text;
-    if (o->verbose || o->dump_after) {
+    if ((o->verbose || o->dump_after) && target_is_gpu(c->target)) {
+        fprintf(stderr, "perfc: kernel %s has no schedule for %s: the default schedule for contractions applies "
+                        "(%s, at its first candidate; --no-default-schedule turns it off):\n",
+                c->ast->name, c->target->name, c->default_origin);
+    } else if (o->verbose || o->dump_after) {
         Blocking b;
         CacheSizes cs;
         blocking_caches(c->target, &cs);
@@ -244,6 +248,8 @@ static void add_default_schedule(Compilation *c)
                         "KiB, L3 %lld KiB, %s; --no-default-schedule turns it off):\n",
                 c->ast->name, c->target->name, c->default_origin, b.mr, b.nr, b.kc, b.mc, b.nc,
                 (long long)(cs.l1 >> 10), (long long)(cs.l2 >> 10), (long long)(cs.l3 >> 10), cs.source);
+    }
+    if (o->verbose || o->dump_after) {
         for (const char *p = text; *p;) {
             const char *e = strchr(p, '\n');
             int len = e ? (int)(e - p) : (int)strlen(p);

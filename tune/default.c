@@ -1,9 +1,11 @@
 /* The default schedule of a contraction that has none: the first candidate of the
  * tuner's first contraction template (tune/rules.c), whose parameters start at the
  * machine's blocking (tune/blocking.c).  `perfc --run`, `-emit` and `perfc lib` use
- * it for a CPU target when the file gives the kernel no schedule, so an
- * unscheduled GEMM is a blocked, packed, vectorised micro-kernel instead of three
- * scalar loops.  It is offered only when it applies whole: the rules must see a
+ * it when the file gives the kernel no schedule, so an unscheduled GEMM is a
+ * blocked, packed, vectorised micro-kernel on a CPU instead of three scalar loops,
+ * and on a GPU the tuner's first tensor-core template (wgmma on sm_90a, mma.sync
+ * from sm_80) for a 16-bit product, its pipelined shared-memory tiles for f32,
+ * instead of one thread per element.  It is offered only when it applies whole: the rules must see a
  * contraction, the template must keep every statement at its defaults, and the
  * scheduled kernel must pass the target's lowering; otherwise the kernel runs as
  * written. */
@@ -12,19 +14,32 @@
 #include "blocking.h"
 #include "tune.h"
 
+/* The first template is one the default may take: on a CPU the register-blocked
+ * micro-kernel; on a GPU a tensor-core template (wgmma, mma.sync) for a 16-bit
+ * product, or for f32 the pipelined shared-memory tiles, each kept whole. */
+static bool fits(const Target *target, const TuneSpace *sp)
+{
+    const char *o = sp->t[0].origin;
+    if (!sp->t[0].rule || strstr(o, "dropped"))
+        return false;
+    if (target_is_cpu(target))
+        return !strcmp(sp->kclass, "contraction") && strstr(o, "micro-kernel");
+    return !strncmp(sp->kclass, "contraction (GPU", 16) &&
+           (strstr(o, "GPU wgmma") || strstr(o, "GPU tensor cores") || strstr(o, "cp.async pipeline"));
+}
+
 char *tune_default_schedule(const TuneInput *in, const Kernel *u, const Target *target, char *origin, size_t cap)
 {
     if (origin && cap)
         origin[0] = 0;
-    if (!target_is_cpu(target) || in->nscheds)
+    if (in->nscheds || (!target_is_cpu(target) && !target_is_gpu(target)))
         return NULL;
     Diags q;
     diag_init(&q);
     Arena *a = arena_new();
     TuneSpace sp;
     char *text = NULL;
-    if (tune_space(in, u, target, a, &sp, &q) && sp.n > 0 && sp.kclass && !strcmp(sp.kclass, "contraction") &&
-        sp.t[0].rule && strstr(sp.t[0].origin, "micro-kernel") && !strstr(sp.t[0].origin, "dropped")) {
+    if (tune_space(in, u, target, a, &sp, &q) && sp.n > 0 && sp.kclass && fits(target, &sp)) {
         StrBuf sb = {0};
         Kernel *k = tune_apply(in, &sp.t[0], NULL, 0, &sb, &q);
         Kernel *low = k ? tune_lower(k, target, &q) : NULL;

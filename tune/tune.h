@@ -186,11 +186,11 @@ Kernel *tune_lower(const Kernel *k, const Target *target, Diags *d);
  * unscheduled kernel).  Templates live in arena a. */
 bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Arena *a, TuneSpace *sp, Diags *d);
 /* ---- tune/default.c ---- */
-/* The schedule a contraction without one gets on a CPU target: the text of the
- * first contraction template at its defaults (the machine's blocking), checked to
- * apply and lower whole; malloc'd, NULL when none applies (another kernel class,
- * a GPU target, the input has schedules).  origin (may be NULL) receives the
- * template's name. */
+/* The schedule a contraction without one gets: the text of the first contraction
+ * template at its defaults (on a CPU the machine's blocking; on a GPU a tensor-core
+ * or pipelined shared-memory template), checked to apply and lower whole; malloc'd,
+ * NULL when none applies (another kernel class, the input has schedules).  origin
+ * (may be NULL) receives the template's name. */
 char *tune_default_schedule(const TuneInput *in, const Kernel *u, const Target *target, char *origin, size_t cap);
 /* Lanes of one SIMD register for dtype t on a CPU target (8 for f32 on AVX2). */
 int tune_vector_lanes(const Target *target, DType t);
