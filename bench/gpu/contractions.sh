@@ -7,7 +7,9 @@
 # dtype and epilogue) in the same run on the same GPU.
 #   bash bench/gpu/contractions.sh [ROWS...]   (carry carry/gpu/perfc.xz)
 # Environment: TARGET (sm_90a), BUDGET (candidates, default 16), TLIMIT (seconds per
-# tune, default 60), OUT (where the JSON and logs go).  ROWS: labels to run (all by
+# tune, default 60), OUT (where the JSON and logs go), MODE=run (no tuning: `--run`
+# with the default schedule, the first tensor-core template, to show what a user who
+# never tunes gets).  ROWS: labels to run (all by
 # default).  Prints one line per row: perfc's ms, cuBLASLt's (product only) ms,
 # torch's ms, the ratio of the faster library call to perfc, the tune's wall time.
 set -u
@@ -25,8 +27,12 @@ row() {  # row LABEL TORCHSPEC FILE [perfc args...]
   [ -z "$WANT" ] || want "$label" || return 0
   local t0 t1 pj tj
   t0=$(date +%s.%N)
-  "$P" "$f" -target "$T" "$@" --autotune --budget "$B" --time "$TL" --compare cublas --json --db "$DB" \
-      > "$O/$label-$T.json" 2> "$O/$label-$T.err"
+  if [ "${MODE:-tune}" = run ]; then
+    "$P" "$f" -target "$T" "$@" --run --compare cublas --json --verbose > "$O/$label-$T.json" 2> "$O/$label-$T.err"
+  else
+    "$P" "$f" -target "$T" "$@" --autotune --budget "$B" --time "$TL" --compare cublas --json --db "$DB" \
+        > "$O/$label-$T.json" 2> "$O/$label-$T.err"
+  fi
   local rc=$?
   t1=$(date +%s.%N)
   pj=$(python3 - "$O/$label-$T.json" <<'PY'
@@ -43,7 +49,12 @@ PY
 )
   tj=$(python3 bench/gpu/contractions.py "$spec" 2>>"$O/torch.err" | python3 -c 'import json,sys; r=json.loads(sys.stdin.read() or "{}"); print(r.get("ms") or "nan", (r.get("call") or "none").replace(" ", ""))')
   local win
-  win=$(grep -m1 -A1 "rank  median" "$O/$label-$T.err" | tail -1 | sed 's/^ *//' | cut -c1-90)
+  if [ "${MODE:-tune}" = run ]; then
+    win=$(grep -m1 -o "the default schedule for contractions applies ([^;]*" "$O/$label-$T.err" | cut -c47-110)
+    [ -n "$win" ] || win="no default schedule"
+  else
+    win=$(grep -m1 -A1 "rank  median" "$O/$label-$T.err" | tail -1 | sed 's/^ *//' | cut -c1-90)
+  fi
   python3 - "$label" "$T" "$rc" "$pj" "$tj" "$t0" "$t1" "$win" "$O/ratios-$T.txt" <<'PY'
 import sys, math
 label, tgt, rc, pj, tj, t0, t1, win = sys.argv[1:9]
@@ -59,7 +70,7 @@ print("%-14s %-7s rc=%s %-8s perfc %8.4f ms | cuBLASLt %8.4f | torch %8.4f (%s) 
 PY
 }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-echo "target $T, budget $B, limit $TL s, $(date -u)"
+echo "target $T, mode ${MODE:-tune}, budget $B, limit $TL s, $(date -u)"
 row mm-4096      mm-bf16-f32:4096:4096:4096          $C/mm.pdl
 row mm-8192      mm-bf16-f32:8192:8192:8192          $C/mm.pdl -D M=8192 -D N=8192 -D K=8192
 row mm-bf16out   mm-bf16-bf16:4096:4096:4096         $C/mm.pdl -D U=bf16
