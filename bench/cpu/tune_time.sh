@@ -22,11 +22,14 @@ PERFC=${PERFC:-build/perfc}
 BASE=${BASE:-9540db1}
 N=${N:-1024}
 REPS=${REPS:-3}
+# the GEMM as a plain kernel file both perfcs parse (stdlib/gemm.pdl took a dtype
+# parameter after the base commit)
+GEMM=${GEMM:-bench/gpu/kernels/mm_f32.pdl}
 OUT=${OUT:-/tmp/perfc_tune_time}
 thr=()
 [ -n "${THREADS:-}" ] && thr=(--threads "$THREADS")
 mkdir -p "$OUT"
-rm -f "$OUT"/*.db* "$OUT"/*.err "$OUT"/*.out "$OUT/load.log" "$OUT/train.log"
+rm -f "$OUT"/*.db* "$OUT"/*.err "$OUT"/*.out "$OUT"/*.pdl "$OUT/load.log" "$OUT/train.log"
 
 if [ -z "${PERFC_BASE:-}" ]; then
     src=$OUT/base-src
@@ -46,17 +49,36 @@ train() {
     "$PERFC_BASE" "$@" --no-schedule --autotune --db "$base" --no-model --seed 11 "${thr[@]}" \
         > /dev/null 2>> "$OUT/train.log"
 }
-train stdlib/gemm.pdl -D M=512 -D N=512 -D K=512
-train stdlib/gemm.pdl -D M=768 -D N=768 -D K=768
-train stdlib/batched_gemm.pdl -D B=8 -D M=256 -D N=256 -D K=256
-train stdlib/gemm_bias_relu.pdl -D M=512 -D N=512 -D K=512
+train "$GEMM" -D M=512 -D N=512 -D K=512
+train "$GEMM" -D M=768 -D N=768 -D K=768
+# the other training kernels as plain text too, for the same reason
+cat > "$OUT/bmm.pdl" <<'PDL'
+kernel bmm(B, M, N, K) {
+  in  A: f32[B, M, K]
+  in  W: f32[B, K, N]
+  out C: f32[B, M, N]
+  C[b, i, j] = sum(k) A[b, i, k] * W[b, k, j]
+}
+PDL
+cat > "$OUT/bias_relu.pdl" <<'PDL'
+kernel bias_relu(M, N, K) {
+  in  A: f32[M, K]
+  in  B: f32[K, N]
+  in  bias: f32[N]
+  out C: f32[M, N]
+  acc[i, j] = sum(k) A[i, k] * B[k, j]
+  C[i, j] = max(acc[i, j] + bias[j], 0.0)
+}
+PDL
+train "$OUT/bmm.pdl" -D B=8 -D M=256 -D N=256 -D K=256
+train "$OUT/bias_relu.pdl" -D M=512 -D N=512 -D K=512
 
 tune() { # tune MODE ROUND
     local mode=$1 r=$2 p=$PERFC
     [ "$mode" = base ] && p=$PERFC_BASE
     cp "$base" "$OUT/$mode.$r.db"
     echo "$mode.$r: load $(cut -d' ' -f1-3 /proc/loadavg) at $(date -u +%H:%M:%S)" | tee -a "$OUT/load.log" >&2
-    "$p" stdlib/gemm.pdl --no-schedule -D M="$N" -D N="$N" -D K="$N" --autotune --db "$OUT/$mode.$r.db" \
+    "$p" "$GEMM" --no-schedule -D M="$N" -D N="$N" -D K="$N" --autotune --db "$OUT/$mode.$r.db" \
         --seed $((100 + r)) "${thr[@]}" > "$OUT/$mode.$r.out" 2> "$OUT/$mode.$r.err"
     grep -E '^(search|converged|profile|measuring) ' "$OUT/$mode.$r.out" >&2 || true
 }
