@@ -41,6 +41,94 @@ static bool name_free(XfCtx *c, const char *name)
 
 /* ---------------- split ---------------- */
 
+/* ---- a peeled tail's own private buffers ---- */
+
+typedef struct Retarget {
+    const Buffer *from;
+    Buffer *to;
+} Retarget;
+
+static void retarget_load(Expr *e, void *p)
+{
+    Retarget *r = p;
+    if (e->kind == IE_LOAD && e->u.load.buf == r->from)
+        e->u.load.buf = r->to;
+}
+
+static void retarget_stores(Node *n, const Retarget *r)
+{
+    if (n->kind == N_STMT) {
+        if (n->u.stmt.buf == r->from)
+            n->u.stmt.buf = r->to;
+        return;
+    }
+    NodeList *b = ir_body(n);
+    for (int i = 0; b && i < b->n; i++)
+        retarget_stores(b->v[i], r);
+    if (n->kind == N_IF)
+        for (int i = 0; i < n->u.guard.els.n; i++)
+            retarget_stores(n->u.guard.els.v[i], r);
+}
+
+/* The innermost loop under n holding every access of b there (n itself when none). */
+static Node *holder_of(Kernel *k, Node *n, const Buffer *b)
+{
+    AccVec acc = {0};
+    acc_collect(k, n, &acc);
+    Node *h = NULL;
+    for (int i = 0; i < acc.n; i++) {
+        if (acc.v[i].buf != b)
+            continue;
+        Node *s = acc.v[i].stmt;
+        if (!h) {
+            for (h = s->parent; h && h->kind != N_LOOP; h = h->parent)
+                ;
+            continue;
+        }
+        while (h && !xf_contains(h, s))
+            for (h = h->parent; h && h->kind != N_LOOP; h = h->parent)
+                ;
+    }
+    acc_free(&acc);
+    return h ? h : n;
+}
+
+/* A private local temporary (cache, rfactor) whose whole life is inside l gets a
+ * copy of its own in the peeled tail: otherwise no one loop holds all its
+ * accesses, and the back end, which gives a private buffer a copy per iteration
+ * of the loop that does, would share one copy among the threads of a parallel
+ * loop in either part. */
+static void tail_private_copies(Kernel *k, Node *l, Node *tail)
+{
+    AccVec all = {0};
+    acc_collect(k, NULL, &all);
+    int nb = k->nbufs;
+    for (int i = 0; i < nb; i++) {
+        Buffer *b = k->bufs[i];
+        if (b->kind != BUF_TEMP || b->mem != MEM_LOCAL || b->nprivate_in == 0)
+            continue;
+        bool inside = true, any = false;
+        for (int j = 0; j < all.n && inside; j++)
+            if (all.v[j].buf == b) {
+                any = true;
+                inside = xf_contains(l, all.v[j].stmt) || xf_contains(tail, all.v[j].stmt);
+            }
+        int64_t w[8];
+        bool cst = b->rank <= 8;
+        for (int d = 0; cst && d < b->rank; d++)
+            cst = xf_const(k, b->shape[d], &w[d]);
+        if (!any || !inside || !cst)
+            continue;
+        Buffer *c = xf_add_temp(k, xf_fresh_buffer_name(k, arena_printf(k->arena, "%s_t", b->name)), b->dtype,
+                                b->mem, b->rank, w, b->span);
+        Retarget r = {b, c};
+        xf_visit_exprs(k, tail, retarget_load, &r);
+        retarget_stores(tail, &r);
+        xf_set_private(k, c, holder_of(k, tail, c), true);
+    }
+    acc_free(&all);
+}
+
 void xf_do_split(Kernel *k, Node *l, int64_t f, const char *outer, const char *inner, bool peel,
                  Node **po, Node **pi)
 {
@@ -102,8 +190,10 @@ void xf_do_split(Kernel *k, Node *l, int64_t f, const char *outer, const char *i
     l->u.loop.var = vo;
     l->u.loop.lo = ir_int(k, 0);
     l->u.loop.hi = (exact || peel) ? full : ceil;
-    if (tail)
+    if (tail) {
         ir_list_insert(xf_list_of(k, l), xf_index_in(k, l) + 1, tail, l->parent);
+        tail_private_copies(k, l, tail);
+    }
     if (po)
         *po = l;
     if (pi)
