@@ -314,23 +314,63 @@ static bool gpu_wg_b(Builder *b, const void *vctx)
 
 /* ---- offering them ---- */
 
+/* Blocks a block tile of bm x bn makes on the nest (the batch included). */
+static int64_t grid_blocks(const NestInfo *n, int bm, int bn)
+{
+    int ia = n->nspatial - 2;
+    int64_t g = (n->ext[ia] / bm) * (n->ext[ia + 1] / bn);
+    return ia ? g * n->ext[0] : g;
+}
+
+/* A grid this small leaves SMs idle (an H100 has 132, an A100 108). */
+enum { FEW_BLOCKS = 128 };
+
+typedef struct TcOffer {
+    bool wg;
+    const void *shape;
+    int64_t blocks;
+} TcOffer;
+
+/* Offered in their table order (wgmma first where the target has it), except that
+ * tiles whose grid would leave SMs idle (thin, batched and K-large products) go
+ * after those that fill the GPU, largest grid first: the first template is the
+ * default schedule and the tuner's first measurement. */
 void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, const Target *target, Arena *a,
                         TuneSpace *sp)
 {
-    for (size_t i = 0; target->wgmma && i < sizeof wg_shapes / sizeof wg_shapes[0]; i++) {
-        const WgShape *s = &wg_shapes[i];
+    enum { NWG = sizeof wg_shapes / sizeof wg_shapes[0], NTC = sizeof tc_shapes / sizeof tc_shapes[0] };
+    TcOffer o[NWG + NTC];
+    int n = 0;
+    for (int i = 0; target->wgmma && i < NWG; i++)
+        o[n++] = (TcOffer){true, &wg_shapes[i], grid_blocks(ns[0], 128, wg_shapes[i].bn)};
+    for (int i = 0; i < NTC; i++)
+        o[n++] = (TcOffer){false, &tc_shapes[i], grid_blocks(ns[0], tc_shapes[i].bm, tc_shapes[i].bn)};
+    /* stable: the full grids keep their order, the small ones follow by size */
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0; j--) {
+            bool fa = o[j - 1].blocks >= FEW_BLOCKS, fb = o[j].blocks >= FEW_BLOCKS;
+            bool swap = !fa && (fb || o[j].blocks > o[j - 1].blocks);
+            if (!swap)
+                break;
+            TcOffer t = o[j - 1];
+            o[j - 1] = o[j];
+            o[j] = t;
+        }
+    for (int i = 0; i < n; i++) {
         TcCtx *x = arena_alloc(a, sizeof *x);
-        *x = (TcCtx){ns, nn, s};
-        rules_offer(in, gpu_wg_b, x, a, sp,
-                    arena_printf(a, "rules: GPU wgmma 128x%dx64%s", s->bn, s->inflight ? ", one group in flight" : ""),
-                    true);
-    }
-    for (size_t i = 0; i < sizeof tc_shapes / sizeof tc_shapes[0]; i++) {
-        const TcShape *s = &tc_shapes[i];
-        TcCtx *x = arena_alloc(a, sizeof *x);
-        *x = (TcCtx){ns, nn, s};
-        rules_offer(in, gpu_tc_b, x, a, sp,
-                    arena_printf(a, "rules: GPU tensor cores %dx%dx%d, warps %dx%d", s->bm, s->bn, s->bk, s->wm, s->wn),
-                    true);
+        *x = (TcCtx){ns, nn, o[i].shape};
+        if (o[i].wg) {
+            const WgShape *s = o[i].shape;
+            rules_offer(in, gpu_wg_b, x, a, sp,
+                        arena_printf(a, "rules: GPU wgmma 128x%dx64%s", s->bn,
+                                     s->inflight ? ", one group in flight" : ""),
+                        true);
+        } else {
+            const TcShape *s = o[i].shape;
+            rules_offer(in, gpu_tc_b, x, a, sp,
+                        arena_printf(a, "rules: GPU tensor cores %dx%dx%d, warps %dx%d", s->bm, s->bn, s->bk, s->wm,
+                                     s->wn),
+                        true);
+        }
     }
 }
