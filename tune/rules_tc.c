@@ -318,6 +318,8 @@ static bool gpu_wg_b(Builder *b, const void *vctx)
 static int64_t grid_blocks(const NestInfo *n, int bm, int bn)
 {
     int ia = n->nspatial - 2;
+    if (ia < 0 || ia > 1 || n->nloops < n->nspatial)
+        return 0; /* no template fits (tc_fits): no grid */
     int64_t g = (n->ext[ia] / bm) * (n->ext[ia + 1] / bn);
     return ia ? g * n->ext[0] : g;
 }
