@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call for a session's GPU checks, back to back with a time limit each,
+# One device call for the GPU checks of a working tree, back to back with a time limit each,
 # logs under $OUT:
 #   1. the GPU tests (test_cuda_gpu, test_rt_gpu of a build without LLVM, and
 #      tests/cuda/wg_gpu.sh with the static perfc)
@@ -11,10 +11,10 @@
 # Carry: carry/gpu/perfc.xz (this tree, -DPERFC_LLVM_STATIC=ON), perfc_old.xz and
 # stdlib_old/ (the base), build-gpu/tests/cuda/test_cuda_gpu and
 # build-gpu/tests/runtime/test_rt_gpu (-DPERFC_WITH_LLVM=OFF -DPERFC_WITH_OPENBLAS=OFF).
-#   bash scripts/gpu_session_check.sh [SECTIONS...]   (default: tests passes property defaults)
+#   bash scripts/gpu_tree_check.sh [SECTIONS...]   (default: tests passes property defaults)
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-O=${OUT:-/tmp/gpu_session}
+O=${OUT:-/tmp/gpu_tree_check}
 mkdir -p "$O" /tmp/pf
 xz -dc carry/gpu/perfc.xz > /tmp/pf/perfc && chmod +x /tmp/pf/perfc || exit 1
 cp /tmp/pf/perfc /tmp/pf/perfc_new
