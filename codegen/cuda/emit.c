@@ -573,7 +573,20 @@ static void emit_staged(Em *e, const Node *n)
         span *= ext;
     }
     e->rnext += span;
-    if (e->rphase == 1) {
+    if (e->rpack) {
+        /* two 16-bit elements to a 32-bit register, the even one in the low half
+         * and written first (the index grows with the unrolled iterations) */
+        if (e->rphase == 1) {
+            em_expr(e, n->u.stmt.value, &v);
+            em_line(e, "{ const idx_t pf_q = %s; const unsigned pf_h = (unsigned)%s(%s); pf_rs[pf_q >> 1] = (pf_q & 1) ? "
+                    "(pf_rs[pf_q >> 1] | (pf_h << 16)) : pf_h; }",
+                    ix.s, b->dtype == DT_F16 ? "pf_f2h" : "pf_f2b", v.s);
+        } else {
+            em_elem(e, b, n->u.stmt.idx, &lv);
+            em_line(e, "{ const idx_t pf_q = %s; %s = (unsigned short)(pf_rs[pf_q >> 1] >> ((pf_q & 1) * 16)); }", ix.s,
+                    lv.s);
+        }
+    } else if (e->rphase == 1) {
         em_expr(e, n->u.stmt.value, &v);
         if (b->dtype == DT_F16 || b->dtype == DT_BF16)
             em_line(e, "pf_rs[%s] = %s(%s);", ix.s, b->dtype == DT_F16 ? "pf_f2h" : "pf_f2b", v.s);

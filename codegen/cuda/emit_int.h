@@ -56,6 +56,7 @@ typedef struct Em {
      * 1 loads them into pf_rs, phase 2 stores them; each statement's elements start
      * at rnext, indexed by the unrolled loops now open around it (rloop). */
     int rphase;
+    bool rpack;         /* 16-bit elements, two to a register */
     int64_t rnext;
     int rdepth;
     const Node *rloop[16];

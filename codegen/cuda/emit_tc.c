@@ -460,9 +460,14 @@ void em_pipeline(Em *e, const Node *n)
     e->ind++;
     em_line(e, "const idx_t pf_next = %s + %" PRId64 ";", vs, S - 1 - L);
     int R = n->u.loop.reg_staged;
-    if (R) /* pass gpu-pipeline: the synchronous copies' loads now, their stores after the body */
+    DType sdt = R ? staged_dtype(&copies) : DT_COUNT;
+    e->rpack = sdt == DT_F16 || sdt == DT_BF16;
+    if (R && e->rpack) /* pass gpu-pipeline: the synchronous copies' loads now, their stores after the body */
+        em_line(e, "unsigned pf_rs[%d];   /* iteration pf_next's synchronous copies, two 16-bit elements a "
+                "register, held while %s computes */", (R + 1) / 2, vs);
+    else if (R)
         em_line(e, "%s pf_rs[%d];   /* iteration pf_next's synchronous copies, held while %s computes */",
-                em_storage_type(staged_dtype(&copies), e->idx64), R, vs);
+                em_storage_type(sdt, e->idx64), R, vs);
     em_line(e, "if (pf_next < %s) {", his.s);
     e->ind++;
     em_line(e, "const idx_t %s = pf_next;", vs);
