@@ -110,6 +110,50 @@ static const char *lname(const Nest *n, int i)
     return n->loops[i]->u.loop.var->name;
 }
 
+/* The highest rank of a load in e. */
+static int max_load_rank(const Expr *e)
+{
+    if (!e)
+        return 0;
+    int r = e->kind == IE_LOAD ? e->u.load.buf->rank : 0;
+    for (int i = 0; i < ir_expr_arity(e->kind); i++) {
+        int q = max_load_rank(e->args[i]);
+        r = q > r ? q : r;
+    }
+    return r;
+}
+
+/* Some load of rank `rank` in e whose last subscript moves with v and not with w. */
+static bool load_along(const Expr *e, int rank, const Var *v, const Var *w)
+{
+    if (!e)
+        return false;
+    if (e->kind == IE_LOAD && e->u.load.buf->rank == rank && rank > 0) {
+        const Expr *last = e->u.load.idx[e->u.load.buf->rank - 1];
+        if (ir_expr_uses_var(last, v) && !ir_expr_uses_var(last, w))
+            return true;
+    }
+    for (int i = 0; i < ir_expr_arity(e->kind); i++)
+        if (load_along(e->args[i], rank, v, w))
+            return true;
+    return false;
+}
+
+/* A column reduction: the reduction loops come after every output loop, and of the
+ * operands of the highest rank (the large ones: A of Aᵀ·x, not x) none is
+ * contiguous along the innermost reduction loop while one is along the last output
+ * loop (X[r, c] summed over r; A[k, i] * x[k]).  Its contiguous direction is the
+ * output's, so that is the one to vectorize. */
+static bool column_reduction(const Nest *n)
+{
+    if (!n->red || n->nspatial < 1 || n->nspatial == n->nloops)
+        return false;
+    const Var *vb = n->loops[n->nspatial - 1]->u.loop.var, *vk = n->loops[n->nloops - 1]->u.loop.var;
+    const Expr *val = n->red->u.stmt.value;
+    int rank = max_load_rank(val);
+    return load_along(val, rank, vb, vk) && !load_along(val, rank, vk, vb);
+}
+
 /* Tile sizes for an extent: powers of two from lo to hi that divide it (plus the
  * extent itself when it is small); when none divides, the plain powers of two
  * (their tails are guarded). */
@@ -606,9 +650,12 @@ static bool gpu_kernel_b(Builder *b, const void *vctx)
     return true;
 }
 
+static int vec_cands_guarded(int64_t ext, int lanes, int first, int64_t *out);
+
 typedef struct RowsCtx {
     const NestInfo *const *ns;
     int nn, lanes;
+    const bool *cols; /* per nest: a column reduction (column_reduction) */
 } RowsCtx;
 
 /* Row-wise kernels: every nest's outer loop runs over the same rows. */
@@ -622,8 +669,13 @@ static bool rows_b(Builder *b, const void *vctx)
     /* rows for every thread, else the rows stay serial (a dot product has one) */
     if (ns[0]->ext[0] >= rt_cpu_count())
         bld_parallel(b, row);
+    /* whole registers that divide the row, else guarded ones (a row of 1000 f32
+     * is 62 registers and a masked half: unvectorized it ran 4.3 ms for a 4097 x
+     * 1000 matrix-vector product against 0.9 ms for NumPy) */
     int64_t cv[4];
     int nv = vec_cands(ns[0]->ext[1], c->lanes, cv);
+    if (!nv)
+        nv = vec_cands_guarded(ns[0]->ext[1], c->lanes, 2, cv);
     if (!nv)
         return true;
     SVal vec = bld_param(b, "vec_row", cv, nv);
@@ -637,13 +689,75 @@ static bool rows_b(Builder *b, const void *vctx)
     return true;
 }
 
-/* Elementwise nests vectorized, reductions parallel over their rows. */
+/* Vector lengths for a loop whose tail may be guarded: 1, 2 and 4 SIMD registers
+ * up to the extent (at most 64 lanes, vectorize's limit), `first` registers first. */
+static int vec_cands_guarded(int64_t ext, int lanes, int first, int64_t *out)
+{
+    int n = 0;
+    for (int m = 1; m <= 4; m *= 2)
+        if (lanes * m <= 64 && (m == 1 || lanes * m <= ext))
+            out[n++] = lanes * m;
+    if (n && lanes * first <= 64 && lanes * first <= ext)
+        put_first(out, &n, 4, lanes * first);
+    return n;
+}
+
+/* A column reduction (column sums, a sum over a middle axis, Aᵀ·x): the reduction
+ * loops move outside the last output loop, which is vectorized, so each step of the
+ * reduction adds a contiguous row of the input into a vector of partial results
+ *   distribute(b) reorder(R.., b1) split(b1, V) vectorize(b1i) [parallel(outer)]
+ * instead of walking the input down its columns one element per step (vectorizing
+ * the reduction itself would make every lane a strided gather).  Measured on a
+ * 4097 x 1000 f32 column sum, 1 thread: 0.53 ms against 18.5 ms for the rows
+ * template.  False when the nest has no output loop to vectorize. */
+static void column_reduction_b(Builder *b, const NestInfo *n, int lanes)
+{
+    int ib = n->nspatial - 1;
+    SLoop *R[16], *b1 = NULL, *bo, *bi;
+    int nr = red_loops(b, n, true, R);
+    if (!bld_distribute(b, bld_loop(b, n->loop[ib]), &b1) || !b1)
+        return;
+    R[nr] = b1;
+    bld_reorder(b, R, nr + 1);
+    int64_t cv[4];
+    int nv = vec_cands_guarded(n->ext[ib], lanes, 1, cv);
+    char pv[80];
+    if (nv && bld_split(b, b1, bld_param(b, pn(pv, sizeof pv, "vec_", n->loop[ib]), cv, nv), &bo, &bi))
+        bld_vectorize(b, bi);
+    if (ib > 0)
+        bld_parallel(b, bld_loop(b, n->loop[par_loop_info(n, ib)]));
+}
+
+/* A reduction into one element (a sum of a whole tensor, a dot product, an MSE):
+ * the innermost reduction loop split by V lanes, factored into V partial results
+ * (rfactor) and vectorized.  4 registers by default: four independent add chains
+ * hide the add latency (8.0M f32 summed: 1.0 ms against 6.3 ms serial). */
+static void scalar_reduction_b(Builder *b, const NestInfo *n, int lanes)
+{
+    int ir = n->nloops - 1;
+    int64_t cv[4];
+    int nv = vec_cands_guarded(n->ext[ir], lanes, 4, cv);
+    SLoop *ro, *ri;
+    char pv[80];
+    if (nv && bld_split(b, bld_loop(b, n->loop[ir]), bld_param(b, pn(pv, sizeof pv, "vec_", n->loop[ir]), cv, nv),
+                        &ro, &ri) &&
+        bld_rfactor(b, ri))
+        bld_vectorize(b, ri);
+}
+
+/* Elementwise nests vectorized; reductions into one element vectorized through
+ * rfactor, column reductions along their output rows, the others parallel over
+ * their rows. */
 static bool plain_b(Builder *b, const void *vctx)
 {
     const RowsCtx *c = vctx;
     for (int i = 0; i < c->nn; i++)
         if (!c->ns[i]->red)
             elementwise_b(b, c->ns[i], c->lanes);
+        else if (c->cols && c->cols[i])
+            column_reduction_b(b, c->ns[i], c->lanes);
+        else if (c->ns[i]->nspatial == 0)
+            scalar_reduction_b(b, c->ns[i], c->lanes);
         else
             bld_parallel(b, bld_loop(b, c->ns[i]->loop[par_loop_info(c->ns[i], c->ns[i]->nspatial)]));
     return true;
@@ -1033,12 +1147,16 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
         /* row-wise: several nests over the same rows, or one that reduces along its
          * rows (a matrix-vector product) */
         bool rows = nred && (nn >= 2 || (nn == 1 && ns[0].red));
+        bool *cols = arena_alloc(a, sizeof *cols * (size_t)nn);
+        for (int i = 0; i < nn; i++)
+            cols[i] = column_reduction(&ns[i]);
         for (int i = 0; rows && i < nn; i++)
-            rows = ns[i].ext[0] == ns[0].ext[0] && ns[i].nloops == 2;
+            rows = ns[i].ext[0] == ns[0].ext[0] && ns[i].nloops == 2 && !cols[i];
         RowsCtx *rc = arena_alloc(a, sizeof *rc);
         rc->ns = (const NestInfo *const *)infos;
         rc->nn = nn;
         rc->lanes = lanes;
+        rc->cols = cols;
         TuneRule *r = check_rule(in, rows ? rows_b : plain_b, rc, a, &dropped, d);
         if (!r)
             return false;
@@ -1047,8 +1165,15 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
             add_rule(in, sp, r, a, dropped ? arena_printf(a, "rules: row-wise (%d statements dropped)", dropped)
                                            : "rules: row-wise");
         } else {
+            bool anycol = false, anyscalar = false;
+            for (int i = 0; i < nn; i++)
+                anycol |= cols[i], anyscalar |= ns[i].red && !ns[i].nspatial;
             sp->kclass = nred ? "reduction" : "elementwise";
-            add_rule(in, sp, r, a, nred ? "rules: parallel rows" : "rules: elementwise");
+            add_rule(in, sp, r, a,
+                     !nred      ? "rules: elementwise"
+                     : anycol   ? "rules: column reduction, output rows vectorized"
+                     : anyscalar ? "rules: reduction to one element, vector partial sums"
+                                 : "rules: parallel rows");
         }
     }
     return sp->n > 0;

@@ -123,6 +123,8 @@ def run_perfc(cmd, timeout):
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"timeout after {timeout} s"}, time.time() - t0
+    except OSError as e:
+        return {"error": f"cannot run perfc: {e}"}, time.time() - t0
     wall = time.time() - t0
     try:
         d = json.loads(p.stdout)
