@@ -156,6 +156,8 @@ def main():
     ap.add_argument("--no-tune", action="store_true")
     ap.add_argument("--tiny", action="store_true", help="the files' tiny sizes (a smoke run)")
     ap.add_argument("--json-out", help="write the rows as JSON to this file")
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 unless every kernel ran, validated and matched NumPy to 1e-4 (the test)")
     ap.add_argument("kernels", nargs="*", help="names to run (default: every file)")
     a = ap.parse_args()
 
@@ -183,7 +185,7 @@ def main():
         code = compile("\n".join(head["numpy"]), f, "exec")
         row = {"kernel": name, "sizes": spec}
         try:
-            row["numpy_ms"] = time_numpy(code, ns)
+            row["numpy_ms"] = time_numpy(code, ns, *((1, 1, 0.0) if a.tiny else ()))
         except Exception as e:  # a broken reference is a finding too
             row["numpy_ms"] = None
             row["numpy_error"] = str(e)
@@ -235,6 +237,14 @@ def main():
               f"lowest {min(best, key=lambda x: x[0] or 0)[0]:.2f}x ({min(best, key=lambda x: x[0] or 0)[1]})")
     if a.json_out:
         json.dump(rows, open(a.json_out, "w"), indent=1)
+    if a.check:
+        bad = [r["kernel"] for r in rows
+               if not r.get("untuned_valid") or (not a.no_tune and not r.get("tuned_valid"))
+               or r.get("np_diff") is None or r["np_diff"] > 1e-4]
+        if bad:
+            print("FAIL: " + ", ".join(bad))
+            sys.exit(1)
+        print("PASS")
 
 
 if __name__ == "__main__":
