@@ -28,10 +28,14 @@ static bool fits(const Target *target, const TuneSpace *sp)
      * their template: column reductions (walking the input down its columns one
      * element at a time: 20 ms for a 4097 x 1000 f32 column sum, 0.5 ms scheduled)
      * and reductions into one element (a serial add chain: 6.6 ms for 8M f32 sums,
-     * 1.0 ms with vector partial sums) */
+     * 1.0 ms with vector partial sums); and row-wise kernels (row sums, softmax,
+     * layernorm, a matrix-vector product: each row's loops fused and vectorized,
+     * the reductions through rfactor) unless a mask is left in them, which pass
+     * mask-bounds narrows instead */
     if (target_is_cpu(target))
         return (!strcmp(sp->kclass, "contraction") && strstr(o, "micro-kernel")) ||
-               (!strcmp(sp->kclass, "reduction") && (strstr(o, "column reduction") || strstr(o, "one element")));
+               (!strcmp(sp->kclass, "reduction") && (strstr(o, "column reduction") || strstr(o, "one element"))) ||
+               (!strcmp(sp->kclass, "row-wise") && !strstr(o, "dropped") && !strstr(o, "masked"));
     return !strncmp(sp->kclass, "contraction (GPU", 16) &&
            (strstr(o, "GPU wgmma") || strstr(o, "GPU tensor cores") || strstr(o, "cp.async pipeline"));
 }
