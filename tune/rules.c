@@ -734,25 +734,35 @@ static int vec_cands_guarded(int64_t ext, int lanes, int first, int64_t *out)
 /* A column reduction (column sums, a sum over a middle axis, Aᵀ·x): the reduction
  * loops move outside the last output loop, which is vectorized, so each step of the
  * reduction adds a contiguous row of the input into a vector of partial results
- *   distribute(b) reorder(R.., b1) split(b1, V) vectorize(b1i) [parallel(outer)]
+ *   distribute(b) reorder(R.., b1) split(k, U) split(b1, V) reorder(b1o, ki, b1i)
+ *   unroll(ki) vectorize(b1i) [parallel(outer)]
  * instead of walking the input down its columns one element per step (vectorizing
- * the reduction itself would make every lane a strided gather).  Measured on a
- * 4097 x 1000 f32 column sum, 1 thread: 0.53 ms against 18.5 ms for the rows
- * template.  False when the nest has no output loop to vectorize. */
+ * the reduction itself would make every lane a strided gather).  U rows of the
+ * input are added into each vector of V partial results while it is in registers
+ * (the unrolled ki), so the partials are loaded and stored once per U rows.
+ * Measured on 4097 x 1000 f32, 1 thread: column sum 0.53 ms against 18.5 ms for
+ * the rows template; Aᵀ·x 0.62 ms with U = 8, V = 32, 0.88 ms without the
+ * unrolled rows. */
 static void column_reduction_b(Builder *b, const NestInfo *n, int lanes)
 {
-    int ib = n->nspatial - 1;
-    SLoop *R[16], *b1 = NULL, *bo, *bi;
+    int ib = n->nspatial - 1, ik = n->nloops - 1;
+    SLoop *R[16], *b1 = NULL, *bo, *bi, *ko = NULL, *ki = NULL;
     int nr = red_loops(b, n, true, R);
     if (!bld_distribute(b, bld_loop(b, n->loop[ib]), &b1) || !b1)
         return;
     R[nr] = b1;
     bld_reorder(b, R, nr + 1);
+    char pv[80], pu[80];
+    int64_t cu[3] = {1, 4, 8}; /* 1 first: a column sum streams best row by row */
+    if (n->ext[ik] >= 16)
+        bld_split(b, R[nr - 1], bld_param(b, pn(pu, sizeof pu, "rows_", n->loop[ik]), cu, 3), &ko, &ki);
     int64_t cv[4];
-    int nv = vec_cands_guarded(n->ext[ib], lanes, 1, cv);
-    char pv[80];
-    if (nv && bld_split(b, b1, bld_param(b, pn(pv, sizeof pv, "vec_", n->loop[ib]), cv, nv), &bo, &bi))
+    int nv = vec_cands_guarded(n->ext[ib], lanes, 2, cv);
+    if (nv && bld_split(b, b1, bld_param(b, pn(pv, sizeof pv, "vec_", n->loop[ib]), cv, nv), &bo, &bi)) {
+        if (ki && BLD_REORDER(b, bo, ki, bi))
+            bld_unroll(b, ki);
         bld_vectorize(b, bi);
+    }
     if (ib > 0)
         bld_parallel(b, bld_loop(b, n->loop[par_loop_info(n, ib)]));
 }
