@@ -239,7 +239,7 @@ static void add_default_schedule(Compilation *c)
                         "(%s, at its first candidate; --no-default-schedule turns it off):\n",
                 c->ast->name, c->target->name, c->default_origin);
     } else if ((o->verbose || o->dump_after) && !strstr(c->default_origin, "contraction")) {
-        fprintf(stderr, "perfc: kernel %s has no schedule for %s: the default schedule for reductions applies "
+        fprintf(stderr, "perfc: kernel %s has no schedule for %s: the default schedule applies "
                         "(%s; --no-default-schedule turns it off):\n",
                 c->ast->name, c->target->name, c->default_origin);
     } else if (o->verbose || o->dump_after) {

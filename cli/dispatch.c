@@ -26,7 +26,7 @@ int cli_report(Compilation *c)
            c->nscheds, c->nscheds == 1 ? "" : "s",
            !c->default_sched                           ? ""
            : strstr(c->default_origin, "contraction") ? " (the default schedule for contractions: --verbose shows it)"
-                                                        : " (the default schedule for reductions: --verbose shows it)");
+                                                        : " (the default schedule: --verbose shows it)");
     for (int i = 0; i < k->nparams; i++) {
         if (k->params[i].bound)
             printf("  %s = %lld\n", k->params[i].name, (long long)k->params[i].value);

@@ -122,6 +122,27 @@ static bool has_guard(const Node *n)
     return false;
 }
 
+/* A load in e of rank >= 2 whose last subscript moves with `a` and not with `b`
+ * while another subscript moves with `b`: a read across the rows that `b` walks. */
+static bool load_across(const Expr *e, const Var *a, const Var *b)
+{
+    if (!e)
+        return false;
+    if (e->kind == IE_LOAD && e->u.load.buf->rank >= 2) {
+        int r = e->u.load.buf->rank;
+        const Expr *last = e->u.load.idx[r - 1];
+        bool other = false;
+        for (int d = 0; d < r - 1; d++)
+            other |= ir_expr_uses_var(e->u.load.idx[d], b);
+        if (other && ir_expr_uses_var(last, a) && !ir_expr_uses_var(last, b))
+            return true;
+    }
+    for (int i = 0; i < ir_expr_arity(e->kind); i++)
+        if (load_across(e->args[i], a, b))
+            return true;
+    return false;
+}
+
 /* The highest rank of a load in e. */
 static int max_load_rank(const Expr *e)
 {
@@ -149,6 +170,20 @@ static bool load_along(const Expr *e, int rank, const Var *v, const Var *w)
         if (load_along(e->args[i], rank, v, w))
             return true;
     return false;
+}
+
+/* An elementwise nest that transposes: its one statement reads an input
+ * contiguous along the second-innermost loop while it stores along the innermost
+ * (Y[c, r] = X[r, c], NCHW -> NHWC). */
+static bool transposing(const Nest *n)
+{
+    if (n->red || n->nloops < 2)
+        return false;
+    const NodeList *body = &n->loops[n->nloops - 1]->u.loop.body;
+    if (body->n != 1 || body->v[0]->kind != N_STMT)
+        return false;
+    return load_across(body->v[0]->u.stmt.value, n->loops[n->nloops - 2]->u.loop.var,
+                       n->loops[n->nloops - 1]->u.loop.var);
 }
 
 /* A reduction nest whose innermost loop holds the reduction statement alone (not a
@@ -804,6 +839,29 @@ static void scalar_reduction_b(Builder *b, const NestInfo *n, int lanes)
         bld_vectorize(b, ri);
 }
 
+/* A transposing elementwise nest: its two inner loops tiled T x V and the inner
+ * tile loop vectorized, so a tile's V-lane stores gather from V input rows that
+ * stay in L1 across the T steps, each row read T elements at a time; untiled,
+ * every vector gathered its lanes from V rows of the whole matrix.  2000 x 3001 f32 transposed, 1 thread: 15.4
+ * ms untiled, 7.8 ms tiled 16 x 16.  The outermost loop is parallel. */
+static void transpose_b(Builder *b, const NestInfo *n, int lanes)
+{
+    int ia = n->nloops - 2, ib = n->nloops - 1;
+    int64_t ct[3] = {16, 32, 8}, cv[4];
+    int nv = vec_cands_guarded(n->ext[ib], lanes, 1, cv);
+    char pt[80], pv[80];
+    SLoop *t[4];
+    if (!nv || !bld_tile(b, bld_loop(b, n->loop[ia]), bld_loop(b, n->loop[ib]),
+                         bld_param(b, pn(pt, sizeof pt, "tile_", n->loop[ia]), ct, 3),
+                         bld_param(b, pn(pv, sizeof pv, "vec_", n->loop[ib]), cv, nv), NULL, t))
+        return;
+    bld_vectorize(b, t[3]);
+    if (ia > 0)
+        bld_parallel(b, bld_loop(b, n->loop[par_loop_info(n, ia)]));
+    else
+        bld_parallel(b, t[0]);
+}
+
 /* Elementwise nests vectorized; reductions into one element vectorized through
  * rfactor, column reductions along their output rows, the others parallel over
  * their rows. */
@@ -811,7 +869,9 @@ static bool plain_b(Builder *b, const void *vctx)
 {
     const RowsCtx *c = vctx;
     for (int i = 0; i < c->nn; i++)
-        if (!c->ns[i]->red)
+        if (c->kinds[i] == 't')
+            transpose_b(b, c->ns[i], c->lanes);
+        else if (!c->ns[i]->red)
             elementwise_b(b, c->ns[i], c->lanes);
         else if (c->kinds[i] == 'c')
             column_reduction_b(b, c->ns[i], c->lanes);
@@ -1210,6 +1270,7 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
         for (int i = 0; i < nn; i++)
             kinds[i] = column_reduction(&ns[i])                       ? 'c'
                        : pure_reduction(&ns[i]) && ns[i].nspatial == 0 ? 's'
+                       : transposing(&ns[i])                           ? 't'
                                                                          : 0;
         /* nests of one loop over the rows join them (a mean's division, a loss
          * per row): without them a row mean or a cross-entropy stayed unvectorized */
@@ -1238,12 +1299,12 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
                                    : masked ? "rules: row-wise, masked"
                                             : "rules: row-wise");
         } else {
-            bool anycol = false, anyscalar = false;
+            bool anycol = false, anyscalar = false, anyt = false;
             for (int i = 0; i < nn; i++)
-                anycol |= kinds[i] == 'c', anyscalar |= kinds[i] == 's';
+                anycol |= kinds[i] == 'c', anyscalar |= kinds[i] == 's', anyt |= kinds[i] == 't';
             sp->kclass = nred ? "reduction" : "elementwise";
             add_rule(in, sp, r, a,
-                     !nred      ? "rules: elementwise"
+                     !nred      ? (anyt ? "rules: elementwise, transposed in tiles" : "rules: elementwise")
                      : anycol   ? "rules: column reduction, output rows vectorized"
                      : anyscalar ? "rules: reduction to one element, vector partial sums"
                                  : "rules: parallel rows");

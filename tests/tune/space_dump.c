@@ -73,6 +73,7 @@ static const Case cases[] = {
                           " y[i] = sum(k) A[k, i] * x[k]\n}\n", {200, 64}},
     {"sum to scalar", "kernel tot(N) {\n in X: f32[N]\n out s: f32\n s = sum(i) X[i]\n}\n", {100003}},
     {"sum 2-D to scalar", "kernel tot2(R, C) {\n in X: f32[R, C]\n out s: f32\n s = sum(r, c) X[r, c]\n}\n", {300, 200}},
+    {"transpose", "kernel tr(R, C) {\n in X: f32[R, C]\n out Y: f32[C, R]\n Y[c, r] = X[r, c]\n}\n", {200, 301}},
     {"elementwise", "kernel ew(M, N) {\n in A: f32[M, N]\n out Y: f32[M, N]\n Y[i, j] = exp(A[i, j]) * 2.0\n}\n",
      {64, 512}},
 };
