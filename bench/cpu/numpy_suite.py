@@ -17,6 +17,8 @@ For each kernel this script
      line that computes something else than the kernel is caught;
   4. runs `perfc FILE -D ... --autotune --budget B --time T --threads 1 --json` with a
      throwaway database (fresh random inputs; the tuner validates every candidate);
+(with --before OLD_PERFC, steps 3 and 4 again with an older build right after,
+so a before/after comparison sees the same machine load kernel by kernel)
 and prints one row: NumPy's time, perfc's median untuned and tuned, the ratios
 NumPy / perfc (above 1: perfc faster), whether perfc validated, and the relative
 difference between perfc's and NumPy's outputs.
@@ -154,6 +156,9 @@ def main():
     ap.add_argument("--budget", type=int, default=12)
     ap.add_argument("--time", type=float, default=15.0, help="seconds of tuning per kernel")
     ap.add_argument("--no-tune", action="store_true")
+    ap.add_argument("--before", metavar="PERFC",
+                    help="a second perfc (an older build) run the same way right after, kernel by kernel, "
+                         "so that both see the same load: two more columns")
     ap.add_argument("--tiny", action="store_true", help="the files' tiny sizes (a smoke run)")
     ap.add_argument("--json-out", help="write the rows as JSON to this file")
     ap.add_argument("--check", action="store_true",
@@ -167,9 +172,10 @@ def main():
     tmp = tempfile.mkdtemp(prefix="npsuite.")
     db = os.path.join(tmp, "tune.db")
     rows = []
-    hdr = "| kernel | sizes | numpy ms | perfc ms untuned | perfc ms tuned | np/perfc untuned | np/perfc tuned | valid | perfc vs numpy |"
-    print(hdr)
-    print("|---|---|--:|--:|--:|--:|--:|---|--:|")
+    bcols = " before ms untuned | before ms tuned |" if a.before else ""
+    print(f"| kernel | sizes | numpy ms |{bcols} perfc ms untuned | perfc ms tuned | np/perfc untuned | "
+          "np/perfc tuned | valid | perfc vs numpy |")
+    print("|---|---|--:|" + ("--:|--:|" if a.before else "") + "--:|--:|--:|--:|---|--:|")
     sys.stdout.flush()
     for f in files:
         path = os.path.join(SUITE, f)
@@ -206,6 +212,14 @@ def main():
             row["tuned_ms"] = t["time_ms"]["median"] if t.get("valid") else None
             row["tuned_error"] = t.get("error") or t.get("reason")
             row["tune_wall_s"] = wall
+        if a.before:
+            bb = [a.before] + base[1:]
+            bu, _ = run_perfc(bb + ["--run", "--inputs", inpath], 600)
+            row["before_untuned_ms"] = bu["time_ms"]["median"] if bu.get("valid") else None
+            if not a.no_tune:
+                bt, _ = run_perfc(bb + ["--autotune", "--budget", str(a.budget), "--time", str(a.time),
+                                        "--db", db + ".before"], int(a.time * 4 + 300))
+                row["before_tuned_ms"] = bt["time_ms"]["median"] if bt.get("valid") else None
         os.remove(inpath)
         nm = row.get("numpy_ms")
         ru = nm / row["untuned_ms"] if nm and row.get("untuned_ms") else None
@@ -213,7 +227,8 @@ def main():
         row["ratio_untuned"], row["ratio_tuned"] = ru, rt
         valid = "yes" if row["untuned_valid"] and (a.no_tune or row.get("tuned_valid")) else "NO"
         notes = "; ".join(x for x in (row.get("untuned_error"), row.get("tuned_error"), row.get("numpy_error")) if x)
-        print(f"| {name} | {spec} | {fmt(nm)} | {fmt(row.get('untuned_ms'))} | {fmt(row.get('tuned_ms'))} | "
+        bvals = f" {fmt(row.get('before_untuned_ms'))} | {fmt(row.get('before_tuned_ms'))} |" if a.before else ""
+        print(f"| {name} | {spec} | {fmt(nm)} |{bvals} {fmt(row.get('untuned_ms'))} | {fmt(row.get('tuned_ms'))} | "
               f"{fmt(ru, 2)} | {fmt(rt, 2)} | {valid}{' (' + notes + ')' if notes else ''} | {fmt(row.get('np_diff'), 2)} |")
         sys.stdout.flush()
         rows.append(row)

@@ -5,7 +5,7 @@
 # (perfc faster on X of N, geomean and lowest NumPy/perfc ratio); see
 # bench/cpu/numpy_suite.py for how each column is measured.
 #
-#   bench/cpu/numpy_suite.sh [--perfc build/perfc] [--budget 12] [--time 15]
+#   bench/cpu/numpy_suite.sh [--perfc build/perfc] [--before OLD/perfc] [--budget 12] [--time 15]
 #                            [--no-tune] [--tiny] [--json-out rows.json] [KERNEL...]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
