@@ -108,7 +108,7 @@ CpuAccKind cpu_access_kind(const Kernel *k, Expr *const *idx, int rank, const Va
 
 bool cpu_load_padded(const Expr *e)
 {
-    return e->kind == IE_LOAD && e->u.load.guarded && e->u.load.buf->has_pad;
+    return e->kind == IE_LOAD && e->u.load.guarded;
 }
 
 static bool expr_padded(const Expr *e)

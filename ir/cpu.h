@@ -34,7 +34,8 @@ typedef enum { CPU_ACC_UNIFORM, CPU_ACC_CONTIG, CPU_ACC_OTHER } CpuAccKind;
  * element for every lane, consecutive elements along the last dimension, or
  * anything else (a gather). */
 CpuAccKind cpu_access_kind(const Kernel *k, Expr *const *idx, int rank, const Var *v);
-/* Whether a load is a read of a padded input that may leave it. */
+/* Whether a load may leave its buffer, yielding the pad value (a padded input's,
+ * 0 for the guarded loads of a padded split) there. */
 bool cpu_load_padded(const Expr *e);
 /* Whether list l reads a padded input that may leave it. */
 bool cpu_list_padded(const NodeList *l);

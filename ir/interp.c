@@ -14,8 +14,8 @@
  *    lowering) has one copy per iteration of the enclosing loops bound to those
  *    thread dimensions: the copy index is each such loop's variable minus its
  *    start, as threadIdx is on the GPU;
- *  - a guarded load outside its buffer yields the buffer's pad value; any other
- *    access outside its buffer, or an integer division by zero, stops the run with
+ *  - a guarded load outside its buffer yields the buffer's pad value (0 without
+ *    one), a guarded store there is dropped; any other access outside its buffer, or an integer division by zero, stops the run with
  *    a diagnostic naming the access and the loop variables: never a crash.
  *
  * Speed matters because the oracle runs on every validation: the tree is compiled
@@ -605,7 +605,7 @@ static Access *comp_access(Comp *c, const Buffer *buf, Expr *const *idx, Span sp
     a->data = c->bufs[buf->id];
     a->rank = R;
     a->nx = nx;
-    a->pad = buf->pad;
+    a->pad = buf->has_pad ? buf->pad : 0.0;
     a->idx = idx;
     a->dims = arena_alloc(c->arena, sizeof(Dim) * (size_t)(R ? R : 1));
     Form *forms = xcalloc((size_t)(R ? R : 1), sizeof(Form));
@@ -914,6 +914,7 @@ static void comp_nodes(Comp *c, const NodeList *l)
             Access *a = comp_access(c, n->u.stmt.buf, n->u.stmt.idx, n->span);
             if (!a)
                 return;
+            a->guarded = n->u.stmt.guarded;
             Op *prev = before > 0 && before == c->ncode ? &c->code[before - 1] : NULL;
             if (a->fast && n->u.stmt.op == SOP_ADD && prev && prev->code == C_FMUL && prev->d == val) {
                 /* T[...] += x * y in one op; the product's register is dead */
@@ -1163,6 +1164,8 @@ static bool run(const Op *code, double *R, int64_t *I, Fault *f)
         case C_ST_MIN: {
             const Access *a = op->u.acc;
             if (!locate(a, I, &off, f)) {
+                if (a->guarded)
+                    break; /* a padded iteration's store: dropped */
                 f->pc = (int)(op - code);
                 return false;
             }

@@ -715,6 +715,7 @@ static Node *clone_node(Kernel *k, const Node *n, Node *parent)
         c->u.stmt.block_reduce = n->u.stmt.block_reduce;
         c->u.stmt.atomic = n->u.stmt.atomic;
         c->u.stmt.block_scan = n->u.stmt.block_scan;
+        c->u.stmt.guarded = n->u.stmt.guarded;
         c->u.stmt.idx = arena_alloc(k->arena, sizeof(Expr *) * (size_t)(b->rank ? b->rank : 1));
         for (int i = 0; i < b->rank; i++)
             c->u.stmt.idx[i] = ir_clone_expr(k, n->u.stmt.idx[i]);

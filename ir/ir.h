@@ -200,7 +200,9 @@ struct Expr {
         struct {
             Buffer *buf;
             Expr **idx;     /* buf->rank index expressions (i64) */
-            bool guarded;   /* may be out of range: yields buf->pad there */
+            /* may be out of range: yields buf->pad there (0 for a buffer without
+             * one: a padded split's tail, passes/xform_loop.c) */
+            bool guarded;
             /* Set by the GPU target lowering (passes/gpu_vector.c): a load in a
              * vector loop of 2 or 4 lanes whose last index is `base + lane`, read
              * for all lanes at once as one aligned float2/float4 before the loop. */
@@ -272,6 +274,10 @@ struct Node {
              * update `acc op= v` inside the thread.x loop of a block-wide scan: the
              * threads' chunks are combined by a block scan.  Serial meaning unchanged. */
             bool block_scan;
+            /* The store may fall outside the buffer, and is then dropped: the
+             * padded iterations of `split(.., tail=pad)` (passes/xform_loop.c),
+             * which write only outside the buffer or add zero. */
+            bool guarded;
         } stmt;
         struct {
             Expr *cond;     /* BOOL */

@@ -235,6 +235,8 @@ static void put_nodes(const Kernel *k, const NodeList *l, int depth, StrBuf *out
             break;
         case N_STMT:
             sb_puts(out, n->u.stmt.buf->name);
+            if (n->u.stmt.guarded)
+                sb_putc(out, '?');
             put_index(k, n->u.stmt.idx, n->u.stmt.buf->rank, out);
             sb_printf(out, " %s ", stmt_op_name(n->u.stmt.op));
             put_expr(k, n->u.stmt.value, out);

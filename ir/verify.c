@@ -13,7 +13,6 @@
  *    generators never guess a conversion), comparisons and logic give BOOL,
  *    conditions are BOOL, transcendental functions take and give floats;
  *  - a statement's value has the compute type of its buffer (dtype_compute);
- *  - a guarded load reads a buffer that has a pad value;
  *  - a prefetch has an empty body, extents of at least 1 and integer indices. */
 #include "ir.h"
 
@@ -196,8 +195,6 @@ static void check_expr(Ver *v, const Expr *e, Span where, bool size)
         if (e->dtype != buf->dtype)
             fail(v, sp, "load of %s (%s) has dtype %s", buf->name, dtype_name(buf->dtype), dtype_name(e->dtype));
         check_private(v, buf, sp);
-        if (e->u.load.guarded && !buf->has_pad)
-            fail(v, sp, "guarded load of %s, which has no pad value", buf->name);
         if (buf->rank && !e->u.load.idx) {
             fail(v, sp, "load of %s lacks its indices", buf->name);
             break;

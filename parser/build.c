@@ -533,6 +533,14 @@ SchedArg *mk_sarg_name(ParseCtx *c, Token t)
     return a;
 }
 
+/* The keyword `pad` as a value (split's tail=pad): keywords carry no text. */
+SchedArg *mk_sarg_pad(ParseCtx *c, Token t)
+{
+    SchedArg *a = sarg_new(c, SARG_NAME, t.span);
+    a->name = "pad";
+    return a;
+}
+
 SchedArg *mk_sarg_int(ParseCtx *c, Token t, bool neg)
 {
     SchedArg *a = sarg_new(c, SARG_INT, t.span);

@@ -194,6 +194,7 @@ sargs(A) ::= sarg(V).                       { A = list_add(ctx, list_new(ctx), V
 sargs(A) ::= sargs(L) COMMA sarg(V).        { A = list_add(ctx, L, V); }
 %type sarg {SchedArg *}
 sarg(A) ::= IDENT(T).                       { A = mk_sarg_name(ctx, T); }
+sarg(A) ::= PAD(T).                         { A = mk_sarg_pad(ctx, T); } /* tail=pad */
 sarg(A) ::= INT(T).                         { A = mk_sarg_int(ctx, T, false); }
 sarg(A) ::= MINUS INT(T).                   { A = mk_sarg_int(ctx, T, true); }
 sarg(A) ::= FLOAT(T).                       { A = mk_sarg_float(ctx, T, false); }

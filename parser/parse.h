@@ -78,6 +78,7 @@ AstSchedule *sched_head_when(ParseCtx *c, AstSchedule *h, Token kw, Token param,
 SchedItem *mk_sched_call(ParseCtx *c, Token name, PtrVec *args, Token rp);
 SchedItem *mk_sched_param(ParseCtx *c, Token kw, Token name, PtrVec *cands, SchedArg *single);
 SchedArg *mk_sarg_name(ParseCtx *c, Token t);
+SchedArg *mk_sarg_pad(ParseCtx *c, Token t);
 SchedArg *mk_sarg_int(ParseCtx *c, Token t, bool neg);
 SchedArg *mk_sarg_float(ParseCtx *c, Token t, bool neg);
 SchedArg *mk_sarg_string(ParseCtx *c, Token t);

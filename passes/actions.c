@@ -133,8 +133,12 @@ static int enumerate(Kernel *k, Arena *a, SchedItem **out, bool unchecked)
             SchedArg s[3] = {nm(v), in(fac), nm("peel")};
             s[2].key = "tail";
             try_item(&g, "split", s, 2);
-            if (fac <= 8 && (!cext || ext % fac))
+            if (fac <= 8 && (!cext || ext % fac)) {
                 try_item(&g, "split", s, 3);
+                s[2] = nm("pad");
+                s[2].key = "tail";
+                try_item(&g, "split", s, 3);
+            }
         }
         SchedArg one[1] = {nm(v)};
         if (cext && ext <= 16)

@@ -45,8 +45,8 @@ bool cpu_fill_ok(const Kernel *k, const CpuRanges *r, const Node *L, int64_t *to
         loops[nl++] = n;
         n = n->u.loop.body.v[0];
     }
-    if (n->kind != N_STMT || n->u.stmt.op != SOP_ASSIGN)
-        return false;
+    if (n->kind != N_STMT || n->u.stmt.op != SOP_ASSIGN || n->u.stmt.guarded)
+        return false; /* a guarded store (a padded split's) keeps its element tests */
     /* The nest's own variables are left unknown: only a read known outside its
      * input whatever they are counts as zero. */
     if (!zero_value(k, r, n->u.stmt.value))

@@ -76,7 +76,8 @@ static void pad_range_list(const Kernel *k, const CpuRanges *r, const NodeList *
 bool cpu_copy_ok(const Kernel *k, const CpuRanges *r, const Node *L, int64_t lo, int64_t hi)
 {
     const Node *n = L->u.loop.body.n == 1 ? L->u.loop.body.v[0] : NULL;
-    if (!n || n->kind != N_STMT || n->u.stmt.op != SOP_ASSIGN || n->u.stmt.value->kind != IE_LOAD || hi - lo < 2)
+    if (!n || n->kind != N_STMT || n->u.stmt.op != SOP_ASSIGN || n->u.stmt.value->kind != IE_LOAD || hi - lo < 2 ||
+        n->u.stmt.guarded)
         return false;
     const Expr *e = n->u.stmt.value;
     const Buffer *d = n->u.stmt.buf, *src = e->u.load.buf;

@@ -75,7 +75,8 @@ static void scan(const Kernel *k, const NodeList *l, Red *r, Node **loops, int d
             continue;
         }
         /* a statement: B[idx] += v with idx fixed in every loop from the candidate in */
-        if (n->u.stmt.op != SOP_ADD || !dtype_is_float(n->u.stmt.buf->dtype) || n->u.stmt.buf->dtype == DT_F64) {
+        if (n->u.stmt.op != SOP_ADD || !dtype_is_float(n->u.stmt.buf->dtype) || n->u.stmt.buf->dtype == DT_F64 ||
+            n->u.stmt.guarded) {
             r->ok = false;
             return;
         }

@@ -30,7 +30,7 @@ bool cpu_transpose_ok(const Kernel *k, const Node *L)
     if (L2->kind != N_LOOP || L2->u.loop.kind != LOOP_SERIAL || L2->u.loop.body.n != 1)
         return false;
     const Node *st = L2->u.loop.body.v[0];
-    if (st->kind != N_STMT || st->u.stmt.op != SOP_ASSIGN || st->u.stmt.value->kind != IE_LOAD)
+    if (st->kind != N_STMT || st->u.stmt.op != SOP_ASSIGN || st->u.stmt.value->kind != IE_LOAD || st->u.stmt.guarded)
         return false;
     const Expr *ld = st->u.stmt.value;
     const Buffer *sb = st->u.stmt.buf, *lb = ld->u.load.buf;

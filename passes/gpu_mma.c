@@ -24,7 +24,9 @@
  *      spreads over the lanes holding those elements (`lane-rows`, `lane-cols`;
  *      `lane-cols2` when the column loop's one store to global f32, f16 or bf16
  *      memory can write a lane's two adjacent columns as one 8-byte (4-byte)
- *      access); any other access is refused.
+ *      access: the row length even and the pair's first column even, so a
+ *      guarded store of a padded tile's edge keeps both or drops both); any other
+ *      access is refused.
  *
  * Why it is legal: the IR keeps the triples' serial meaning (the interpreter runs
  * them as loops); a group reassociates the sums over k, as marking a triple allows,

@@ -11,7 +11,10 @@
  *     `{wide}`: it is read once before the loop as a float2/float4, and the
  *     unrolled lanes take its components.
  *
- * Contiguous and aligned: the load (store) is unguarded, only its last index
+ * Contiguous and aligned: the load (store) is unguarded (a copy's source may be
+ * guarded, a padded tile's edge: the row length being a multiple of the width and
+ * lane 0 aligned, the vector lies all inside the row or all past it, and the back
+ * end fills it with zeros there), only its last index
  * mentions the lane, with coefficient 1, the row length is a multiple of the
  * width, and the index at lane 0 is a provable multiple of the width, so the
  * address is aligned to the whole access.  The last index of every access marked
@@ -32,7 +35,7 @@ static bool is_tc(const Node *n)
 
 static bool contig_ok(Kernel *k, const Buffer *b, Expr *const *idx, bool guarded, const Var *lane, int64_t w)
 {
-    if (b->mem == MEM_LOCAL || guarded || b->rank == 0)
+    if (b->mem == MEM_LOCAL || (guarded && b->has_pad) || b->rank == 0)
         return false;
     for (int d = 0; d + 1 < b->rank; d++)
         if (ir_expr_uses_var(idx[d], lane)) return false;
@@ -72,7 +75,7 @@ static int mark_loads(Kernel *k, Expr *x, Var *lane, int64_t w, int count)
 {
     if (!x) return count;
     if (x->kind == IE_LOAD) {
-        if (count < MAX_WIDE && x->u.load.buf->dtype == DT_F32 &&
+        if (count < MAX_WIDE && x->u.load.buf->dtype == DT_F32 && !x->u.load.guarded &&
             contig_ok(k, x->u.load.buf, x->u.load.idx, x->u.load.guarded, lane, w)) {
             x->u.load.wide = true;
             split_last(k, x->u.load.idx, x->u.load.buf->rank, lane);

@@ -121,8 +121,11 @@ static void simplify_list(Kernel *k, NodeList *l, Node *parent)
                 ir_list_remove(l, i--);
                 continue;
             }
+            /* A top-level one-trip loop around several nodes stays: they are one nest
+             * (one launch on a GPU, whose local temporaries do not outlive it). */
             if (xf_const_extent(k, n, &ext) && ext == 1 &&
-                (n->u.loop.kind == LOOP_SERIAL || n->u.loop.kind == LOOP_UNROLL)) {
+                (n->u.loop.kind == LOOP_SERIAL || n->u.loop.kind == LOOP_UNROLL) &&
+                (parent || n->u.loop.body.n == 1)) {
                 /* One trip: the body with the variable fixed. */
                 ir_list_remove(l, i);
                 for (int j = 0; j < n->u.loop.body.n; j++) {

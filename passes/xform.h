@@ -22,8 +22,8 @@
  * errors).  Loops are named as the printer shows them (`io`), or as `T.v`: the loop
  * whose variable is (a renamed copy of) `v` among those enclosing a write to T. */
 #define PF_XFORMS(X)                                                              \
-    X(SPLIT, "split", "split(loop, factor[, outer, inner][, tail=guard|peel])")   \
-    X(TILE, "tile", "tile(i, j, Ti, Tj[, io, jo, ii, ji])")                       \
+    X(SPLIT, "split", "split(loop, factor[, outer, inner][, tail=guard|peel|pad])")   \
+    X(TILE, "tile", "tile(i, j, Ti, Tj[, io, jo, ii, ji][, tail=guard|pad])")       \
     X(REORDER, "reorder", "reorder(a, b, ...)  # new order, outermost first")     \
     X(FUSE, "fuse", "fuse(a, b)")                                                 \
     X(DISTRIBUTE, "distribute", "distribute(loop)")                               \

@@ -49,6 +49,7 @@ static void redirect_stores(Redirect *r, Node *n)
         if (n->u.stmt.buf == r->from) {
             n->u.stmt.idx = shifted(r->k, n->u.stmt.idx, r->lo, r->from->rank, r->keep);
             n->u.stmt.buf = r->to;
+            n->u.stmt.guarded = false; /* the staged box holds every element reached */
         }
         return;
     }
@@ -58,9 +59,12 @@ static void redirect_stores(Redirect *r, Node *n)
 }
 
 /* The copy nest: for c0..: [guard] dst[..] = src[..]; with `in` the global side
- * is read, else written. */
+ * is read, else written.  padded: the accesses staged were guarded (a padded
+ * split's tiles, passes/xform_pad.c), so the copy is too: a guarded load gives
+ * the zeros those reads gave past the edge, a guarded store drops what the
+ * iterations past it wrote. */
 static Node *copy_nest(Kernel *k, Buffer *glob, Buffer *loc, const Region *r, const bool *keep, bool in, Node *l,
-                       const bool *lo_ok, const bool *hi_ok)
+                       const bool *lo_ok, const bool *hi_ok, bool padded)
 {
     Var *cv[8] = {0};
     Node *top = NULL, *cur = NULL;
@@ -95,14 +99,15 @@ static Node *copy_nest(Kernel *k, Buffer *glob, Buffer *loc, const Region *r, co
     Node *s;
     if (in) {
         Expr *ld = ir_load(k, glob, gidx);
-        ld->u.load.guarded = glob->has_pad;
+        ld->u.load.guarded = glob->has_pad || (padded && cond);
         s = ir_stmt(k, loc, lidx, SOP_ASSIGN, ir_cast(k, ld, dtype_compute(loc->dtype)), l->span);
     } else {
         Expr *ld = ir_cast(k, ir_load(k, loc, lidx), dtype_compute(glob->dtype));
         s = ir_stmt(k, glob, gidx, SOP_ASSIGN, ld, l->span);
+        s->u.stmt.guarded = padded && cond;
     }
     Node *holder = cur;
-    if (cond && !(in && glob->has_pad)) {
+    if (cond && !(in && glob->has_pad) && !padded) {
         Node *g = ir_guard(k, cond, l->span);
         ir_list_push(&cur->u.loop.body, g, cur);
         holder = g;
@@ -245,7 +250,7 @@ bool xf_cache(XfCtx *c)
     }
     AccVec all = {0}, mine = {0};
     acc_collect(c->k, l, &all);
-    bool writes = false;
+    bool writes = false, padded = false;
     for (int i = 0; i < all.n; i++)
         if (all.v[i].buf == b) {
             if (mine.n == mine.cap) {
@@ -254,6 +259,8 @@ bool xf_cache(XfCtx *c)
             }
             mine.v[mine.n++] = all.v[i];
             writes |= all.v[i].write;
+            padded |= all.v[i].load ? all.v[i].load->u.load.guarded && !b->has_pad
+                                    : all.v[i].write && all.v[i].stmt->u.stmt.guarded;
         }
     acc_free(&all);
     if (writes && under_par) {
@@ -376,9 +383,9 @@ bool xf_cache(XfCtx *c)
         xf_drop_prefetches(k, l, b);
         return true;
     }
-    ir_list_insert(&l->u.loop.body, 0, copy_nest(k, b, loc, &r, keep, true, l, lo_ok, hi_ok), l);
+    ir_list_insert(&l->u.loop.body, 0, copy_nest(k, b, loc, &r, keep, true, l, lo_ok, hi_ok, padded), l);
     if (writes)
-        ir_list_push(&l->u.loop.body, copy_nest(k, b, loc, &r, keep, false, l, lo_ok, hi_ok), l);
+        ir_list_push(&l->u.loop.body, copy_nest(k, b, loc, &r, keep, false, l, lo_ok, hi_ok, padded), l);
     return true;
 }
 

@@ -195,9 +195,22 @@ bool xf_prefetch(XfCtx *c);
 /* xform_online_softmax.c */
 bool xf_online_softmax(XfCtx *c);
 
-/* Shared by split and tile: the rewrite alone (legality is trivial for split). */
-void xf_do_split(Kernel *k, Node *l, int64_t f, const char *outer, const char *inner, bool peel,
+/* How split and tile treat a factor that may not divide the extent: a guard in the
+ * inner loop, a peeled tail loop, or the extent padded up to a multiple of the
+ * factor (xform_pad.c). */
+typedef enum SplitTail { TAIL_GUARD, TAIL_PEEL, TAIL_PAD } SplitTail;
+/* Shared by split and tile: the rewrite alone (legality is trivial for split, and
+ * xf_pad_legal's for TAIL_PAD). */
+void xf_do_split(Kernel *k, Node *l, int64_t f, const char *outer, const char *inner, SplitTail tail,
                  Node **po, Node **pi);
+/* xform_pad.c: whether loop l may run past its end (tail=pad); after the split,
+ * marks guarded the accesses under outer (variables vo, vi) that may leave their
+ * buffers. */
+bool xf_pad_legal(XfCtx *c, Node *l);
+/* Whether the subtree n holds guarded accesses of a padded split (transformations
+ * that build statements of their own refuse those). */
+bool xf_padded_within(Node *n);
+void xf_pad_mark(Kernel *k, Node *outer, const Var *vo, const Var *vi);
 /* Shared by reorder and tile: permutes a perfect band (loops[0] outermost) so that
  * loop order[i] goes to position i; guards between band loops move inside. */
 void xf_do_permute(Kernel *k, Node **loops, int n, const int *order);

@@ -3,7 +3,8 @@
  *
  * split is always legal (it renumbers iterations without changing their order); its
  * tail, when the factor may not divide the extent, is either guarded inside the
- * inner loop or peeled into a loop of its own.  reorder and tile are legal when no
+ * inner loop, peeled into a loop of its own, or padded: the loop runs on to a
+ * multiple of the factor where that is harmless (xform_pad.c).  reorder and tile are legal when no
  * dependence's direction vector becomes lexicographically negative; fuse when no
  * conflict would run the second loop's instance before the first's; parallel and
  * vectorize when the loop carries no dependence at all (reductions included: two
@@ -129,9 +130,10 @@ static void tail_private_copies(Kernel *k, Node *l, Node *tail)
     acc_free(&all);
 }
 
-void xf_do_split(Kernel *k, Node *l, int64_t f, const char *outer, const char *inner, bool peel,
+void xf_do_split(Kernel *k, Node *l, int64_t f, const char *outer, const char *inner, SplitTail mode,
                  Node **po, Node **pi)
 {
+    bool peel = mode == TAIL_PEEL, pad = mode == TAIL_PAD;
     Var *v = l->u.loop.var;
     Expr *lo = l->u.loop.lo;
     Expr *ext = ir_simplify(k, ir_bin(k, IE_SUB, ir_clone_expr(k, l->u.loop.hi), ir_clone_expr(k, lo)));
@@ -173,7 +175,7 @@ void xf_do_split(Kernel *k, Node *l, int64_t f, const char *outer, const char *i
     Node *in = ir_loop(k, vi, ir_int(k, 0), ir_int(k, f), l->span);
     NodeList *dst = &in->u.loop.body;
     Node *holder = in;
-    if (!exact && !peel) {
+    if (!exact && !peel && !pad) {
         Expr *cond = ir_bin(k, IE_LT, ir_clone_expr(k, pos), ir_clone_expr(k, ext));
         Node *g = ir_guard(k, ir_simplify(k, cond), l->span);
         ir_list_push(dst, g, in);
@@ -194,10 +196,32 @@ void xf_do_split(Kernel *k, Node *l, int64_t f, const char *outer, const char *i
         ir_list_insert(xf_list_of(k, l), xf_index_in(k, l) + 1, tail, l->parent);
         tail_private_copies(k, l, tail);
     }
+    if (pad && !exact)
+        xf_pad_mark(k, l, vo, vi);
     if (po)
         *po = l;
     if (pi)
         *pi = in;
+}
+
+/* The tail= keyword of split and tile (guard when absent). */
+static bool tail_arg(XfCtx *c, SplitTail *mode)
+{
+    *mode = TAIL_GUARD;
+    const SchedArg *t = xf_kwarg(c, "tail");
+    if (!t)
+        return true;
+    if (t->kind == SARG_NAME && strcmp(t->name, "guard") == 0)
+        return true;
+    if (t->kind == SARG_NAME && strcmp(t->name, "peel") == 0)
+        *mode = TAIL_PEEL;
+    else if (t->kind == SARG_NAME && strcmp(t->name, "pad") == 0)
+        *mode = TAIL_PAD;
+    else {
+        xf_err(c, "tail= takes guard, peel or pad");
+        return false;
+    }
+    return true;
 }
 
 bool xf_split(XfCtx *c)
@@ -221,19 +245,13 @@ bool xf_split(XfCtx *c)
         xf_err(c, "the outer and inner loops need different names");
         return false;
     }
-    bool peel = false;
-    const SchedArg *t = xf_kwarg(c, "tail");
-    if (t) {
-        if (t->kind != SARG_NAME || (strcmp(t->name, "guard") && strcmp(t->name, "peel"))) {
-            xf_err(c, "tail= takes guard or peel");
-            return false;
-        }
-        peel = strcmp(t->name, "peel") == 0;
-    }
-    if (!need_serial(c, l) || !name_free(c, outer) || !name_free(c, inner))
+    SplitTail mode;
+    if (!tail_arg(c, &mode) || !need_serial(c, l) || !name_free(c, outer) || !name_free(c, inner))
+        return false;
+    if (mode == TAIL_PAD && !xf_pad_legal(c, l))
         return false;
     if (!c->dry)
-        xf_do_split(c->k, l, f, outer, inner, peel, NULL, NULL);
+        xf_do_split(c->k, l, f, outer, inner, mode, NULL, NULL);
     return true;
 }
 
@@ -481,7 +499,14 @@ bool xf_tile(XfCtx *c)
                 xf_err(c, "the name `%s` is given twice", nm[i]);
                 return false;
             }
-    if (!need_serial(c, li) || !need_serial(c, lj))
+    SplitTail mode;
+    if (!tail_arg(c, &mode) || !need_serial(c, li) || !need_serial(c, lj))
+        return false;
+    if (mode == TAIL_PEEL) {
+        xf_err(c, "tile takes tail=guard or tail=pad (a peeled tail is split's)");
+        return false;
+    }
+    if (mode == TAIL_PAD && (!xf_pad_legal(c, li) || !xf_pad_legal(c, lj)))
         return false;
     Node *blk = NULL;
     if (next_in_band(li, &blk) != lj) {
@@ -497,8 +522,8 @@ bool xf_tile(XfCtx *c)
     if (c->dry)
         return true;
     Node *io, *ii, *jo, *ji;
-    xf_do_split(c->k, li, ti, nm[0], nm[2], false, &io, &ii);
-    xf_do_split(c->k, lj, tj, nm[1], nm[3], false, &jo, &ji);
+    xf_do_split(c->k, li, ti, nm[0], nm[2], mode, &io, &ii);
+    xf_do_split(c->k, lj, tj, nm[1], nm[3], mode, &jo, &ji);
     Node *b4[4] = {io, ii, jo, ji};
     int ord[4] = {0, 2, 1, 3};
     xf_do_permute(c->k, b4, 4, ord);

@@ -1237,6 +1237,11 @@ bool xf_online_softmax(XfCtx *c)
     }
     Chain ch = {.c = c, .k = c->k};
     bool ok = analyse(&ch);
+    for (int i = 0; ok && i < c->k->body.n; i++)
+        if (xf_padded_within(c->k->body.v[i])) {
+            xf_err(c, "the kernel has loops padded with tail=pad; apply online_softmax first");
+            ok = false;
+        }
     int64_t lo = 0, hi = 0;
     if (ok && (!xf_const(c->k, ch.oj->u.loop.lo, &lo) || !xf_const(c->k, ch.oj->u.loop.hi, &hi) || hi <= lo)) {
         xf_err(c, "the range of %s must be known (bind its sizes with -D)", ch.J->name);

@@ -136,9 +136,12 @@ bool xf_rfactor(XfCtx *c)
     Expr *oidx[8];
     for (int d = 0; d < b->rank && d < 8; d++)
         oidx[d] = ir_clone_expr(k, s->u.stmt.idx[d]);
-    ir_list_push(&comb->u.loop.body, ir_stmt(k, b, oidx, op, ir_cast(k, ir_load(k, r, ci), dtype_compute(b->dtype)), s->span), comb);
+    Node *cs = ir_stmt(k, b, oidx, op, ir_cast(k, ir_load(k, r, ci), dtype_compute(b->dtype)), s->span);
+    cs->u.stmt.guarded = s->u.stmt.guarded; /* a padded split's store past the edge stays dropped */
+    ir_list_push(&comb->u.loop.body, cs, comb);
 
     Expr *ri = xf_simplify_affine(k, ir_bin(k, IE_SUB, ir_var(k, l->u.loop.var), ir_clone_expr(k, l->u.loop.lo)));
+    s->u.stmt.guarded = false; /* the partials' buffer spans the loop */
     s->u.stmt.buf = r;
     s->u.stmt.idx = arena_alloc(k->arena, sizeof(Expr *));
     s->u.stmt.idx[0] = ri;

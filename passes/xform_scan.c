@@ -84,7 +84,7 @@ static bool same_idx(const Kernel *k, const Buffer *b, Expr *const *x, Expr *con
 /* Is loop c a scan's loop as lowering wrote it (above)?  Fills s. */
 static bool scan_nest(Kernel *k, Node *c, ScanNest *s)
 {
-    if (c->kind != N_LOOP || c->u.loop.kind != LOOP_SERIAL || c->u.loop.body.n != 2) return false;
+    if (c->kind != N_LOOP || c->u.loop.kind != LOOP_SERIAL || c->u.loop.body.n != 2 || xf_padded_within(c)) return false;
     Node *upd = c->u.loop.body.v[0], *st = c->u.loop.body.v[1];
     if (upd->kind != N_STMT || st->kind != N_STMT || upd->u.stmt.op == SOP_ASSIGN || st->u.stmt.op != SOP_ASSIGN)
         return false;

@@ -95,6 +95,17 @@ bool xf_inline(XfCtx *c)
         }
         ic.vars[d] = x->u.var;
     }
+    for (int i = 0; i < all.n && ok; i++)
+        if (all.v[i].buf == t && ((all.v[i].load && all.v[i].load->u.load.guarded) ||
+                                  (all.v[i].write && all.v[i].stmt->u.stmt.guarded))) {
+            /* past a padded split's end a read of t yields 0, the producer's value
+             * would not be */
+            xf_err(c, "%s is read or written past the end of a padded loop (tail=pad); inline it before "
+                      "padding",
+                   t->name);
+            ok = false;
+            goto out;
+        }
     for (Node *p = prod->parent; p; p = p->parent) {
         if (p->kind == N_IF) {
             xf_err(c, "the producer of %s is guarded; inlining would compute it where it was not", t->name);

@@ -419,8 +419,8 @@ bool bld_split(Builder *b, SLoop *l, SVal factor, SLoop **outer, SLoop **inner)
     return bld_split_named(b, l, factor, NULL, NULL, outer, inner);
 }
 
-bool bld_split_named(Builder *b, SLoop *l, SVal factor, const char *oname, const char *iname, SLoop **outer,
-                     SLoop **inner)
+static bool split_named(Builder *b, SLoop *l, SVal factor, const char *oname, const char *iname, bool pad,
+                        SLoop **outer, SLoop **inner)
 {
     Call c;
     call_init(&c, "split");
@@ -430,7 +430,21 @@ bool bld_split_named(Builder *b, SLoop *l, SVal factor, const char *oname, const
         put_name(&c, NULL, oname);
         put_name(&c, NULL, iname);
     }
+    if (pad)
+        put_val(b, &c, "tail", (SVal){0, "pad", -1});
     return split_common(b, &c, outer, inner);
+}
+
+bool bld_split_named(Builder *b, SLoop *l, SVal factor, const char *oname, const char *iname, SLoop **outer,
+                     SLoop **inner)
+{
+    return split_named(b, l, factor, oname, iname, false, outer, inner);
+}
+
+bool bld_split_padded(Builder *b, SLoop *l, SVal factor, const char *oname, const char *iname, SLoop **outer,
+                      SLoop **inner)
+{
+    return split_named(b, l, factor, oname, iname, true, outer, inner);
 }
 
 bool bld_split_tail(Builder *b, SLoop *l, SVal factor, SVal tail, SLoop **outer, SLoop **inner)
@@ -443,7 +457,8 @@ bool bld_split_tail(Builder *b, SLoop *l, SVal factor, SVal tail, SLoop **outer,
     return split_common(b, &c, outer, inner);
 }
 
-bool bld_tile(Builder *b, SLoop *i, SLoop *j, SVal ti, SVal tj, const char *const names[4], SLoop *out[4])
+static bool tile(Builder *b, SLoop *i, SLoop *j, SVal ti, SVal tj, const char *const names[4], bool pad,
+                 SLoop *out[4])
 {
     Call c;
     call_init(&c, "tile");
@@ -453,6 +468,8 @@ bool bld_tile(Builder *b, SLoop *i, SLoop *j, SVal ti, SVal tj, const char *cons
     put_val(b, &c, NULL, tj);
     for (int x = 0; names && x < 4; x++)
         put_name(&c, NULL, names[x]);
+    if (pad)
+        put_val(b, &c, "tail", (SVal){0, "pad", -1});
     int nv, nb;
     for (int x = 0; x < 4; x++)
         out[x] = NULL;
@@ -470,6 +487,16 @@ bool bld_tile(Builder *b, SLoop *i, SLoop *j, SVal ti, SVal tj, const char *cons
         prev = n;
     }
     return true;
+}
+
+bool bld_tile(Builder *b, SLoop *i, SLoop *j, SVal ti, SVal tj, const char *const names[4], SLoop *out[4])
+{
+    return tile(b, i, j, ti, tj, names, false, out);
+}
+
+bool bld_tile_padded(Builder *b, SLoop *i, SLoop *j, SVal ti, SVal tj, const char *const names[4], SLoop *out[4])
+{
+    return tile(b, i, j, ti, tj, names, true, out);
 }
 
 bool bld_reorder(Builder *b, SLoop *const *order, int n)

@@ -82,8 +82,12 @@ bool bld_split(Builder *b, SLoop *l, SVal factor, SLoop **outer, SLoop **inner);
 bool bld_split_named(Builder *b, SLoop *l, SVal factor, const char *oname, const char *iname, SLoop **outer,
                      SLoop **inner);
 bool bld_split_tail(Builder *b, SLoop *l, SVal factor, SVal tail, SLoop **outer, SLoop **inner);
+/* split(.., tail=pad): the loop runs on to a multiple of the factor */
+bool bld_split_padded(Builder *b, SLoop *l, SVal factor, const char *oname, const char *iname, SLoop **outer,
+                      SLoop **inner);
 /* out: io, jo, ii, ji */
 bool bld_tile(Builder *b, SLoop *i, SLoop *j, SVal ti, SVal tj, const char *const names[4], SLoop *out[4]);
+bool bld_tile_padded(Builder *b, SLoop *i, SLoop *j, SVal ti, SVal tj, const char *const names[4], SLoop *out[4]);
 bool bld_reorder(Builder *b, SLoop *const *order, int n);
 #define BLD_REORDER(b, ...) \
     bld_reorder((b), (SLoop *const[]){__VA_ARGS__}, (int)(sizeof((SLoop *const[]){__VA_ARGS__}) / sizeof(SLoop *)))

@@ -20,9 +20,15 @@
  *     instruction where a row is narrower than the warp, else a warp across one
  *     row); gpu-mma then reads each operand with or without transposition.
  *
+ * Sizes the tile does not divide are padded (`tile(.., tail=pad)`, `split(k, ..,
+ * tail=pad)`, passes/xform_pad.c): every tile keeps its shape, the staging copies
+ * fill zeros past the edges and the stores past them are dropped.  Rows whose
+ * length is not a multiple of 8 elements cannot be copied 16 bytes at a time
+ * (the address would be misaligned): they are copied 8 bytes, or one element, a
+ * thread.
+ *
  * A template returns false when the nest does not fit it (decided from the nest and
- * the template's constants, never from parameter values).  Sizes must be multiples
- * of the block tile: `mma` cannot run under a guard. */
+ * the template's constants, never from parameter values). */
 #include <string.h>
 
 #include "rules_int.h"
@@ -42,13 +48,20 @@ static bool operand_tile(int rank, int kdim, int sdim, int s_ext, int k_ext, int
     return true;
 }
 
-/* Whether a tile of R x C 16-bit elements can be copied 16 bytes a thread by tx
- * threads in x and nw warps (or warpgroups) over its rows. */
-static bool stage_fits(int R, int C, int tx, int nw)
+/* Elements a thread copies at once from rows of rowlen 16-bit elements: 16 bytes
+ * where every row starts 16-byte aligned, else 8, else one element. */
+static int copy_width(int64_t rowlen)
 {
-    if (C % 8)
+    return rowlen % 8 == 0 ? 8 : rowlen % 4 == 0 ? 4 : 1;
+}
+
+/* Whether a tile of R x C 16-bit elements can be copied vw elements a thread by tx
+ * threads in x and nw warps (or warpgroups) over its rows. */
+static bool stage_fits(int R, int C, int vw, int tx, int nw)
+{
+    if (C % vw)
         return false;
-    int nch = C / 8;
+    int nch = C / vw;
     if (nch >= tx)
         return nch % tx == 0 && R % nw == 0;
     return tx % nch == 0 && R % (tx / nch) == 0 && (R / (tx / nch)) % nw == 0;
@@ -62,18 +75,19 @@ static const StageNames a_names = {"ac", "av", "ar", "ax", "af", "az", "ara", "a
 static const StageNames b_names = {"bc", "bv", "br", "bx", "bf", "bz", "bra", "by", "bu", "bcu"};
 
 /* The copy of a staged operand S (R x C, its copy nest S->nest[0]) on a block of
- * tx x wy x wz threads (wz = 0: no thread.z): 8 elements (16 bytes) per thread and copy.  Rows narrower
+ * tx x wy x wz threads (wz = 0: no thread.z): vw elements (16 bytes at 8) per thread and copy.  Rows narrower
  * than the warp: consecutive lanes take consecutive chunks of tx / (C / 8) rows at
  * a time (collapse makes them one thread.x loop, so a warp reads whole rows);
  * wider: the lanes walk along one row.  The row groups are spread over the warps,
  * the most significant part of the row on thread.z, the next on thread.y (which
  * lets the dependence test prove the warps' rows disjoint), the rest unrolled. */
-static void stage_map(Builder *b, SBuf *S, int R, int C, int tx, int wy, int wz, const StageNames *nm)
+static void stage_map(Builder *b, SBuf *S, int R, int C, int vw, int tx, int wy, int wz, const StageNames *nm)
 {
     SLoop *c0 = S ? S->nest[0][0] : NULL, *c1 = S ? S->nest[0][1] : NULL;
-    int nch = C / 8, nw = wy * (wz ? wz : 1), groups;
-    SLoop *cc, *cv, *rows, *tl, *cu = NULL;
-    bld_split_named(b, c1, sv(8), nm->c, nm->v, &cc, &cv);
+    int nch = C / vw, nw = wy * (wz ? wz : 1), groups;
+    SLoop *cc = c1, *cv = NULL, *rows, *tl, *cu = NULL;
+    if (vw > 1)
+        bld_split_named(b, c1, sv(vw), nm->c, nm->v, &cc, &cv);
     if (nch >= tx) {
         bld_split_named(b, cc, sv(tx), nm->cu, nm->f, &cu, &tl);
         rows = c0;
@@ -90,14 +104,16 @@ static void stage_map(Builder *b, SBuf *S, int R, int C, int tx, int wy, int wz,
     if (wz)
         bld_split_named(b, rows, sv(groups / wz), nm->z, nm->zr, &z, &zr);
     bld_split_named(b, zr, sv(groups / nw), nm->y, nm->u, &y, &u);
-    if (z && cu)
-        BLD_REORDER(b, z, y, tl, u, cu, cv);
-    else if (z)
-        BLD_REORDER(b, z, y, tl, u, cv);
-    else if (cu)
-        BLD_REORDER(b, y, tl, u, cu, cv);
-    else
-        BLD_REORDER(b, y, tl, u, cv);
+    SLoop *ord[6];
+    int no = 0;
+    if (z)
+        ord[no++] = z;
+    ord[no++] = y, ord[no++] = tl, ord[no++] = u;
+    if (cu)
+        ord[no++] = cu;
+    if (cv)
+        ord[no++] = cv;
+    bld_reorder(b, ord, no);
     if (z)
         bld_bind(b, z, "thread.z");
     bld_bind(b, y, "thread.y");
@@ -105,7 +121,8 @@ static void stage_map(Builder *b, SBuf *S, int R, int C, int tx, int wy, int wz,
     bld_unroll(b, u);
     if (cu)
         bld_unroll(b, cu);
-    bld_vectorize(b, cv);
+    if (cv)
+        bld_vectorize(b, cv);
 }
 
 /* ---- the common part: fuse, tile, stage the accumulator ---- */
@@ -125,11 +142,20 @@ typedef struct TcNest {
     SLoop *er[MAX_EL], *ec[MAX_EL];
 } TcNest;
 
+/* How a template of block tile bm x bn x bk meets the nest: the operands' shared
+ * tiles (R x C each), the elements a thread copies at once from each, and the
+ * loops padded to a multiple of the tile. */
+typedef struct TcFit {
+    int ra, ca, rb, cb;
+    int va, vb;
+    bool pad_ij, pad_k;
+} TcFit;
+
 /* The nest fits a tensor-core template of block tile bm x bn x bk: a product of two
  * 16-bit operands of one dtype over one reduction loop, any layout, with at most one
- * batch loop outside the rows and columns (on the grid's z), the row, column and
- * reduction extents multiples of the tile. */
-static bool tc_fits(const NestInfo *n, int bm, int bn, int bk, int *ra, int *ca, int *rb, int *cb)
+ * batch loop outside the rows and columns (on the grid's z); extents the tile does
+ * not divide are padded. */
+static bool tc_fits(const NestInfo *n, int bm, int bn, int bk, TcFit *f)
 {
     if (n->nspatial < 2 || n->nspatial > 3 || !n->red || !n->mul || n->nloops != n->nspatial + 1 ||
         n->out_t != DT_F32)
@@ -137,10 +163,14 @@ static bool tc_fits(const NestInfo *n, int bm, int bn, int bk, int *ra, int *ca,
     if (!n->pa || !n->pb || n->pa_t != n->pb_t || (n->pa_t != DT_F16 && n->pa_t != DT_BF16))
         return false;
     int ia = n->nspatial - 2;
-    if (n->ext[ia] % bm || n->ext[ia + 1] % bn || n->ext[ia + 2] % bk)
-        return false;
-    return operand_tile(n->pa_rank, n->pa_kdim, n->pa_sdim, bm, bk, ra, ca) &&
-           operand_tile(n->pb_rank, n->pb_kdim, n->pb_sdim, bn, bk, rb, cb);
+    int64_t M = n->ext[ia], N = n->ext[ia + 1], K = n->ext[ia + 2];
+    f->pad_ij = M % bm || N % bn;
+    f->pad_k = K % bk;
+    /* the row length of each operand: its last dimension, k's or the spatial one's */
+    f->va = copy_width(n->pa_kdim == n->pa_rank - 1 ? K : M);
+    f->vb = copy_width(n->pb_kdim == n->pb_rank - 1 ? K : N);
+    return operand_tile(n->pa_rank, n->pa_kdim, n->pa_sdim, bm, bk, &f->ra, &f->ca) &&
+           operand_tile(n->pb_rank, n->pb_kdim, n->pb_sdim, bn, bk, &f->rb, &f->cb);
 }
 
 static const char *const el_names[MAX_EL][4] = {
@@ -151,7 +181,7 @@ static const char *const el_names[MAX_EL][4] = {
 /* Fuses the consumers into the product's nest, tiles (i, j) by bm x bn, stages the
  * accumulator per block and distributes the tile loops: one nest for the
  * initialisation, one for the products, one per consumer statement. */
-static void tc_begin(Builder *b, const TcCtx *c, int bm, int bn, TcNest *t)
+static void tc_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, TcNest *t)
 {
     const NestInfo *n = c->ns[0];
     memset(t, 0, sizeof *t);
@@ -162,8 +192,8 @@ static void tc_begin(Builder *b, const TcCtx *c, int bm, int bn, TcNest *t)
     t->batch = ia ? bld_loop(b, n->loop[0]) : NULL;
     t->k = bld_loop(b, n->loop[n->nloops - 1]);
     SLoop *tl[4];
-    bld_tile(b, bld_loop(b, n->loop[ia]), bld_loop(b, n->loop[ia + 1]), sv(bm), sv(bn),
-             (const char *const[]){"io", "jo", "ii", "ji"}, tl);
+    (pad ? bld_tile_padded : bld_tile)(b, bld_loop(b, n->loop[ia]), bld_loop(b, n->loop[ia + 1]), sv(bm), sv(bn),
+                                        (const char *const[]){"io", "jo", "ii", "ji"}, tl);
     t->io = tl[0], t->jo = tl[1];
     SBuf *acc = bld_cache_squeezed(b, bld_buf(b, n->out), t->jo, NULL, "acc", ia > 0);
     SLoop *jd[MAX_EL], *id[MAX_EL];
@@ -210,15 +240,16 @@ static bool gpu_tc_b(Builder *b, const void *vctx)
     const TcCtx *c = vctx;
     const NestInfo *n = c->ns[0];
     const TcShape *s = c->shape;
-    int ra, ca, rb, cb;
-    if (!tc_fits(n, s->bm, s->bn, s->bk, &ra, &ca, &rb, &cb))
+    TcFit f;
+    if (!tc_fits(n, s->bm, s->bn, s->bk, &f))
         return false;
     int wz = s->bm / s->wm, wy = s->bn / s->wn, nw = wz * wy;
-    if (s->wm % 16 || s->wn % 8 || s->bk % 16 || !stage_fits(ra, ca, 32, nw) || !stage_fits(rb, cb, 32, nw))
+    if (s->wm % 16 || s->wn % 8 || s->bk % 16 || !stage_fits(f.ra, f.ca, f.va, 32, nw) ||
+        !stage_fits(f.rb, f.cb, f.vb, 32, nw))
         return false;
     SVal st = bld_param(b, "st", s->stages, s->nstages);
     TcNest t;
-    tc_begin(b, c, s->bm, s->bn, &t);
+    tc_begin(b, c, s->bm, s->bn, f.pad_ij, &t);
     for (int e = 0; e < t.nel; e++) {
         const char *const *nm = el_names[e];
         SLoop *z, *r, *y, *cc;
@@ -233,15 +264,15 @@ static bool gpu_tc_b(Builder *b, const void *vctx)
     bld_split_named(b, wml, sv(16), "mi", "mm", &mi, &mm);
     bld_split_named(b, t.ji1, sv(s->wn), "wy", "wn", &wyl, &wnl);
     bld_split_named(b, wnl, sv(8), "nj", "nn", &nj, &nn);
-    bld_split_named(b, t.k, sv(s->bk), "ko", "kt", &ko, &kt);
+    (f.pad_k ? bld_split_padded : bld_split_named)(b, t.k, sv(s->bk), "ko", "kt", &ko, &kt);
     bld_split_named(b, kt, sv(16), "ks", "kk", &ks, &kk);
     BLD_REORDER(b, ko, wzl, wyl, ks, mi, nj, mm, nn);
     SBuf *As = bld_cache_squeezed(b, bld_buf(b, n->pa), ko, "shared", "As", t.batch != NULL);
     SBuf *Bs = bld_cache_squeezed(b, bld_buf(b, n->pb), ko, "shared", "Bs", t.batch != NULL);
     bld_padding(b, As, sv(8));
     bld_padding(b, Bs, sv(8));
-    stage_map(b, As, ra, ca, 32, wy, wz, &a_names);
-    stage_map(b, Bs, rb, cb, 32, wy, wz, &b_names);
+    stage_map(b, As, f.ra, f.ca, f.va, 32, wy, wz, &a_names);
+    stage_map(b, Bs, f.rb, f.cb, f.vb, 32, wy, wz, &b_names);
     bld_mma(b, mm, nn, kk);
     if (t.batch)
         bld_bind(b, t.batch, "block.z");
@@ -279,13 +310,13 @@ static bool gpu_wg_b(Builder *b, const void *vctx)
     const TcCtx *c = vctx;
     const NestInfo *n = c->ns[0];
     const WgShape *s = c->shape;
-    int ra, ca, rb, cb;
-    if (!tc_fits(n, 128, s->bn, 64, &ra, &ca, &rb, &cb) || !stage_fits(ra, ca, 128, 2) ||
-        !stage_fits(rb, cb, 128, 2))
+    TcFit f;
+    if (!tc_fits(n, 128, s->bn, 64, &f) || !stage_fits(f.ra, f.ca, f.va, 128, 2) ||
+        !stage_fits(f.rb, f.cb, f.vb, 128, 2))
         return false;
     SVal st = bld_param(b, "st", s->stages, 2);
     TcNest t;
-    tc_begin(b, c, 128, s->bn, &t);
+    tc_begin(b, c, 128, s->bn, f.pad_ij, &t);
     for (int e = 0; e < t.nel; e++) {
         const char *const *nm = el_names[e];
         SLoop *y, *r;
@@ -294,13 +325,13 @@ static bool gpu_wg_b(Builder *b, const void *vctx)
     }
     SLoop *wy, *wm, *ko, *kt, *ks, *kk;
     bld_split_named(b, t.ii1, sv(64), "wy", "wm", &wy, &wm);
-    bld_split_named(b, t.k, sv(64), "ko", "kt", &ko, &kt);
+    (f.pad_k ? bld_split_padded : bld_split_named)(b, t.k, sv(64), "ko", "kt", &ko, &kt);
     bld_split_named(b, kt, sv(16), "ks", "kk", &ks, &kk);
     BLD_REORDER(b, ko, wy, ks, wm, t.ji1, kk);
     SBuf *As = bld_cache_squeezed(b, bld_buf(b, n->pa), ko, "shared", "As", t.batch != NULL);
     SBuf *Bs = bld_cache_squeezed(b, bld_buf(b, n->pb), ko, "shared", "Bs", t.batch != NULL);
-    stage_map(b, As, ra, ca, 128, 2, 0, &a_names);
-    stage_map(b, Bs, rb, cb, 128, 2, 0, &b_names);
+    stage_map(b, As, f.ra, f.ca, f.va, 128, 2, 0, &a_names);
+    stage_map(b, Bs, f.rb, f.cb, f.vb, 128, 2, 0, &b_names);
     bld_wgmma(b, wm, t.ji1, kk);
     if (t.batch)
         bld_bind(b, t.batch, "block.z");
@@ -314,28 +345,41 @@ static bool gpu_wg_b(Builder *b, const void *vctx)
 
 /* ---- offering them ---- */
 
-/* Blocks a block tile of bm x bn makes on the nest (the batch included). */
-static int64_t grid_blocks(const NestInfo *n, int bm, int bn)
+/* Blocks a block tile of bm x bn makes on the nest (the batch included), tiles
+ * past the edge included; *useful the share of their elements inside it. */
+static int64_t grid_blocks(const NestInfo *n, int bm, int bn, double *useful)
 {
     int ia = n->nspatial - 2;
+    *useful = 0;
     if (ia < 0 || ia > 1 || n->nloops < n->nspatial)
         return 0; /* no template fits (tc_fits): no grid */
-    int64_t g = (n->ext[ia] / bm) * (n->ext[ia + 1] / bn);
-    return ia ? g * n->ext[0] : g;
+    int64_t gm = (n->ext[ia] + bm - 1) / bm, gn = (n->ext[ia + 1] + bn - 1) / bn;
+    *useful = (double)n->ext[ia] * (double)n->ext[ia + 1] / ((double)gm * bm * (double)gn * bn);
+    return ia ? gm * gn * n->ext[0] : gm * gn;
 }
 
-/* A grid this small leaves SMs idle (an H100 has 132, an A100 108). */
+/* A grid this small leaves SMs idle (an H100 has 132, an A100 108); tiles this
+ * much of which lies past the edges waste the work of that share. */
 enum { FEW_BLOCKS = 128 };
+#define MIN_USEFUL 0.75
 
 typedef struct TcOffer {
     bool wg;
     const void *shape;
     int64_t blocks;
+    double useful;
 } TcOffer;
+
+/* Whether the template fills the GPU with tiles mostly inside the product. */
+static bool fills(const TcOffer *o)
+{
+    return o->blocks >= FEW_BLOCKS && o->useful >= MIN_USEFUL;
+}
 
 /* Offered in their table order, wgmma first where the target has it, except that
  * within each family tiles whose grid would leave SMs idle (thin, batched and
- * K-large products) go after those that fill the GPU, largest grid first: the
+ * K-large products), or that would lie more than a quarter past the edges of the
+ * product, go after those that fill the GPU, largest useful grid first: the
  * first template is the default schedule and the tuner's first measurement.  (A
  * small wgmma grid still beats a full mma.sync one: putting mma 64x64 ahead of
  * wgmma 128x256 took 128x4096x4096 from 0.39 to 0.32 of cuBLASLt on an H100.) */
@@ -346,16 +390,18 @@ void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, 
     TcOffer o[NWG + NTC];
     int n = 0;
     for (int i = 0; target->wgmma && i < NWG; i++)
-        o[n++] = (TcOffer){true, &wg_shapes[i], grid_blocks(ns[0], 128, wg_shapes[i].bn)};
+        o[n].wg = true, o[n].shape = &wg_shapes[i], o[n].blocks = grid_blocks(ns[0], 128, wg_shapes[i].bn, &o[n].useful),
+        n++;
     for (int i = 0; i < NTC; i++)
-        o[n++] = (TcOffer){false, &tc_shapes[i], grid_blocks(ns[0], tc_shapes[i].bm, tc_shapes[i].bn)};
+        o[n].wg = false, o[n].shape = &tc_shapes[i],
+        o[n].blocks = grid_blocks(ns[0], tc_shapes[i].bm, tc_shapes[i].bn, &o[n].useful), n++;
     /* stable: the full grids keep their order, the small ones follow by size */
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0; j--) {
             if (o[j - 1].wg != o[j].wg)
                 break;
-            bool fa = o[j - 1].blocks >= FEW_BLOCKS, fb = o[j].blocks >= FEW_BLOCKS;
-            bool swap = !fa && (fb || o[j].blocks > o[j - 1].blocks);
+            bool fa = fills(&o[j - 1]), fb = fills(&o[j]);
+            bool swap = !fa && (fb || o[j].blocks * o[j].useful > o[j - 1].blocks * o[j - 1].useful);
             if (!swap)
                 break;
             TcOffer t = o[j - 1];

@@ -319,6 +319,20 @@ void em_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
     sb_free(&cur);
 }
 
+/* Whether every index of an access to b lies inside its dimension (a guarded
+ * load or store), as a C condition. */
+void em_in_range(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
+{
+    for (int i = 0; i < b->rank; i++) {
+        sb_puts(o, i ? " && pf_in(" : "pf_in(");
+        em_expr(e, idx[i], o);
+        sb_puts(o, ", ");
+        em_expr(e, b->shape[i], o);
+        sb_putc(o, ')');
+    }
+    if (b->rank == 0) sb_puts(o, "true");
+}
+
 static void load_value(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
 {
     const char *cv = b->dtype == DT_F16 ? "pf_h2f(" : b->dtype == DT_BF16 ? "pf_b2f(" : NULL;
@@ -387,16 +401,10 @@ void em_expr(Em *e, const Expr *x, StrBuf *o)
                 return;
             }
         if (x->u.load.guarded) {
-            /* out-of-range reads yield the buffer's pad value without touching memory */
+            /* out-of-range reads yield the buffer's pad value (0 without one)
+             * without touching memory */
             sb_puts(o, "(");
-            for (int i = 0; i < b->rank; i++) {
-                sb_puts(o, i ? " && pf_in(" : "pf_in(");
-                em_expr(e, x->u.load.idx[i], o);
-                sb_puts(o, ", ");
-                em_expr(e, b->shape[i], o);
-                sb_putc(o, ')');
-            }
-            if (b->rank == 0) sb_puts(o, "true");
+            em_in_range(e, b, x->u.load.idx, o);
             sb_puts(o, " ? ");
             load_value(e, b, x->u.load.idx, o);
             sb_puts(o, " : ");
@@ -581,18 +589,32 @@ static void emit_stmt(Em *e, const Node *n)
     }
     if (n->u.stmt.atomic) {
         /* a scatter's update from parallel threads (pass gpu-map): one atomic add */
-        em_line(e, "atomicAdd(&%s, %s);", lv.s, v.s);
+        if (n->u.stmt.guarded) {
+            StrBuf in = {0};
+            em_in_range(e, b, n->u.stmt.idx, &in);
+            em_line(e, "if (%s) atomicAdd(&%s, %s);", in.s, lv.s, v.s);
+            sb_free(&in);
+        } else {
+            em_line(e, "atomicAdd(&%s, %s);", lv.s, v.s);
+        }
         sb_free(&lv);
         sb_free(&v);
         sb_free(&cur);
         sb_free(&val);
         return;
     }
-    /* a block-level store to memory others see is done by one thread */
+    /* a block-level store to memory others see is done by one thread; a guarded
+     * store (a padded split's iterations past the end) only inside the buffer */
     bool one = e->sched && e->tdepth == 0 && b->mem != MEM_LOCAL;
+    StrBuf in = {0};
+    if (n->u.stmt.guarded)
+        em_in_range(e, b, n->u.stmt.idx, &in);
     if (one)
-        em_line(e, "if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0)");
-    if (one) e->ind++;
+        em_line(e, "if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0%s%s)", in.s ? " && " : "",
+                in.s ? in.s : "");
+    else if (in.s)
+        em_line(e, "if (%s)", in.s);
+    if (one || in.s) e->ind++;
     if (b->dtype == DT_F16 || b->dtype == DT_BF16)
         em_line(e, "%s = %s(%s);", lv.s, b->dtype == DT_F16 ? "pf_f2h" : "pf_f2b", val.s);
     else if (n->u.stmt.op == SOP_ADD)
@@ -601,7 +623,8 @@ static void emit_stmt(Em *e, const Node *n)
         em_line(e, "%s *= %s;", lv.s, v.s);
     else
         em_line(e, "%s = %s;", lv.s, val.s);
-    if (one) e->ind--;
+    if (one || in.s) e->ind--;
+    sb_free(&in);
     sb_free(&lv);
     sb_free(&v);
     sb_free(&cur);
@@ -679,6 +702,30 @@ static void emit_wide_copy(Em *e, const Node *n)
     em_elem(e, d, di, &dt);
     em_elem(e, sb, si, &st);
     const char *vt = bytes == 16 ? "uint4" : "uint2";
+    if (v->u.load.guarded) {
+        /* a padded tile's edge (pass gpu-vector made the vector all inside or all
+         * outside the row): zeros outside, from a copy of no bytes, or a zero
+         * vector */
+        StrBuf in = {0}, base = {0};
+        em_in_range(e, sb, si, &in);
+        sb_puts(&base, em_bn(e, sb));
+        if (n->u.loop.hint == HINT_ASYNC) {
+            em_line(e, "/* %s: %" PRId64 " %s elements, one %d-bit asynchronous copy, zeros outside %s */",
+                    em_vn(e, n->u.loop.var), w, dtype_name(d->dtype), (int)(bytes * 8), em_bn(e, sb));
+            em_line(e, "{ const bool pf_ok = %s; pf_cp_async%dz(&%s, pf_ok ? (const void *)&%s : (const void *)%s, pf_ok); }",
+                    in.s, (int)bytes, dt.s, st.s, base.s);
+        } else {
+            em_line(e, "/* %s: %" PRId64 " %s elements copied as one %d-bit access, zeros outside %s */",
+                    em_vn(e, n->u.loop.var), w, dtype_name(d->dtype), (int)(bytes * 8), em_bn(e, sb));
+            em_line(e, "*reinterpret_cast<%s *>(&%s) = (%s) ? *reinterpret_cast<const %s *>(&%s) : %s{};", vt, dt.s,
+                    in.s, vt, st.s, vt);
+        }
+        sb_free(&in);
+        sb_free(&base);
+        sb_free(&dt);
+        sb_free(&st);
+        return;
+    }
     if (n->u.loop.hint == HINT_ASYNC) {
         /* global -> shared without registers, completed by the pipeline's group waits
          * (16 bytes bypass L1: .cg) */

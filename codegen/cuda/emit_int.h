@@ -60,6 +60,7 @@ void em_expr(Em *e, const Expr *x, StrBuf *o);
 void em_sub(Em *e, const Expr *x, StrBuf *o);
 /* b[idx] as an lvalue, without conversion. */
 void em_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o);
+void em_in_range(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o);
 void em_nodes(Em *e, const NodeList *l);
 const char *em_bn(const Em *e, const Buffer *b);
 const char *em_vn(const Em *e, const Var *v);

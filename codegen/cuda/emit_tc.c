@@ -31,6 +31,8 @@ const char em_tc_prelude[] =
     " * groups; wait_group N returns when at most N of this thread's groups are pending. */\n"
     "static __device__ __forceinline__ void pf_cp_async16(void *s, const void *g) { asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\" :: \"r\"(pf_saddr(s)), \"l\"(g) : \"memory\"); }\n"
     "static __device__ __forceinline__ void pf_cp_async8(void *s, const void *g) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8;\" :: \"r\"(pf_saddr(s)), \"l\"(g) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_cp_async16z(void *s, const void *g, bool ok) { asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(pf_saddr(s)), \"l\"(g), \"r\"(ok ? 16 : 0) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_cp_async8z(void *s, const void *g, bool ok) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8, %2;\" :: \"r\"(pf_saddr(s)), \"l\"(g), \"r\"(ok ? 8 : 0) : \"memory\"); }\n"
     "static __device__ __forceinline__ void pf_cp_commit() { asm volatile(\"cp.async.commit_group;\" ::: \"memory\"); }\n"
     "template <int N> static __device__ __forceinline__ void pf_cp_wait() { asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(N) : \"memory\"); }\n"
     "static __device__ __forceinline__ void pf_mma_f16(float *c, const unsigned *a, const unsigned *b) { asm(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3]) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1])); }\n"
@@ -185,6 +187,15 @@ static void frag_store2(Em *e, const Node *m)
     em_line(e, "}");
     em_line(e, "const idx_t %s = pf_cf_%s + ((pf_lane & 3) << 1);", v, v);
     em_elem(e, s->u.stmt.buf, s->u.stmt.idx, &dst);
+    if (s->u.stmt.guarded) {
+        /* a padded tile's edge: the row length is even and the pair starts at an
+         * even column (pass gpu-mma), so both columns are inside or both past it */
+        StrBuf in = {0};
+        em_in_range(e, s->u.stmt.buf, s->u.stmt.idx, &in);
+        em_line(e, "if (%s)", in.s);
+        sb_free(&in);
+        e->ind++;
+    }
     if (s->u.stmt.buf->dtype == DT_F32) {
         em_line(e, "*reinterpret_cast<float2 *>(&%s) = make_float2(pf_st[0], pf_st[1]);", dst.s);
     } else {
@@ -192,6 +203,8 @@ static void frag_store2(Em *e, const Node *m)
         em_line(e, "*reinterpret_cast<unsigned *>(&%s) = (unsigned)%s(pf_st[0]) | ((unsigned)%s(pf_st[1]) << 16);",
                 dst.s, cv16, cv16);
     }
+    if (s->u.stmt.guarded)
+        e->ind--;
     sb_free(&val);
     sb_free(&dst);
     e->dvar[1] = NULL;

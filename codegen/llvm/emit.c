@@ -695,16 +695,57 @@ static void emit_loop(Fn *f, const Node *n)
     cg_emit_serial(f, n, lo, hi);
 }
 
+static void emit_stmt(Fn *f, const Node *n)
+{
+    if (f->vw)
+        emit_stmt_vector(f, n);
+    else
+        emit_stmt_scalar(f, n);
+}
+
+/* A guarded store (a padded split's iterations past the end) runs where its
+ * element lies inside the buffer: under a branch, or with the lanes outside
+ * masked off, as a guard would run it. */
+static void emit_guarded_stmt(Fn *f, const Node *n)
+{
+    Cg *g = f->g;
+    LLVMBuilderRef B = g->B;
+    int known = cg_range_known(f, n->u.stmt.buf, n->u.stmt.idx);
+    if (known != 0) {
+        if (known > 0)
+            emit_stmt(f, n);
+        return;
+    }
+    Val c = cg_in_range(f, n->u.stmt.buf, n->u.stmt.idx);
+    LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(g->C, f->fn, "in");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(g->C, f->fn, "");
+    LLVMValueRef saved = f->mask;
+    LLVMValueRef go = c.v;
+    if (c.vec) {
+        f->mask = saved ? LLVMBuildAnd(B, saved, c.v, "") : c.v;
+        go = cg_intr1(g, "llvm.vector.reduce.or", f->mask);
+    }
+    cg_region_end(f);
+    LLVMBuildCondBr(B, go, then, join);
+    LLVMPositionBuilderAtEnd(B, then);
+    emit_stmt(f, n);
+    cg_region_end(f);
+    LLVMBuildBr(B, join);
+    f->mask = saved;
+    LLVMMoveBasicBlockAfter(join, LLVMGetInsertBlock(B));
+    LLVMPositionBuilderAtEnd(B, join);
+}
+
 static void emit_node(Fn *f, const Node *n)
 {
     switch (n->kind) {
     case N_LOOP: emit_loop(f, n); break;
     case N_IF: emit_guard(f, n); break;
     case N_STMT:
-        if (f->vw)
-            emit_stmt_vector(f, n);
+        if (n->u.stmt.guarded)
+            emit_guarded_stmt(f, n);
         else
-            emit_stmt_scalar(f, n);
+            emit_stmt(f, n);
         break;
     case N_PREFETCH: cg_emit_prefetch(f, n); break;
     }

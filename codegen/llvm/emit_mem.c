@@ -354,6 +354,12 @@ LLVMValueRef cg_emit_i64(Fn *f, const Expr *e, bool *vec)
     return cg_conv(f->g, v.v, e->dtype, DT_I64);
 }
 
+/* The value a guarded read yields outside its buffer. */
+static double pad_value(const Buffer *b)
+{
+    return b->has_pad ? b->pad : 0.0;
+}
+
 /* A scalar load, or a guarded one: the index is clamped into the buffer and the pad
  * value selected when it was out of range, so no branch is needed and only memory
  * inside the buffer is ever read. */
@@ -364,7 +370,7 @@ static LLVMValueRef load_scalar(Fn *f, const Buffer *b, LLVMValueRef *idx, bool 
     LLVMValueRef ok = NULL;
     if (guarded) {
         if (g->elems[b->id] == 0)
-            return cg_kdtype(g, b->dtype, b->pad);
+            return cg_kdtype(g, b->dtype, pad_value(b));
         for (int i = 0; i < b->rank; i++) {
             LLVMValueRef c = cg_intr2(g, "llvm.smax", idx[i], cg_ci64(g, 0));
             c = cg_intr2(g, "llvm.smin", c, cg_ci64(g, g->dims[b->id][i] - 1));
@@ -378,7 +384,7 @@ static LLVMValueRef load_scalar(Fn *f, const Buffer *b, LLVMValueRef *idx, bool 
     LLVMSetAlignment(raw, cg_elem_align(g, b->dtype));
     LLVMValueRef v = cg_from_storage(g, raw, b->dtype);
     if (ok)
-        v = LLVMBuildSelect(B, ok, v, cg_kdtype(g, b->dtype, b->pad), "");
+        v = LLVMBuildSelect(B, ok, v, cg_kdtype(g, b->dtype, pad_value(b)), "");
     return v;
 }
 
@@ -404,16 +410,16 @@ static bool aff_range(const Fn *f, const ArAff *a, int64_t *lo, int64_t *hi)
     return true;
 }
 
-/* For a padded read: 1 when every index is known inside its dimension, -1 when one
- * is known outside (the read is the pad value), 0 when it has to be tested. */
-static int pad_known(const Fn *f, const Expr *e)
+/* For a guarded access (a padded read, a padded split's load or store): 1 when
+ * every index is known inside its dimension, -1 when one is known outside (a read
+ * is the pad value, a store is dropped), 0 when it has to be tested. */
+int cg_range_known(const Fn *f, const Buffer *b, Expr *const *idx)
 {
-    const Buffer *b = e->u.load.buf;
     bool all_in = true;
     for (int i = 0; i < b->rank; i++) {
         ArAff a;
         int64_t lo, hi;
-        if (!cg_affine(f->g, e->u.load.idx[i], &a) || !aff_range(f, &a, &lo, &hi)) {
+        if (!cg_affine(f->g, idx[i], &a) || !aff_range(f, &a, &lo, &hi)) {
             all_in = false;
             continue;
         }
@@ -424,16 +430,40 @@ static int pad_known(const Fn *f, const Expr *e)
     return all_in ? 1 : 0;
 }
 
+/* Whether every index of an access to b lies inside its dimension: an i1, or a
+ * vector of them when an index varies across the lanes. */
+Val cg_in_range(Fn *f, const Buffer *b, Expr *const *idx)
+{
+    Cg *g = f->g;
+    LLVMBuilderRef B = g->B;
+    LLVMValueRef x[16], ok = NULL;
+    bool vec[16], anyvec = false;
+    for (int i = 0; i < b->rank; i++) {
+        x[i] = cg_emit_i64(f, idx[i], &vec[i]);
+        anyvec |= vec[i];
+    }
+    for (int i = 0; i < b->rank; i++) {
+        LLVMValueRef v = anyvec && !vec[i] ? cg_splat(f, x[i]) : x[i];
+        LLVMTypeRef vt = LLVMTypeOf(v);
+        LLVMValueRef in = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSGE, v, cg_kint(vt, 0), ""),
+                                       LLVMBuildICmp(B, LLVMIntSLT, v, cg_kint(vt, g->dims[b->id][i]), ""), "");
+        ok = ok ? LLVMBuildAnd(B, ok, in, "") : in;
+    }
+    if (!ok)
+        ok = LLVMConstInt(g->ti1, 1, 0);
+    return (Val){ok, anyvec};
+}
+
 Val cg_emit_load(Fn *f, const Expr *e)
 {
     Cg *g = f->g;
     LLVMBuilderRef B = g->B;
     const Buffer *b = e->u.load.buf;
-    bool guarded = e->u.load.guarded && b->has_pad;
+    bool guarded = e->u.load.guarded;
     if (guarded) {
-        int known = pad_known(f, e);
+        int known = cg_range_known(f, b, e->u.load.idx);
         if (known < 0)
-            return cg_S(cg_kdtype(g, b->dtype, b->pad));
+            return cg_S(cg_kdtype(g, b->dtype, pad_value(b)));
         guarded = known == 0;
     }
     LLVMValueRef idx[16];
@@ -495,6 +525,6 @@ Val cg_emit_load(Fn *f, const Expr *e)
     }
     LLVMValueRef v = cg_from_storage(g, raw, b->dtype);
     if (inr)
-        v = LLVMBuildSelect(B, inr, v, cg_splat(f, cg_kdtype(g, b->dtype, b->pad)), "");
+        v = LLVMBuildSelect(B, inr, v, cg_splat(f, cg_kdtype(g, b->dtype, pad_value(b))), "");
     return (Val){v, true};
 }

@@ -478,6 +478,10 @@ int main(int argc, char **argv)
         s->cross = q % 2 ? 1 + ncross++ % (xo_ntargets - 1) : 0;
         crossed += s->cross && xo_available(s->cross);
         char why[2048];
+        if (getenv("PERFC_PROP_TRACE")) { /* each sequence before it runs: finds the one that crashes */
+            print_seq(stderr, s);
+            fflush(stderr);
+        }
         int r = check_inproc(s, nb, why, sizeof why);
         if (r != PASS) {
             report(s, -1, r, why);

@@ -1,0 +1,189 @@
+/* Padded splits: `split(l, f, tail=pad)` and `tile(.., tail=pad)` run a loop whose
+ * extent the factor does not divide up to the next multiple of it, with no guard,
+ * so that every tile has the same shape (what mma, wgmma and the staging copies of
+ * a tensor-core schedule need: a 4095 x 4097 product runs 32 x 33 tiles of 128,
+ * the last ones partly past the edge).  The iterations past the end are harmless
+ * by construction, and the accesses that may reach past a buffer become guarded:
+ * a guarded load yields 0 there (its pad value for a padded input), a guarded
+ * store is dropped (ir/ir.h).
+ *
+ * Legal when every statement under the loop, at an iteration past the end, either
+ *   - writes only past the end of a buffer: one index of its store is the loop's
+ *     variable plus a constant c, in a dimension of size hi + c (C[i, j] under the
+ *     loop over i < M, C being M rows); the store is dropped;
+ *   - or adds zero: `X += a * b * ..`, each factor a load that lies past the end
+ *     the same way (so it reads 0: a tail of k reads A[i, k] and B[k, j] past K) or
+ *     a numeric constant, converted or not.  0 times anything finite is 0, and
+ *     every factor is 0 or a constant, so nothing can be infinite.
+ * What such an iteration reads is then never seen.  Loads and stores the padded
+ * range may carry out of their buffer are marked guarded; back ends test them (the
+ * staging copies of cache carry the marks: zero-filled copies in, dropped copies
+ * out). */
+#include "xform_int.h"
+
+/* idx - v + hi - size == 0: the index is v + c in a dimension of size hi + c, so it
+ * lies past the end exactly when v does. */
+static bool past_end_with(Kernel *k, const Expr *idx, const Var *v, const Expr *hi, const Expr *size)
+{
+    Expr *d = ir_bin(k, IE_SUB, ir_bin(k, IE_ADD, ir_bin(k, IE_SUB, ir_clone_expr(k, idx), ir_var(k, (Var *)v)),
+                                       ir_clone_expr(k, hi)),
+                     ir_clone_expr(k, size));
+    d = xf_simplify_affine(k, d);
+    int64_t z;
+    return xf_const(k, d, &z) && z == 0 && !ir_expr_uses_var(size, v);
+}
+
+static bool access_past_end(Kernel *k, const Buffer *b, Expr *const *idx, const Var *v, const Expr *hi)
+{
+    for (int d = 0; d < b->rank; d++)
+        if (past_end_with(k, idx[d], v, hi, b->shape[d]))
+            return true;
+    return false;
+}
+
+/* The value is 0 at every iteration past the end: see the head of the file. */
+static bool zero_past_end(Kernel *k, const Expr *e, const Var *v, const Expr *hi, bool *zero)
+{
+    switch (e->kind) {
+    case IE_CAST:
+        return zero_past_end(k, e->args[0], v, hi, zero);
+    case IE_MUL:
+        return zero_past_end(k, e->args[0], v, hi, zero) && zero_past_end(k, e->args[1], v, hi, zero);
+    case IE_INT:
+        return true;
+    case IE_FLT:
+        return e->u.f - e->u.f == 0; /* finite */
+    case IE_LOAD: {
+        const Buffer *b = e->u.load.buf;
+        if ((b->has_pad && b->pad != 0) || !access_past_end(k, b, e->u.load.idx, v, hi))
+            return false;
+        *zero = true;
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
+typedef struct PadCheck {
+    Kernel *k;
+    const Var *v;
+    const Expr *hi;
+    const Node *bad;
+} PadCheck;
+
+static bool check_stmt(PadCheck *p, const Node *s)
+{
+    if (access_past_end(p->k, s->u.stmt.buf, s->u.stmt.idx, p->v, p->hi))
+        return true;
+    bool zero = false;
+    return s->u.stmt.op == SOP_ADD && zero_past_end(p->k, s->u.stmt.value, p->v, p->hi, &zero) && zero;
+}
+
+static void check_nodes(PadCheck *p, const NodeList *l)
+{
+    for (int i = 0; i < l->n && !p->bad; i++) {
+        const Node *n = l->v[i];
+        if (n->kind == N_STMT) {
+            if (!check_stmt(p, n))
+                p->bad = n;
+        } else if (n->kind != N_PREFETCH) {
+            check_nodes(p, ir_body((Node *)n));
+        }
+    }
+}
+
+bool xf_pad_legal(XfCtx *c, Node *l)
+{
+    PadCheck p = {c->k, l->u.loop.var, l->u.loop.hi, NULL};
+    check_nodes(&p, &l->u.loop.body);
+    if (!p.bad)
+        return true;
+    const Node *s = p.bad;
+    xf_err(c, "tail=pad: past the end of %s, the statement on %s would write inside it and add something "
+              "other than zero; a padded loop may only hold stores indexed by %s (dropped past the end) and "
+              "sums of products of loads indexed by it (zero there); use tail=guard or tail=peel",
+           l->u.loop.var->name, s->u.stmt.buf->name, l->u.loop.var->name);
+    xf_note(c, s->span, "this statement");
+    return false;
+}
+
+/* ---- whether a subtree holds a padded split's guarded accesses ---- */
+
+static bool guarded_load(Expr *e)
+{
+    if (!e)
+        return false;
+    if (e->kind == IE_LOAD && e->u.load.guarded && !e->u.load.buf->has_pad)
+        return true;
+    if (e->kind == IE_LOAD)
+        for (int i = 0; i < e->u.load.buf->rank; i++)
+            if (guarded_load(e->u.load.idx[i]))
+                return true;
+    for (int i = 0; i < ir_expr_arity(e->kind); i++)
+        if (guarded_load(e->args[i]))
+            return true;
+    return false;
+}
+
+bool xf_padded_within(Node *n)
+{
+    if (n->kind == N_STMT)
+        return n->u.stmt.guarded || guarded_load(n->u.stmt.value);
+    if (n->kind == N_PREFETCH)
+        return false;
+    NodeList *b = ir_body(n);
+    for (int i = 0; b && i < b->n; i++)
+        if (xf_padded_within(b->v[i]))
+            return true;
+    return false;
+}
+
+/* ---- marking the accesses that may leave their buffer ---- */
+
+typedef struct Mark {
+    Kernel *k;
+    const Node *at;
+    const Var *vo, *vi;
+} Mark;
+
+static bool may_leave(Mark *m, const Buffer *b, Expr *const *idx)
+{
+    for (int d = 0; d < b->rank; d++) {
+        if (!ir_expr_uses_var(idx[d], m->vo) && !ir_expr_uses_var(idx[d], m->vi))
+            continue;
+        Expr *end = ir_bin(m->k, IE_ADD, ir_clone_expr(m->k, idx[d]), ir_int(m->k, 1));
+        if (!xf_prove_le(m->k, m->at, ir_int(m->k, 0), idx[d]) || !xf_prove_le(m->k, m->at, end, b->shape[d]))
+            return true;
+    }
+    return false;
+}
+
+static void mark_load(Expr *e, void *p)
+{
+    Mark *m = p;
+    if (e->kind == IE_LOAD && !e->u.load.guarded && may_leave(m, e->u.load.buf, e->u.load.idx))
+        e->u.load.guarded = true;
+}
+
+static void mark_nodes(Mark *m, NodeList *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        Node *n = l->v[i];
+        if (n->kind == N_STMT) {
+            m->at = n;
+            Mark x = *m;
+            xf_visit_exprs(m->k, n, mark_load, &x);
+            if (!n->u.stmt.guarded && may_leave(m, n->u.stmt.buf, n->u.stmt.idx))
+                n->u.stmt.guarded = true;
+        } else if (n->kind != N_PREFETCH) {
+            mark_nodes(m, ir_body(n));
+        }
+    }
+}
+
+void xf_pad_mark(Kernel *k, Node *outer, const Var *vo, const Var *vi)
+{
+    Mark m = {k, outer, vo, vi};
+    mark_nodes(&m, &outer->u.loop.body);
+}
