@@ -1,13 +1,14 @@
-/* The default schedule of a contraction that has none: the first candidate of the
+/* The default schedule of a kernel that has none: the first candidate of the
  * tuner's first contraction template (tune/rules.c), whose parameters start at the
  * machine's blocking (tune/blocking.c).  `perfc --run`, `-emit` and `perfc lib` use
  * it when the file gives the kernel no schedule, so an unscheduled GEMM is a
  * blocked, packed, vectorised micro-kernel on a CPU instead of three scalar loops,
  * and on a GPU the tuner's first tensor-core template (wgmma on sm_90a, mma.sync
  * from sm_80) for a 16-bit product, its pipelined shared-memory tiles for f32,
- * instead of one thread per element.  On a CPU, a column reduction (column sums,
- * Aᵀ·x) or a reduction into one element gets its reduction template likewise.  It
- * is offered only when it applies whole: the rules must see such a kernel, the
+ * instead of one thread per element.  On a CPU, a direct NCHW convolution gets
+ * its own micro-kernel, and column reductions (column sums, Aᵀ·x), reductions into
+ * one element, row-wise kernels and elementwise transposes get their templates
+ * likewise (fits).  It is offered only when it applies whole: the rules must see such a kernel, the
  * template must keep every statement at its defaults, and the
  * scheduled kernel must pass the target's lowering; otherwise the kernel runs as
  * written. */
@@ -17,7 +18,7 @@
 #include "tune.h"
 
 /* The first template is one the default may take: on a CPU the register-blocked
- * micro-kernel; on a GPU a tensor-core template (wgmma, mma.sync) for a 16-bit
+ * micro-kernel (GEMM-like or direct convolution) or one of the templates below; on a GPU a tensor-core template (wgmma, mma.sync) for a 16-bit
  * product, or for f32 the pipelined shared-memory tiles, each kept whole. */
 static bool fits(const Target *target, const TuneSpace *sp)
 {
