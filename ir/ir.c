@@ -693,6 +693,7 @@ static Node *clone_node(Kernel *k, const Node *n, Node *parent)
         c->u.loop.hint = n->u.loop.hint;
         c->u.loop.stages = n->u.loop.stages;
         c->u.loop.ncopies = n->u.loop.ncopies;
+        c->u.loop.reg_staged = n->u.loop.reg_staged;
         c->u.loop.barrier_each = n->u.loop.barrier_each;
         c->u.loop.tc = clone_tc(k, n->u.loop.tc);
         c->u.loop.lo = ir_clone_expr(k, n->u.loop.lo);

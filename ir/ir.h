@@ -245,6 +245,11 @@ struct Node {
              * the first ncopies nodes of the body are the copies of the stage ring
              * of `stages` stages (first index `var % stages`).  0: run serially. */
             int stages, ncopies;
+            /* Set by the same pass: the copies that are not asynchronous (rows too
+             * narrow for cp.async's 4-byte minimum) load this many elements per
+             * thread into registers before the body and store them after it, so
+             * their latency hides behind the body's work.  0: copied in place. */
+            int reg_staged;
             /* The head of a tensor-core group (passes/gpu_mma.c): this loop is an
              * mma/wgmma triple or the outermost of the unrolled loops directly
              * around one, and the group's products are spelled out here. */

@@ -18,7 +18,15 @@
  * (`stages S copies N` in the printed IR), and marks the `wide` copies among them
  * from global to shared memory `cp.async`: issued asynchronously, completed by the
  * pipeline's group waits.  A pipeline loop it does not accept keeps stages 0 and is
- * emitted as a plain serial loop, which means the same. */
+ * emitted as a plain serial loop, which means the same.
+ *
+ * Copies that stay synchronous (rows whose length gives no 4-byte alignment:
+ * one element a thread) would stall the thread on their loads before the body
+ * runs.  When they sit under thread and unrolled loops only, and need at most
+ * 64 elements (registers) a thread, the loop is marked `through N registers`: the
+ * back end loads them into registers before the body and stores them to their
+ * stage after it (the same values to the same places within the same iteration,
+ * and no one reads that stage before the next iteration's barrier). */
 #include <stdlib.h>
 
 #include "../ir/walk.h"
@@ -59,6 +67,43 @@ static void mark_async(Node *n)
     for (int i = 0; b && i < b->n; i++) mark_async(b->v[i]);
 }
 
+/* Elements the synchronous copies under n load per thread, each counted once per
+ * iteration of the unrolled loops around it (mult); false when a serial loop or a
+ * guard lies between, an extent is not constant, or the copies store more than
+ * one dtype (*dt: the first one's, -1 before it). */
+static bool sync_elems(Kernel *k, const Node *n, int64_t mult, int64_t *elems, int64_t *bytes, int *dt)
+{
+    if (n->kind == N_PREFETCH)
+        return true;
+    if (n->kind == N_STMT) {
+        if (*dt >= 0 && *dt != (int)n->u.stmt.buf->dtype)
+            return false;
+        *dt = (int)n->u.stmt.buf->dtype;
+        *elems += mult;
+        *bytes += mult * dtype_bytes(n->u.stmt.buf->dtype);
+        return true;
+    }
+    if (n->kind != N_LOOP)
+        return false;
+    if (n->u.loop.hint == HINT_ASYNC || n->u.loop.hint == HINT_WIDE)
+        return true; /* issued where it stands */
+    int64_t lo, ext;
+    if (gpu_is_thread(n->u.loop.kind)) {
+        ext = 1;
+    } else if (n->u.loop.kind == LOOP_UNROLL || n->u.loop.kind == LOOP_VECTOR) {
+        if (!gpu_loop_extent(k, n, &lo, &ext) || ext < 1)
+            return false;
+    } else {
+        return false;
+    }
+    for (int i = 0; i < n->u.loop.body.n; i++)
+        if (!sync_elems(k, n->u.loop.body.v[i], mult * ext, elems, bytes, dt))
+            return false;
+    return true;
+}
+
+enum { REG_STAGE_ELEMS = 64 }; /* a register each, beside the accumulators */
+
 static bool accept(Kernel *k, Node *n)
 {
     const NodeList *body = &n->u.loop.body;
@@ -82,13 +127,18 @@ static bool accept(Kernel *k, Node *n)
     n->u.loop.stages = (int)S;
     n->u.loop.ncopies = nc;
     for (int i = 0; i < nc; i++) mark_async(body->v[i]);
+    int64_t elems = 0, bytes = 0;
+    int dt = -1;
+    bool ok2 = true;
+    for (int i = 0; i < nc && ok2; i++) ok2 = sync_elems(k, body->v[i], 1, &elems, &bytes, &dt);
+    n->u.loop.reg_staged = ok2 && elems > 0 && elems <= REG_STAGE_ELEMS ? (int)elems : 0;
     return true;
 }
 
 static void walk(Kernel *k, Node *n, bool in_thread, bool in_pipe)
 {
     if (n->kind == N_LOOP) {
-        n->u.loop.stages = n->u.loop.ncopies = 0;
+        n->u.loop.stages = n->u.loop.ncopies = n->u.loop.reg_staged = 0;
         if (n->u.loop.kind == LOOP_PIPELINE && !in_thread && !in_pipe && accept(k, n))
             in_pipe = true;
         if (gpu_is_thread(n->u.loop.kind)) in_thread = true;

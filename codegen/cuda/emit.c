@@ -557,9 +557,44 @@ void em_expr(Em *e, const Expr *x, StrBuf *o)
 void em_nodes(Em *e, const NodeList *l);
 static void emit_node(Em *e, const Node *n);
 
+/* A staged copy statement (Em.rphase): its register, pf_rs[base + the unrolled
+ * loops' offsets], loaded in phase 1 and stored in phase 2. */
+static void emit_staged(Em *e, const Node *n)
+{
+    const Buffer *b = n->u.stmt.buf;
+    StrBuf ix = {0}, lv = {0}, v = {0};
+    int64_t span = 1;
+    sb_printf(&ix, "%" PRId64, e->rnext);
+    for (int i = e->rdepth - 1; i >= 0; i--) {
+        const Node *l = e->rloop[i];
+        int64_t lo, ext;
+        em_extent(e, l, &lo, &ext);
+        sb_printf(&ix, " + (%s - %" PRId64 ") * %" PRId64, em_vn(e, l->u.loop.var), lo, span);
+        span *= ext;
+    }
+    e->rnext += span;
+    if (e->rphase == 1) {
+        em_expr(e, n->u.stmt.value, &v);
+        if (b->dtype == DT_F16 || b->dtype == DT_BF16)
+            em_line(e, "pf_rs[%s] = %s(%s);", ix.s, b->dtype == DT_F16 ? "pf_f2h" : "pf_f2b", v.s);
+        else
+            em_line(e, "pf_rs[%s] = %s;", ix.s, v.s);
+    } else {
+        em_elem(e, b, n->u.stmt.idx, &lv);
+        em_line(e, "%s = pf_rs[%s];", lv.s, ix.s);
+    }
+    sb_free(&ix);
+    sb_free(&lv);
+    sb_free(&v);
+}
+
 static void emit_stmt(Em *e, const Node *n)
 {
     const Buffer *b = n->u.stmt.buf;
+    if (e->rphase) {
+        emit_staged(e, n);
+        return;
+    }
     if (n == e->red_stmt) {
         static const int opn[] = {[SOP_ADD] = 0, [SOP_MUL] = 1, [SOP_MAX] = 2, [SOP_MIN] = 3};
         StrBuf v = {0};
@@ -826,7 +861,8 @@ static void emit_loop(Em *e, const Node *n)
     } else if ((h == HINT_LANE_ROWS || h == HINT_LANE_COLS) && e->sched) {
         em_lane_pair(e, n);
     } else if ((h == HINT_WIDE || h == HINT_ASYNC) && e->sched) {
-        emit_wide_copy(e, n);
+        if (e->rphase != 2) /* issued once, with the loads of a register-staged pipeline */
+            emit_wide_copy(e, n);
     } else if (lk == LOOP_THREAD_X && e->tdepth == 0 && has_block_scan(n)) {
         if (!emit_block_scan(e, n)) {
             e->ok = false;
@@ -882,7 +918,12 @@ static void emit_loop(Em *e, const Node *n)
             em_line(e, "#pragma unroll");
         em_line(e, "for (idx_t %s = %s; %s < %s; ++%s) {", v, lo.s, v, hi.s, v);
         e->ind++;
+        bool staged = e->rphase && e->rdepth < 16;
+        if (staged)
+            e->rloop[e->rdepth++] = n;
         em_nodes(e, &n->u.loop.body);
+        if (staged)
+            e->rdepth--;
         if (vec)
             e->nvload = 0;
         if (n->u.loop.barrier_each) { /* pass gpu-barrier */

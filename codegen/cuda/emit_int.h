@@ -52,6 +52,13 @@ typedef struct Em {
      * folds its value into the thread's partial pf_red instead. */
     const Node *red_stmt;
     bool scan_helpers;  /* the block-scan helpers (emit_scan.c) are written */
+    /* A pipeline's copies staged through registers (passes/gpu_pipeline.c): phase
+     * 1 loads them into pf_rs, phase 2 stores them; each statement's elements start
+     * at rnext, indexed by the unrolled loops now open around it (rloop). */
+    int rphase;
+    int64_t rnext;
+    int rdepth;
+    const Node *rloop[16];
 } Em;
 
 /* emit.c */

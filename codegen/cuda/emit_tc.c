@@ -405,6 +405,22 @@ void em_tc_group(Em *e, const Node *n)
  * iteration, empty past the end, so the group count that wait_group relies on
  * stays uniform.  With inflight=L (wgmma launches) a group's products may still
  * read their stage one iteration later: the copies run S-1-L iterations ahead. */
+/* The dtype the synchronous copies store (passes/gpu_pipeline.c made it one). */
+static DType staged_dtype(const NodeList *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        const Node *n = l->v[i];
+        if (n->kind == N_STMT)
+            return n->u.stmt.buf->dtype;
+        if (n->kind != N_LOOP || n->u.loop.hint == HINT_ASYNC || n->u.loop.hint == HINT_WIDE)
+            continue;
+        DType t = staged_dtype(&n->u.loop.body);
+        if (t != DT_COUNT)
+            return t;
+    }
+    return DT_COUNT;
+}
+
 void em_pipeline(Em *e, const Node *n)
 {
     const NodeList *body = &n->u.loop.body;
@@ -443,18 +459,38 @@ void em_pipeline(Em *e, const Node *n)
     em_line(e, "{");
     e->ind++;
     em_line(e, "const idx_t pf_next = %s + %" PRId64 ";", vs, S - 1 - L);
+    int R = n->u.loop.reg_staged;
+    if (R) /* pass gpu-pipeline: the synchronous copies' loads now, their stores after the body */
+        em_line(e, "%s pf_rs[%d];   /* iteration pf_next's synchronous copies, held while %s computes */",
+                em_storage_type(staged_dtype(&copies), e->idx64), R, vs);
     em_line(e, "if (pf_next < %s) {", his.s);
     e->ind++;
     em_line(e, "const idx_t %s = pf_next;", vs);
+    e->rphase = R ? 1 : 0, e->rnext = 0, e->rdepth = 0;
     em_nodes(e, &copies);
+    e->rphase = 0;
     e->ind--;
     em_line(e, "}");
     em_line(e, "pf_cp_commit();");
-    e->ind--;
-    em_line(e, "}");
+    if (!R) {
+        e->ind--;
+        em_line(e, "}");
+    }
     e->wg_inflight = (int)L;
     em_nodes(e, &rest);
     e->wg_inflight = 0;
+    if (R) {
+        em_line(e, "if (pf_next < %s) {", his.s);
+        e->ind++;
+        em_line(e, "const idx_t %s = pf_next;", vs);
+        e->rphase = 2, e->rnext = 0, e->rdepth = 0;
+        em_nodes(e, &copies);
+        e->rphase = 0;
+        e->ind--;
+        em_line(e, "}");
+        e->ind--;
+        em_line(e, "}");
+    }
     e->ind--;
     em_line(e, "}");
     em_line(e, "pf_cp_wait<0>();");

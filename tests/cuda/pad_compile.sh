@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Padded tensor-core tiles without a GPU: every GEMM-family kernel of the GPU suite
+# (bench/gpu/contractions/) at sizes no tile divides gets its default schedule on
+# sm_80 and sm_90a; that schedule must pad (`tail=pad`), the PTX must be accepted by
+# ptxas where one is installed (NVRTC where it is), and the scheduled loop nest run
+# on the f64 interpreter must give the unscheduled kernel's outputs (the sums of
+# every output, to 1e-6 relative): padded iterations change nothing.
+# Usage: pad_compile.sh PERFC KERNEL_DIR [PTXAS]
+set -u
+perfc=$1; dir=$2; ptxas=${3:-}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+sums() { grep -oE 'sum -?[0-9.e+-]+' "$1" | awk '{print $2}'; }
+check() { # file target args...
+  local f=$1 t=$2; shift 2
+  local what="$f $t $*"
+  "$perfc" "$dir/$f" -target "$t" "$@" -emit report --verbose > "$tmp/rep" 2>&1 || { bad "$what: report"; cat "$tmp/rep"; return; }
+  grep -q 'tail=pad' "$tmp/rep" || { bad "$what: the default schedule did not pad"; return; }
+  # the schedule as statements (the report lists it indented under the default-schedule line)
+  sed -n '/default schedule for contractions applies/,/^kernel /p' "$tmp/rep" | grep '^  [a-z]' | grep -v '^  param ' > "$tmp/sched"
+  local st; st=$(grep -oE 'param st = [0-9]+' "$tmp/rep" | awk '{print $4}')
+  sed -i "s/, st\(,\|)\)/, ${st:-2}\1/" "$tmp/sched"
+  "$perfc" "$dir/$f" -target "$t" "$@" -emit ptx -o "$tmp/k.ptx" > "$tmp/err" 2>&1
+  local r=$?
+  if [ $r = 0 ]; then
+    if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
+      "$ptxas" -arch="$t" "$tmp/k.ptx" -o "$tmp/k.cubin" > "$tmp/err" 2>&1 || { bad "$what: ptxas"; head -5 "$tmp/err"; }
+    fi
+  elif ! grep -qi 'nvrtc' "$tmp/err"; then
+    bad "$what: -emit ptx exit $r"; head -5 "$tmp/err"
+  fi
+  "$perfc" "$dir/$f" -target interp "$@" --no-schedule --run --seed 3 > "$tmp/ref" 2>&1 || { bad "$what: interpreter"; return; }
+  "$perfc" "$dir/$f" -target interp "$@" --no-schedule -s "$(cat "$tmp/sched")" --run --seed 3 > "$tmp/got" 2>&1 ||
+    { bad "$what: the schedule on the interpreter"; head -5 "$tmp/got"; return; }
+  paste <(sums "$tmp/ref") <(sums "$tmp/got") | awk -v w="$what" '
+    { d = $1 - $2; if (d < 0) d = -d; m = $1 < 0 ? -$1 : $1; n++
+      if (d > 1e-6 * (m > 1 ? m : 1)) { print "FAIL: " w ": sum " $2 " against " $1; bad = 1 } }
+    END { if (n == 0) { print "FAIL: " w ": no sums"; bad = 1 } exit bad }' || fail=1
+}
+for t in sm_80 sm_90a; do
+  check mm.pdl $t -D U=bf16 -D M=200 -D N=300 -D K=100
+  check mm.pdl $t -D U=f32 -D M=129 -D N=65 -D K=97
+  check mm.pdl $t -D T=f16 -D U=f16 -D M=130 -D N=257 -D K=72
+  check linear.pdl $t -D M=100 -D N=200 -D K=72
+  check mm_tn.pdl $t -D M=130 -D N=96 -D K=50
+  check bmm.pdl $t -D NB=3 -D M=100 -D N=70 -D K=40
+  check linear_gelu.pdl $t -D M=129 -D N=130 -D K=96
+done
+[ $fail = 0 ] && echo "padded tensor-core schedules: PTX and interpreter results checked"
+exit $fail
