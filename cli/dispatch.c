@@ -24,7 +24,9 @@ int cli_report(Compilation *c)
     Kernel *k = c->kernel;
     printf("kernel %s: %d buffer%s, %d schedule%s applied%s\n", k->name, k->nbufs, k->nbufs == 1 ? "" : "s",
            c->nscheds, c->nscheds == 1 ? "" : "s",
-           c->default_sched ? " (the default schedule for contractions: --verbose shows it)" : "");
+           !c->default_sched                           ? ""
+           : strstr(c->default_origin, "contraction") ? " (the default schedule for contractions: --verbose shows it)"
+                                                        : " (the default schedule: --verbose shows it)");
     for (int i = 0; i < k->nparams; i++) {
         if (k->params[i].bound)
             printf("  %s = %lld\n", k->params[i].name, (long long)k->params[i].value);

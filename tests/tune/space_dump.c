@@ -66,6 +66,14 @@ static const Case cases[] = {
                   " O[b, h, i, d] = sum(j) p[b, h, i, j] * V[b, h, j, d] / l[b, h, i]\n}\n", {2, 4, 128, 64}},
     {"matvec", "kernel mv(M, N) {\n in A: f32[M, N]\n in x: f32[N]\n out y: f32[M]\n"
                " y[i] = sum(j) A[i, j] * x[j]\n}\n", {512, 256}},
+    {"matvec 1000", "kernel mv(M, N) {\n in A: f32[M, N]\n in x: f32[N]\n out y: f32[M]\n"
+                    " y[i] = sum(j) A[i, j] * x[j]\n}\n", {97, 1000}},
+    {"column sum", "kernel cs(R, C) {\n in X: f32[R, C]\n out Y: f32[C]\n Y[c] = sum(r) X[r, c]\n}\n", {300, 100}},
+    {"matvec transposed", "kernel mvt(M, K) {\n in A: f32[K, M]\n in x: f32[K]\n out y: f32[M]\n"
+                          " y[i] = sum(k) A[k, i] * x[k]\n}\n", {200, 64}},
+    {"sum to scalar", "kernel tot(N) {\n in X: f32[N]\n out s: f32\n s = sum(i) X[i]\n}\n", {100003}},
+    {"sum 2-D to scalar", "kernel tot2(R, C) {\n in X: f32[R, C]\n out s: f32\n s = sum(r, c) X[r, c]\n}\n", {300, 200}},
+    {"transpose", "kernel tr(R, C) {\n in X: f32[R, C]\n out Y: f32[C, R]\n Y[c, r] = X[r, c]\n}\n", {200, 301}},
     {"elementwise", "kernel ew(M, N) {\n in A: f32[M, N]\n out Y: f32[M, N]\n Y[i, j] = exp(A[i, j]) * 2.0\n}\n",
      {64, 512}},
 };
