@@ -20,6 +20,7 @@
  * staging copies of cache carry the marks: zero-filled copies in, dropped copies
  * out). */
 #include "xform_int.h"
+#include "../ir/walk.h"
 
 /* idx - v + hi - size == 0: the index is v + c in a dimension of size hi + c, so it
  * lies past the end exactly when v does. */
@@ -110,33 +111,21 @@ bool xf_pad_legal(XfCtx *c, Node *l)
 
 /* ---- whether a subtree holds a padded split's guarded accesses ---- */
 
-static bool guarded_load(Expr *e)
+static WalkAct guarded_node(void *ctx, Node *n)
 {
-    if (!e)
-        return false;
-    if (e->kind == IE_LOAD && e->u.load.guarded && !e->u.load.buf->has_pad)
-        return true;
-    if (e->kind == IE_LOAD)
-        for (int i = 0; i < e->u.load.buf->rank; i++)
-            if (guarded_load(e->u.load.idx[i]))
-                return true;
-    for (int i = 0; i < ir_expr_arity(e->kind); i++)
-        if (guarded_load(e->args[i]))
-            return true;
-    return false;
+    (void)ctx;
+    return n->kind == N_STMT && n->u.stmt.guarded ? WALK_STOP : WALK_GO;
+}
+
+static WalkAct guarded_expr(void *ctx, Expr *e)
+{
+    (void)ctx;
+    return e->kind == IE_LOAD && e->u.load.guarded && !e->u.load.buf->has_pad ? WALK_STOP : WALK_GO;
 }
 
 bool xf_padded_within(Node *n)
 {
-    if (n->kind == N_STMT)
-        return n->u.stmt.guarded || guarded_load(n->u.stmt.value);
-    if (n->kind == N_PREFETCH)
-        return false;
-    NodeList *b = ir_body(n);
-    for (int i = 0; b && i < b->n; i++)
-        if (xf_padded_within(b->v[i]))
-            return true;
-    return false;
+    return !ir_walk_node(n, &(IrVisitor){.pre = guarded_node, .expr = guarded_expr});
 }
 
 /* ---- marking the accesses that may leave their buffer ---- */

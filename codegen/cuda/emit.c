@@ -754,14 +754,13 @@ static void emit_wide_copy(Em *e, const Node *n)
         /* a padded tile's edge (pass gpu-vector made the vector all inside or all
          * outside the row): zeros outside, from a copy of no bytes, or a zero
          * vector */
-        StrBuf in = {0}, base = {0};
+        StrBuf in = {0};
         em_in_range(e, sb, si, &in);
-        sb_puts(&base, em_bn(e, sb));
         if (n->u.loop.hint == HINT_ASYNC) {
             em_line(e, "/* %s: %" PRId64 " %s elements, one %d-bit asynchronous copy, zeros outside %s */",
                     em_vn(e, n->u.loop.var), w, dtype_name(d->dtype), (int)(bytes * 8), em_bn(e, sb));
             em_line(e, "{ const bool pf_ok = %s; pf_cp_async%dz(&%s, pf_ok ? (const void *)&%s : (const void *)%s, pf_ok); }",
-                    in.s, (int)bytes, dt.s, st.s, base.s);
+                    in.s, (int)bytes, dt.s, st.s, em_bn(e, sb));
         } else {
             em_line(e, "/* %s: %" PRId64 " %s elements copied as one %d-bit access, zeros outside %s */",
                     em_vn(e, n->u.loop.var), w, dtype_name(d->dtype), (int)(bytes * 8), em_bn(e, sb));
@@ -769,7 +768,6 @@ static void emit_wide_copy(Em *e, const Node *n)
                     in.s, vt, st.s, vt);
         }
         sb_free(&in);
-        sb_free(&base);
         sb_free(&dt);
         sb_free(&st);
         return;

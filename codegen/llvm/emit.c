@@ -552,47 +552,72 @@ void cg_emit_serial(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi)
 
 /* A guard; one marked `holds` (proven by passes/cpu_narrow.c or cpu_version.c) is
  * its body, and a versioned one has an else body. */
-static void emit_guard(Fn *f, const Node *n)
+/* A region that runs where c holds: a branch around it, or, in a vector loop, the
+ * lanes where c is false masked and the region skipped when none is left (so
+ * uniform loads in it run only when the scalar loop would have run them).  With
+ * an else region (never in vector loops: versioning happens outside them), the
+ * branch goes there. */
+typedef struct Cond {
+    LLVMBasicBlockRef then, els, join;
+    LLVMValueRef saved;
+} Cond;
+
+static void cond_open(Fn *f, Val c, bool with_else, Cond *k)
 {
     Cg *g = f->g;
     LLVMBuilderRef B = g->B;
+    k->then = LLVMAppendBasicBlockInContext(g->C, f->fn, "if");
+    k->els = with_else ? LLVMAppendBasicBlockInContext(g->C, f->fn, "else") : NULL;
+    k->join = LLVMAppendBasicBlockInContext(g->C, f->fn, "");
+    k->saved = f->mask;
+    LLVMValueRef go = c.v;
+    if (c.vec) {
+        if (with_else)
+            die("guard with an else body inside a vector loop");
+        f->mask = k->saved ? LLVMBuildAnd(B, k->saved, c.v, "") : c.v;
+        go = cg_intr1(g, "llvm.vector.reduce.or", f->mask);
+    }
+    cg_region_end(f);
+    LLVMBuildCondBr(B, go, k->then, k->els ? k->els : k->join);
+    LLVMPositionBuilderAtEnd(B, k->then);
+}
+
+/* Ends the region (or the else region) begun last: on to the join. */
+static void cond_branch_end(Fn *f, Cond *k)
+{
+    cg_region_end(f);
+    LLVMBuildBr(f->g->B, k->join);
+    f->mask = k->saved;
+}
+
+static void cond_else(Fn *f, Cond *k)
+{
+    LLVMMoveBasicBlockAfter(k->els, LLVMGetInsertBlock(f->g->B));
+    LLVMPositionBuilderAtEnd(f->g->B, k->els);
+}
+
+static void cond_close(Fn *f, Cond *k)
+{
+    LLVMMoveBasicBlockAfter(k->join, LLVMGetInsertBlock(f->g->B));
+    LLVMPositionBuilderAtEnd(f->g->B, k->join);
+}
+
+static void emit_guard(Fn *f, const Node *n)
+{
     if (n->u.guard.holds) {
         cg_emit_list(f, &n->u.guard.body);
         return;
     }
-    Val c = emit_as(f, n->u.guard.cond, DT_BOOL);
-    LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(g->C, f->fn, "if");
-    LLVMBasicBlockRef els = n->u.guard.els.n ? LLVMAppendBasicBlockInContext(g->C, f->fn, "else") : NULL;
-    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(g->C, f->fn, "");
-    LLVMValueRef saved = f->mask;
-    if (c.vec) {
-        /* Lanes for which the condition is false are masked; the body is skipped
-         * when no lane is left, so uniform loads in it run only when the scalar
-         * loop would have run them.  (Versioning never happens in vector loops.) */
-        if (els)
-            die("guard with an else body inside a vector loop");
-        f->mask = saved ? LLVMBuildAnd(B, saved, c.v, "") : c.v;
-        LLVMValueRef any = cg_intr1(g, "llvm.vector.reduce.or", f->mask);
-        cg_region_end(f);
-        LLVMBuildCondBr(B, any, then, join);
-    } else {
-        cg_region_end(f);
-        LLVMBuildCondBr(B, c.v, then, els ? els : join);
-    }
-    LLVMPositionBuilderAtEnd(B, then);
+    Cond k;
+    cond_open(f, emit_as(f, n->u.guard.cond, DT_BOOL), n->u.guard.els.n > 0, &k);
     cg_emit_list(f, &n->u.guard.body);
-    cg_region_end(f);
-    LLVMBuildBr(B, join);
-    f->mask = saved;
-    if (els) {
-        LLVMMoveBasicBlockAfter(els, LLVMGetInsertBlock(B));
-        LLVMPositionBuilderAtEnd(B, els);
+    cond_branch_end(f, &k);
+    if (k.els) {
+        cond_else(f, &k);
         cg_emit_list(f, &n->u.guard.els);
-        cg_region_end(f);
-        LLVMBuildBr(B, join);
+        cond_branch_end(f, &k);
     }
-    LLVMMoveBasicBlockAfter(join, LLVMGetInsertBlock(B));
-    LLVMPositionBuilderAtEnd(B, join);
+    cond_close(f, &k);
 }
 
 static void emit_vector(Fn *f, const Node *n, LLVMValueRef lo, int w, bool ordered)
@@ -708,32 +733,17 @@ static void emit_stmt(Fn *f, const Node *n)
  * masked off, as a guard would run it. */
 static void emit_guarded_stmt(Fn *f, const Node *n)
 {
-    Cg *g = f->g;
-    LLVMBuilderRef B = g->B;
     int known = cg_range_known(f, n->u.stmt.buf, n->u.stmt.idx);
     if (known != 0) {
         if (known > 0)
             emit_stmt(f, n);
         return;
     }
-    Val c = cg_in_range(f, n->u.stmt.buf, n->u.stmt.idx);
-    LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(g->C, f->fn, "in");
-    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(g->C, f->fn, "");
-    LLVMValueRef saved = f->mask;
-    LLVMValueRef go = c.v;
-    if (c.vec) {
-        f->mask = saved ? LLVMBuildAnd(B, saved, c.v, "") : c.v;
-        go = cg_intr1(g, "llvm.vector.reduce.or", f->mask);
-    }
-    cg_region_end(f);
-    LLVMBuildCondBr(B, go, then, join);
-    LLVMPositionBuilderAtEnd(B, then);
+    Cond k;
+    cond_open(f, cg_in_range(f, n->u.stmt.buf, n->u.stmt.idx), false, &k);
     emit_stmt(f, n);
-    cg_region_end(f);
-    LLVMBuildBr(B, join);
-    f->mask = saved;
-    LLVMMoveBasicBlockAfter(join, LLVMGetInsertBlock(B));
-    LLVMPositionBuilderAtEnd(B, join);
+    cond_branch_end(f, &k);
+    cond_close(f, &k);
 }
 
 static void emit_node(Fn *f, const Node *n)
