@@ -289,6 +289,10 @@ void em_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
         em_frag_elem(e, b, idx, o);
         return;
     }
+    if (e->frag && b->layout == LAYOUT_MMA_ROWS) {
+        em_rows_elem(e, b, idx, o);
+        return;
+    }
     if (b->mem != MEM_GLOBAL) {
         if (b->rank == 0)
             sb_puts(o, "[0]");
@@ -608,6 +612,15 @@ static void emit_stmt(Em *e, const Node *n)
         emit_staged(e, n);
         return;
     }
+    for (int i = 0; i < e->nlred; i++)
+        if (n == e->lred[i]) {
+            static const int opn[] = {[SOP_ADD] = 0, [SOP_MUL] = 1, [SOP_MAX] = 2, [SOP_MIN] = 3};
+            StrBuf v = {0};
+            em_expr(e, n->u.stmt.value, &v);
+            em_line(e, "pf_lq%d = pf_rop<%d>(pf_lq%d, %s);", i, opn[n->u.stmt.op], i, v.s);
+            sb_free(&v);
+            return;
+        }
     if (n == e->red_stmt) {
         static const int opn[] = {[SOP_ADD] = 0, [SOP_MUL] = 1, [SOP_MAX] = 2, [SOP_MIN] = 3};
         StrBuf v = {0};
@@ -871,6 +884,8 @@ static void emit_loop(Em *e, const Node *n)
                    "(pass gpu-mma)", loop_kind_name(lk), n->u.loop.var->name);
     } else if ((h == HINT_LANE_ROWS || h == HINT_LANE_COLS) && e->sched) {
         em_lane_pair(e, n);
+    } else if (h == HINT_QUAD_ROWS && e->sched) {
+        em_quad_rows(e, n);
     } else if ((h == HINT_WIDE || h == HINT_ASYNC) && e->sched) {
         if (e->rphase != 2) /* issued once, with the loads of a register-staged pipeline */
             emit_wide_copy(e, n);
@@ -1050,9 +1065,14 @@ static bool declare_staged(Em *e, const Node *top, CgLaunch *L)
                  "[row / 64][column / 8][4] per thread */", em_bn(e, b), fr, fc);
             em_line(e, "float %s[%" PRId64 "][%" PRId64 "][4];", em_bn(e, b), fr / 64, fc / 8);
         } else if (frag) {
-            em_line(e, "/* %s: f32[%" PRId64 "][%" PRId64 "] per warp, as mma.m16n8k16 accumulator fragments: "
-                 "[row / 16][column / 8][4] per lane */", em_bn(e, b), fr, fc);
-            em_line(e, "float %s[%" PRId64 "][%" PRId64 "][4];", em_bn(e, b), fr / 16, fc / 8);
+            em_line(e, "/* %s: %s[%" PRId64 "][%" PRId64 "] per warp, as mma.m16n8k16 accumulator fragments: "
+                 "[row / 16][column / 8][4] per lane */", em_bn(e, b), dtype_name(b->dtype), fr, fc);
+            em_line(e, "%s %s[%" PRId64 "][%" PRId64 "][4];", st, em_bn(e, b), fr / 16, fc / 8);
+        } else if (e->frag && b->mem == MEM_LOCAL && b->layout == LAYOUT_MMA_ROWS) {
+            em_cval(e, b->shape[0], &fr);
+            em_line(e, "/* %s: %s[%" PRId64 "] per warp, one value per accumulator row: row r in register r / 8 "
+                 "of the lanes with lane / 4 == r %% 8 */", em_bn(e, b), dtype_name(b->dtype), fr);
+            em_line(e, "%s %s[%" PRId64 "];", st, em_bn(e, b), fr / 8);
         } else if (b->mem == MEM_LOCAL) {
             em_line(e, "/* %s: %s%s, per-thread (registers when indexed by unrolled loops) */",
                  em_bn(e, b), dtype_name(b->dtype), shp.s);
@@ -1340,6 +1360,11 @@ static const char prelude_reduce[] =
     "    v = l < nw ? pf_red_sm[l] : id;\n"
     "    for (int o = 16; o > 0; o >>= 1) v = pf_rop<OP>(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
     "    return v;\n"
+    "}\n"
+    "/* Quad reductions: the four lanes holding one row of an mma accumulator (lane / 4 alike) combine. */\n"
+    "template <int OP> static __device__ __forceinline__ float pf_quad(float v) {\n"
+    "    v = pf_rop<OP>(v, __shfl_xor_sync(0xffffffffu, v, 1));\n"
+    "    return pf_rop<OP>(v, __shfl_xor_sync(0xffffffffu, v, 2));\n"
     "}\n\n";
 
 static bool generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *d)

@@ -35,6 +35,7 @@ const char em_tc_prelude[] =
     "static __device__ __forceinline__ void pf_cp_async8z(void *s, const void *g, bool ok) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8, %2;\" :: \"r\"(pf_saddr(s)), \"l\"(g), \"r\"(ok ? 8 : 0) : \"memory\"); }\n"
     "static __device__ __forceinline__ void pf_cp_commit() { asm volatile(\"cp.async.commit_group;\" ::: \"memory\"); }\n"
     "template <int N> static __device__ __forceinline__ void pf_cp_wait() { asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(N) : \"memory\"); }\n"
+    "static __device__ __forceinline__ unsigned pf_pk16(unsigned short lo, unsigned short hi) { return (unsigned)lo | ((unsigned)hi << 16); }\n"
     "static __device__ __forceinline__ void pf_mma_f16(float *c, const unsigned *a, const unsigned *b) { asm(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3]) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1])); }\n"
     "static __device__ __forceinline__ void pf_mma_bf16(float *c, const unsigned *a, const unsigned *b) { asm(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3]) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1])); }\n";
 
@@ -70,6 +71,24 @@ void em_frag_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
     sb_printf(o, "[%s >> %d][%s >> 3][((%s >> 3) & 1) * 2 + (%s & 1)]", r.s, e->wg ? 6 : 4, c.s, r.s, c.s);
     sb_free(&r);
     sb_free(&c);
+}
+
+void em_rows_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
+{
+    if (!e->dvar[0]) {
+        /* passes/gpu_mma_rows.c refuses such an access */
+        if (e->ok)
+            diag_error(e->d, b->span, "internal error: per-row vector %s accessed outside the lane loops that "
+                       "pass gpu-mma sets", b->name);
+        e->ok = false;
+        return;
+    }
+    StrBuf r = {0};
+    e->fragmode = true;
+    em_sub(e, idx[0], &r);
+    e->fragmode = false;
+    sb_printf(o, "[%s >> 3]", r.s);
+    sb_free(&r);
 }
 
 /* The byte offset of element idx of a wgmma operand buffer before swizzling: its
@@ -212,19 +231,53 @@ static void frag_store2(Em *e, const Node *m)
     em_line(e, "}");
 }
 
+/* A pair (rows outside) whose column loop holds quad reductions: each folds the
+ * lane's columns into a register, then the four lanes of the row combine theirs
+ * and the row's element takes the total once. */
 void em_lane_pair(Em *e, const Node *n)
 {
+    static const int opn[] = {[SOP_ADD] = 0, [SOP_MUL] = 1, [SOP_MAX] = 2, [SOP_MIN] = 3};
+    static const char *const ident[] = {[SOP_ADD] = "0.0f", [SOP_MUL] = "1.0f",
+                                        [SOP_MAX] = "(-__int_as_float(0x7f800000))",
+                                        [SOP_MIN] = "__int_as_float(0x7f800000)"};
     const Node *m = n->u.loop.body.v[0];
     int q = n->u.loop.hint == HINT_LANE_ROWS ? 0 : 1;
     dist_open(e, n, q);
     if (m->u.loop.hint == HINT_LANE_COLS2) {
         frag_store2(e, m);
     } else {
+        int nl = 0;
+        for (int i = 0; i < m->u.loop.body.n && nl < 8; i++) {
+            const Node *s = m->u.loop.body.v[i];
+            if (s->kind == N_STMT && s->u.stmt.lane_reduce) {
+                e->lred[nl] = s;
+                em_line(e, "float pf_lq%d = %s;   /* this lane's columns of %s's row */", nl, ident[s->u.stmt.op],
+                        s->u.stmt.buf->name);
+                nl++;
+            }
+        }
+        e->nlred = nl;
         dist_open(e, m, 1 - q);
         em_nodes(e, &m->u.loop.body);
         dist_close(e, 1 - q);
+        e->nlred = 0;
+        for (int i = 0; i < nl; i++) {
+            const Node *s = e->lred[i];
+            StrBuf lv = {0};
+            em_elem(e, s->u.stmt.buf, s->u.stmt.idx, &lv);
+            em_line(e, "%s = pf_rop<%d>(%s, pf_quad<%d>(pf_lq%d));", lv.s, opn[s->u.stmt.op], lv.s,
+                    opn[s->u.stmt.op], i);
+            sb_free(&lv);
+        }
     }
     dist_close(e, q);
+}
+
+void em_quad_rows(Em *e, const Node *n)
+{
+    dist_open(e, n, 0);
+    em_nodes(e, &n->u.loop.body);
+    dist_close(e, 0);
 }
 
 /* ---------------- groups ---------------- */
@@ -269,7 +322,8 @@ static void mma_group(Em *e, const TcGroup *g, const Node *mn, const char *names
     StrBuf oa = {0}, ob = {0};
     lane_offset(g, 0, &oa);
     lane_offset(g, 1, &ob);
-    em_line(e, "const int pf_oa = %s;   /* this lane's ldmatrix row in %s */", oa.s, em_bn(e, A));
+    if (!g->areg)
+        em_line(e, "const int pf_oa = %s;   /* this lane's ldmatrix row in %s */", oa.s, em_bn(e, A));
     em_line(e, "const int pf_ob = %s;   /* ... and in %s */", ob.s, em_bn(e, B));
     sb_free(&oa);
     sb_free(&ob);
@@ -277,7 +331,24 @@ static void mma_group(Em *e, const TcGroup *g, const Node *mn, const char *names
     for (int t = 0; t < g->nprod; t++) {
         const TcProduct *p = &g->prod[t];
         StrBuf sa = {0}, sbb = {0};
-        if (p->fa == na) {
+        if (p->fa == na && g->areg) {
+            /* the C fragments of 8-column tiles c and c + 1 are the A fragment of
+             * their 16 columns: rows lane / 4 and lane / 4 + 8, columns 2 (lane % 4)
+             * + 0..1 and 8 more */
+            StrBuf r = {0}, c = {0};
+            em_expr(e, p->a[0], &r);
+            em_expr(e, p->a[1], &c);
+            const char *an = em_bn(e, A);
+            em_line(e, "const unsigned pf_a%d[4] = {pf_pk16(%s[(%s) >> 4][(%s) >> 3][0], %s[(%s) >> 4][(%s) >> 3][1]), "
+                    "pf_pk16(%s[(%s) >> 4][(%s) >> 3][2], %s[(%s) >> 4][(%s) >> 3][3]), "
+                    "pf_pk16(%s[(%s) >> 4][((%s) >> 3) + 1][0], %s[(%s) >> 4][((%s) >> 3) + 1][1]), "
+                    "pf_pk16(%s[(%s) >> 4][((%s) >> 3) + 1][2], %s[(%s) >> 4][((%s) >> 3) + 1][3])};",
+                    na, an, r.s, c.s, an, r.s, c.s, an, r.s, c.s, an, r.s, c.s, an, r.s, c.s, an, r.s, c.s, an, r.s,
+                    c.s, an, r.s, c.s);
+            sb_free(&r);
+            sb_free(&c);
+            na++;
+        } else if (p->fa == na) {
             em_elem(e, A, p->a, &sa);
             em_line(e, "unsigned pf_a%d[4];  pf_ldsm_x4%s(pf_a%d, &%s + pf_oa);", na, g->trans[0] ? "_t" : "", na, sa.s);
             na++;
