@@ -879,6 +879,7 @@ Kernel *ir_clone_kernel(const Kernel *k)
         ir_list_push(&c->body, n, NULL);
     }
     c->gpu_lowered = k->gpu_lowered;
+    c->fast_exp = k->fast_exp;
     c->cpu_lowered = k->cpu_lowered;
     free(r.bufs);
     free(r.vars);

@@ -372,6 +372,12 @@ typedef struct Kernel {
     /* The GPU target the target passes (passes/gpu_*.c) lowered this kernel for,
      * or NULL: codegen/cuda translates only a kernel they have lowered. */
     const Target *gpu_lowered;
+    /* Set with gpu_lowered when every float result of the kernel is stored in a
+     * 16-bit type (passes/pipeline.c): exp may then be the hardware's approximate
+     * exponential (relative error about 1e-5 over the range where exp is a normal
+     * f32, against the 2e-3 and 5e-4 to which bf16 and f16 round the results);
+     * printed `fast-exp` after the kernel's buffers. */
+    bool fast_exp;
     /* The target a schedule is being applied for (set by passes/pipeline.c around
      * the `schedule` pass), or NULL: the transformations refuse, at the schedule
      * statement, what it cannot run (passes/xform.c). */

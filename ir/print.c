@@ -316,6 +316,8 @@ void ir_print_kernel(const Kernel *k, StrBuf *out)
         static const char *const layouts[] = {"", " mma-fragment", " wgmma-fragment", " swizzle128", " mma-rows"};
         sb_puts(out, layouts[b->layout]);
     }
+    if (k->fast_exp)
+        sb_puts(out, "  fast-exp");
     sb_putc(out, '\n');
     put_nodes(k, &k->body, 0, out);
 }

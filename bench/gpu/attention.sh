@@ -5,8 +5,8 @@
 # (bench/gpu/attention.py).  Prints one line per row: perfc's ms, SDPA's ms, the
 # ratio SDPA / perfc (above 1: perfc faster), validity and the golden used.
 #   bash bench/gpu/attention.sh [ROWS...]   (carry carry/gpu/perfc.xz)
-# Environment: TARGET (sm_90a), OUT (logs), SCHED (perfc arguments choosing the
-# schedule; default `--schedule flash`).
+# Environment: TARGET (sm_90a), OUT (logs), SCHEDFILE (a file of schedule statements
+# applied with --no-schedule -s, instead of the default `--schedule flash`).
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 O=${OUT:-/tmp/attention}; mkdir -p "$O" /tmp/pf
@@ -20,9 +20,13 @@ row() {  # row LABEL SDPASPEC FILE [perfc args...]
   want "$label" || return 0
   local t0 t1
   t0=$(date +%s.%N)
-  # shellcheck disable=SC2086
-  timeout 300 "$P" "$f" -target "$T" "$@" ${SCHED:---schedule flash} --run --json --verbose \
-      > "$O/$label-$T.json" 2> "$O/$label-$T.err"
+  if [ -n "${SCHEDFILE:-}" ]; then
+    timeout 300 "$P" "$f" -target "$T" "$@" --no-schedule -s "$(cat "$SCHEDFILE")" --run --json --verbose \
+        > "$O/$label-$T.json" 2> "$O/$label-$T.err"
+  else
+    timeout 300 "$P" "$f" -target "$T" "$@" --schedule flash --run --json --verbose \
+        > "$O/$label-$T.json" 2> "$O/$label-$T.err"
+  fi
   local rc=$?
   t1=$(date +%s.%N)
   local tj

@@ -446,7 +446,9 @@ void em_expr(Em *e, const Expr *x, StrBuf *o)
     case IE_NOT: sb_puts(o, "!"); em_sub(e, x->args[0], o); return;
     case IE_EXP: case IE_LOG: case IE_SQRT: case IE_RSQRT: case IE_TANH: case IE_ERF:
     case IE_LOG1P: case IE_EXPM1: case IE_FLOOR: case IE_CEIL: case IE_ROUND: case IE_POW:
-        sb_printf(o, "%s(", math_name(x->kind, x->dtype));
+        /* Kernel.fast_exp: the results are 16-bit, the approximate exponential suffices */
+        sb_printf(o, "%s(", x->kind == IE_EXP && x->dtype == DT_F32 && e->k->fast_exp ? "pf_fexp"
+                                                                                      : math_name(x->kind, x->dtype));
         em_expr(e, x->args[0], o);
         if (x->kind == IE_POW) { sb_puts(o, ", "); em_expr(e, x->args[1], o); }
         sb_putc(o, ')');
@@ -1084,6 +1086,8 @@ static bool declare_staged(Em *e, const Node *top, CgLaunch *L)
                 em_line(e, "unsigned char *pf_smem = pf_smem_raw + ((1024u - (pf_saddr(pf_smem_raw) & 1023u)) & 1023u);");
             } else if (!any_shared) {
                 em_line(e, "extern __shared__ __align__(16) unsigned char pf_smem[];");
+                if (e->frag && !e->wg) /* ldmatrix addresses: this base plus byte offsets the compiler folds */
+                    em_line(e, "const unsigned pf_sb = pf_saddr(pf_smem);");
             }
             any_shared = true;
             off = (off + 15) / 16 * 16;
@@ -1342,7 +1346,9 @@ static const char prelude[] =
     "static __device__ __forceinline__ idx_t pf_fmod(idx_t a, idx_t b) { idx_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n"
     "static __device__ __forceinline__ float pf_fmodf(float a, float b) { return a - b * floorf(a / b); }\n"
     "static __device__ __forceinline__ double pf_fmodd(double a, double b) { return a - b * floor(a / b); }\n"
-    "static __device__ __forceinline__ bool pf_in(idx_t i, idx_t n) { return i >= 0 && i < n; }\n";
+    "static __device__ __forceinline__ bool pf_in(idx_t i, idx_t n) { return i >= 0 && i < n; }\n"
+    "/* exp where the results are 16-bit (Kernel.fast_exp): one ex2.approx, results below 2^-126 flushed to 0 */\n"
+    "static __device__ __forceinline__ float pf_fexp(float x) { float y; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x * 1.4426950408889634f)); return y; }\n";
 /* then em_tc_prelude (emit_tc.c: tensor cores, cp.async), then: */
 
 static const char prelude_reduce[] =

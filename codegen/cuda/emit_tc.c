@@ -23,10 +23,10 @@ const char em_tc_prelude[] =
     "/* Tensor cores (sm_80+): ldmatrix reads 8 x 8 b16 matrices whose rows the lanes name (16 bytes each),\n"
     " * mma.sync multiplies one warp's fragments.  The loads clobber memory so no shared store moves past them. */\n"
     "static __device__ __forceinline__ unsigned pf_saddr(const void *p) { unsigned a; asm(\"{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }\" : \"=r\"(a) : \"l\"(p)); return a; }\n"
-    "static __device__ __forceinline__ void pf_ldsm_x4(unsigned *r, const void *p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(pf_saddr(p)) : \"memory\"); }\n"
-    "static __device__ __forceinline__ void pf_ldsm_x4_t(unsigned *r, const void *p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(pf_saddr(p)) : \"memory\"); }\n"
-    "static __device__ __forceinline__ void pf_ldsm_x2(unsigned *r, const void *p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(pf_saddr(p)) : \"memory\"); }\n"
-    "static __device__ __forceinline__ void pf_ldsm_x2_t(unsigned *r, const void *p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(pf_saddr(p)) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_ldsm_x4(unsigned *r, unsigned a) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_ldsm_x4_t(unsigned *r, unsigned a) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_ldsm_x2(unsigned *r, unsigned a) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(a) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_ldsm_x2_t(unsigned *r, unsigned a) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(a) : \"memory\"); }\n"
     "/* Asynchronous copies (sm_80+) for software pipelines: global -> shared without registers, in commit\n"
     " * groups; wait_group N returns when at most N of this thread's groups are pending. */\n"
     "static __device__ __forceinline__ void pf_cp_async16(void *s, const void *g) { asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\" :: \"r\"(pf_saddr(s)), \"l\"(g) : \"memory\"); }\n"
@@ -309,6 +309,28 @@ static void lane_offset(const TcGroup *g, int o, StrBuf *off)
                   t ? "(pf_lane & 7) + " : "", m, sk);
 }
 
+/* The shared-window address of element idx of staged buffer b plus lane elements:
+ * pf_sb (the dynamic area's address) + the buffer's offset + the element's, as
+ * unsigned arithmetic the compiler folds into the ldmatrix's immediate offset
+ * (a generic pointer converted per load costs several instructions). */
+static void smem_addr(Em *e, const Buffer *b, Expr *const *idx, const char *lane, StrBuf *o)
+{
+    StrBuf lin = {0};
+    sb_putc(&lin, '0');
+    for (int i = 0; i < b->rank; i++) {
+        StrBuf nx = {0};
+        int64_t ext = 0;
+        em_cval(e, b->shape[i], &ext);
+        sb_printf(&nx, "(%s) * %" PRId64 "u + (unsigned)(", lin.s, ext);
+        em_expr(e, idx[i], &nx);
+        sb_putc(&nx, ')');
+        sb_free(&lin);
+        lin = nx;
+    }
+    sb_printf(o, "pf_sb + %" PRId64 "u + %du * ((%s) + (unsigned)%s)", e->soff[b->id], dtype_bytes(b->dtype), lin.s, lane);
+    sb_free(&lin);
+}
+
 /* An mma group: every distinct A and B fragment loaded once (ldmatrix), then the
  * products (the sums over k reassociated, as the mma mark allows). */
 static void mma_group(Em *e, const TcGroup *g, const Node *mn, const char *names)
@@ -349,13 +371,13 @@ static void mma_group(Em *e, const TcGroup *g, const Node *mn, const char *names
             sb_free(&c);
             na++;
         } else if (p->fa == na) {
-            em_elem(e, A, p->a, &sa);
-            em_line(e, "unsigned pf_a%d[4];  pf_ldsm_x4%s(pf_a%d, &%s + pf_oa);", na, g->trans[0] ? "_t" : "", na, sa.s);
+            smem_addr(e, A, p->a, "pf_oa", &sa);
+            em_line(e, "unsigned pf_a%d[4];  pf_ldsm_x4%s(pf_a%d, %s);", na, g->trans[0] ? "_t" : "", na, sa.s);
             na++;
         }
         if (p->fb == nb) {
-            em_elem(e, B, p->b, &sbb);
-            em_line(e, "unsigned pf_b%d[2];  pf_ldsm_x2%s(pf_b%d, &%s + pf_ob);", nb, g->trans[1] ? "_t" : "", nb, sbb.s);
+            smem_addr(e, B, p->b, "pf_ob", &sbb);
+            em_line(e, "unsigned pf_b%d[2];  pf_ldsm_x2%s(pf_b%d, %s);", nb, g->trans[1] ? "_t" : "", nb, sbb.s);
             nb++;
         }
         sb_free(&sa);
