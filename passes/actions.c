@@ -146,6 +146,7 @@ static int enumerate(Kernel *k, Arena *a, SchedItem **out, bool unchecked)
         try_item(&g, "vectorize", one, 1);
         try_item(&g, "parallel", one, 1);
         try_item(&g, "rfactor", one, 1);
+        try_item(&g, "factor_out", one, 1);
         if (l->u.loop.body.n > 1)
             try_item(&g, "distribute", one, 1);
         Node *ch = band_child(l);
@@ -222,6 +223,9 @@ static int enumerate(Kernel *k, Arena *a, SchedItem **out, bool unchecked)
             continue;
         SchedArg one[1] = {nm(buf->name)};
         try_item(&g, "inline", one, 1);
+        /* a 16-bit temporary where the results are 16-bit (storage refuses coarser) */
+        SchedArg st[2] = {nm(buf->name), nm("bf16")};
+        try_item(&g, "storage", st, 2);
         if (buf->mem != MEM_GLOBAL) {
             SchedArg p[2] = {nm(buf->name), in(1)};
             try_item(&g, "padding", p, 2);
