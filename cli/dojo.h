@@ -7,6 +7,7 @@
  *                   undo, measure (through the harness, cached in the tuning database),
  *                   the moves as a schedule
  *   dojo_cache.c    the measurement cache: a table of its own in the tuning database
+ *   dojo_hints.c    the autotuner's schedule templates as moves (`hints`)
  *   dojo_proto.c    the protocol on a stream (stdin/stdout or a Unix socket), the
  *                   episode recorder and --replay
  *   dojo_agents.c   random, greedy and beam-search players, written against the same

@@ -9,7 +9,9 @@
  * ranks highest.  The move ordering is a fixed prior over move kinds and loop
  * positions (vectorise an innermost loop, unroll a short loop, parallelise an outer
  * one, keep an accumulator in a local buffer, then the enabling splits, reorders and
- * distributions), documented in docs/dojo.md; it is no cost model. */
+ * distributions), documented in docs/dojo.md; it is no cost model.  The beam also
+ * learns a cost model from its own measurements (`predict`), and starts from the
+ * tuner's templates (`hints`) unless told not to. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
