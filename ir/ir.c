@@ -714,6 +714,7 @@ static Node *clone_node(Kernel *k, const Node *n, Node *parent)
         c->u.stmt.buf = n->u.stmt.buf;
         c->u.stmt.op = n->u.stmt.op;
         c->u.stmt.block_reduce = n->u.stmt.block_reduce;
+        c->u.stmt.lane_reduce = n->u.stmt.lane_reduce;
         c->u.stmt.atomic = n->u.stmt.atomic;
         c->u.stmt.block_scan = n->u.stmt.block_scan;
         c->u.stmt.guarded = n->u.stmt.guarded;
@@ -878,6 +879,7 @@ Kernel *ir_clone_kernel(const Kernel *k)
         ir_list_push(&c->body, n, NULL);
     }
     c->gpu_lowered = k->gpu_lowered;
+    c->fast_exp = k->fast_exp;
     c->cpu_lowered = k->cpu_lowered;
     free(r.bufs);
     free(r.vars);

@@ -105,6 +105,8 @@ const char *loop_kind_name(LoopKind k);
  *              iterations are spread over the lanes that hold the elements in
  *              fragment layout (passes/gpu_mma.c); the two come as a pair, one
  *              directly holding the other
+ *   quad-rows  a row loop alone (no column loop) over per-row vectors (mma-rows):
+ *              each lane runs the rows it holds, the four lanes of a quad alike
  *   lane-cols2 lane-cols whose one store to global memory writes each lane's two
  *              adjacent columns as one 8-byte access
  *   wide       a vector loop whose one statement copies 8 or 16 contiguous, aligned
@@ -112,7 +114,7 @@ const char *loop_kind_name(LoopKind k);
  *   cp.async   a wide copy from global to shared memory that a software pipeline
  *              issues asynchronously (passes/gpu_pipeline.c) */
 #define PF_GPU_LOOP_HINTS(X) \
-    X(LANE_ROWS, "lane-rows") X(LANE_COLS, "lane-cols") X(LANE_COLS2, "lane-cols2") X(WIDE, "wide") X(ASYNC, "cp.async")
+    X(QUAD_ROWS, "quad-rows") X(LANE_ROWS, "lane-rows") X(LANE_COLS, "lane-cols") X(LANE_COLS2, "lane-cols2") X(WIDE, "wide") X(ASYNC, "cp.async")
 typedef enum LoopHint {
 #define X(k, s) HINT_##k,
     PF_LOOP_HINTS(X)
@@ -139,8 +141,9 @@ typedef enum MemSpace {
 const char *mem_space_name(MemSpace m);
 
 typedef enum BufKind { BUF_IN, BUF_OUT, BUF_TEMP } BufKind;
-/* Buffer.layout (below); printed "mma-fragment", "wgmma-fragment", "swizzle128". */
-typedef enum BufLayout { LAYOUT_PLAIN, LAYOUT_MMA_ACC, LAYOUT_WGMMA_ACC, LAYOUT_SWIZZLE128 } BufLayout;
+/* Buffer.layout (below); printed "mma-fragment", "wgmma-fragment", "swizzle128",
+ * "mma-rows". */
+typedef enum BufLayout { LAYOUT_PLAIN, LAYOUT_MMA_ACC, LAYOUT_WGMMA_ACC, LAYOUT_SWIZZLE128, LAYOUT_MMA_ROWS } BufLayout;
 
 typedef struct Expr Expr;
 typedef struct Node Node;
@@ -182,7 +185,10 @@ typedef struct Buffer {
     /* Set by the GPU target lowering (passes/gpu_mma.c): how the CUDA back end lays
      * the buffer out.  An mma (wgmma) accumulator is held in the m16n8k16 (m64nNk16)
      * fragment layout, spread over the registers of a warp (warpgroup); a wgmma
-     * operand lies in shared memory in the 128-byte swizzled layout wgmma reads.
+     * operand lies in shared memory in the 128-byte swizzled layout wgmma reads;
+     * a per-row vector beside an mma accumulator (a running maximum, a row sum)
+     * holds row r in the lanes that hold that row of the accumulator (lane / 4 ==
+     * r % 8), register r / 8 (mma-rows).
      * The element values and the interpreter are unaffected. */
     BufLayout layout;
 } Buffer;
@@ -270,6 +276,12 @@ struct Node {
              * combined once across the block (a block-wide reduction).  Serial
              * meaning unchanged: the interpreter runs it as written. */
             bool block_reduce;
+            /* Set by the GPU target lowering (passes/gpu_mma.c): an update `op=` of a
+             * per-row vector (mma-rows) inside the column loop of an accumulator's
+             * lane pair, at an index the column loop does not move; each lane folds
+             * its own columns and the four lanes that share the row combine their
+             * partials with two shuffles (a quad reduction).  Serial meaning unchanged. */
+            bool lane_reduce;
             /* Set by the GPU target lowering (passes/gpu_map.c) on a scatter's `+=`
              * whose terms run on parallel grid loops: the update is one atomic
              * read-modify-write.  Serial meaning unchanged (order of the terms aside,
@@ -329,6 +341,11 @@ typedef struct TcGroup {
     bool trans[2];
     int64_t stride[2][2];
     int64_t n;          /* wgmma: the N of m64nNk16 */
+    /* mma: operand A is a local buffer in accumulator fragment layout (a warp's
+     * own 16-bit results, flash attention's probabilities), packed from registers
+     * instead of loaded: the C fragments of two adjacent 8-column tiles are the A
+     * fragment of their 16 columns. */
+    bool areg;
 } TcGroup;
 
 typedef struct Param {
@@ -355,6 +372,12 @@ typedef struct Kernel {
     /* The GPU target the target passes (passes/gpu_*.c) lowered this kernel for,
      * or NULL: codegen/cuda translates only a kernel they have lowered. */
     const Target *gpu_lowered;
+    /* Set with gpu_lowered when every float result of the kernel is stored in a
+     * 16-bit type (passes/pipeline.c): exp may then be the hardware's approximate
+     * exponential (relative error about 1e-5 over the range where exp is a normal
+     * f32, against the 2e-3 and 5e-4 to which bf16 and f16 round the results);
+     * printed `fast-exp` after the kernel's buffers. */
+    bool fast_exp;
     /* The target a schedule is being applied for (set by passes/pipeline.c around
      * the `schedule` pass), or NULL: the transformations refuse, at the schedule
      * statement, what it cannot run (passes/xform.c). */

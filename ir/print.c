@@ -176,7 +176,7 @@ static void indent(int depth, StrBuf *out)
 static void put_tc(const Kernel *k, const TcGroup *g, int depth, StrBuf *out)
 {
     sb_printf(out, " group(%d products; A %d fragments%s, B %d fragments%s)", g->nprod, g->nfa,
-              g->trans[0] ? " trans" : "", g->nfb, g->trans[1] ? " trans" : "");
+              g->areg ? " from registers" : g->trans[0] ? " trans" : "", g->nfb, g->trans[1] ? " trans" : "");
     for (int t = 0; t < g->nprod; t++) {
         sb_putc(out, '\n');
         indent(depth, out);
@@ -244,6 +244,8 @@ static void put_nodes(const Kernel *k, const NodeList *l, int depth, StrBuf *out
             put_expr(k, n->u.stmt.value, out);
             if (n->u.stmt.block_reduce)
                 sb_puts(out, "  block-reduce");
+            if (n->u.stmt.lane_reduce)
+                sb_puts(out, "  quad-reduce");
             if (n->u.stmt.atomic)
                 sb_puts(out, "  atomic");
             if (n->u.stmt.block_scan)
@@ -311,9 +313,11 @@ void ir_print_kernel(const Kernel *k, StrBuf *out)
             }
         if (any)
             sb_putc(out, ')');
-        static const char *const layouts[] = {"", " mma-fragment", " wgmma-fragment", " swizzle128"};
+        static const char *const layouts[] = {"", " mma-fragment", " wgmma-fragment", " swizzle128", " mma-rows"};
         sb_puts(out, layouts[b->layout]);
     }
+    if (k->fast_exp)
+        sb_puts(out, "  fast-exp");
     sb_putc(out, '\n');
     put_nodes(k, &k->body, 0, out);
 }

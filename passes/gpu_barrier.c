@@ -95,6 +95,10 @@ static void mark_node(const Kernel *k, Node *n)
             mark_list(k, m->u.loop.body.v, m->u.loop.body.n);
         return;
     }
+    if (h == HINT_QUAD_ROWS) {
+        mark_list(k, b->v, b->n);
+        return;
+    }
     if (h == HINT_WIDE || h == HINT_ASYNC || gpu_is_thread(lk))
         return; /* one step: a wide copy, a block scan, a thread loop */
     mark_list(k, b->v, b->n);

@@ -39,6 +39,7 @@
 
 #define MMA_MAX 256  /* products per mma group */
 #define WG_MAX 64    /* per wgmma group */
+#define REG_GROUP 32 /* per mma group whose A is in registers */
 
 typedef struct Mc {
     Kernel *k;
@@ -79,6 +80,19 @@ static const Expr *operand(const Expr *x)
     return x->kind == IE_LOAD ? x : NULL;
 }
 
+/* Operand A of an mma triple held in registers: a local buffer (a warp's own
+ * results, privatised like the accumulator), not staged in shared memory. */
+static const Buffer *reg_operand(const Node *tc)
+{
+    if (tc->u.loop.kind != LOOP_MMA) return NULL;
+    const Node *s = tc;
+    for (int q = 0; q < 3 && s->kind == N_LOOP && s->u.loop.body.n == 1; q++)
+        s = s->u.loop.body.v[0];
+    if (s->kind != N_STMT || s->u.stmt.value->kind != IE_MUL) return NULL;
+    const Expr *a = operand(s->u.stmt.value->args[0]);
+    return a && a->u.load.buf->mem == MEM_LOCAL ? a->u.load.buf : NULL;
+}
+
 /* ---------------- 1, 2: placement, layouts ---------------- */
 
 static void find_triples(Mc *c, Node *n, bool under_tx, bool under_if)
@@ -115,6 +129,8 @@ static void find_triples(Mc *c, Node *n, bool under_tx, bool under_if)
         c->wg = w;
         c->any = true;
         s->u.stmt.buf->layout = w ? LAYOUT_WGMMA_ACC : LAYOUT_MMA_ACC;
+        Buffer *ra = (Buffer *)reg_operand(n);
+        if (ra) ra->layout = LAYOUT_MMA_ACC; /* written in lane pairs, read as A fragments */
         if (w && s->u.stmt.value->kind == IE_MUL)
             for (int a = 0; a < 2; a++) {
                 const Expr *x = operand(s->u.stmt.value->args[a]);
@@ -242,6 +258,20 @@ static bool check_launch(Mc *c, const Node *top)
 static bool mma_operand(Mc *c, const Expr *x, const Var *rv, const Var *kv, bool *trans, int64_t st[2])
 {
     const Buffer *b = x->u.load.buf;
+    if (b->mem == MEM_LOCAL && b->layout == LAYOUT_MMA_ACC) {
+        /* operand A from registers: rows over the triple's i, columns over its k */
+        int64_t co;
+        if (b->rank != 2 || !gpu_has_var(c->k, x->u.load.idx[0], rv, &co) || co != 1 ||
+            !gpu_has_var(c->k, x->u.load.idx[1], kv, &co) || co != 1 || ir_expr_uses_var(x->u.load.idx[0], kv) ||
+            ir_expr_uses_var(x->u.load.idx[1], rv)) {
+            diag_error(c->d, b->span, "mma operand %s is held in registers (a local buffer): it must be 2-D, "
+                       "indexed [row + i, col + k] by the triple's i and k", b->name);
+            return false;
+        }
+        *trans = false;
+        st[0] = st[1] = 0;
+        return true;
+    }
     int64_t sh1, co, dr = -1, dk = -1;
     /* the matrix is in the last two dimensions; a leading one is a pipeline stage */
     int r0 = b->rank - 2;
@@ -371,6 +401,7 @@ static void plan_group(Mc *c, Node **chain, int nc, Node *mn)
     g->opbuf[0] = A->u.load.buf;
     g->opbuf[1] = B->u.load.buf;
     g->prod = arena_alloc(k->arena, sizeof *g->prod * (size_t)total);
+    g->areg = !w && A->u.load.buf->mem == MEM_LOCAL;
     if (w ? !wg_operand(c, mn, A, vi, vk, &g->trans[0], &g->stride[0][0]) ||
                 !wg_operand(c, mn, B, vj, vk, &g->trans[1], &g->stride[1][0])
           : !mma_operand(c, A, vi, vk, &g->trans[0], g->stride[0]) ||
@@ -395,6 +426,12 @@ static void plan_group(Mc *c, Node **chain, int nc, Node *mn)
             else
                 diag_error(c->d, mn->span, "mma loop %s: each product's accumulator tile must be a constant "
                            "16 x 8 tile of the warp's (unroll the loops around the triple)", vi->name);
+            c->ok = false;
+            return;
+        }
+        if (g->areg && (!gpu_mult_of(k, p->a[0], 16) || !gpu_mult_of(k, p->a[1], 16))) {
+            diag_error(c->d, mn->span, "mma loop %s: the tile of %s, read from registers, must start at a row "
+                       "and a column that are multiples of 16 (whole fragments)", vi->name, A->u.load.buf->name);
             c->ok = false;
             return;
         }
@@ -441,9 +478,17 @@ static void find_groups(Mc *c, Node *n)
     if (is_tc(n)) {
         Node *chain[16];
         int nc = 0;
+        /* with A in registers nothing is reused across a k step, so a group stops
+         * before it holds more than REG_GROUP products: the B fragments of the
+         * whole group are loaded before its products, and outer unrolled loops stay
+         * loops (their indices constant once the compiler unrolls them) */
+        int64_t prods = 1, cap = reg_operand(n) ? REG_GROUP : INT64_MAX, lo, ext;
         for (Node *p = n->parent; p && p->kind == N_LOOP && p->u.loop.kind == LOOP_UNROLL &&
-                                  p->u.loop.body.n == 1 && nc < 16; p = p->parent)
+                                  p->u.loop.body.n == 1 && nc < 16; p = p->parent) {
+            if (!gpu_loop_extent(c->k, p, &lo, &ext) || prods * ext > cap) break;
+            prods *= ext;
             nc++;
+        }
         Node *p = n;
         for (int i = nc - 1; i >= 0; i--) {
             p = p->parent;
@@ -599,6 +644,7 @@ bool gpu_mma_pass(Kernel *k, const Target *target, Diags *d)
         }
         find_groups(&c, top);
         mark_pairs(&c, top, false);
+        if (c.ok && !c.wg) c.ok = gpu_mma_rows(k, top, d);
     }
     /* a layout holds in every launch that touches the buffer: one that does not run
      * the triples cannot address it so */

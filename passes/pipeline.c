@@ -266,6 +266,14 @@ static bool pass_gpu_barrier(Kernel *k, const PipelineOpts *o, Diags *d)
     if (!gpu_barrier_pass(k, d))
         return false;
     k->gpu_lowered = o->target;
+    bool any = false, narrow = true;
+    for (int i = 0; i < k->nbufs; i++) {
+        const Buffer *b = k->bufs[i];
+        if (b->kind != BUF_OUT || !dtype_is_float(b->dtype)) continue;
+        any = true;
+        narrow &= b->dtype == DT_F16 || b->dtype == DT_BF16;
+    }
+    k->fast_exp = any && narrow;
     return true;
 }
 

@@ -28,6 +28,8 @@ static bool (*const xf_fns[])(XfCtx *) = {
     xf_collapse,                  /* xform_collapse.c */
     xf_prefetch,                  /* xform_prefetch.c */
     xf_online_softmax,            /* xform_online_softmax.c */
+    xf_factor_out,                /* xform_factor.c */
+    xf_storage,                   /* xform_storage.c */
 };
 _Static_assert(sizeof xf_fns / sizeof xf_fns[0] == XF_COUNT, "one function per transformation");
 

@@ -329,6 +329,14 @@ bool xf_cache(XfCtx *c)
         for (const Node *p = l; p; p = p->parent) {
             if (p->kind != N_LOOP || !(gpu_is_block(p->u.loop.kind) || gpu_is_thread(p->u.loop.kind)))
                 continue;
+            /* a staged buffer private to the loop's iterations (shared memory per
+             * block, a local one per thread too) has one copy per iteration */
+            bool own = false;
+            for (int i = 0; i < b->nprivate_in && b->kind == BUF_TEMP; i++)
+                own |= b->private_in[i] == p->u.loop.var &&
+                       (b->mem == MEM_LOCAL || (b->mem == MEM_SHARED && gpu_is_block(p->u.loop.kind)));
+            if (own)
+                continue;
             bool moves = false;
             for (int d = 0; d < r.rank && !moves; d++)
                 moves = ir_expr_uses_var(r.lo[d], p->u.loop.var);

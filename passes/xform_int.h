@@ -194,6 +194,10 @@ bool xf_collapse(XfCtx *c);
 bool xf_prefetch(XfCtx *c);
 /* xform_online_softmax.c */
 bool xf_online_softmax(XfCtx *c);
+/* xform_factor.c */
+bool xf_factor_out(XfCtx *c);
+/* xform_storage.c */
+bool xf_storage(XfCtx *c);
 
 /* How split and tile treat a factor that may not divide the extent: a guard in the
  * inner loop, a peeled tail loop, or the extent padded up to a multiple of the

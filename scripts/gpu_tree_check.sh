@@ -2,7 +2,7 @@
 # One device call for the GPU checks of a working tree, back to back with a time limit each,
 # logs under $OUT:
 #   1. the GPU tests (test_cuda_gpu, test_rt_gpu of a build without LLVM, and
-#      tests/cuda/wg_gpu.sh and pad_gpu.sh with the static perfc)
+#      tests/cuda/wg_gpu.sh, pad_gpu.sh and flash_gpu.sh with the static perfc)
 #   2. the CUDA back end before and after (bench/gpu/passes_compare.sh: stdlib rows
 #      diffed, validated and timed against the static perfc of a base commit)
 #   3. random legal GPU schedules, every state validated (bench/gpu/gpu_property.sh)
@@ -37,6 +37,8 @@ run_tests() {
     echo "--- wg_gpu.sh: exit $r"; [ "$r" = 0 ] || rc=1
     echo "--- pad_gpu.sh"; bash tests/cuda/pad_gpu.sh /tmp/pf/perfc bench/gpu/contractions 2>&1 | tail -8; r=${PIPESTATUS[0]}
     echo "--- pad_gpu.sh: exit $r"; [ "$r" = 0 ] || rc=1
+    echo "--- flash_gpu.sh"; bash tests/cuda/flash_gpu.sh /tmp/pf/perfc stdlib 2>&1 | tail -8; r=${PIPESTATUS[0]}
+    echo "--- flash_gpu.sh: exit $r"; [ "$r" = 0 ] || rc=1
     return $rc
 }
 want=${*:-tests passes property defaults}

@@ -289,6 +289,10 @@ void em_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
         em_frag_elem(e, b, idx, o);
         return;
     }
+    if (e->frag && b->layout == LAYOUT_MMA_ROWS) {
+        em_rows_elem(e, b, idx, o);
+        return;
+    }
     if (b->mem != MEM_GLOBAL) {
         if (b->rank == 0)
             sb_puts(o, "[0]");
@@ -442,7 +446,9 @@ void em_expr(Em *e, const Expr *x, StrBuf *o)
     case IE_NOT: sb_puts(o, "!"); em_sub(e, x->args[0], o); return;
     case IE_EXP: case IE_LOG: case IE_SQRT: case IE_RSQRT: case IE_TANH: case IE_ERF:
     case IE_LOG1P: case IE_EXPM1: case IE_FLOOR: case IE_CEIL: case IE_ROUND: case IE_POW:
-        sb_printf(o, "%s(", math_name(x->kind, x->dtype));
+        /* Kernel.fast_exp: the results are 16-bit, the approximate exponential suffices */
+        sb_printf(o, "%s(", x->kind == IE_EXP && x->dtype == DT_F32 && e->k->fast_exp ? "pf_fexp"
+                                                                                      : math_name(x->kind, x->dtype));
         em_expr(e, x->args[0], o);
         if (x->kind == IE_POW) { sb_puts(o, ", "); em_expr(e, x->args[1], o); }
         sb_putc(o, ')');
@@ -608,6 +614,15 @@ static void emit_stmt(Em *e, const Node *n)
         emit_staged(e, n);
         return;
     }
+    for (int i = 0; i < e->nlred; i++)
+        if (n == e->lred[i]) {
+            static const int opn[] = {[SOP_ADD] = 0, [SOP_MUL] = 1, [SOP_MAX] = 2, [SOP_MIN] = 3};
+            StrBuf v = {0};
+            em_expr(e, n->u.stmt.value, &v);
+            em_line(e, "pf_lq%d = pf_rop<%d>(pf_lq%d, %s);", i, opn[n->u.stmt.op], i, v.s);
+            sb_free(&v);
+            return;
+        }
     if (n == e->red_stmt) {
         static const int opn[] = {[SOP_ADD] = 0, [SOP_MUL] = 1, [SOP_MAX] = 2, [SOP_MIN] = 3};
         StrBuf v = {0};
@@ -871,6 +886,8 @@ static void emit_loop(Em *e, const Node *n)
                    "(pass gpu-mma)", loop_kind_name(lk), n->u.loop.var->name);
     } else if ((h == HINT_LANE_ROWS || h == HINT_LANE_COLS) && e->sched) {
         em_lane_pair(e, n);
+    } else if (h == HINT_QUAD_ROWS && e->sched) {
+        em_quad_rows(e, n);
     } else if ((h == HINT_WIDE || h == HINT_ASYNC) && e->sched) {
         if (e->rphase != 2) /* issued once, with the loads of a register-staged pipeline */
             emit_wide_copy(e, n);
@@ -1050,9 +1067,14 @@ static bool declare_staged(Em *e, const Node *top, CgLaunch *L)
                  "[row / 64][column / 8][4] per thread */", em_bn(e, b), fr, fc);
             em_line(e, "float %s[%" PRId64 "][%" PRId64 "][4];", em_bn(e, b), fr / 64, fc / 8);
         } else if (frag) {
-            em_line(e, "/* %s: f32[%" PRId64 "][%" PRId64 "] per warp, as mma.m16n8k16 accumulator fragments: "
-                 "[row / 16][column / 8][4] per lane */", em_bn(e, b), fr, fc);
-            em_line(e, "float %s[%" PRId64 "][%" PRId64 "][4];", em_bn(e, b), fr / 16, fc / 8);
+            em_line(e, "/* %s: %s[%" PRId64 "][%" PRId64 "] per warp, as mma.m16n8k16 accumulator fragments: "
+                 "[row / 16][column / 8][4] per lane */", em_bn(e, b), dtype_name(b->dtype), fr, fc);
+            em_line(e, "%s %s[%" PRId64 "][%" PRId64 "][4];", st, em_bn(e, b), fr / 16, fc / 8);
+        } else if (e->frag && b->mem == MEM_LOCAL && b->layout == LAYOUT_MMA_ROWS) {
+            em_cval(e, b->shape[0], &fr);
+            em_line(e, "/* %s: %s[%" PRId64 "] per warp, one value per accumulator row: row r in register r / 8 "
+                 "of the lanes with lane / 4 == r %% 8 */", em_bn(e, b), dtype_name(b->dtype), fr);
+            em_line(e, "%s %s[%" PRId64 "];", st, em_bn(e, b), fr / 8);
         } else if (b->mem == MEM_LOCAL) {
             em_line(e, "/* %s: %s%s, per-thread (registers when indexed by unrolled loops) */",
                  em_bn(e, b), dtype_name(b->dtype), shp.s);
@@ -1064,6 +1086,8 @@ static bool declare_staged(Em *e, const Node *top, CgLaunch *L)
                 em_line(e, "unsigned char *pf_smem = pf_smem_raw + ((1024u - (pf_saddr(pf_smem_raw) & 1023u)) & 1023u);");
             } else if (!any_shared) {
                 em_line(e, "extern __shared__ __align__(16) unsigned char pf_smem[];");
+                if (e->frag && !e->wg) /* ldmatrix addresses: this base plus byte offsets the compiler folds */
+                    em_line(e, "const unsigned pf_sb = pf_saddr(pf_smem);");
             }
             any_shared = true;
             off = (off + 15) / 16 * 16;
@@ -1322,7 +1346,9 @@ static const char prelude[] =
     "static __device__ __forceinline__ idx_t pf_fmod(idx_t a, idx_t b) { idx_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n"
     "static __device__ __forceinline__ float pf_fmodf(float a, float b) { return a - b * floorf(a / b); }\n"
     "static __device__ __forceinline__ double pf_fmodd(double a, double b) { return a - b * floor(a / b); }\n"
-    "static __device__ __forceinline__ bool pf_in(idx_t i, idx_t n) { return i >= 0 && i < n; }\n";
+    "static __device__ __forceinline__ bool pf_in(idx_t i, idx_t n) { return i >= 0 && i < n; }\n"
+    "/* exp where the results are 16-bit (Kernel.fast_exp): one ex2.approx, results below 2^-126 flushed to 0 */\n"
+    "static __device__ __forceinline__ float pf_fexp(float x) { float y; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x * 1.4426950408889634f)); return y; }\n";
 /* then em_tc_prelude (emit_tc.c: tensor cores, cp.async), then: */
 
 static const char prelude_reduce[] =
@@ -1340,6 +1366,11 @@ static const char prelude_reduce[] =
     "    v = l < nw ? pf_red_sm[l] : id;\n"
     "    for (int o = 16; o > 0; o >>= 1) v = pf_rop<OP>(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
     "    return v;\n"
+    "}\n"
+    "/* Quad reductions: the four lanes holding one row of an mma accumulator (lane / 4 alike) combine. */\n"
+    "template <int OP> static __device__ __forceinline__ float pf_quad(float v) {\n"
+    "    v = pf_rop<OP>(v, __shfl_xor_sync(0xffffffffu, v, 1));\n"
+    "    return pf_rop<OP>(v, __shfl_xor_sync(0xffffffffu, v, 2));\n"
     "}\n\n";
 
 static bool generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *d)

@@ -36,6 +36,10 @@ typedef struct Em {
     const Var *dvar[2];
     char dname[2][192];
     bool fragmode;
+    /* The quad reductions of the column loop being emitted (passes/gpu_mma_rows.c):
+     * each folds into the register pf_lq<i> until the loop ends. */
+    const Node *lred[8];
+    int nlred;
     uint8_t wgdone[2][33][4];   /* wgmma helpers written (dtype, N / 8, transposes) */
     bool wgpre;
     StrBuf helpers;     /* helper functions the launch being emitted needs first */
@@ -80,6 +84,10 @@ bool em_extent(const Em *e, const Node *l, int64_t *lo, int64_t *ext);
 bool em_is_frag(const Buffer *b);
 /* An accumulator element in fragment layout; a swizzled operand element. */
 void em_frag_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o);
+/* Row r of a per-row vector (mma-rows) inside a lane loop: register r / 8. */
+void em_rows_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o);
+/* A quad-rows loop: each lane runs the rows it holds. */
+void em_quad_rows(Em *e, const Node *n);
 void em_swz_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o);
 /* A row/column loop pair spread over the lanes (lane-rows, lane-cols, lane-cols2). */
 void em_lane_pair(Em *e, const Node *n);

@@ -23,10 +23,10 @@ const char em_tc_prelude[] =
     "/* Tensor cores (sm_80+): ldmatrix reads 8 x 8 b16 matrices whose rows the lanes name (16 bytes each),\n"
     " * mma.sync multiplies one warp's fragments.  The loads clobber memory so no shared store moves past them. */\n"
     "static __device__ __forceinline__ unsigned pf_saddr(const void *p) { unsigned a; asm(\"{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }\" : \"=r\"(a) : \"l\"(p)); return a; }\n"
-    "static __device__ __forceinline__ void pf_ldsm_x4(unsigned *r, const void *p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(pf_saddr(p)) : \"memory\"); }\n"
-    "static __device__ __forceinline__ void pf_ldsm_x4_t(unsigned *r, const void *p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(pf_saddr(p)) : \"memory\"); }\n"
-    "static __device__ __forceinline__ void pf_ldsm_x2(unsigned *r, const void *p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(pf_saddr(p)) : \"memory\"); }\n"
-    "static __device__ __forceinline__ void pf_ldsm_x2_t(unsigned *r, const void *p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(pf_saddr(p)) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_ldsm_x4(unsigned *r, unsigned a) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_ldsm_x4_t(unsigned *r, unsigned a) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(a) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_ldsm_x2(unsigned *r, unsigned a) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(a) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_ldsm_x2_t(unsigned *r, unsigned a) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(a) : \"memory\"); }\n"
     "/* Asynchronous copies (sm_80+) for software pipelines: global -> shared without registers, in commit\n"
     " * groups; wait_group N returns when at most N of this thread's groups are pending. */\n"
     "static __device__ __forceinline__ void pf_cp_async16(void *s, const void *g) { asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\" :: \"r\"(pf_saddr(s)), \"l\"(g) : \"memory\"); }\n"
@@ -35,6 +35,7 @@ const char em_tc_prelude[] =
     "static __device__ __forceinline__ void pf_cp_async8z(void *s, const void *g, bool ok) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8, %2;\" :: \"r\"(pf_saddr(s)), \"l\"(g), \"r\"(ok ? 8 : 0) : \"memory\"); }\n"
     "static __device__ __forceinline__ void pf_cp_commit() { asm volatile(\"cp.async.commit_group;\" ::: \"memory\"); }\n"
     "template <int N> static __device__ __forceinline__ void pf_cp_wait() { asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(N) : \"memory\"); }\n"
+    "static __device__ __forceinline__ unsigned pf_pk16(unsigned short lo, unsigned short hi) { return (unsigned)lo | ((unsigned)hi << 16); }\n"
     "static __device__ __forceinline__ void pf_mma_f16(float *c, const unsigned *a, const unsigned *b) { asm(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3]) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1])); }\n"
     "static __device__ __forceinline__ void pf_mma_bf16(float *c, const unsigned *a, const unsigned *b) { asm(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\" : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3]) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1])); }\n";
 
@@ -70,6 +71,24 @@ void em_frag_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
     sb_printf(o, "[%s >> %d][%s >> 3][((%s >> 3) & 1) * 2 + (%s & 1)]", r.s, e->wg ? 6 : 4, c.s, r.s, c.s);
     sb_free(&r);
     sb_free(&c);
+}
+
+void em_rows_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
+{
+    if (!e->dvar[0]) {
+        /* passes/gpu_mma_rows.c refuses such an access */
+        if (e->ok)
+            diag_error(e->d, b->span, "internal error: per-row vector %s accessed outside the lane loops that "
+                       "pass gpu-mma sets", b->name);
+        e->ok = false;
+        return;
+    }
+    StrBuf r = {0};
+    e->fragmode = true;
+    em_sub(e, idx[0], &r);
+    e->fragmode = false;
+    sb_printf(o, "[%s >> 3]", r.s);
+    sb_free(&r);
 }
 
 /* The byte offset of element idx of a wgmma operand buffer before swizzling: its
@@ -212,19 +231,53 @@ static void frag_store2(Em *e, const Node *m)
     em_line(e, "}");
 }
 
+/* A pair (rows outside) whose column loop holds quad reductions: each folds the
+ * lane's columns into a register, then the four lanes of the row combine theirs
+ * and the row's element takes the total once. */
 void em_lane_pair(Em *e, const Node *n)
 {
+    static const int opn[] = {[SOP_ADD] = 0, [SOP_MUL] = 1, [SOP_MAX] = 2, [SOP_MIN] = 3};
+    static const char *const ident[] = {[SOP_ADD] = "0.0f", [SOP_MUL] = "1.0f",
+                                        [SOP_MAX] = "(-__int_as_float(0x7f800000))",
+                                        [SOP_MIN] = "__int_as_float(0x7f800000)"};
     const Node *m = n->u.loop.body.v[0];
     int q = n->u.loop.hint == HINT_LANE_ROWS ? 0 : 1;
     dist_open(e, n, q);
     if (m->u.loop.hint == HINT_LANE_COLS2) {
         frag_store2(e, m);
     } else {
+        int nl = 0;
+        for (int i = 0; i < m->u.loop.body.n && nl < 8; i++) {
+            const Node *s = m->u.loop.body.v[i];
+            if (s->kind == N_STMT && s->u.stmt.lane_reduce) {
+                e->lred[nl] = s;
+                em_line(e, "float pf_lq%d = %s;   /* this lane's columns of %s's row */", nl, ident[s->u.stmt.op],
+                        s->u.stmt.buf->name);
+                nl++;
+            }
+        }
+        e->nlred = nl;
         dist_open(e, m, 1 - q);
         em_nodes(e, &m->u.loop.body);
         dist_close(e, 1 - q);
+        e->nlred = 0;
+        for (int i = 0; i < nl; i++) {
+            const Node *s = e->lred[i];
+            StrBuf lv = {0};
+            em_elem(e, s->u.stmt.buf, s->u.stmt.idx, &lv);
+            em_line(e, "%s = pf_rop<%d>(%s, pf_quad<%d>(pf_lq%d));", lv.s, opn[s->u.stmt.op], lv.s,
+                    opn[s->u.stmt.op], i);
+            sb_free(&lv);
+        }
     }
     dist_close(e, q);
+}
+
+void em_quad_rows(Em *e, const Node *n)
+{
+    dist_open(e, n, 0);
+    em_nodes(e, &n->u.loop.body);
+    dist_close(e, 0);
 }
 
 /* ---------------- groups ---------------- */
@@ -256,6 +309,28 @@ static void lane_offset(const TcGroup *g, int o, StrBuf *off)
                   t ? "(pf_lane & 7) + " : "", m, sk);
 }
 
+/* The shared-window address of element idx of staged buffer b plus lane elements:
+ * pf_sb (the dynamic area's address) + the buffer's offset + the element's, as
+ * unsigned arithmetic the compiler folds into the ldmatrix's immediate offset
+ * (a generic pointer converted per load costs several instructions). */
+static void smem_addr(Em *e, const Buffer *b, Expr *const *idx, const char *lane, StrBuf *o)
+{
+    StrBuf lin = {0};
+    sb_putc(&lin, '0');
+    for (int i = 0; i < b->rank; i++) {
+        StrBuf nx = {0};
+        int64_t ext = 0;
+        em_cval(e, b->shape[i], &ext);
+        sb_printf(&nx, "(%s) * %" PRId64 "u + (unsigned)(", lin.s, ext);
+        em_expr(e, idx[i], &nx);
+        sb_putc(&nx, ')');
+        sb_free(&lin);
+        lin = nx;
+    }
+    sb_printf(o, "pf_sb + %" PRId64 "u + %du * ((%s) + (unsigned)%s)", e->soff[b->id], dtype_bytes(b->dtype), lin.s, lane);
+    sb_free(&lin);
+}
+
 /* An mma group: every distinct A and B fragment loaded once (ldmatrix), then the
  * products (the sums over k reassociated, as the mma mark allows). */
 static void mma_group(Em *e, const TcGroup *g, const Node *mn, const char *names)
@@ -269,7 +344,8 @@ static void mma_group(Em *e, const TcGroup *g, const Node *mn, const char *names
     StrBuf oa = {0}, ob = {0};
     lane_offset(g, 0, &oa);
     lane_offset(g, 1, &ob);
-    em_line(e, "const int pf_oa = %s;   /* this lane's ldmatrix row in %s */", oa.s, em_bn(e, A));
+    if (!g->areg)
+        em_line(e, "const int pf_oa = %s;   /* this lane's ldmatrix row in %s */", oa.s, em_bn(e, A));
     em_line(e, "const int pf_ob = %s;   /* ... and in %s */", ob.s, em_bn(e, B));
     sb_free(&oa);
     sb_free(&ob);
@@ -277,14 +353,31 @@ static void mma_group(Em *e, const TcGroup *g, const Node *mn, const char *names
     for (int t = 0; t < g->nprod; t++) {
         const TcProduct *p = &g->prod[t];
         StrBuf sa = {0}, sbb = {0};
-        if (p->fa == na) {
-            em_elem(e, A, p->a, &sa);
-            em_line(e, "unsigned pf_a%d[4];  pf_ldsm_x4%s(pf_a%d, &%s + pf_oa);", na, g->trans[0] ? "_t" : "", na, sa.s);
+        if (p->fa == na && g->areg) {
+            /* the C fragments of 8-column tiles c and c + 1 are the A fragment of
+             * their 16 columns: rows lane / 4 and lane / 4 + 8, columns 2 (lane % 4)
+             * + 0..1 and 8 more */
+            StrBuf r = {0}, c = {0};
+            em_expr(e, p->a[0], &r);
+            em_expr(e, p->a[1], &c);
+            const char *an = em_bn(e, A);
+            em_line(e, "const unsigned pf_a%d[4] = {pf_pk16(%s[(%s) >> 4][(%s) >> 3][0], %s[(%s) >> 4][(%s) >> 3][1]), "
+                    "pf_pk16(%s[(%s) >> 4][(%s) >> 3][2], %s[(%s) >> 4][(%s) >> 3][3]), "
+                    "pf_pk16(%s[(%s) >> 4][((%s) >> 3) + 1][0], %s[(%s) >> 4][((%s) >> 3) + 1][1]), "
+                    "pf_pk16(%s[(%s) >> 4][((%s) >> 3) + 1][2], %s[(%s) >> 4][((%s) >> 3) + 1][3])};",
+                    na, an, r.s, c.s, an, r.s, c.s, an, r.s, c.s, an, r.s, c.s, an, r.s, c.s, an, r.s, c.s, an, r.s,
+                    c.s, an, r.s, c.s);
+            sb_free(&r);
+            sb_free(&c);
+            na++;
+        } else if (p->fa == na) {
+            smem_addr(e, A, p->a, "pf_oa", &sa);
+            em_line(e, "unsigned pf_a%d[4];  pf_ldsm_x4%s(pf_a%d, %s);", na, g->trans[0] ? "_t" : "", na, sa.s);
             na++;
         }
         if (p->fb == nb) {
-            em_elem(e, B, p->b, &sbb);
-            em_line(e, "unsigned pf_b%d[2];  pf_ldsm_x2%s(pf_b%d, &%s + pf_ob);", nb, g->trans[1] ? "_t" : "", nb, sbb.s);
+            smem_addr(e, B, p->b, "pf_ob", &sbb);
+            em_line(e, "unsigned pf_b%d[2];  pf_ldsm_x2%s(pf_b%d, %s);", nb, g->trans[1] ? "_t" : "", nb, sbb.s);
             nb++;
         }
         sb_free(&sa);

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Flash attention on the GPU beside torch's scaled_dot_product_attention in the same
+# run: each row compiles an attention kernel with perfc, validates it on fresh random
+# inputs and times it (`--run`), then times SDPA's default backend on the same shape
+# (bench/gpu/attention.py).  Prints one line per row: perfc's ms, SDPA's ms, the
+# ratio SDPA / perfc (above 1: perfc faster), validity and the golden used.
+#   bash bench/gpu/attention.sh [ROWS...]   (carry carry/gpu/perfc.xz)
+# Environment: TARGET (sm_90a), OUT (logs), SCHEDFILE (a file of schedule statements
+# applied with --no-schedule -s, instead of the default `--schedule flash`).
+set -u
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+O=${OUT:-/tmp/attention}; mkdir -p "$O" /tmp/pf
+[ -x /tmp/pf/perfc ] || { xz -dc carry/gpu/perfc.xz > /tmp/pf/perfc && chmod +x /tmp/pf/perfc; }
+P=${PERFC:-/tmp/pf/perfc}
+T=${TARGET:-sm_90a}
+WANT="$*"
+want() { [ -z "$WANT" ] && return 0; for w in $WANT; do [ "$w" = "$1" ] && return 0; done; return 1; }
+row() {  # row LABEL SDPASPEC FILE [perfc args...]
+  local label=$1 spec=$2 f=$3; shift 3
+  want "$label" || return 0
+  local t0 t1
+  t0=$(date +%s.%N)
+  if [ -n "${SCHEDFILE:-}" ]; then
+    timeout 300 "$P" "$f" -target "$T" "$@" --no-schedule -s "$(cat "$SCHEDFILE")" --run --json --verbose \
+        > "$O/$label-$T.json" 2> "$O/$label-$T.err"
+  else
+    timeout 300 "$P" "$f" -target "$T" "$@" --schedule flash --run --json --verbose \
+        > "$O/$label-$T.json" 2> "$O/$label-$T.err"
+  fi
+  local rc=$?
+  t1=$(date +%s.%N)
+  local tj
+  tj=$(python3 bench/gpu/attention.py "$spec" 2>>"$O/torch.err" | python3 -c 'import json,sys; r=json.loads(sys.stdin.read() or "{}"); print(r.get("ms") or "nan")')
+  python3 - "$label" "$T" "$rc" "$O/$label-$T.json" "$tj" "$t0" "$t1" <<'PY'
+import json, math, sys
+label, tgt, rc, jf, tj, t0, t1 = sys.argv[1:8]
+try:
+    r = json.load(open(jf))
+except Exception:
+    r = {}
+pt = (r.get("time_ms") or {}).get("median", float("nan"))
+valid = "valid" if r.get("valid") else "INVALID:" + str(r.get("reason"))[:60].replace(" ", "_")
+gold = str(r.get("golden") or r.get("golden_kind") or "?")[:24]
+tt = float(tj)
+ratio = tt / pt if pt and not math.isnan(pt) and not math.isnan(tt) else float("nan")
+print("%-12s %-7s rc=%s %-8s perfc %8.4f ms | SDPA %8.4f ms | ratio %.3f | run %5.1f s | golden %s"
+      % (label, tgt, rc, valid, pt, tt, ratio, float(t1) - float(t0), gold), flush=True)
+PY
+  [ "$rc" = 0 ] || tail -5 "$O/$label-$T.err"
+}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+echo "target $T, $(date -u)"
+A=stdlib/attention.pdl
+row d128        4:16:16:2048:2048:128:bf16   $A -D B=4 -D H=16 -D S=2048 -D D=128
+row d64         4:16:16:2048:2048:64:bf16    $A -D B=4 -D H=16 -D S=2048 -D D=64
+row s4096       1:16:16:4096:4096:128:bf16   $A -D B=1 -D H=16 -D S=4096 -D D=128
+row s8192       1:16:16:8192:8192:128:bf16   $A -D B=1 -D H=16 -D S=8192 -D D=128
