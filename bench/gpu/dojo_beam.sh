@@ -69,11 +69,13 @@ fi
 echo "== autotune f32 GEMM ${N}^3 on $T (--time $TUNE_S)"
 t0=$(date +%s)
 PERFC_RETUNE=1 timeout $((TUNE_S + 70)) "$P" stdlib/gemm.pdl -k gemm --no-schedule $sizes -target $T --autotune \
-  --time "$TUNE_S" --db "$O/tune.db" --seed 1 > "$O/tune.txt" 2> "$O/tune.err" || rc=1
+  --time "$TUNE_S" --db "$O/tune.db" --seed 1 > "$O/tune.txt" 2> "$O/tune.err" ||
+  { rc=1; echo "autotune failed:"; tail -5 "$O/tune.err"; }
 t1=$(date +%s)
 echo "== beam (budget $BUDGET measurements, $BEAM_S s)"
 timeout $((BEAM_S + 60)) "$P" dojo --agent beam stdlib/gemm.pdl -k gemm $sizes -target $T --budget "$BUDGET" \
-  --time "$BEAM_S" ${BEAM_ARGS:-} --seed 1 --db "$O/dojo.db" --record "$O/beam.jsonl" > "$O/beam.txt" 2> "$O/beam.err" || rc=1
+  --time "$BEAM_S" ${BEAM_ARGS:-} --seed 1 --db "$O/dojo.db" --record "$O/beam.jsonl" > "$O/beam.txt" 2> "$O/beam.err" ||
+  { rc=1; echo "beam failed:"; tail -5 "$O/beam.err"; }
 t2=$(date +%s)
 timeout 60 "$P" dojo --replay "$O/beam.jsonl" | tail -1 || rc=1
 sed -n '/^schedule gemm for /,/^}/p' "$O/tune.txt" > "$O/tune.sched"
