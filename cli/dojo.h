@@ -7,6 +7,7 @@
  *                   undo, measure (through the harness, cached in the tuning database),
  *                   the moves as a schedule
  *   dojo_cache.c    the measurement cache: a table of its own in the tuning database
+ *   dojo_hints.c    the autotuner's schedule templates as moves (`hints`)
  *   dojo_proto.c    the protocol on a stream (stdin/stdout or a Unix socket), the
  *                   episode recorder and --replay
  *   dojo_agents.c   random, greedy and beam-search players, written against the same
@@ -134,6 +135,39 @@ typedef struct DojoPredict {
 } DojoPredict;
 bool dojo_predict(DojoSession *s, DojoPredict *p, StrBuf *err);
 const char *dojo_feature_name(int i);
+/* Starting points (docs/dojo.md, `hints`): the autotuner's schedule templates for
+ * the kernel and target, each as the moves that play it from the start of the
+ * game, at chosen values of its parameters (by default the first candidates). */
+enum { DOJO_HINT_PARAMS = 16, DOJO_HINT_VALUES = 16 };
+typedef struct DojoHintParam {
+    char name[32];
+    int nvalues;
+    char values[DOJO_HINT_VALUES][48]; /* as schedule text: "8", "j1o" */
+    int chosen;                        /* index of the value the moves use */
+} DojoHintParam;
+typedef struct DojoHint {
+    int tindex;              /* the template's index in the tuner's space */
+    char origin[160];        /* the template, as the tuner names it */
+    DojoHintParam params[DOJO_HINT_PARAMS];
+    int nparams;
+    char **moves;            /* canonical move texts, in order */
+    int n;
+} DojoHint;
+/* The hints at their defaults: only those whose every move plays, in order, from the
+ * start (checked here as `step` plays text, the session left as it was); computed
+ * once per game, owned by the session until the next reset.  Returns their number;
+ * *dropped (may be NULL): templates that did not play. */
+int dojo_hints(DojoSession *s, const DojoHint **out, int *dropped);
+/* Hint i (0 <= i < dojo_hints' number) with parameter p at its value choice[p]
+ * (one per parameter, in order) into *out (free with dojo_hints_free_moves).  False
+ * with the reason in err when the template refuses the choices or a move does not
+ * play from the start. */
+bool dojo_hint_at(DojoSession *s, int i, const int *choice, DojoHint *out, StrBuf *err);
+/* dojo_hints.c: the templates' moves at their defaults, unchecked (c: the game's
+ * compilation), *out malloc'd; and one template's moves at other choices. */
+int dojo_hint_candidates(Compilation *c, DojoHint **out);
+bool dojo_hint_instance(Compilation *c, DojoHint *h, const int *choice, StrBuf *err);
+void dojo_hints_free_moves(DojoHint *h);
 /* The moves as a schedule block (pasteable into the .pdl). */
 void dojo_schedule_text(DojoSession *s, StrBuf *out);
 bool dojo_auto_measure(const DojoSession *s);
@@ -162,6 +196,7 @@ typedef struct DojoAgentOpts {
     double time_s;           /* wall-time budget in seconds, 0: none (checked between measurements) */
     int steps;               /* random: moves */
     int width, depth;        /* beam */
+    bool no_hints;           /* beam: start from the unscheduled kernel only, not also from `hints` */
     bool quiet;
 } DojoAgentOpts;
 /* Plays a game already reset in s.  Prints progress on stderr and the result on stdout. */

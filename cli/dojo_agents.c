@@ -9,7 +9,9 @@
  * ranks highest.  The move ordering is a fixed prior over move kinds and loop
  * positions (vectorise an innermost loop, unroll a short loop, parallelise an outer
  * one, keep an accumulator in a local buffer, then the enabling splits, reorders and
- * distributions), documented in docs/dojo.md; it is no cost model. */
+ * distributions), documented in docs/dojo.md; it is no cost model.  The beam also
+ * learns a cost model from its own measurements (`predict`), and starts from the
+ * tuner's templates (`hints`) unless told not to. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -754,6 +756,106 @@ static int by_pred(const void *x, const void *y)
     return a->pred < b->pred ? -1 : a->pred > b->pred ? 1 : by_prior(x, y);
 }
 
+/* ---- starting points: the tuner's templates (`hints`) ---- */
+
+static Path path_of(char *const *moves, int n, double ms)
+{
+    Path p = {xcalloc((size_t)n + 1, sizeof(char *)), n, ms};
+    for (int i = 0; i < n; i++)
+        p.moves[i] = xstrdup(moves[i]);
+    return p;
+}
+
+/* Plays moves from the start and measures the state they reach (a measurement
+ * counted like any other, unless that kernel was measured before); its path and
+ * time are added to got. */
+static double measure_moves(Agent *a, char *const *moves, int n, Path **got, int *ngot)
+{
+    Path p = path_of(moves, n, INFINITY);
+    go_to(a->s, &p);
+    DojoMeasure m;
+    double t = seen_ms(a);
+    if (t < 0)
+        t = measure(a, &m);
+    p.ms = t > 0 ? t : INFINITY;
+    *got = xrealloc(*got, sizeof **got * (size_t)(*ngot + 1));
+    (*got)[(*ngot)++] = p;
+    return p.ms;
+}
+
+/* The beam's other starting points: each of the tuner's templates for the kernel
+ * (`hints`) at its defaults is measured, then the two fastest are improved one
+ * parameter at a time (every value of a parameter measured with the others fixed,
+ * the fastest kept, two passes over the parameters at most), on at most half the
+ * budget.  The templates encode what the tuner knows (a packed micro-kernel on a
+ * CPU, shared-memory tiles on a GPU) and that the moves one at a time reach only
+ * through long sequences; the beam then searches on from the best of them. */
+static void start_from_hints(Agent *a, Path **got, int *ngot)
+{
+    const DojoHint *hs;
+    int nh = dojo_hints(a->s, &hs, NULL);
+    int stop = a->used + a->o->budget / 2;
+    if (!nh)
+        return;
+    double *t = xcalloc((size_t)nh, sizeof *t);
+    int *order = xcalloc((size_t)nh, sizeof *order);
+    for (int i = 0; i < nh; i++) {
+        order[i] = i;
+        t[i] = spent(a) || a->used >= stop ? INFINITY : measure_moves(a, hs[i].moves, hs[i].n, got, ngot);
+    }
+    for (int i = 1; i < nh; i++) /* fastest first */
+        for (int j = i; j > 0 && t[order[j]] < t[order[j - 1]]; j--) {
+            int x = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = x;
+        }
+    for (int r = 0; r < nh && r < 2; r++) {
+        int i = order[r];
+        if (!isfinite(t[i]))
+            break;
+        int cur[DOJO_HINT_PARAMS];
+        for (int p = 0; p < hs[i].nparams; p++)
+            cur[p] = hs[i].params[p].chosen;
+        double cur_t = t[i];
+        for (int pass = 0; pass < 2; pass++) {
+            bool moved = false;
+            for (int p = 0; p < hs[i].nparams; p++) {
+                int best = cur[p];
+                for (int v = 0; v < hs[i].params[p].nvalues && !spent(a) && a->used < stop; v++) {
+                    if (v == cur[p])
+                        continue;
+                    int ch[DOJO_HINT_PARAMS];
+                    memcpy(ch, cur, sizeof ch);
+                    ch[p] = v;
+                    DojoHint x;
+                    StrBuf e = {0};
+                    if (dojo_hint_at(a->s, i, ch, &x, &e)) {
+                        double tv = measure_moves(a, x.moves, x.n, got, ngot);
+                        if (tv < cur_t) {
+                            cur_t = tv;
+                            best = v;
+                        }
+                        dojo_hints_free_moves(&x);
+                    }
+                    sb_free(&e);
+                }
+                moved |= best != cur[p];
+                cur[p] = best;
+            }
+            if (!moved)
+                break;
+        }
+        if (!a->o->quiet) {
+            fprintf(stderr, "hint %d (%s): %.4g ms at", i, hs[i].origin, cur_t);
+            for (int p = 0; p < hs[i].nparams; p++)
+                fprintf(stderr, " %s=%s", hs[i].params[p].name, hs[i].params[p].values[cur[p]]);
+            fputc('\n', stderr);
+        }
+    }
+    free(t);
+    free(order);
+}
+
 /* Beam search with lookahead.  Each level expands every beam state by its
  * best-ranked moves and, through the best few of those, by a second move, without
  * measuring: every such state is rolled out, states that roll out to one kernel are
@@ -782,6 +884,27 @@ static void play_beam(Agent *a)
     Path *beam = xcalloc((size_t)W, sizeof *beam);
     int nb = 1;
     beam[0] = root;
+    if (!a->o->no_hints) {
+        /* the first beam: the fastest of the start and the measured templates */
+        Path *got = NULL;
+        int ngot = 0;
+        start_from_hints(a, &got, &ngot);
+        got = xrealloc(got, sizeof *got * (size_t)(ngot + 1));
+        got[ngot++] = root;
+        qsort(got, (size_t)ngot, sizeof *got, by_ms);
+        nb = 0;
+        for (int i = 0; i < ngot; i++) {
+            if (nb < W && isfinite(got[i].ms))
+                beam[nb++] = got[i];
+            else
+                path_free(&got[i]);
+        }
+        free(got);
+        if (!nb) {
+            free(beam);
+            return;
+        }
+    }
     int stale = 0;
     Pool o = {0};
     enum { KIDS = 10, DEEP = 3, GRANDKIDS = 5, POOL = 1500 };

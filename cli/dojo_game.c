@@ -83,6 +83,11 @@ struct DojoSession {
     double model_shift;      /* mean of (log time per work - prediction) over the rows */
     double *model_f;         /* the rows' features, TM_NFEAT each */
 
+    /* the tuner's templates as moves (dojo_hints), made on demand once per game */
+    bool hints_done;
+    DojoHint *hints;
+    int nhints, hints_dropped;
+
     /* the episode recorder (--record): one JSON line per event */
     FILE *rec;
     int episode;
@@ -144,6 +149,12 @@ static void end_game(DojoSession *s)
     free(s->model_f);
     s->model_f = NULL;
     s->model_fitted_rows = 0;
+    for (int i = 0; i < s->nhints; i++)
+        dojo_hints_free_moves(&s->hints[i]);
+    free(s->hints);
+    s->hints = NULL;
+    s->nhints = s->hints_dropped = 0;
+    s->hints_done = false;
 }
 
 void dojo_free(DojoSession *s)
@@ -956,6 +967,118 @@ bool dojo_undo(DojoSession *s)
         jw_key(&b, "next_state", &ff);
         sb_json_str(&b, dojo_fingerprint(s));
         rec_end(s, &b);
+    }
+    return true;
+}
+
+/* Takes the state back to its first n moves (n below the depth), rebuilding once. */
+static void truncate_moves(DojoSession *s, int n)
+{
+    Diags d;
+    diag_init(&d);
+    Kernel *k = build_state(s, n, &d);
+    diag_free(&d);
+    if (!k) /* these moves applied before, in this order, on the same kernel */
+        die("dojo: replaying %d moves failed", n);
+    ir_free(s->cur);
+    s->cur = k;
+    s->moves.n = n;
+    while (s->texts.n > n)
+        free(s->texts.v[--s->texts.n]);
+    state_changed(s);
+}
+
+/* Whether moves play in order from the start, each as `step` plays a move given as
+ * text (on a GPU, with the CUDA emitter's check after each); the game's own moves
+ * are put back afterwards, nothing recorded.  The refusal in err. */
+static bool plays_from_start(DojoSession *s, char *const *moves, int n, StrBuf *err)
+{
+    int depth = s->moves.n;
+    void **items = xcalloc((size_t)depth + 1, sizeof *items);
+    char **texts = xcalloc((size_t)depth + 1, sizeof *texts);
+    for (int i = 0; i < depth; i++) {
+        items[i] = s->moves.v[i];
+        texts[i] = xstrdup(s->texts.v[i]);
+    }
+    if (depth)
+        truncate_moves(s, 0);
+    bool plays = true;
+    for (int j = 0; j < n && plays; j++) {
+        StrBuf e = {0};
+        bool legal = false;
+        plays = step(s, -1, moves[j], &legal, &e) && legal;
+        if (!plays && err)
+            sb_printf(err, "move %d of the hint, %s: %s", j + 1, moves[j], e.s ? e.s : "refused");
+        sb_free(&e);
+    }
+    if (s->moves.n)
+        truncate_moves(s, 0);
+    for (int i = 0; i < depth; i++) {
+        vec_push(&s->moves, items[i]);
+        vec_push(&s->texts, texts[i]);
+    }
+    if (depth) {
+        Diags d;
+        diag_init(&d);
+        Kernel *k = build_state(s, depth, &d);
+        diag_free(&d);
+        if (!k)
+            die("dojo: replaying %d moves failed", depth);
+        ir_free(s->cur);
+        s->cur = k;
+        state_changed(s);
+    }
+    free(items);
+    free(texts);
+    return plays;
+}
+
+int dojo_hints(DojoSession *s, const DojoHint **out, int *dropped)
+{
+    if (!s->hints_done) {
+        s->hints_done = true;
+        DojoHint *c;
+        int nc = dojo_hint_candidates(&s->c, &c);
+        s->hints = xcalloc((size_t)nc + 1, sizeof *s->hints);
+        for (int h = 0; h < nc; h++) {
+            if (plays_from_start(s, c[h].moves, c[h].n, NULL)) {
+                s->hints[s->nhints++] = c[h];
+            } else {
+                s->hints_dropped++;
+                dojo_hints_free_moves(&c[h]);
+            }
+        }
+        free(c);
+    }
+    *out = s->hints;
+    if (dropped)
+        *dropped = s->hints_dropped;
+    return s->nhints;
+}
+
+bool dojo_hint_at(DojoSession *s, int i, const int *choice, DojoHint *out, StrBuf *err)
+{
+    const DojoHint *h;
+    int n = dojo_hints(s, &h, NULL);
+    memset(out, 0, sizeof *out);
+    if (i < 0 || i >= n) {
+        sb_printf(err, "no hint %d (this game has %d)", i, n);
+        return false;
+    }
+    *out = h[i];
+    out->moves = NULL;
+    out->n = 0;
+    for (int p = 0; p < out->nparams; p++)
+        if (choice[p] < 0 || choice[p] >= out->params[p].nvalues) {
+            sb_printf(err, "parameter %s has %d values; choice %d is out of range", out->params[p].name,
+                      out->params[p].nvalues, choice[p]);
+            return false;
+        }
+    if (!dojo_hint_instance(&s->c, out, choice, err))
+        return false;
+    if (!plays_from_start(s, out->moves, out->n, err)) {
+        dojo_hints_free_moves(out);
+        return false;
     }
     return true;
 }

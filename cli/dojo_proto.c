@@ -122,6 +122,7 @@ static const Verb verbs[] = {
     {"undo", ""},
     {"measure", ""},
     {"predict", ""},
+    {"hints", "hint choices"},
     {"schedule", ""},
     {"close", ""},
 };
@@ -247,7 +248,7 @@ static bool handle(Conn *c, DojoSession *s, const char *line, size_t len)
         goto send;
     }
     if (!verb) {
-        sb_puts(&err, "unknown cmd (reset, state, actions, step, undo, measure, predict, schedule, close)");
+        sb_puts(&err, "unknown cmd (reset, state, actions, step, undo, measure, predict, hints, schedule, close)");
         reply_error(&r, "unknown_cmd", err.s);
         goto send;
     }
@@ -392,6 +393,95 @@ static bool handle(Conn *c, DojoSession *s, const char *line, size_t len)
         jw_num(&r.b, p.fitted ? p.predicted_ms : NAN);
         jw_key(&r.b, "cv_r2", &r.first);
         jw_num(&r.b, p.fitted ? p.cv_r2 : NAN);
+    } else if (!strcmp(cmd, "hints")) {
+        const DojoHint *h;
+        int dropped, n = dojo_hints(s, &h, &dropped);
+        const Jv *hi = jv_get(q, "hint"), *ch = jv_get(q, "choices");
+        DojoHint one = {0};
+        int first = 0;
+        if (hi || ch) {
+            /* one hint at other values of its parameters */
+            if (!hi || hi->kind != JV_NUM || !hi->is_int || hi->i < 0 || hi->i >= n) {
+                sb_printf(&err, "\"hint\" is the index of a hint (0 to %d)", n - 1);
+                reply_error(&r, "bad_request", err.s);
+                goto send;
+            }
+            const DojoHint *base = &h[hi->i];
+            int choice[DOJO_HINT_PARAMS];
+            for (int p = 0; p < base->nparams; p++)
+                choice[p] = base->params[p].chosen;
+            if (ch && ch->kind != JV_OBJ) {
+                reply_error(&r, "bad_request", "\"choices\" is an object: parameter name -> index of its value");
+                goto send;
+            }
+            for (int k = 0; ch && k < ch->n; k++) {
+                int p = 0;
+                while (p < base->nparams && strcmp(base->params[p].name, ch->keys[k]))
+                    p++;
+                const Jv *v = ch->items[k];
+                if (p == base->nparams || v->kind != JV_NUM || !v->is_int || v->i < 0 ||
+                    v->i >= base->params[p].nvalues) {
+                    if (p == base->nparams)
+                        sb_printf(&err, "hint %d has no parameter '%s'", (int)hi->i, ch->keys[k]);
+                    else
+                        sb_printf(&err, "choice of %s: an index from 0 to %d", ch->keys[k],
+                                  base->params[p].nvalues - 1);
+                    reply_error(&r, "bad_request", err.s);
+                    goto send;
+                }
+                choice[p] = (int)v->i;
+            }
+            if (!dojo_hint_at(s, (int)hi->i, choice, &one, &err)) {
+                reply_error(&r, "bad_move", err.s);
+                goto send;
+            }
+            h = &one;
+            first = (int)hi->i;
+            n = 1;
+        }
+        reply_ok(&r);
+        jw_key(&r.b, "hints", &r.first);
+        sb_putc(&r.b, '[');
+        for (int i = 0; i < n; i++) {
+            sb_puts(&r.b, i ? ",{" : "{");
+            bool ff = true;
+            jw_key(&r.b, "hint", &ff);
+            sb_printf(&r.b, "%d", first + i);
+            jw_key(&r.b, "origin", &ff);
+            sb_json_str(&r.b, h[i].origin);
+            jw_key(&r.b, "params", &ff);
+            sb_putc(&r.b, '[');
+            for (int p = 0; p < h[i].nparams; p++) {
+                const DojoHintParam *hp = &h[i].params[p];
+                sb_puts(&r.b, p ? ",{" : "{");
+                bool pf = true;
+                jw_key(&r.b, "name", &pf);
+                sb_json_str(&r.b, hp->name);
+                jw_key(&r.b, "values", &pf);
+                sb_putc(&r.b, '[');
+                for (int v = 0; v < hp->nvalues; v++) {
+                    if (v)
+                        sb_putc(&r.b, ',');
+                    sb_json_str(&r.b, hp->values[v]);
+                }
+                sb_putc(&r.b, ']');
+                jw_key(&r.b, "chosen", &pf);
+                sb_printf(&r.b, "%d}", hp->chosen);
+            }
+            sb_putc(&r.b, ']');
+            jw_key(&r.b, "moves", &ff);
+            sb_putc(&r.b, '[');
+            for (int j = 0; j < h[i].n; j++) {
+                if (j)
+                    sb_putc(&r.b, ',');
+                sb_json_str(&r.b, h[i].moves[j]);
+            }
+            sb_puts(&r.b, "]}");
+        }
+        sb_putc(&r.b, ']');
+        jw_key(&r.b, "dropped", &r.first);
+        sb_printf(&r.b, "%d", dropped);
+        dojo_hints_free_moves(&one);
     } else if (!strcmp(cmd, "schedule")) {
         reply_ok(&r);
         StrBuf t = {0};
@@ -716,6 +806,7 @@ static void usage(FILE *f)
           "       perfc dojo --replay FILE\n"
           "       perfc dojo --agent random|greedy|beam FILE [-k KERNEL] [-D N=V ...] [-target T] [--seed N]\n"
           "                  [--threads N] [--budget N] [--time S] [--steps N] [--width W] [--depth D] [--schedule]\n"
+          "                  [--no-hints] [-q]\n"
           "\n"
           "Kernel optimisation as a game: JSON-lines requests on stdin (or on each connection to the Unix\n"
           "socket PATH), one reply per line on stdout.  docs/dojo.md describes every verb.\n"
@@ -755,6 +846,8 @@ int cli_dojo_main(int argc, char **argv)
             ra.schedule = true;
         } else if (!strcmp(a, "-q")) {
             ao.quiet = true;
+        } else if (!strcmp(a, "--no-hints")) {
+            ao.no_hints = true;
         } else if (!strcmp(a, "-D") && has) {
             const char *d = argv[++i];
             const char *eq = strchr(d, '=');

@@ -105,6 +105,14 @@ class PerfDojoEnv:
         game has 20 valid measurements the predicted time (no measurement)."""
         return self.client.request("predict")
 
+    def hints(self, hint=None, choices=None):
+        """The tuner's templates as move lists from the start of the game (at their
+        defaults), or hint number `hint` with some parameters at other values
+        (choices: {name: index into that parameter's values})."""
+        if hint is None:
+            return self.client.request("hints")["hints"]
+        return self.client.request("hints", hint=hint, choices=choices or {})["hints"][0]
+
     def undo(self):
         self.state = self.client.request("undo")["state"]
         return self.state

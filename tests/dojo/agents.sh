@@ -1,7 +1,8 @@
 #!/bin/sh
 # The built-in agents play small games through the session API: each must end on a
 # valid measured kernel and print a schedule that perfc accepts back; a recorded
-# agent game replays to the same kernel; a GPU target gives states and legal moves
+# agent game replays to the same kernel; the beam starts from the tuner's templates
+# (hints), not with --no-hints; a GPU target gives states and legal moves
 # without a GPU.
 set -eu
 perfc=$1 root=$2 dir=$3
@@ -19,6 +20,12 @@ for a in random greedy beam; do
   "$perfc" "$dir/$a.pdl" -k gemm -D M=32 -D N=32 -D K=32 --run --seed 1 > /dev/null
   "$perfc" dojo --replay "$dir/$a.jsonl" | grep -q "as recorded"
 done
+# the beam starts from the tuner's templates (hints) unless told not to
+grep -q '^hint [0-9]* (rules: contraction' "$dir/beam.err"
+"$perfc" dojo --agent beam "$root/stdlib/gemm.pdl" -k gemm -D M=32 -D N=32 -D K=32 --seed 2 --budget 6 \
+  --width 2 --depth 2 --no-hints --no-db > "$dir/nohints.txt" 2>"$dir/nohints.err"
+grep -q '^agent      beam' "$dir/nohints.txt"
+if grep -q '^hint ' "$dir/nohints.err"; then exit 1; fi
 # a GPU target: states and legal moves (bind among them) with no GPU needed
 printf '%s\n' '{"cmd":"reset","file":"'"$root"'/stdlib/gemm.pdl","kernel":"gemm","target":"sm_90","sizes":{"M":256,"N":256,"K":256}}' \
   '{"cmd":"actions"}' '{"cmd":"step","action":"bind(i, block.x)"}' '{"cmd":"close"}' |

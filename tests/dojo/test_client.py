@@ -55,6 +55,12 @@ assert sched.startswith("schedule gemm for cpu {")
 # 50 measurements: the game's cost model is fitted and predicts a time
 pred = env.predict()
 assert pred["rows"] >= 20 and pred["predicted_ms"] > 0, pred
+# the tuner's templates through the client: a list, and one at another value
+hs = env.hints()
+assert hs and hs[0]["moves"] and env.state["fingerprint"] == state["fingerprint"], hs
+q = hs[0]["params"][0]
+other = env.hints(0, {q["name"]: len(q["values"]) - 1})
+assert other["params"][0]["chosen"] == len(q["values"]) - 1 and other["moves"], other
 env.close()
 print("played %d moves, measured %d valid kernels" % (legal_moves, measured))
 

@@ -2,7 +2,8 @@
 reply, malformed JSON, a non-object, unknown verbs and fields, an oversize line
 (refused, stream resynchronised at the next newline), deep nesting, bad UTF-8, an
 illegal move refused with its reason and the state unchanged, undo with nothing to
-undo, predict (features, no model yet), verbs before reset, the end of input without close, a client that goes away
+undo, predict (features, no model yet), hints (the tuner's templates as moves, at
+other parameter values on request, each playable from the start), verbs before reset, the end of input without close, a client that goes away
 while a measurement runs (perfc exits cleanly and writes nothing to the database),
 and two clients on one Unix socket.
 
@@ -120,6 +121,30 @@ assert r["ok"] and r["fingerprint"] == fp1 and r["work"] == 32 ** 3, r
 assert r["features"]["depth"] == 4 and "log_acc_regs" in r["features"] and r["rows"] == 2, r
 assert r["predicted_ms"] is None and r["cv_r2"] is None, r
 err(send(p, {"cmd": "predict", "ir": True}), "bad_request")
+# hints: the tuner's templates as moves from the start, at their defaults; asking
+# leaves the game where it was
+r = send(p, {"cmd": "hints"})
+assert r["ok"] and len(r["hints"]) >= 2 and r["dropped"] == 0, r
+hints = r["hints"]
+h = hints[0]
+assert h["hint"] == 0 and "contraction" in h["origin"] and h["moves"][0] == "distribute(j)", h
+assert h["params"] and all(q["chosen"] == 0 and q["values"] for q in h["params"]), h
+st2 = send(p, {"cmd": "state", "ir": False})["state"]
+assert st2["fingerprint"] == fp1 and st2["moves"] == ["split(i, 4)"], st2
+# another value of a parameter: the moves use it
+q = next(q for q in h["params"] if len(q["values"]) > 1 and q["values"][0].isdigit())
+r = send(p, {"cmd": "hints", "hint": 0, "choices": {q["name"]: 1}})
+h1 = r["hints"][0]
+assert r["ok"] and len(r["hints"]) == 1 and h1["hint"] == 0 and h1["moves"] != h["moves"], r
+assert [x["chosen"] for x in h1["params"] if x["name"] == q["name"]] == [1], h1
+assert any(", %s" % q["values"][1] in m and ", %s" % q["values"][0] not in m for m in h1["moves"]), (q, h1["moves"])
+assert send(p, {"cmd": "state", "ir": False})["state"]["fingerprint"] == fp1
+err(send(p, {"cmd": "hints", "hint": len(hints)}), "bad_request")
+err(send(p, {"cmd": "hints", "hint": 0, "choices": {"no_such_param": 0}}), "bad_request")
+err(send(p, {"cmd": "hints", "hint": 0, "choices": {q["name"]: len(q["values"])}}), "bad_request")
+err(send(p, {"cmd": "hints", "hint": 0, "choices": [1]}), "bad_request")
+err(send(p, {"cmd": "hints", "choices": {}}), "bad_request")
+err(send(p, {"cmd": "hints", "ir": True}), "bad_request")
 sched = send(p, {"cmd": "schedule"})
 assert sched["moves"] == ["split(i, 4)"] and sched["schedule"] == "schedule gemm for cpu {\n  split(i, 4)\n}\n"
 r = send(p, {"cmd": "undo"})
@@ -132,6 +157,17 @@ rows = sqlite3.connect(db).execute("SELECT count(*) FROM dojo_measurement").fetc
 assert rows == 2, rows  # the unscheduled kernel and split(i, 4): nothing else was measured
 tuner_rows = sqlite3.connect(db).execute("SELECT count(*) FROM measurement").fetchone()[0]
 assert tuner_rows == 0  # the tuner's table is untouched
+
+# a hint at other values plays move by move from the start and measures valid
+p = start("--no-db")
+send(p, RESET)
+for m in h1["moves"]:
+    r = send(p, {"cmd": "step", "action": m})
+    assert r["legal"], (m, r)
+assert send(p, {"cmd": "state", "ir": False})["state"]["moves"] == h1["moves"]
+assert send(p, {"cmd": "measure"})["measurement"]["valid"]
+p.stdin.close()
+assert p.wait(timeout=30) == 0
 
 # the end of input without close: a clean exit
 p = start()
