@@ -564,6 +564,54 @@ int bld_distribute_all(Builder *b, SLoop *l, SLoop **copies, int cap)
 }
 
 bool bld_unroll(Builder *b, SLoop *l) { return one_loop(b, "unroll", l); }
+bool bld_factor_out(Builder *b, SLoop *l) { return one_loop(b, "factor_out", l); }
+
+bool bld_online_softmax(Builder *b, SBuf *out, SLoop *j, SVal tile)
+{
+    Call c;
+    call_init(&c, "online_softmax");
+    if (out)
+        put_name(&c, NULL, out->name);
+    else
+        c.ok = false, put_name(&c, NULL, "?");
+    put_loop(b, &c, NULL, j);
+    put_val(b, &c, NULL, tile);
+    int nv, nb;
+    return run(b, &c, &nv, &nb);
+}
+
+bool bld_storage(Builder *b, SBuf *buf, const char *dtype)
+{
+    Call c;
+    call_init(&c, "storage");
+    if (buf)
+        put_name(&c, NULL, buf->name);
+    else
+        c.ok = false, put_name(&c, NULL, "?");
+    put_name(&c, NULL, dtype);
+    int nv, nb;
+    return run(b, &c, &nv, &nb);
+}
+
+static void children(Builder *b, NodeList *l, SLoop **out, int cap, int *n)
+{
+    for (int i = 0; l && i < l->n; i++) {
+        Node *x = l->v[i];
+        if (x->kind == N_LOOP && *n < cap)
+            out[(*n)++] = handle(b, x);
+        else if (x->kind == N_IF)
+            children(b, &x->u.guard.body, out, cap, n);
+    }
+}
+
+int bld_children(Builder *b, SLoop *l, SLoop **out, int cap)
+{
+    Node *n = l ? find_loop(b, l->name) : NULL;
+    int k = 0;
+    if (n)
+        children(b, &n->u.loop.body, out, cap, &k);
+    return k;
+}
 bool bld_vectorize(Builder *b, SLoop *l) { return one_loop(b, "vectorize", l); }
 bool bld_parallel(Builder *b, SLoop *l) { return one_loop(b, "parallel", l); }
 bool bld_rfactor(Builder *b, SLoop *l) { return one_loop(b, "rfactor", l); }

@@ -113,6 +113,13 @@ bool bld_mma(Builder *b, SLoop *i, SLoop *j, SLoop *k);
 bool bld_wgmma(Builder *b, SLoop *i, SLoop *j, SLoop *k);
 bool bld_pipeline(Builder *b, SLoop *l, SVal stages, bool inflight);
 bool bld_collapse(Builder *b, SLoop *outer, SLoop *inner, const char *name, SLoop **out);
+bool bld_online_softmax(Builder *b, SBuf *out, SLoop *j, SVal tile);
+bool bld_factor_out(Builder *b, SLoop *l);
+bool bld_storage(Builder *b, SBuf *buf, const char *dtype);
+
+/* ---- reading the nest ---- */
+/* The loops directly in l's body (through guards), in order; their number. */
+int bld_children(Builder *b, SLoop *l, SLoop **out, int cap);
 
 /* ---- templates ---- */
 /* A template: false when it does not fit the kernel (nothing to offer). */

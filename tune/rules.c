@@ -1315,6 +1315,8 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
          * generator's default mapping (one thread per output element), which the
          * empty schedule stands for. */
         sp->kclass = ncontr ? "contraction (GPU)" : "default GPU mapping";
+        /* a softmax-then-product chain: flash attention on tensor cores first */
+        rules_attention(in, u, target, a, sp);
         /* tensor-core templates first (f16 / bf16 products), each only when it
          * applies whole: a contraction alone, or followed by elementwise nests over
          * its output loops (an epilogue the templates fuse into the write-back) */

@@ -38,4 +38,8 @@ void rules_offer(const TuneInput *in, TuneBuildFn fn, const void *ctx, Arena *a,
 void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, const Target *target, Arena *a,
                         TuneSpace *sp);
 
+/* The flash-attention template (tune/rules_attn.c) for a kernel whose nests form the
+ * softmax-then-product chain online_softmax fuses; offers nothing otherwise. */
+void rules_attention(const TuneInput *in, const Kernel *u, const Target *target, Arena *a, TuneSpace *sp);
+
 #endif

@@ -15,16 +15,18 @@ P=${PERFC:-/tmp/pf/perfc}
 T=${TARGET:-sm_90a}
 WANT="$*"
 want() { [ -z "$WANT" ] && return 0; for w in $WANT; do [ "$w" = "$1" ] && return 0; done; return 1; }
-row() {  # row LABEL SDPASPEC FILE [perfc args...]
+row() {  # row LABEL SDPASPEC FILE [--default] [perfc args...]
   local label=$1 spec=$2 f=$3; shift 3
   want "$label" || return 0
   local t0 t1
   t0=$(date +%s.%N)
+  local how=(--schedule flash)
+  if [ "${1:-}" = --default ]; then how=(); shift; fi   # no schedule: the GPU default
   if [ -n "${SCHEDFILE:-}" ]; then
     timeout 300 "$P" "$f" -target "$T" "$@" --no-schedule -s "$(cat "$SCHEDFILE")" --run --json --verbose \
         > "$O/$label-$T.json" 2> "$O/$label-$T.err"
   else
-    timeout 300 "$P" "$f" -target "$T" "$@" --schedule flash --run --json --verbose \
+    timeout 300 "$P" "$f" -target "$T" "$@" "${how[@]}" --run --json --verbose \
         > "$O/$label-$T.json" 2> "$O/$label-$T.err"
   fi
   local rc=$?
@@ -55,3 +57,8 @@ row d128        4:16:16:2048:2048:128:bf16   $A -D B=4 -D H=16 -D S=2048 -D D=12
 row d64         4:16:16:2048:2048:64:bf16    $A -D B=4 -D H=16 -D S=2048 -D D=64
 row s4096       1:16:16:4096:4096:128:bf16   $A -D B=1 -D H=16 -D S=4096 -D D=128
 row s8192       1:16:16:8192:8192:128:bf16   $A -D B=1 -D H=16 -D S=8192 -D D=128
+# written fresh by a user, no schedule: the tuner's flash template as the default
+U=bench/gpu/kernels/user_attention.pdl
+row user-f16    1:64:64:2048:2048:64:f16     $U --default -k attn -D NH=64 -D T=2048 -D E=64
+row user-head   1:1:1:4096:4096:128:bf16     $U --default -k head -D T=4096 -D E=128
+row stdlib-def  4:16:16:2048:2048:128:bf16   $A --default -D B=4 -D H=16 -D S=2048 -D D=128

@@ -1,0 +1,322 @@
+/* The GPU template for attention as a user writes it: where a maximum, an
+ * exponential, a sum of the exponentials and a contraction over one index form the
+ * softmax-then-product chain (online_softmax's pattern, docs/schedules.md), flash
+ * attention on tensor cores (docs/cuda.md "Flash attention on tensor cores").
+ *
+ * The template is stdlib/attention.pdl's `flash` schedule read off the kernel instead
+ * of spelled for stdlib's names: which nest holds the scores, which tensors are the
+ * maximum, the sum, the exponentials and the accumulator, which loops are the batch,
+ * the rows and the keys are found by applying the scale's factor_out and online_softmax
+ * to a copy of the kernel and reading the fused nest (whose shape online_softmax
+ * fixes: per row the two initialisations, the accumulator's, the tile loop, the
+ * normalisation; per tile the score stages, the maximum, the rescale, the
+ * exponentials, their sum and the product).  The steps themselves go through the
+ * typed builder, so every later loop is a handle, never a guessed name.
+ *
+ * It fits 16-bit Q, K and V (one type), rows a multiple of 128, keys of 64, head
+ * sizes of 16, at most two batch loops; anything else keeps the other templates. */
+#include <string.h>
+
+#include "../passes/xform.h"
+#include "rules_int.h"
+
+enum { MAXB = 2 };
+
+typedef struct AttnCtx {
+    const char *out, *j;         /* online_softmax's arguments */
+    const char *score_sum;       /* the score nest's sum loop, when factor_out applies; else NULL */
+    const char *batch[MAXB];
+    int nbatch;
+    const char *row;
+    const char *Q, *K, *V, *s, *p, *m, *l, *ms, *acc;
+    const char *dt;              /* the operands' type: the exponentials are stored so */
+    int nscore;                  /* stages before the maximum's */
+} AttnCtx;
+
+/* ---------------- reading the kernel ---------------- */
+
+static SchedArg nm(const char *s) { return (SchedArg){.kind = SARG_NAME, .name = s}; }
+static SchedArg iv(int64_t v) { return (SchedArg){.kind = SARG_INT, .ival = v}; }
+
+static bool apply(Kernel *k, const char *xf, SchedArg *args, int n)
+{
+    SchedItem it = {.kind = SCHED_CALL, .name = xf, .args = args, .nargs = n};
+    Diags d;
+    diag_init(&d);
+    bool ok = xf_apply(k, &it, NULL, &d);
+    diag_free(&d);
+    return ok;
+}
+
+/* The one statement under n through single-node loops and guards, or NULL. */
+static Node *only_stmt(Node *n)
+{
+    while (n && n->kind != N_STMT) {
+        NodeList *b = ir_body(n);
+        if (!b || b->n != 1)
+            return NULL;
+        n = b->v[0];
+    }
+    return n;
+}
+
+static const Buffer *load_buf(const Expr *x)
+{
+    if (x && x->kind == IE_CAST)
+        x = x->args[0];
+    return x && x->kind == IE_LOAD ? x->u.load.buf : NULL;
+}
+
+/* A sum loop: one `+=` statement under it through single-node loops and guards. */
+static bool sum_loop(Node *l)
+{
+    Node *s = only_stmt(l);
+    return s && s->u.stmt.op == SOP_ADD;
+}
+
+static const Buffer *last_written(Node *n)
+{
+    if (n->kind == N_STMT)
+        return n->u.stmt.buf;
+    NodeList *b = ir_body(n);
+    const Buffer *r = NULL;
+    for (int i = 0; b && i < b->n; i++) {
+        const Buffer *x = last_written(b->v[i]);
+        if (x)
+            r = x;
+    }
+    return r;
+}
+
+static Node *find_sum_loop(Node *n)
+{
+    if (n->kind == N_LOOP && sum_loop(n))
+        return n;
+    NodeList *b = ir_body(n);
+    for (int i = 0; b && i < b->n; i++) {
+        Node *x = find_sum_loop(b->v[i]);
+        if (x)
+            return x;
+    }
+    return NULL;
+}
+
+static bool cext(const Kernel *k, const Node *l, int64_t *e)
+{
+    int64_t lo, hi;
+    return ir_eval_size(k, l->u.loop.lo, &lo) && ir_eval_size(k, l->u.loop.hi, &hi) && lo == 0 && (*e = hi) > 0;
+}
+
+/* Reads the fused nest of a copy on which factor_out and online_softmax were applied. */
+static bool read_fused(Kernel *c, AttnCtx *x, Arena *a)
+{
+    for (int t = 0; t < c->body.n; t++) {
+        Node *n = c->body.v[t];
+        const char *batch[8];
+        int nb = 0;
+        while (n->kind == N_LOOP && n->u.loop.body.n == 1 && n->u.loop.body.v[0]->kind == N_LOOP && nb < 8) {
+            batch[nb++] = n->u.loop.var->name;
+            n = n->u.loop.body.v[0];
+        }
+        NodeList *rb = n->kind == N_LOOP ? &n->u.loop.body : NULL;
+        if (!rb || rb->n != 5 || rb->v[0]->kind != N_STMT || rb->v[1]->kind != N_STMT || rb->v[2]->kind != N_LOOP ||
+            rb->v[3]->kind != N_LOOP || rb->v[4]->kind != N_LOOP)
+            continue;
+        Node *init = only_stmt(rb->v[2]), *jo = rb->v[3];
+        NodeList *st = &jo->u.loop.body;
+        /* the stages after the scores: m_scale = m, max, m_scale = exp, l *=, p, l +=, product */
+        int q = -1;
+        for (int i = 0; i < st->n && q < 0; i++)
+            if (st->v[i]->kind == N_STMT && st->v[i]->u.stmt.op == SOP_ASSIGN &&
+                load_buf(st->v[i]->u.stmt.value) == rb->v[0]->u.stmt.buf)
+                q = i;
+        if (!init || q < 1 || st->n != q + 7 || nb > MAXB)
+            return false;
+        Node *ps = only_stmt(st->v[q + 4]), *os = st->v[q + 6];
+        Node *prod = NULL;
+        for (int i = 0; i < q && !prod; i++) {
+            Node *s = only_stmt(st->v[i]);
+            if (s && s->u.stmt.op == SOP_ADD && s->u.stmt.value->kind == IE_MUL)
+                prod = s;
+        }
+        /* the product stage: for d { acc *= m_scale; for j { acc += p * V } } */
+        if (!ps || !prod || os->kind != N_LOOP || os->u.loop.body.n != 2)
+            return false;
+        Node *upd = only_stmt(os->u.loop.body.v[1]);
+        if (!upd || upd->u.stmt.value->kind != IE_MUL)
+            return false;
+        const Expr *pv = upd->u.stmt.value;
+        const Buffer *V = load_buf(pv->args[1]) == ps->u.stmt.buf ? load_buf(pv->args[0]) : load_buf(pv->args[1]);
+        const Buffer *Q = load_buf(prod->u.stmt.value->args[0]), *K = load_buf(prod->u.stmt.value->args[1]);
+        if (!V || !Q || !K || Q->dtype != K->dtype || V->dtype != Q->dtype ||
+            (Q->dtype != DT_BF16 && Q->dtype != DT_F16) || V->kind != BUF_IN || Q->kind != BUF_IN || K->kind != BUF_IN)
+            return false;
+        int64_t rows, dh, keys, tile;
+        if (!cext(c, n, &rows) || !cext(c, rb->v[2], &dh) || !cext(c, jo, &keys) ||
+            !cext(c, os->u.loop.body.v[1], &tile) || rows % 128 || dh % 16 || tile != 64)
+            return false;
+        for (int i = 0; i < nb; i++)
+            x->batch[i] = arena_strdup(a, batch[i]);
+        x->nbatch = nb;
+        x->row = arena_strdup(a, n->u.loop.var->name);
+        x->m = arena_strdup(a, rb->v[0]->u.stmt.buf->name);
+        x->l = arena_strdup(a, rb->v[1]->u.stmt.buf->name);
+        x->acc = arena_strdup(a, init->u.stmt.buf->name);
+        x->ms = arena_strdup(a, st->v[q]->u.stmt.buf->name);
+        x->p = arena_strdup(a, ps->u.stmt.buf->name);
+        x->s = arena_strdup(a, prod->u.stmt.buf->name);
+        x->Q = arena_strdup(a, Q->name);
+        x->K = arena_strdup(a, K->name);
+        x->V = arena_strdup(a, V->name);
+        x->dt = dtype_name(Q->dtype);
+        x->nscore = q;
+        return true;
+    }
+    return false;
+}
+
+/* ---------------- the template ---------------- */
+
+/* The copy of a staged operand tile by 16-byte vectors: rows x chunks collapsed,
+ * 128 threads (4 warps of 32) at a time. */
+static void copy_map(Builder *b, SBuf *S)
+{
+    if (!S || S->nnest < 1 || S->rank[0] != 2)
+        return;
+    SLoop *c, *v, *f, *o, *t, *y, *x;
+    bld_split(b, S->nest[0][1], sv(8), &c, &v);
+    bld_collapse(b, S->nest[0][0], c, NULL, &f);
+    bld_split(b, f, sv(128), &o, &t);
+    bld_split(b, t, sv(32), &y, &x);
+    bld_bind(b, y, "thread.y");
+    bld_bind(b, x, "thread.x");
+    bld_vectorize(b, v);
+    bld_unroll(b, o);
+}
+
+/* One tensor-core triple over rows r (32 a warp: two 16-row tiles), columns c (8 a
+ * tile) and depth k (16 a step), the depth outermost. */
+static void triple(Builder *b, SLoop *r, SLoop *c, SLoop *k, bool unroll_k)
+{
+    SLoop *rt, *ri, *cj, *cn, *kk, *kd;
+    bld_split(b, c, sv(8), &cj, &cn);
+    bld_split(b, k, sv(16), &kk, &kd);
+    bld_split(b, r, sv(16), &rt, &ri);
+    BLD_REORDER(b, kk, rt, cj, ri, cn, kd);
+    bld_mma(b, ri, cn, kd);
+    bld_unroll(b, cj);
+    bld_unroll(b, rt);
+    if (unroll_k)
+        bld_unroll(b, kk);
+}
+
+static bool gpu_flash_b(Builder *b, const void *vctx)
+{
+    const AttnCtx *x = vctx;
+    if (x->score_sum)
+        bld_factor_out(b, bld_loop(b, x->score_sum));
+    bld_online_softmax(b, bld_buf(b, x->out), bld_loop(b, x->j), sv(64));
+    SLoop *fio, *fii, *cp[8], *jo[4];
+    bld_split_named(b, bld_loop(b, x->row), sv(128), "f_io", "f_ii", &fio, &fii);
+    if (bld_distribute_all(b, fii, cp, 8) != 4 || bld_children(b, cp[2], jo, 4) != 1)
+        return true; /* a step that did not take: the rule is dropped */
+    BLD_REORDER(b, jo[0], cp[2]);
+    SLoop *stg[24];
+    int ns = bld_distribute_all(b, cp[2], stg + 1, 23) + 1;
+    stg[0] = cp[2];
+    if (ns != x->nscore + 7)
+        return true;
+    /* the product stage: rescale and update apart */
+    SLoop *od[2], *od1, *ou;
+    if (bld_children(b, stg[ns - 1], od, 2) != 1)
+        return true;
+    bld_distribute(b, od[0], &od1);
+    bld_distribute(b, stg[ns - 1], &ou);
+    SLoop *fio_l = fio;
+    SBuf *Qs = bld_cache_squeezed(b, bld_buf(b, x->Q), fio_l, "shared", "f_Qs", true);
+    SBuf *Ks = bld_cache_squeezed(b, bld_buf(b, x->K), jo[0], "shared", "f_Ks", true);
+    SBuf *Vs = bld_cache_squeezed(b, bld_buf(b, x->V), jo[0], "shared", "f_Vs", true);
+    bld_cache_squeezed(b, bld_buf(b, x->s), jo[0], NULL, "f_sacc", true);
+    SBuf *pr = bld_cache_squeezed(b, bld_buf(b, x->p), jo[0], NULL, "f_pr", true);
+    bld_cache_squeezed(b, bld_buf(b, x->m), fio, NULL, "f_mw", true);
+    bld_cache_squeezed(b, bld_buf(b, x->l), fio, NULL, "f_lw", true);
+    bld_cache_squeezed(b, bld_buf(b, x->ms), jo[0], NULL, "f_mc", true);
+    bld_cache_squeezed(b, bld_buf(b, x->acc), fio, NULL, "f_oacc", true);
+    bld_storage(b, pr, x->dt);
+    /* one row loop a tile: the stages fused, the exponentials' sum into their loop */
+    int pi = x->nscore + 4;
+    SLoop *pj[2], *lj[2];
+    if (bld_children(b, stg[pi], pj, 2) != 1 || bld_children(b, stg[pi + 1], lj, 2) != 1)
+        return true;
+    for (int i = 1; i < ns; i++) {
+        bld_fuse(b, stg[0], stg[i]);
+        if (i == pi + 1)
+            bld_fuse(b, pj[0], lj[0]);
+    }
+    bld_fuse(b, stg[0], ou);
+    SLoop *w, *r, *rs[32];
+    bld_split_named(b, stg[0], sv(32), "f_w", "f_r", &w, &r);
+    bld_bind(b, w, "thread.y");
+    int nr = bld_distribute_all(b, r, rs, 32);
+    if (nr < 3)
+        return true;
+    /* the scores: the score product's row loop is the stage after the zeroing */
+    SLoop *sj[2], *sd[2], *vj[2], *vd[2];
+    if (bld_children(b, rs[0], sj, 2) != 1 || bld_children(b, sj[0], sd, 2) != 1 ||
+        bld_children(b, rs[nr - 1], vj, 2) != 1 || bld_children(b, vj[0], vd, 2) != 1)
+        return true;
+    triple(b, rs[0], sj[0], sd[0], false);
+    triple(b, rs[nr - 1], vj[0], vd[0], true);
+    /* the per-row initialisations, the normalisation */
+    SLoop *iw, *ir, *nw, *nr2;
+    bld_fuse(b, fii, cp[0]);
+    bld_fuse(b, fii, cp[1]);
+    bld_split_named(b, fii, sv(32), "f_iw", "f_ir", &iw, &ir);
+    bld_bind(b, iw, "thread.y");
+    SLoop *irs[4];
+    bld_distribute_all(b, ir, irs, 4);
+    bld_split_named(b, cp[3], sv(32), "f_nw", "f_nr", &nw, &nr2);
+    bld_bind(b, nw, "thread.y");
+    copy_map(b, Qs);
+    copy_map(b, Ks);
+    copy_map(b, Vs);
+    bld_padding(b, Qs, sv(8));
+    bld_padding(b, Ks, sv(8));
+    bld_padding(b, Vs, sv(8));
+    static const char *const axes[MAXB] = {"block.z", "block.y"};
+    for (int i = 0; i < x->nbatch; i++)
+        bld_bind(b, bld_loop(b, x->batch[i]), axes[MAXB - x->nbatch + i]);
+    bld_bind(b, fio, "block.x");
+    bld_pipeline(b, jo[0], sv(2), false);
+    return true;
+}
+
+void rules_attention(const TuneInput *in, const Kernel *u, const Target *target, Arena *a, TuneSpace *sp)
+{
+    if (!target_is_gpu(target) || !target->mma_sync || !target->cp_async)
+        return;
+    /* the contraction is the last nest with a sum */
+    for (int t = u->body.n - 1; t >= 0; t--) {
+        Node *jl = find_sum_loop(u->body.v[t]);
+        const Buffer *out = jl ? last_written(u->body.v[t]) : NULL;
+        if (!out)
+            continue;
+        AttnCtx *x = arena_alloc(a, sizeof *x);
+        x->out = arena_strdup(a, out->name);
+        x->j = arena_strdup(a, jl->u.loop.var->name);
+        Kernel *c = ir_clone_kernel(u);
+        /* the score's scale out of its sum, where one nest before the contraction has one */
+        for (int s = 0; s < t && !x->score_sum; s++) {
+            Node *sl = find_sum_loop(c->body.v[s]);
+            SchedArg fa[1] = {nm(sl ? sl->u.loop.var->name : "")};
+            if (sl && apply(c, "factor_out", fa, 1))
+                x->score_sum = arena_strdup(a, fa[0].name);
+        }
+        SchedArg os[3] = {nm(x->out), nm(x->j), iv(64)};
+        bool ok = apply(c, "online_softmax", os, 3) && read_fused(c, x, a);
+        ir_free(c);
+        if (ok)
+            rules_offer(in, gpu_flash_b, x, a, sp, "rules: GPU tensor cores, flash attention (mma.sync)", true);
+        return;
+    }
+}
