@@ -124,6 +124,35 @@ bool ir_node_writes(const Node *n, const Buffer *b)
     return f.found;
 }
 
+bool ir_sum_loop(const Node *l)
+{
+    const Node *cur = l;
+    for (;;) {
+        const NodeList *b = ir_body((Node *)cur);
+        if (!b || b->n != 1)
+            return false;
+        cur = b->v[0];
+        if (cur->kind == N_STMT)
+            return cur->u.stmt.op == SOP_ADD;
+        if (cur->kind != N_IF)
+            return false;
+    }
+}
+
+const Buffer *ir_last_written(const Node *n)
+{
+    if (n->kind == N_STMT)
+        return n->u.stmt.buf;
+    const NodeList *b = ir_body((Node *)n);
+    const Buffer *r = NULL;
+    for (int i = 0; b && i < b->n; i++) {
+        const Buffer *x = ir_last_written(b->v[i]);
+        if (x)
+            r = x;
+    }
+    return r;
+}
+
 bool ir_stmt_index_uses(const Node *s, const Var *v)
 {
     for (int d = 0; d < s->u.stmt.buf->rank; d++)

@@ -43,6 +43,11 @@ bool ir_expr_has_load(const Expr *e);
 bool ir_node_reads(const Node *n, const Buffer *b);
 /* Whether a statement in the subtree n writes b. */
 bool ir_node_writes(const Node *n, const Buffer *b);
+/* Whether loop l holds, under guards only, one `+=` statement: a contraction's sum
+ * loop (where online_softmax starts). */
+bool ir_sum_loop(const Node *l);
+/* The buffer the last statement of the subtree n writes, or NULL. */
+const Buffer *ir_last_written(const Node *n);
 /* Whether any index of statement s uses variable v. */
 bool ir_stmt_index_uses(const Node *s, const Var *v);
 /* The buffers the subtree n reads and writes: rd[b->id] and wr[b->id] set to 1

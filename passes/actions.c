@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "xform_int.h"
+#include "../ir/walk.h"
 
 static const int64_t split_factors[] = {2, 4, 8, 16, 32};
 static const int64_t tile_factors[] = {4, 16};
@@ -85,37 +86,6 @@ static bool accessed_in(Kernel *k, Node *l, const Buffer *b)
     return r;
 }
 
-/* The loop holds, under guards only, one `+=` statement: the contraction's loop of a
- * softmax chain, the one place online_softmax can start. */
-static bool sum_loop(Node *l)
-{
-    Node *cur = l;
-    for (;;) {
-        NodeList *b = ir_body(cur);
-        if (!b || b->n != 1)
-            return false;
-        cur = b->v[0];
-        if (cur->kind == N_STMT)
-            return cur->u.stmt.op == SOP_ADD;
-        if (cur->kind != N_IF)
-            return false;
-    }
-}
-
-static const Buffer *last_written(Node *n)
-{
-    if (n->kind == N_STMT)
-        return n->u.stmt.buf;
-    NodeList *b = ir_body(n);
-    const Buffer *r = NULL;
-    for (int i = 0; b && i < b->n; i++) {
-        const Buffer *x = last_written(b->v[i]);
-        if (x)
-            r = x;
-    }
-    return r;
-}
-
 static int enumerate(Kernel *k, Arena *a, SchedItem **out, bool unchecked)
 {
     Gen g = {.k = k, .a = a, .unchecked = unchecked};
@@ -163,11 +133,11 @@ static int enumerate(Kernel *k, Arena *a, SchedItem **out, bool unchecked)
             }
         }
         /* online_softmax: a sum loop, named with the last tensor its nest writes */
-        if (sum_loop(l)) {
+        if (ir_sum_loop(l)) {
             Node *top = l;
             while (top->parent)
                 top = top->parent;
-            const Buffer *last = last_written(top);
+            const Buffer *last = ir_last_written(top);
             for (size_t f = 0; last && f < sizeof osm_tiles / sizeof osm_tiles[0]; f++) {
                 SchedArg os[3] = {nm(last->name), nm(v), in(osm_tiles[f])};
                 try_item(&g, "online_softmax", os, 3);

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "gpu_int.h"
+#include "../ir/walk.h"
 
 typedef struct Rows {
     Kernel *k;
@@ -147,18 +148,6 @@ static void classify(Rows *r, const Node *n, const Var *row, const Var *col)
     for (int i = 0; b && i < b->n; i++) classify(r, b->v[i], row, col);
 }
 
-static bool reads_buf(const Expr *x, const Buffer *b)
-{
-    if (!x) return false;
-    if (x->kind == IE_LOAD && x->u.load.buf == b) return true;
-    if (x->kind == IE_LOAD)
-        for (int i = 0; i < x->u.load.buf->rank; i++)
-            if (reads_buf(x->u.load.idx[i], b)) return true;
-    for (int i = 0; x->kind != IE_LOAD && i < ir_expr_arity(x->kind); i++)
-        if (reads_buf(x->args[i], b)) return true;
-    return false;
-}
-
 /* Updates of row vectors inside pairs become quad reductions; row loops of their
  * own store nothing but row vectors. */
 static void check_updates(Rows *r, Node *n)
@@ -186,11 +175,11 @@ static void check_updates(Rows *r, Node *n)
             if (s->kind != N_STMT || s->u.stmt.buf->layout != LAYOUT_MMA_ROWS) continue;
             const Buffer *b = s->u.stmt.buf;
             StmtOp op = s->u.stmt.op;
-            bool alone = !reads_buf(s->u.stmt.value, b);
+            bool alone = !ir_expr_reads(s->u.stmt.value, b);
             for (int j = 0; j < m->u.loop.body.n && alone; j++) {
                 const Node *o = m->u.loop.body.v[j];
                 if (j != i && o->kind == N_STMT)
-                    alone = o->u.stmt.buf != b && !reads_buf(o->u.stmt.value, b);
+                    alone = o->u.stmt.buf != b && !ir_expr_reads(o->u.stmt.value, b);
             }
             if (!q0 || op == SOP_ASSIGN || !alone || !dtype_is_float(b->dtype)) {
                 diag_error(r->d, s->span, "%s, one value per row of the mma accumulator, is updated inside the "

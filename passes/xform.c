@@ -247,6 +247,21 @@ Buffer *xf_arg_buffer(XfCtx *c, int i)
 
 NodeList *xf_list_of(Kernel *k, Node *n) { return n->parent ? ir_body(n->parent) : &k->body; }
 
+void xf_factors(Expr *e, bool den, XfFactors *f)
+{
+    if (e->kind == IE_MUL || e->kind == IE_DIV) {
+        xf_factors(e->args[0], den, f);
+        xf_factors(e->args[1], e->kind == IE_DIV ? !den : den, f);
+        return;
+    }
+    if (f->n == 32) {
+        f->overflow = true;
+        return;
+    }
+    f->leaf[f->n] = e;
+    f->den[f->n++] = den;
+}
+
 int xf_index_in(Kernel *k, Node *n)
 {
     NodeList *l = xf_list_of(k, n);

@@ -17,31 +17,6 @@
 #include "xform_int.h"
 #include "../ir/walk.h"
 
-enum { MAXF = 16 };
-
-typedef struct Factors {
-    Expr *v[MAXF];
-    bool den[MAXF];
-    int n;
-    bool over;
-} Factors;
-
-/* The leaves of a tree of * and /; den says which side of a division a leaf is on. */
-static void collect(Expr *e, bool den, Factors *f)
-{
-    if (e->kind == IE_MUL || e->kind == IE_DIV) {
-        collect(e->args[0], den, f);
-        collect(e->args[1], e->kind == IE_DIV ? !den : den, f);
-        return;
-    }
-    if (f->n == MAXF) {
-        f->over = true;
-        return;
-    }
-    f->den[f->n] = den;
-    f->v[f->n++] = e;
-}
-
 /* A leaf the sum's loops do not move and that does not read the sum. */
 static bool invariant(const Expr *e, Node *const *loops, int nl, const Buffer *sum)
 {
@@ -54,13 +29,13 @@ static bool invariant(const Expr *e, Node *const *loops, int nl, const Buffer *s
 /* The product of the numerator leaves over the product of the denominator ones
  * (keep says which leaves), or NULL when keep selects none; base starts the
  * numerator when given. */
-static Expr *product(Kernel *k, const Factors *f, bool keep_inv, const bool *inv, Expr *base)
+static Expr *product(Kernel *k, const XfFactors *f, bool keep_inv, const bool *inv, Expr *base)
 {
     Expr *num = base, *den = NULL;
     for (int i = 0; i < f->n; i++) {
         if (inv[i] != keep_inv)
             continue;
-        Expr *x = ir_clone_expr(k, f->v[i]);
+        Expr *x = ir_clone_expr(k, f->leaf[i]);
         if (f->den[i])
             den = den ? ir_bin(k, IE_MUL, den, x) : x;
         else
@@ -129,13 +104,13 @@ bool xf_factor_out(XfCtx *c)
                ln, B->name);
         return false;
     }
-    Factors f = {0};
-    collect(s->u.stmt.value, false, &f);
-    bool inv[MAXF];
+    XfFactors f = {0};
+    xf_factors(s->u.stmt.value, false, &f);
+    bool inv[32];
     int ninv = 0;
     for (int i = 0; i < f.n; i++)
-        ninv += inv[i] = invariant(f.v[i], loops, nl, B);
-    if (f.over || ninv == 0) {
+        ninv += inv[i] = invariant(f.leaf[i], loops, nl, B);
+    if (f.overflow || ninv == 0) {
         xf_err(c, "no factor of the sum in %s stays the same over the loop", ln);
         xf_note(c, s->span, "the sum");
         return false;
@@ -148,21 +123,26 @@ bool xf_factor_out(XfCtx *c)
         return true;
     Kernel *k = c->k;
     DType t = s->u.stmt.value->dtype;
-    Expr *rest = product(k, &f, false, inv, NULL);
-    s->u.stmt.value = ir_cast(k, rest ? rest : ir_flt(k, 1.0, t), t);
-    Expr *idx[8], *lidx[8];
+    /* some factor stays (checked above), so the rest is never empty */
+    s->u.stmt.value = ir_cast(k, product(k, &f, false, inv, NULL), t);
     bool any_den = false;
-    for (int d = 0; d < B->rank; d++) {
-        idx[d] = ir_clone_expr(k, s->u.stmt.idx[d]);
-        lidx[d] = ir_clone_expr(k, s->u.stmt.idx[d]);
-    }
     for (int i = 0; i < f.n; i++)
         any_den |= inv[i] && f.den[i];
-    /* B *= c, or B = B * c / e when a factor divides */
-    Node *scale = any_den ? ir_stmt(k, B, idx, SOP_ASSIGN,
-                                    ir_cast(k, product(k, &f, true, inv, ir_cast(k, ir_load(k, B, lidx), t)), t),
-                                    s->span)
-                          : ir_stmt(k, B, idx, SOP_MUL, ir_cast(k, product(k, &f, true, inv, NULL), t), s->span);
+    Expr *idx[8];
+    for (int d = 0; d < B->rank; d++)
+        idx[d] = ir_clone_expr(k, s->u.stmt.idx[d]);
+    /* B *= c, or B = B * c / e when a factor divides (ir_load copies idx's array, not
+     * its trees: the load gets clones of its own) */
+    Node *scale;
+    if (any_den) {
+        Expr *lidx[8];
+        for (int d = 0; d < B->rank; d++)
+            lidx[d] = ir_clone_expr(k, s->u.stmt.idx[d]);
+        Expr *cur = ir_cast(k, ir_load(k, B, lidx), t);
+        scale = ir_stmt(k, B, idx, SOP_ASSIGN, ir_cast(k, product(k, &f, true, inv, cur), t), s->span);
+    } else {
+        scale = ir_stmt(k, B, idx, SOP_MUL, ir_cast(k, product(k, &f, true, inv, NULL), t), s->span);
+    }
     ir_list_insert(sib, at + 1, scale, l->parent);
     return true;
 }

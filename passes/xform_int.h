@@ -131,6 +131,16 @@ const char *xf_fresh_buffer_name(Kernel *k, const char *base);
 Buffer *xf_add_temp(Kernel *k, const char *name, DType t, MemSpace mem, int rank,
                     const int64_t *shape, Span sp);
 
+/* The factors of a product: the leaves under * and /, each with the side of a
+ * division it is on (online_softmax reads attention's term, factor_out the scale). */
+typedef struct XfFactors {
+    Expr *leaf[32];
+    bool den[32];
+    int n;
+    bool overflow;      /* more than 32 leaves */
+} XfFactors;
+void xf_factors(Expr *e, bool den, XfFactors *f);
+
 /* ---- xform.c: arguments ---- */
 typedef struct XfCtx {
     Kernel *k;

@@ -173,29 +173,6 @@ static bool is_load_of(const Expr *e, const Buffer *b) { return e->kind == IE_LO
 /* Index i of an access as a plain variable, or NULL. */
 static const Var *pure(Expr *const *idx, int i) { return idx[i]->kind == IE_VAR ? idx[i]->u.var : NULL; }
 
-/* The factors of a product: leaves under * and /, each with the side it is on. */
-typedef struct Factors {
-    Expr *leaf[32];
-    bool den[32];
-    int n;
-    bool overflow;
-} Factors;
-
-static void factors(Expr *e, bool den, Factors *f)
-{
-    if (e->kind == IE_MUL || e->kind == IE_DIV) {
-        factors(e->args[0], den, f);
-        factors(e->args[1], e->kind == IE_DIV ? !den : den, f);
-        return;
-    }
-    if (f->n == 32) {
-        f->overflow = true;
-        return;
-    }
-    f->leaf[f->n] = e;
-    f->den[f->n++] = den;
-}
-
 /* e with the factor `leaf` taken out of its product (leaf is one of its leaves). */
 static Expr *drop_factor(Kernel *k, Expr *e, const Expr *leaf)
 {
@@ -594,8 +571,8 @@ static bool analyse(Chain *ch)
         return false;
     }
     /* the factors p (numerator) and l (denominator) of the term */
-    Factors f = {0};
-    factors(ch->ored->u.stmt.value, false, &f);
+    XfFactors f = {0};
+    xf_factors(ch->ored->u.stmt.value, false, &f);
     if (f.overflow) {
         xf_err(c, "the term of the sum over %s has more than 32 factors", ch->J->name);
         return false;
@@ -1156,9 +1133,9 @@ static void rewrite(Emit *em)
     Node *scale = ir_stmt(k, ch->A, cidx(k, ored->u.stmt.idx, ch->A->rank), SOP_MUL, ir_cast(k, load_at(k, a, mi), ad), ored->span);
     Expr *val = ir_clone_expr(k, ored->u.stmt.value);
     /* the clone has fresh nodes: find the leaves again by position */
-    Factors f0 = {0}, f1 = {0};
-    factors(ored->u.stmt.value, false, &f0);
-    factors(val, false, &f1);
+    XfFactors f0 = {0}, f1 = {0};
+    xf_factors(ored->u.stmt.value, false, &f0);
+    xf_factors(val, false, &f1);
     Expr *pleaf = NULL, *lleaf = NULL;
     for (int i = 0; i < f0.n; i++) {
         if (f0.leaf[i] == ch->pleaf)

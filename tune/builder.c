@@ -82,6 +82,14 @@ static void put_int(Call *c, const char *key, int64_t v)
 }
 
 /* A loop argument: the parameter's name when a parameter chose it. */
+/* A buffer argument; a missing handle (its step was dropped) drops this one. */
+static void put_buf(Call *c, const SBuf *buf)
+{
+    put_name(c, NULL, buf ? buf->name : "?");
+    if (!buf)
+        c->ok = false;
+}
+
 static void put_loop(Builder *b, Call *c, const char *key, const SLoop *l)
 {
     if (!l) {
@@ -570,10 +578,7 @@ bool bld_online_softmax(Builder *b, SBuf *out, SLoop *j, SVal tile)
 {
     Call c;
     call_init(&c, "online_softmax");
-    if (out)
-        put_name(&c, NULL, out->name);
-    else
-        c.ok = false, put_name(&c, NULL, "?");
+    put_buf(&c, out);
     put_loop(b, &c, NULL, j);
     put_val(b, &c, NULL, tile);
     int nv, nb;
@@ -584,10 +589,7 @@ bool bld_storage(Builder *b, SBuf *buf, const char *dtype)
 {
     Call c;
     call_init(&c, "storage");
-    if (buf)
-        put_name(&c, NULL, buf->name);
-    else
-        c.ok = false, put_name(&c, NULL, "?");
+    put_buf(&c, buf);
     put_name(&c, NULL, dtype);
     int nv, nb;
     return run(b, &c, &nv, &nb);
@@ -625,10 +627,7 @@ SBuf *bld_cache_squeezed(Builder *b, SBuf *buf, SLoop *at, const char *mem, cons
 {
     Call c;
     call_init(&c, "cache");
-    if (buf)
-        put_name(&c, NULL, buf->name);
-    else
-        c.ok = false, put_name(&c, NULL, "?");
+    put_buf(&c, buf);
     put_loop(b, &c, NULL, at);
     if (mem)
         put_name(&c, "mem", mem);
@@ -667,10 +666,7 @@ bool bld_padding(Builder *b, SBuf *buf, SVal amount)
 {
     Call c;
     call_init(&c, "padding");
-    if (buf)
-        put_name(&c, NULL, buf->name);
-    else
-        c.ok = false, put_name(&c, NULL, "?");
+    put_buf(&c, buf);
     put_val(b, &c, NULL, amount);
     int nv, nb;
     return run(b, &c, &nv, &nb);
@@ -680,10 +676,7 @@ bool bld_layout(Builder *b, SBuf *buf, const int *perm, int n)
 {
     Call c;
     call_init(&c, "layout");
-    if (buf)
-        put_name(&c, NULL, buf->name);
-    else
-        c.ok = false, put_name(&c, NULL, "?");
+    put_buf(&c, buf);
     for (int i = 0; i < n; i++)
         put_int(&c, NULL, perm[i]);
     int nv, nb;

@@ -17,6 +17,7 @@
  * sizes of 16, at most two batch loops; anything else keeps the other templates. */
 #include <string.h>
 
+#include "../ir/walk.h"
 #include "../passes/xform.h"
 #include "rules_int.h"
 
@@ -67,30 +68,9 @@ static const Buffer *load_buf(const Expr *x)
     return x && x->kind == IE_LOAD ? x->u.load.buf : NULL;
 }
 
-/* A sum loop: one `+=` statement under it through single-node loops and guards. */
-static bool sum_loop(Node *l)
-{
-    Node *s = only_stmt(l);
-    return s && s->u.stmt.op == SOP_ADD;
-}
-
-static const Buffer *last_written(Node *n)
-{
-    if (n->kind == N_STMT)
-        return n->u.stmt.buf;
-    NodeList *b = ir_body(n);
-    const Buffer *r = NULL;
-    for (int i = 0; b && i < b->n; i++) {
-        const Buffer *x = last_written(b->v[i]);
-        if (x)
-            r = x;
-    }
-    return r;
-}
-
 static Node *find_sum_loop(Node *n)
 {
-    if (n->kind == N_LOOP && sum_loop(n))
+    if (n->kind == N_LOOP && ir_sum_loop(n))
         return n;
     NodeList *b = ir_body(n);
     for (int i = 0; b && i < b->n; i++) {
@@ -151,8 +131,8 @@ static bool read_fused(Kernel *c, AttnCtx *x, Arena *a)
         if (!V || !Q || !K || Q->dtype != K->dtype || V->dtype != Q->dtype ||
             (Q->dtype != DT_BF16 && Q->dtype != DT_F16) || V->kind != BUF_IN || Q->kind != BUF_IN || K->kind != BUF_IN)
             return false;
-        int64_t rows, dh, keys, tile;
-        if (!cext(c, n, &rows) || !cext(c, rb->v[2], &dh) || !cext(c, jo, &keys) ||
+        int64_t rows, dh, ntiles, tile;
+        if (!cext(c, n, &rows) || !cext(c, rb->v[2], &dh) || !cext(c, jo, &ntiles) ||
             !cext(c, os->u.loop.body.v[1], &tile) || rows % 128 || dh % 16 || tile != 64)
             return false;
         for (int i = 0; i < nb; i++)
@@ -176,6 +156,9 @@ static bool read_fused(Kernel *c, AttnCtx *x, Arena *a)
 }
 
 /* ---------------- the template ---------------- */
+
+/* The template re-finds by structure the nest read_fused read (the same moves on the
+ * same kernel); where it does not, it returns false: the template does not fit. */
 
 /* The copy of a staged operand tile by 16-byte vectors: rows x chunks collapsed,
  * 128 threads (4 warps of 32) at a time. */
@@ -219,21 +202,20 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
     SLoop *fio, *fii, *cp[8], *jo[4];
     bld_split_named(b, bld_loop(b, x->row), sv(128), "f_io", "f_ii", &fio, &fii);
     if (bld_distribute_all(b, fii, cp, 8) != 4 || bld_children(b, cp[2], jo, 4) != 1)
-        return true; /* a step that did not take: the rule is dropped */
+        return false; /* not the nest online_softmax leaves: the template does not fit */
     BLD_REORDER(b, jo[0], cp[2]);
     SLoop *stg[24];
     int ns = bld_distribute_all(b, cp[2], stg + 1, 23) + 1;
     stg[0] = cp[2];
     if (ns != x->nscore + 7)
-        return true;
+        return false;
     /* the product stage: rescale and update apart */
     SLoop *od[2], *od1, *ou;
     if (bld_children(b, stg[ns - 1], od, 2) != 1)
-        return true;
+        return false;
     bld_distribute(b, od[0], &od1);
     bld_distribute(b, stg[ns - 1], &ou);
-    SLoop *fio_l = fio;
-    SBuf *Qs = bld_cache_squeezed(b, bld_buf(b, x->Q), fio_l, "shared", "f_Qs", true);
+    SBuf *Qs = bld_cache_squeezed(b, bld_buf(b, x->Q), fio, "shared", "f_Qs", true);
     SBuf *Ks = bld_cache_squeezed(b, bld_buf(b, x->K), jo[0], "shared", "f_Ks", true);
     SBuf *Vs = bld_cache_squeezed(b, bld_buf(b, x->V), jo[0], "shared", "f_Vs", true);
     bld_cache_squeezed(b, bld_buf(b, x->s), jo[0], NULL, "f_sacc", true);
@@ -247,7 +229,7 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
     int pi = x->nscore + 4;
     SLoop *pj[2], *lj[2];
     if (bld_children(b, stg[pi], pj, 2) != 1 || bld_children(b, stg[pi + 1], lj, 2) != 1)
-        return true;
+        return false;
     for (int i = 1; i < ns; i++) {
         bld_fuse(b, stg[0], stg[i]);
         if (i == pi + 1)
@@ -259,12 +241,12 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
     bld_bind(b, w, "thread.y");
     int nr = bld_distribute_all(b, r, rs, 32);
     if (nr < 3)
-        return true;
+        return false;
     /* the scores: the score product's row loop is the stage after the zeroing */
     SLoop *sj[2], *sd[2], *vj[2], *vd[2];
     if (bld_children(b, rs[0], sj, 2) != 1 || bld_children(b, sj[0], sd, 2) != 1 ||
         bld_children(b, rs[nr - 1], vj, 2) != 1 || bld_children(b, vj[0], vd, 2) != 1)
-        return true;
+        return false;
     triple(b, rs[0], sj[0], sd[0], false);
     triple(b, rs[nr - 1], vj[0], vd[0], true);
     /* the per-row initialisations, the normalisation */
@@ -298,7 +280,7 @@ void rules_attention(const TuneInput *in, const Kernel *u, const Target *target,
     /* the contraction is the last nest with a sum */
     for (int t = u->body.n - 1; t >= 0; t--) {
         Node *jl = find_sum_loop(u->body.v[t]);
-        const Buffer *out = jl ? last_written(u->body.v[t]) : NULL;
+        const Buffer *out = jl ? ir_last_written(u->body.v[t]) : NULL;
         if (!out)
             continue;
         AttnCtx *x = arena_alloc(a, sizeof *x);

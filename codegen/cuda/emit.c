@@ -607,6 +607,20 @@ static void emit_staged(Em *e, const Node *n)
     sb_free(&v);
 }
 
+int em_red_op(StmtOp op)
+{
+    static const int opn[] = {[SOP_ADD] = 0, [SOP_MUL] = 1, [SOP_MAX] = 2, [SOP_MIN] = 3};
+    return opn[op];
+}
+
+const char *em_red_ident(StmtOp op)
+{
+    static const char *const ident[] = {[SOP_ADD] = "0.0f", [SOP_MUL] = "1.0f",
+                                        [SOP_MAX] = "(-__int_as_float(0x7f800000))",
+                                        [SOP_MIN] = "__int_as_float(0x7f800000)"};
+    return ident[op];
+}
+
 static void emit_stmt(Em *e, const Node *n)
 {
     const Buffer *b = n->u.stmt.buf;
@@ -614,20 +628,17 @@ static void emit_stmt(Em *e, const Node *n)
         emit_staged(e, n);
         return;
     }
+    /* a block-wide or quad reduction folds into this thread's partial */
+    char part[16] = "";
+    if (n == e->red_stmt)
+        snprintf(part, sizeof part, "pf_red");
     for (int i = 0; i < e->nlred; i++)
-        if (n == e->lred[i]) {
-            static const int opn[] = {[SOP_ADD] = 0, [SOP_MUL] = 1, [SOP_MAX] = 2, [SOP_MIN] = 3};
-            StrBuf v = {0};
-            em_expr(e, n->u.stmt.value, &v);
-            em_line(e, "pf_lq%d = pf_rop<%d>(pf_lq%d, %s);", i, opn[n->u.stmt.op], i, v.s);
-            sb_free(&v);
-            return;
-        }
-    if (n == e->red_stmt) {
-        static const int opn[] = {[SOP_ADD] = 0, [SOP_MUL] = 1, [SOP_MAX] = 2, [SOP_MIN] = 3};
+        if (n == e->lred[i])
+            snprintf(part, sizeof part, "pf_lq%d", i);
+    if (part[0]) {
         StrBuf v = {0};
         em_expr(e, n->u.stmt.value, &v);
-        em_line(e, "pf_red = pf_rop<%d>(pf_red, %s);", opn[n->u.stmt.op], v.s);
+        em_line(e, "%s = pf_rop<%d>(%s, %s);", part, em_red_op(n->u.stmt.op), part, v.s);
         sb_free(&v);
         return;
     }
@@ -914,9 +925,7 @@ static void emit_loop(Em *e, const Node *n)
         else
             em_line(e, "const idx_t %s = %s + (idx_t)threadIdx.%c;", v, lo.s, xyz[dim]);
         bool guard = ext < e->block[dim];
-        static const char *const ident[] = {[SOP_ADD] = "0.0f", [SOP_MUL] = "1.0f",
-                                            [SOP_MAX] = "(-__int_as_float(0x7f800000))", [SOP_MIN] = "__int_as_float(0x7f800000)"};
-        if (red) em_line(e, "float pf_red = %s;   /* this thread's partial */", ident[red->u.stmt.op]);
+        if (red) em_line(e, "float pf_red = %s;   /* this thread's partial */", em_red_ident(red->u.stmt.op));
         if (guard) em_line(e, "if (%s < %s) {", v, hi.s);
         if (guard) e->ind++;
         e->tdepth++;
@@ -927,11 +936,11 @@ static void emit_loop(Em *e, const Node *n)
         if (guard) e->ind--;
         if (guard) em_line(e, "}");
         if (red) {
-            static const int opn[] = {[SOP_ADD] = 0, [SOP_MUL] = 1, [SOP_MAX] = 2, [SOP_MIN] = 3};
             StrBuf lv = {0};
             em_elem(e, red->u.stmt.buf, red->u.stmt.idx, &lv);
-            em_line(e, "pf_red = pf_block_reduce<%d>(pf_red, %s);", opn[red->u.stmt.op], ident[red->u.stmt.op]);
-            em_line(e, "if (threadIdx.x == 0) %s = pf_rop<%d>(%s, pf_red);", lv.s, opn[red->u.stmt.op], lv.s);
+            int op = em_red_op(red->u.stmt.op);
+            em_line(e, "pf_red = pf_block_reduce<%d>(pf_red, %s);", op, em_red_ident(red->u.stmt.op));
+            em_line(e, "if (threadIdx.x == 0) %s = pf_rop<%d>(%s, pf_red);", lv.s, op, lv.s);
             sb_free(&lv);
         }
         e->ind--;

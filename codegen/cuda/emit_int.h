@@ -84,6 +84,10 @@ bool em_extent(const Em *e, const Node *l, int64_t *lo, int64_t *ext);
 bool em_is_frag(const Buffer *b);
 /* An accumulator element in fragment layout; a swizzled operand element. */
 void em_frag_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o);
+/* An f32 reduction's operator as pf_rop's OP (0 sum, 1 product, 2 max, 3 min) and its
+ * identity as CUDA text: block-wide and quad reductions. */
+int em_red_op(StmtOp op);
+const char *em_red_ident(StmtOp op);
 /* Row r of a per-row vector (mma-rows) inside a lane loop: register r / 8. */
 void em_rows_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o);
 /* A quad-rows loop: each lane runs the rows it holds. */

@@ -236,10 +236,6 @@ static void frag_store2(Em *e, const Node *m)
  * and the row's element takes the total once. */
 void em_lane_pair(Em *e, const Node *n)
 {
-    static const int opn[] = {[SOP_ADD] = 0, [SOP_MUL] = 1, [SOP_MAX] = 2, [SOP_MIN] = 3};
-    static const char *const ident[] = {[SOP_ADD] = "0.0f", [SOP_MUL] = "1.0f",
-                                        [SOP_MAX] = "(-__int_as_float(0x7f800000))",
-                                        [SOP_MIN] = "__int_as_float(0x7f800000)"};
     const Node *m = n->u.loop.body.v[0];
     int q = n->u.loop.hint == HINT_LANE_ROWS ? 0 : 1;
     dist_open(e, n, q);
@@ -251,7 +247,7 @@ void em_lane_pair(Em *e, const Node *n)
             const Node *s = m->u.loop.body.v[i];
             if (s->kind == N_STMT && s->u.stmt.lane_reduce) {
                 e->lred[nl] = s;
-                em_line(e, "float pf_lq%d = %s;   /* this lane's columns of %s's row */", nl, ident[s->u.stmt.op],
+                em_line(e, "float pf_lq%d = %s;   /* this lane's columns of %s's row */", nl, em_red_ident(s->u.stmt.op),
                         s->u.stmt.buf->name);
                 nl++;
             }
@@ -265,8 +261,8 @@ void em_lane_pair(Em *e, const Node *n)
             const Node *s = e->lred[i];
             StrBuf lv = {0};
             em_elem(e, s->u.stmt.buf, s->u.stmt.idx, &lv);
-            em_line(e, "%s = pf_rop<%d>(%s, pf_quad<%d>(pf_lq%d));", lv.s, opn[s->u.stmt.op], lv.s,
-                    opn[s->u.stmt.op], i);
+            int op = em_red_op(s->u.stmt.op);
+            em_line(e, "%s = pf_rop<%d>(%s, pf_quad<%d>(pf_lq%d));", lv.s, op, lv.s, op, i);
             sb_free(&lv);
         }
     }
@@ -357,18 +353,17 @@ static void mma_group(Em *e, const TcGroup *g, const Node *mn, const char *names
             /* the C fragments of 8-column tiles c and c + 1 are the A fragment of
              * their 16 columns: rows lane / 4 and lane / 4 + 8, columns 2 (lane % 4)
              * + 0..1 and 8 more */
-            StrBuf r = {0}, c = {0};
+            StrBuf r = {0}, c = {0}, regs = {0};
             em_expr(e, p->a[0], &r);
             em_expr(e, p->a[1], &c);
-            const char *an = em_bn(e, A);
-            em_line(e, "const unsigned pf_a%d[4] = {pf_pk16(%s[(%s) >> 4][(%s) >> 3][0], %s[(%s) >> 4][(%s) >> 3][1]), "
-                    "pf_pk16(%s[(%s) >> 4][(%s) >> 3][2], %s[(%s) >> 4][(%s) >> 3][3]), "
-                    "pf_pk16(%s[(%s) >> 4][((%s) >> 3) + 1][0], %s[(%s) >> 4][((%s) >> 3) + 1][1]), "
-                    "pf_pk16(%s[(%s) >> 4][((%s) >> 3) + 1][2], %s[(%s) >> 4][((%s) >> 3) + 1][3])};",
-                    na, an, r.s, c.s, an, r.s, c.s, an, r.s, c.s, an, r.s, c.s, an, r.s, c.s, an, r.s, c.s, an, r.s,
-                    c.s, an, r.s, c.s);
+            for (int q = 0; q < 4; q++) /* register q: tile q / 2 of the two, C registers 2 (q % 2) and + 1 */
+                for (int h = 0; h < 2; h++)
+                    sb_printf(&regs, "%s%s[(%s) >> 4][((%s) >> 3) + %d][%d]%s", h ? "" : q ? ", pf_pk16(" : "pf_pk16(",
+                              em_bn(e, A), r.s, c.s, q / 2, 2 * (q % 2) + h, h ? ")" : ", ");
+            em_line(e, "const unsigned pf_a%d[4] = {%s};", na, regs.s);
             sb_free(&r);
             sb_free(&c);
+            sb_free(&regs);
             na++;
         } else if (p->fa == na) {
             smem_addr(e, A, p->a, "pf_oa", &sa);
