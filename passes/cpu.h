@@ -85,6 +85,9 @@ bool cpu_narrow(Kernel *k, Diags *d);
 #define CPU_SUM_BLOCK_MIN 16384
 bool cpu_sum_blocks(Kernel *k, Diags *d);
 bool cpu_version(Kernel *k, Diags *d);
+/* edge (passes/cpu_edge.c): the loop around a vector loop of several registers
+ * whose lanes are bounded by a guard gets copies narrowed to 1, 2, .. registers. */
+bool cpu_edge(Kernel *k, const Target *target, Diags *d);
 bool cpu_unroll2(Kernel *k, Diags *d);
 bool cpu_transpose(Kernel *k, Diags *d);
 bool cpu_vectorize(Kernel *k, Diags *d);

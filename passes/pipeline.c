@@ -49,6 +49,8 @@
  *   narrow          a loop whose body is one guard on its variable runs over the
  *                   range where it holds
  *   version         guards hoisted out of tile loops: a fast and a guarded copy
+ *   edge            the loop around a ragged edge's register tile: copies that run
+ *                   only the registers with work (cpu_edge.c)
  *   unroll2         the loop around a small tile update runs two iterations a trip
  *   transpose       copies across a register tile's layout change marked transpose
  *   vectorize-tiles small serial loops over register tiles made vector (ordered)
@@ -214,6 +216,11 @@ CPU_PASS(pass_fill, cpu_fill)
 CPU_PASS(pass_narrow, cpu_narrow)
 CPU_PASS(pass_version, cpu_version)
 CPU_PASS(pass_unroll2, cpu_unroll2)
+
+static bool pass_edge(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    return !cpu_target(o) || cpu_edge(k, o->target, d);
+}
 CPU_PASS(pass_transpose, cpu_transpose)
 CPU_PASS(pass_vectorize, cpu_vectorize)
 CPU_PASS(pass_unroll, cpu_unroll)
@@ -312,6 +319,7 @@ static const struct {
     {"fill", pass_fill, true},
     {"narrow", pass_narrow, true},
     {"version", pass_version, true},
+    {"edge", pass_edge, true},
     {"unroll2", pass_unroll2, true},
     {"transpose", pass_transpose, true},
     {"vectorize-tiles", pass_vectorize, true},

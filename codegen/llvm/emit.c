@@ -340,12 +340,16 @@ static void emit_stmt_vector(Fn *f, const Node *n)
         }
     }
     Addr a;
-    if (ak == ACC_CONTIG && !f->mask && cg_affine_addr(f, b, n->u.stmt.idx, true, &a)) {
-        LLVMValueRef nv;
+    /* under a mask: the whole vector when that is legal (cg_whole_vector), the
+     * disabled lanes keeping their old values */
+    if (ak == ACC_CONTIG && (!f->mask || cg_whole_vector(f, b, n->u.stmt.idx, true)) &&
+        cg_affine_addr(f, b, n->u.stmt.idx, true, &a)) {
+        LLVMValueRef nv, old = NULL;
+        if (n->u.stmt.op != SOP_ASSIGN || f->mask)
+            old = cg_load_at(f, b, a, f->vw);
         if (n->u.stmt.op == SOP_ASSIGN) {
             nv = cg_wide(f, v);
         } else {
-            LLVMValueRef old = cg_load_at(f, b, a, f->vw);
             if (fused) {
                 nv = cg_fmadd(g, cg_wide(f, x), cg_wide(f, y), old);
             } else {
@@ -353,6 +357,8 @@ static void emit_stmt_vector(Fn *f, const Node *n)
                 nv = update(f, n->u.stmt.op, t, old, &w);
             }
         }
+        if (f->mask)
+            nv = LLVMBuildSelect(B, f->mask, nv, old, "");
         cg_store_at(f, b, a, f->vw, nv);
         return;
     }

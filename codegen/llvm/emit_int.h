@@ -183,6 +183,7 @@ LLVMValueRef cg_libm(Cg *g, const char *name, LLVMValueRef x);
 LLVMValueRef cg_lane0_i64(Fn *f, const Expr *e);
 Val cg_emit_load(Fn *f, const Expr *e);
 int cg_range_known(const Fn *f, const Buffer *b, Expr *const *idx);
+bool cg_whole_vector(const Fn *f, const Buffer *b, Expr *const *idx, bool store);
 Val cg_in_range(Fn *f, const Buffer *b, Expr *const *idx);
 LLVMValueRef cg_masked_store(Fn *f, LLVMValueRef val, LLVMValueRef ptr, unsigned align, LLVMValueRef mask);
 unsigned cg_elem_align(Cg *g, DType t);

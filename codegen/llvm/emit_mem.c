@@ -410,6 +410,47 @@ static bool aff_range(const Fn *f, const ArAff *a, int64_t *lo, int64_t *hi)
     return true;
 }
 
+/* Whether a contiguous access to b under a lane mask may touch all W lanes: a
+ * whole-vector load (the disabled lanes' values are never used: stores select
+ * the old value there, reductions the identity) and, for a store, a whole-vector
+ * store of select(mask, new, old).  Then a register tile updated in a masked edge
+ * tile (the last column panel of a GEMM whose N no NR divides) stays plain loads
+ * and stores at constant offsets, which LLVM keeps in registers across the
+ * reduction loop, and the select folds into a masked FMA; with llvm.masked.load
+ * and .store it was reloaded and stored for every k (3-4x the cost of a full
+ * tile).  Legal when every lane's element lies inside b's allocation (the last
+ * index over the vector loop's whole range inside its dimension; the other
+ * indices are uniform and some lane runs, so they are in range), b is a float
+ * buffer (no integer division by a disabled lane's value), and for a store b is
+ * private to this function's invocation (allocated here: no other thread can own
+ * a disabled lane's element). */
+bool cg_whole_vector(const Fn *f, const Buffer *b, Expr *const *idx, bool store)
+{
+    const Cg *g = f->g;
+    if (!f->mask || !f->vw || !g->priv[b->id] || !dtype_is_float(b->dtype) || b->rank < 1 || !f->vlo ||
+        !LLVMIsAConstantInt(f->vlo))
+        return false;
+    if (store && g->home[b->id] != f->owner)
+        return false;
+    ArAff a;
+    if (!cg_affine(g, idx[b->rank - 1], &a))
+        return false;
+    int64_t kv = 0;
+    ArAff rest = {.c = a.c};
+    for (int i = 0; i < a.n; i++) {
+        if (a.var[i] == f->vvar->id) {
+            kv += a.k[i];
+            continue;
+        }
+        rest.var[rest.n] = a.var[i];
+        rest.k[rest.n++] = a.k[i];
+    }
+    int64_t lo, hi, v0 = LLVMConstIntGetSExtValue(f->vlo), vl, vh;
+    if (kv != 1 || !aff_range(f, &rest, &lo, &hi) || !ck_add(lo, v0, &vl) || !ck_add(hi, v0 + f->vw - 1, &vh))
+        return false;
+    return vl >= 0 && vh < g->dims[b->id][b->rank - 1];
+}
+
 /* For a guarded access (a padded read, a padded split's load or store): 1 when
  * every index is known inside its dimension, -1 when one is known outside (a read
  * is the pad value, a store is dropped), 0 when it has to be tested. */
@@ -472,7 +513,8 @@ Val cg_emit_load(Fn *f, const Expr *e)
         die("buffer %s has rank %d", b->name, b->rank);
     AccKind ak = f->vw ? cg_access_kind(g, e->u.load.idx, b->rank, f->vvar) : ACC_UNIFORM;
     Addr a;
-    if (!guarded && (ak == ACC_UNIFORM || (ak == ACC_CONTIG && !f->mask)) &&
+    if (!guarded &&
+        (ak == ACC_UNIFORM || (ak == ACC_CONTIG && (!f->mask || cg_whole_vector(f, b, e->u.load.idx, false)))) &&
         cg_affine_addr(f, b, e->u.load.idx, ak == ACC_CONTIG, &a))
         return (Val){cg_load_at(f, b, a, ak == ACC_CONTIG ? f->vw : 0), ak == ACC_CONTIG};
     cg_touch_unknown(f, b, false);
