@@ -19,15 +19,24 @@
  * lies between L and the guard (else TEST would be the guard).  Each guard is thus
  * versioned at one loop only, and the code at most doubles per guarded tile level.
  *
+ * In the fast copy, a loop bound `min(a, b)` that TEST decides (one side never
+ * above the other wherever TEST holds: the tile copies `for c in 0..min(64, N -
+ * jo*64)` of cache() at a ragged edge) becomes that side, so full tiles get the
+ * constant trip counts that vectorize-tiles and unroll-small need (at 1037x769x511
+ * every C tile was copied in and out element by element: the bound is not
+ * constant, though it is 64 in all but the last panel).
+ *
  * Legal because TEST and ANY read loop variables only (nothing the body writes),
  * TEST implies every hoisted guard wherever it is reached, so the `holds` marks
- * are true, and when ANY is false no statement of the body can run.  Loops that a
+ * are true and the bounds it decides are equal there, and when ANY is false no
+ * statement of the body can run.  Loops that a
  * later pass unrolls, vectorises or transposes are left alone, as are loops of one
  * iteration and loops inside vector loops. */
 #include "cpu.h"
 
 #define MAX_HOISTED 64
 #define MAX_INNER 16
+#define MAX_FACTS 64
 
 typedef struct Inner {
     int var;
@@ -42,6 +51,10 @@ typedef struct Ver {
     Node *hoisted[MAX_HOISTED];
     int nh;
     Expr *test, *any;
+    /* TEST's conjuncts, each terms <= bound (terms in variables bound outside L) */
+    ArAff fact[MAX_FACTS];
+    int64_t bound[MAX_FACTS];
+    int nfacts;
 } Ver;
 
 static const Inner *inner_of(const Inner *in, int nin, int var)
@@ -99,6 +112,10 @@ static bool hoist_test(Ver *v, const Node *L, const Node *n, const Inner *in, in
         if (!sum)
             sum = ir_int(k, 0);
         Expr *ok = ir_bin(k, IE_LE, sum, ir_int(k, cmp[c].lim - worst));
+        if (v->nfacts < MAX_FACTS) {
+            v->fact[v->nfacts] = outer;
+            v->bound[v->nfacts++] = cmp[c].lim - worst;
+        }
         v->test = v->test ? ir_bin(k, IE_AND, v->test, ok) : ok;
         Expr *may = ir_bin(k, IE_LE, ir_clone_expr(k, sum), ir_int(k, cmp[c].lim - best));
         some = some ? ir_bin(k, IE_AND, some, may) : may;
@@ -166,6 +183,70 @@ static bool versionable(const Ver *v, const Node *L)
     return true;
 }
 
+/* Whether d <= 0 wherever TEST holds: d a constant, or a positive multiple p/q
+ * of one conjunct's terms plus a constant (then d <= (p/q) * bound + d.c). */
+static bool implied(const Ver *v, const ArAff *d)
+{
+    if (ar_aff_is_const(d))
+        return d->c <= 0;
+    for (int f = 0; f < v->nfacts; f++) {
+        const ArAff *a = &v->fact[f];
+        int64_t p = 0, q = 0;
+        bool ok = true;
+        for (int t = 0; t < d->n && ok; t++) {
+            if (d->k[t] == 0)
+                continue;
+            int64_t ka = ar_aff_coef(a, d->var[t]);
+            if (!p)
+                p = d->k[t], q = ka;
+            ok = ka != 0 && (__int128)d->k[t] * q == (__int128)ka * p;
+        }
+        for (int t = 0; t < a->n && ok; t++)
+            ok = a->k[t] == 0 || ar_aff_coef(d, a->var[t]) != 0;
+        if (!ok || q == 0 || (p > 0) != (q > 0))
+            continue;
+        if (q < 0)
+            p = -p, q = -q;
+        /* d = (p/q) * terms + d.c <= (p/q) * (bound - a.c) + d.c */
+        if ((__int128)q * d->c + (__int128)p * ((__int128)v->bound[f] - a->c) <= 0)
+            return true;
+    }
+    return false;
+}
+
+/* min(x, y) with one side never above the other under TEST, as that side. */
+static Expr *decide_min(const Ver *v, Expr *e)
+{
+    if (!e || e->kind != IE_MIN)
+        return e;
+    Expr *x = decide_min(v, e->args[0]), *y = decide_min(v, e->args[1]);
+    ArAff ax, ay, d = {0};
+    if (ar_aff_of(v->k, x, &ax) && ar_aff_of(v->k, y, &ay)) {
+        if (ar_aff_add(&d, &ax, 1) && ar_aff_add(&d, &ay, -1) && implied(v, &d))
+            return x;
+        d = (ArAff){0};
+        if (ar_aff_add(&d, &ay, 1) && ar_aff_add(&d, &ax, -1) && implied(v, &d))
+            return y;
+    }
+    e->args[0] = x;
+    e->args[1] = y;
+    return e;
+}
+
+static void decide_bounds(const Ver *v, NodeList *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        Node *n = l->v[i];
+        if (n->kind == N_LOOP) {
+            n->u.loop.hi = decide_min(v, n->u.loop.hi);
+            decide_bounds(v, &n->u.loop.body);
+        } else if (n->kind == N_IF) {
+            decide_bounds(v, &n->u.guard.body);
+            decide_bounds(v, &n->u.guard.els);
+        }
+    }
+}
+
 static void version_list(Ver *v, NodeList *l, bool in_vector);
 
 static void version_loop(Ver *v, Node *L)
@@ -173,6 +254,7 @@ static void version_loop(Ver *v, Node *L)
     Kernel *k = v->k;
     Inner in[MAX_INNER];
     v->nh = 0;
+    v->nfacts = 0;
     v->test = v->any = NULL;
     hoist_collect(v, L, &L->u.loop.body, in, 0);
     if (v->nh == 0)
@@ -186,6 +268,7 @@ static void version_loop(Ver *v, Node *L)
         ir_list_push(&ver->u.guard.body, ir_clone_node(k, L->u.loop.body.v[i]), ver);
     for (int i = 0; i < v->nh; i++)
         v->hoisted[i]->u.guard.holds = false;
+    decide_bounds(v, &ver->u.guard.body);
     for (int i = 0; i < L->u.loop.body.n; i++)
         ir_list_push(&ver->u.guard.els, L->u.loop.body.v[i], ver);
     L->u.loop.body.n = 0;
