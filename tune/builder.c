@@ -575,7 +575,6 @@ bool bld_unroll(Builder *b, SLoop *l) { return one_loop(b, "unroll", l); }
 bool bld_factor_out(Builder *b, SLoop *l) { return one_loop(b, "factor_out", l); }
 
 bool bld_skip_tiles(Builder *b, SLoop *l) { return one_loop(b, "skip_tiles", l); }
-bool bld_unmask_tiles(Builder *b, SLoop *l) { return one_loop(b, "unmask_tiles", l); }
 
 bool bld_online_softmax(Builder *b, SBuf *out, SLoop *j, SVal tile, const char *mask)
 {

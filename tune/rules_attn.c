@@ -289,9 +289,6 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
         bld_bind(b, bld_loop(b, x->batch[i]), axes[MAXB - x->nbatch + i]);
     bld_bind(b, fio, "block.x");
     bld_pipeline(b, jo[0], sv(2), false);
-    /* a masked chain: the tiles no select needs first, without the selects */
-    if (x->masked)
-        bld_unmask_tiles(b, jo[0]);
     return true;
 }
 
