@@ -231,7 +231,7 @@ static void tc_tile(Builder *b, SLoop *i, SLoop *j, SBuf *out, bool squeeze, int
         t->er[t->nel] = id[e], t->ec[t->nel++] = jd[e];
 }
 
-static void sk_begin(Builder *b, const TcCtx *c, int bm, int bn, TcNest *t);
+static void sk_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, TcNest *t);
 
 /* Fuses the consumers into the product's nest and tiles it (tc_tile); with split-K
  * (c->nslices) the reduction is first cut into slices whose partial products get
@@ -241,7 +241,7 @@ static void tc_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, TcNes
     const NestInfo *n = c->ns[0];
     memset(t, 0, sizeof *t);
     if (c->nslices) {
-        sk_begin(b, c, bm, bn, t);
+        sk_begin(b, c, bm, bn, pad, t);
         return;
     }
     int ia = n->nspatial - 2;
@@ -274,7 +274,7 @@ static void tc_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, TcNes
  * an ordinary transformation with its legality check: rfactor's reassociation of
  * the sum is the one the language allows for every reduction. */
 
-static void sk_begin(Builder *b, const TcCtx *c, int bm, int bn, TcNest *t)
+static void sk_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, TcNest *t)
 {
     const NestInfo *n = c->ns[0];
     SVal kc = bld_param(b, "kc", c->slices, c->nslices);
@@ -303,7 +303,7 @@ static void sk_begin(Builder *b, const TcCtx *c, int bm, int bn, TcNest *t)
     bld_cache(b, bld_buf(b, n->out), zt, NULL, "zs");
     t->batch = zi;
     t->k = kr;
-    tc_tile(b, pi, pj, P, true, bm, bn, false, t);
+    tc_tile(b, pi, pj, P, true, bm, bn, pad, t);
 }
 
 /* ---- mma.sync (sm_80+) ---- */
@@ -526,14 +526,29 @@ static bool fills(const TcOffer *o)
     return o->blocks >= FEW_BLOCKS && o->useful >= MIN_USEFUL;
 }
 
-/* Adds a family's offers to o: each shape as it is, and before them, for the
+/* Stable: the full grids keep their table order, the small ones follow, largest
+ * useful grid first. */
+static void sort_family(TcOffer *o, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0; j--) {
+            bool fa = fills(&o[j - 1]), fb = fills(&o[j]);
+            bool swap = !fa && (fb || o[j].blocks * o[j].useful > o[j - 1].blocks * o[j - 1].useful);
+            if (!swap)
+                break;
+            TcOffer t = o[j - 1];
+            o[j - 1] = o[j];
+            o[j] = t;
+        }
+}
+
+/* Adds a family's offers to o, sorted (sort_family), and with them, for the
  * shapes of 128 x 128 or larger tiles whose grid has fewer tiles than the SMs
- * (sk_slices), the shape with split-K.  A split-K grid fills the GPU, so the sort
- * keeps it first unless a large tile of the family fills it without (then
- * split-K goes after the family's shapes, and the sort puts it behind those that
- * fill: the tuner still measures it).  Smaller tiles that fill the GPU (mma.sync
- * 64 x 128 on 1024 x 1024) do not count: on a long reduction they read each
- * operand twice as often as a 128 x 128 tile does. */
+ * (sk_slices), the shape with split-K, cheapest first: ahead of the family's
+ * shapes when none of its large tiles fills the GPU, else right after those that
+ * fill it (the tuner still measures split-K).  Smaller tiles that fill the GPU
+ * (mma.sync 64 x 128 on 1024 x 1024) do not count: on a long reduction they read
+ * each operand twice as often as a 128 x 128 tile does. */
 static int add_family(TcOffer *o, int n, bool wg, const Target *tg, const NestInfo *ns0)
 {
     enum { NWG = sizeof wg_shapes / sizeof wg_shapes[0], NTC = sizeof tc_shapes / sizeof tc_shapes[0] };
@@ -568,15 +583,14 @@ static int add_family(TcOffer *o, int n, bool wg, const Target *tg, const NestIn
         sk[at] = x;
         nsk++;
     }
+    sort_family(o + first, n - first);
     if (!nsk)
         return n;
-    /* split-K ahead of the family's shapes, or after them when one fills the GPU */
-    if (any_fills) {
-        memcpy(o + n, sk, sizeof sk[0] * (size_t)nsk);
-    } else {
-        memmove(o + first + nsk, o + first, sizeof o[0] * (size_t)(n - first));
-        memcpy(o + first, sk, sizeof sk[0] * (size_t)nsk);
-    }
+    int at = first;
+    while (any_fills && at < n && fills(&o[at]))
+        at++;
+    memmove(o + at + nsk, o + at, sizeof o[0] * (size_t)(n - at));
+    memcpy(o + at, sk, sizeof sk[0] * (size_t)nsk);
     return n + nsk;
 }
 
@@ -587,8 +601,8 @@ static int add_family(TcOffer *o, int n, bool wg, const Target *tg, const NestIn
  * first template is the default schedule and the tuner's first measurement.  (A
  * small wgmma grid still beats a full mma.sync one: putting mma 64x64 ahead of
  * wgmma 128x256 took 128x4096x4096 from 0.39 to 0.32 of cuBLASLt on an H100.)
- * K-large products whose large tiles leave SMs idle get those tiles with split-K
- * first (add_family). */
+ * Products whose large tiles leave SMs idle and whose reduction is long get
+ * those tiles with split-K first (add_family). */
 void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, const Target *target, Arena *a,
                         TuneSpace *sp)
 {
@@ -598,19 +612,6 @@ void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, 
     if (target->wgmma)
         n = add_family(o, n, true, target, ns[0]);
     n = add_family(o, n, false, target, ns[0]);
-    /* stable: the full grids keep their order, the small ones follow by size */
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0; j--) {
-            if (o[j - 1].wg != o[j].wg)
-                break;
-            bool fa = fills(&o[j - 1]), fb = fills(&o[j]);
-            bool swap = !fa && (fb || o[j].blocks * o[j].useful > o[j - 1].blocks * o[j - 1].useful);
-            if (!swap)
-                break;
-            TcOffer t = o[j - 1];
-            o[j - 1] = o[j];
-            o[j] = t;
-        }
     for (int i = 0; i < n; i++) {
         TcCtx *x = arena_alloc(a, sizeof *x);
         *x = (TcCtx){ns, nn, o[i].shape, {0}, o[i].nslices};
