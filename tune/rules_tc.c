@@ -544,12 +544,12 @@ static void sort_family(TcOffer *o, int n)
 
 /* Adds a family's offers to o, sorted (sort_family), and with them, for the
  * shapes of 128 x 128 or larger tiles whose grid has fewer tiles than the SMs
- * (sk_slices), the shape with split-K, cheapest first: ahead of the family's
+ * (sk_slices), the shape with split-K (splitk), cheapest first: ahead of the family's
  * shapes when none of its large tiles fills the GPU, else right after those that
  * fill it (the tuner still measures split-K).  Smaller tiles that fill the GPU
  * (mma.sync 64 x 128 on 1024 x 1024) do not count: on a long reduction they read
  * each operand twice as often as a 128 x 128 tile does. */
-static int add_family(TcOffer *o, int n, bool wg, const Target *tg, const NestInfo *ns0)
+static int add_family(TcOffer *o, int n, bool wg, bool splitk, const Target *tg, const NestInfo *ns0)
 {
     enum { NWG = sizeof wg_shapes / sizeof wg_shapes[0], NTC = sizeof tc_shapes / sizeof tc_shapes[0] };
     int nsh = wg ? NWG : NTC, first = n;
@@ -563,7 +563,7 @@ static int add_family(TcOffer *o, int n, bool wg, const Target *tg, const NestIn
     }
     TcOffer sk[NWG + NTC];
     int nsk = 0;
-    for (int i = first; i < n; i++) {
+    for (int i = first; splitk && i < n; i++) {
         int bm = wg ? 128 : ((const TcShape *)o[i].shape)->bm;
         int bn = wg ? ((const WgShape *)o[i].shape)->bn : ((const TcShape *)o[i].shape)->bn;
         int bk = wg ? 64 : ((const TcShape *)o[i].shape)->bk;
@@ -610,8 +610,9 @@ void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, 
     TcOffer o[2 * (NWG + NTC)];
     int n = 0;
     if (target->wgmma)
-        n = add_family(o, n, true, target, ns[0]);
-    n = add_family(o, n, false, target, ns[0]);
+        n = add_family(o, n, true, true, target, ns[0]);
+    /* split-K in one family only: the space holds 12 templates */
+    n = add_family(o, n, false, !target->wgmma, target, ns[0]);
     for (int i = 0; i < n; i++) {
         TcCtx *x = arena_alloc(a, sizeof *x);
         *x = (TcCtx){ns, nn, o[i].shape, {0}, o[i].nslices};
