@@ -704,6 +704,7 @@ static Node *clone_node(Kernel *k, const Node *n, Node *parent)
     case N_IF:
         c->u.guard.cond = ir_clone_expr(k, n->u.guard.cond);
         c->u.guard.holds = n->u.guard.holds;
+        c->u.guard.skip = n->u.guard.skip;
         for (int i = 0; i < n->u.guard.els.n; i++)
             ir_list_push(&c->u.guard.els, clone_node(k, n->u.guard.els.v[i], c), c);
         from = &n->u.guard.body;

@@ -305,6 +305,11 @@ struct Node {
             /* Known to hold wherever it is reached (proven by the pass that set it:
              * a versioned or narrowed loop); back ends may emit the body alone. */
             bool holds;
+            /* Only skips work that changes nothing: where cond is false the body
+             * would leave every value as it is (set by the transformation that
+             * proved it: online_softmax's tile guard).  So a transformation may drop
+             * it, or replace it by a weaker condition (skip_tiles). */
+            bool skip;
         } guard;
         struct {
             Buffer *buf;

@@ -227,6 +227,8 @@ static void put_nodes(const Kernel *k, const NodeList *l, int depth, StrBuf *out
             put_expr(k, n->u.guard.cond, out);
             if (n->u.guard.holds)
                 sb_puts(out, " holds");
+            if (n->u.guard.skip)
+                sb_puts(out, " skip");
             sb_putc(out, '\n');
             put_nodes(k, &n->u.guard.body, depth + 1, out);
             if (n->u.guard.els.n) {

@@ -117,6 +117,7 @@ static int enumerate(Kernel *k, Arena *a, SchedItem **out, bool unchecked)
         try_item(&g, "parallel", one, 1);
         try_item(&g, "rfactor", one, 1);
         try_item(&g, "factor_out", one, 1);
+        try_item(&g, "skip_tiles", one, 1);
         if (l->u.loop.body.n > 1)
             try_item(&g, "distribute", one, 1);
         Node *ch = band_child(l);
@@ -139,8 +140,12 @@ static int enumerate(Kernel *k, Arena *a, SchedItem **out, bool unchecked)
                 top = top->parent;
             const Buffer *last = ir_last_written(top);
             for (size_t f = 0; last && f < sizeof osm_tiles / sizeof osm_tiles[0]; f++) {
-                SchedArg os[3] = {nm(last->name), nm(v), in(osm_tiles[f])};
+                SchedArg os[4] = {nm(last->name), nm(v), in(osm_tiles[f]), nm("inf")};
+                os[3].key = "mask";
                 try_item(&g, "online_softmax", os, 3);
+                /* a masked chain (the sum runs under its guard): the mask as values too */
+                if (l->u.loop.body.n == 1 && l->u.loop.body.v[0]->kind == N_IF)
+                    try_item(&g, "online_softmax", os, 4);
             }
         }
         NodeList *sib = xf_list_of(k, l);

@@ -454,10 +454,25 @@ Expr *xf_simplify_affine(Kernel *k, Expr *e)
     return r;
 }
 
+/* Whether e reads the variable of l or of a loop inside it. */
+static bool moved_in(const Expr *e, const Node *l)
+{
+    if (l->kind == N_LOOP && ir_expr_uses_var(e, l->u.loop.var))
+        return true;
+    const NodeList *b = ir_body((Node *)l);
+    for (int i = 0; b && i < b->n; i++)
+        if (b->v[i]->kind != N_STMT && moved_in(e, b->v[i]))
+            return true;
+    return false;
+}
+
 bool xf_region(Kernel *k, Node *l, const AccVec *acc, bool writes_only, Region *r, StrBuf *why)
 {
     ArSpace sp;
     ArRow lo[8], hi[8];
+    /* a subscript no loop of the region moves is one value there, affine or not
+     * (K[b, h / G, j, d] of grouped-query attention, h fixed outside) */
+    const Expr *fixed[8] = {0};
     bool have = false;
     const Buffer *buf = NULL;
     ar_space_init(&sp, k);
@@ -475,7 +490,16 @@ bool xf_region(Kernel *k, Node *l, const AccVec *acc, bool writes_only, Region *
         }
         for (int d = 0; d < buf->rank; d++) {
             ArRow x, mn, mx;
-            if (!ar_row_of(&sp, a->idx[d], 0, &x)) {
+            if ((!have || fixed[d]) && !moved_in(a->idx[d], l) && !ar_row_of(&sp, a->idx[d], 0, &x)) {
+                if (have && !xf_expr_equal(k, fixed[d], a->idx[d])) {
+                    sb_printf(why, "the accesses to %s in %s differ in subscript %d, which is not affine", buf->name,
+                              l->u.loop.var->name, d);
+                    return false;
+                }
+                fixed[d] = a->idx[d];
+                continue;
+            }
+            if (fixed[d] || !ar_row_of(&sp, a->idx[d], 0, &x)) {
                 sb_printf(why, "subscript %d of %s is not affine", d, buf->name);
                 return false;
             }
@@ -511,6 +535,11 @@ bool xf_region(Kernel *k, Node *l, const AccVec *acc, bool writes_only, Region *
     r->rank = buf->rank;
     for (int d = 0; d < buf->rank; d++) {
         ArRow w;
+        if (fixed[d]) {
+            r->width[d] = 1;
+            r->lo[d] = ir_clone_expr(k, fixed[d]);
+            continue;
+        }
         if (!ar_row_lin(&w, 1, &hi[d], -1, &lo[d]) || !ar_row_is_const(&w)) {
             sb_printf(why, "the extent of dimension %d of %s in %s is not a constant", d, buf->name,
                       l->u.loop.var->name);

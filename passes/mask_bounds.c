@@ -483,3 +483,56 @@ bool mask_bounds_pass(Kernel *k, Diags *d)
     free(mb.vmax);
     return true;
 }
+
+/* skip_tiles (passes/xform_skip.c): L narrowed by G's linear conjuncts, with the
+ * ranges of the loops around and between them as the pass would see them. */
+bool mask_narrow_loop(Kernel *k, Node *L, Node *G, bool dry)
+{
+    Node *chain[MB_MAX_DEPTH];
+    int n = 0;
+    for (Node *p = G->parent; p && n < MB_MAX_DEPTH; p = p->parent)
+        chain[n++] = p;
+    if (n == MB_MAX_DEPTH)
+        return false;
+    Mb mb = {.k = k};
+    int cap = mb.cap = k->nvars + 16;
+    mb.vmin = xcalloc((size_t)cap, sizeof *mb.vmin);
+    mb.vmax = xcalloc((size_t)cap, sizeof *mb.vmax);
+    for (int i = 0; i < cap; i++)
+        mb.vmin[i] = 1;
+    int at = -1;
+    for (int i = n - 1; i >= 0; i--) {
+        Node *p = chain[i];
+        if (p == L)
+            at = mb.depth;
+        mb.path[mb.depth++] = p;
+        if (p->kind != N_LOOP)
+            continue;
+        int64_t a, b, c, d;
+        int id = p->u.loop.var->id;
+        if (interval(&mb, p->u.loop.lo, &a, &b) && interval(&mb, p->u.loop.hi, &c, &d) && a <= d - 1)
+            mb.vmin[id] = a, mb.vmax[id] = d - 1;
+    }
+    Conj cj[MB_MAX_CONJ];
+    int nc = 0;
+    split_and(k, G->u.guard.cond, cj, &nc);
+    bool any = false;
+    for (int c = 0; at >= 0 && c < nc && c < MB_MAX_CONJ; c++) {
+        if (cj[c].kind != CJ_LINEAR)
+            continue;
+        for (int i = 0; i < cj[c].nd; i++) {
+            if (!ar_aff_coef(&cj[c].d[i], L->u.loop.var->id))
+                continue;
+            ArAff d = cj[c].d[i];
+            bool exact;
+            if (!project(&mb, at, &d, &exact) || !ar_aff_coef(&d, L->u.loop.var->id))
+                continue;
+            any = true;
+            if (!dry)
+                narrow_by(&mb, at, &cj[c].d[i]);
+        }
+    }
+    free(mb.vmin);
+    free(mb.vmax);
+    return any;
+}

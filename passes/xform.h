@@ -42,9 +42,10 @@
     X(PIPELINE, "pipeline", "pipeline(loop, stages[, inflight=1])  # rotate shared copies over 2-8 stages") \
     X(COLLAPSE, "collapse", "collapse(outer, inner[, name])  # one loop over both: v / B, v % B") \
     X(PREFETCH, "prefetch", "prefetch(buffer, at, from[, offset][, like=loop])  # fetch what at accesses, offset iterations of from ahead") \
-    X(ONLINE_SOFTMAX, "online_softmax", "online_softmax(out, loop, tile)  # max, exp, sum and contraction over loop in one pass over tiles") \
+    X(ONLINE_SOFTMAX, "online_softmax", "online_softmax(out, loop, tile[, mask=guard|inf])  # max, exp, sum and contraction over loop in one pass over tiles") \
     X(FACTOR_OUT, "factor_out", "factor_out(loop)  # factors of a sum that the loop does not move, applied once after it") \
-    X(STORAGE, "storage", "storage(temp, dtype)  # keep a temporary in another float type (no coarser than the output)")
+    X(STORAGE, "storage", "storage(temp, dtype)  # keep a temporary in another float type (no coarser than the output)") \
+    X(SKIP_TILES, "skip_tiles", "skip_tiles(loop)  # bound loop by the skip guard below it, and drop the guard")
 
 typedef enum XformKind {
 #define X(k, s, syn) XF_##k,

@@ -8,8 +8,9 @@
  * the sum, the sum is.  It also does D multiplications fewer per element.
  *
  * Legal when the loop holds, through loops and guards, one `+=` into an element
- * its index fixes over the loop, the node just before the loop sets that element to
- * 0 (so the sum starts from nothing the factor must not scale), and the factors
+ * its index fixes over the loop, the node just before the loop (or before the
+ * guards around it that hold nothing else) sets that element to 0 (so the sum
+ * starts from nothing the factor must not scale), and the factors
  * taken out read neither the loop's variables (its own and those inside it) nor
  * the buffer summed into.  Factors in a denominator (`x / c`) come out as a
  * division.  Distributing the product over the sum changes results in the last bits,
@@ -90,10 +91,20 @@ bool xf_factor_out(XfCtx *c)
             xf_err(c, "%s indexes %s: the loop does not sum into one element", loops[i]->u.loop.var->name, B->name);
             return false;
         }
-    /* the sum starts from 0 just before the loop */
+    /* the sum starts from 0 just before the loop, or just before guards that hold
+     * only the loop (a masked score: `s = 0; if j <= i { for d: s += .. }`); the
+     * scale then goes after the loop inside those guards, so an element the mask
+     * leaves at 0 is not scaled, which is 0 either way */
     NodeList *sib = xf_list_of(c->k, l);
     int at = xf_index_in(c->k, l);
-    Node *init = at > 0 ? sib->v[at - 1] : NULL;
+    Node *outer = l;
+    while (at == 0 && outer->parent && outer->parent->kind == N_IF && outer->parent->u.guard.body.n == 1 &&
+           !outer->parent->u.guard.els.n) {
+        outer = outer->parent;
+        at = xf_index_in(c->k, outer);
+    }
+    NodeList *isib = xf_list_of(c->k, outer);
+    Node *init = at > 0 ? isib->v[at - 1] : NULL;
     bool started = init && init->kind == N_STMT && init->u.stmt.buf == B && init->u.stmt.op == SOP_ASSIGN &&
                    !init->u.stmt.guarded && zero(init->u.stmt.value);
     for (int d = 0; started && d < B->rank; d++)
@@ -143,6 +154,6 @@ bool xf_factor_out(XfCtx *c)
     } else {
         scale = ir_stmt(k, B, idx, SOP_MUL, ir_cast(k, product(k, &f, true, inv, NULL), t), s->span);
     }
-    ir_list_insert(sib, at + 1, scale, l->parent);
+    ir_list_insert(sib, xf_index_in(k, l) + 1, scale, l->parent);
     return true;
 }

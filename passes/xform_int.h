@@ -187,6 +187,10 @@ bool xf_scan_blocks(Kernel *k, Node *c);
 /* passes/mask_bounds.c: affine and modular `where` masks become loop bounds and
  * strides (the pipeline's `mask-bounds` pass, after the schedule). */
 bool mask_bounds_pass(Kernel *k, Diags *d);
+/* The same narrowing for one loop L by the affine conjuncts of guard G below it
+ * (the variables of loops between them at their extreme values): true when some
+ * conjunct bounded L.  dry: only whether one would. */
+bool mask_narrow_loop(Kernel *k, Node *L, Node *G, bool dry);
 bool xf_inline(XfCtx *c);
 bool xf_compute_at(XfCtx *c);
 bool xf_cache(XfCtx *c);
@@ -208,6 +212,8 @@ bool xf_online_softmax(XfCtx *c);
 bool xf_factor_out(XfCtx *c);
 /* xform_storage.c */
 bool xf_storage(XfCtx *c);
+/* xform_skip.c */
+bool xf_skip_tiles(XfCtx *c);
 
 /* How split and tile treat a factor that may not divide the extent: a guard in the
  * inner loop, a peeled tail loop, or the extent padded up to a multiple of the

@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "xform_int.h"
+#include "../ir/arith.h"
 #include "../ir/walk.h"
 
 #define OS_MAXR 8 /* row indices of the softmax */
@@ -945,6 +946,11 @@ typedef struct Emit {
     Var *jo;
     int64_t T, lo, hi;
     bool tail;
+    /* mask=inf: the mask (canonical variables, NULL when the chain has none) selects
+     * -inf into the maximum and 0 into the exponentials instead of guarding them */
+    bool inf;
+    Expr *mask;
+    Expr *umask;    /* the user's part of it (without the tail's j < end) */
     Retile rt;
 } Emit;
 
@@ -1026,6 +1032,66 @@ static Node *free_copy(Emit *em, const char *suffix, VMap *ren)
 
 static void push_under(Node *holder, NodeList *list, Node *n) { ir_list_push(list, n, holder); }
 
+/* Whether guard g tests the chain's mask or one of its conjuncts (canonical
+ * variables). */
+static bool mask_guard(Emit *em, const Node *g)
+{
+    if (g->kind != N_IF || g->u.guard.els.n || !em->mask)
+        return false;
+    for (const Expr *m = em->mask;; m = m->args[0]) {
+        if (xf_expr_equal(em->k, g->u.guard.cond, m) ||
+            (m->kind == IE_AND && xf_expr_equal(em->k, g->u.guard.cond, m->args[1])))
+            return true;
+        if (m->kind != IE_AND)
+            return false;
+    }
+}
+
+/* mask=inf: the nodes of a score element with the guards that test the mask taken
+ * away (their children in their place), so every score of the tile is computed;
+ * the ones the mask excludes are never read, since the maximum and the exponentials
+ * select past them. */
+static void unmask(Emit *em, Node *n, Node **out, int *nout, int cap)
+{
+    if (em->inf && mask_guard(em, n)) {
+        for (int i = 0; i < n->u.guard.body.n; i++)
+            unmask(em, n->u.guard.body.v[i], out, nout, cap);
+        return;
+    }
+    if (*nout < cap)
+        out[(*nout)++] = n;
+}
+
+/* The tile guard of mask=inf: a condition that holds for tile jo and row I when some
+ * j of the tile passes the mask.  Each conjunct affine in j is tested at the j of the
+ * tile that makes it easiest to pass (the first j where it bounds j from above, the
+ * last where from below); a conjunct without j is kept as it is; others (an
+ * equality, a modulus, anything not affine) are left out, which only makes the guard
+ * weaker.  NULL when nothing is left. */
+static Expr *tile_cond(Emit *em, const Expr *m)
+{
+    Kernel *k = em->k;
+    if (m->kind == IE_AND) {
+        Expr *a = tile_cond(em, m->args[0]), *b = tile_cond(em, m->args[1]);
+        return a && b ? ir_bin(k, IE_AND, a, b) : a ? a : b;
+    }
+    if (m->kind != IE_LT && m->kind != IE_LE && m->kind != IE_GT && m->kind != IE_GE)
+        return NULL;
+    ArAff l, r;
+    if (!ar_aff_of(k, m->args[0], &l) || !ar_aff_of(k, m->args[1], &r))
+        return NULL;
+    int64_t kj = ar_aff_coef(&l, em->ch->J->id) - ar_aff_coef(&r, em->ch->J->id);
+    if (kj == 0)
+        return ir_clone_expr(k, m);
+    /* lhs - rhs grows with j: `<` and `<=` pass most easily at the first j */
+    bool first = (kj > 0) == (m->kind == IE_LT || m->kind == IE_LE);
+    Expr *j = ir_bin(k, IE_ADD, ir_bin(k, IE_MUL, ir_var(k, em->jo), ir_int(k, em->T)),
+                     ir_int(k, em->lo + (first ? 0 : em->T - 1)));
+    const Var *J = em->ch->J;
+    Expr *with = xf_simplify_affine(k, j);
+    return xf_subst_expr(k, m, &J, &with, 1);
+}
+
 static void rewrite(Emit *em)
 {
     Chain *ch = em->ch;
@@ -1093,7 +1159,7 @@ static void rewrite(Emit *em)
         Node *body[64];
         int nb = 0;
         for (int i = 0; i < inner->u.loop.body.n && nb < 64; i++)
-            body[nb++] = vmap_node(k, &ch->xv[x], inner->u.loop.body.v[i]);
+            unmask(em, vmap_node(k, &ch->xv[x], inner->u.loop.body.v[i]), body, &nb, 64);
         /* one stage loop per statement of the producer's element (its `= 0` and
          * its reduction loop): each element is independent of the others, so they
          * may run statement by statement, and a schedule can treat each alone */
@@ -1108,7 +1174,10 @@ static void rewrite(Emit *em)
     for (int i = 0; i < ch->nmg; i++)
         mg[i] = vmap_node(k, &ch->mv, ch->mg[i]);
     Node *mj = ch->mn.body->v[1];
-    push_under(jol, jb, stage(em, mj->u.loop.var->name, &mred, 1, mg, ch->nmg, mj->span));
+    if (em->inf && em->mask)
+        mred->u.stmt.value = ir_select(k, ir_clone_expr(k, em->mask), mred->u.stmt.value,
+                                       ir_flt(k, -INFINITY, mred->u.stmt.value->dtype));
+    push_under(jol, jb, stage(em, mj->u.loop.var->name, &mred, 1, mg, em->inf ? 0 : ch->nmg, mj->span));
     Expr *fac = ir_un(k, IE_EXP, ir_bin(k, IE_SUB, load_at(k, a, mi), safe_max(k, ch->m, mi)));
     push_under(jol, jb, ir_stmt(k, a, cidx(k, mi, a->rank), SOP_ASSIGN, fac, msp));
     push_under(jol, jb, ir_stmt(k, ch->l, cidx(k, li, ch->l->rank), SOP_MUL, ir_cast(k, load_at(k, a, mi), dtype_compute(ch->l->dtype)),
@@ -1116,6 +1185,9 @@ static void rewrite(Emit *em)
     Node *ps = vmap_node(k, &ch->pv, ch->pstmt);
     Expr *sub = ps->u.stmt.value->args[0];
     sub->args[1] = safe_max(k, ch->m, mi);
+    if (em->inf && em->mask)
+        ps->u.stmt.value = ir_select(k, ir_clone_expr(k, em->mask), ps->u.stmt.value,
+                                     ir_flt(k, 0.0, ps->u.stmt.value->dtype));
     Node *pl = ch->pn.loop[ch->pn.n - 1];
     Node *pjl = NULL;
     for (int i = 0; i < ch->pn.n; i++)
@@ -1127,7 +1199,7 @@ static void rewrite(Emit *em)
     for (int i = 0; i < ch->nlg; i++)
         lg[i] = vmap_node(k, &ch->lv, ch->lg[i]);
     Node *lj = ch->ln.body->v[1];
-    push_under(jol, jb, stage(em, lj->u.loop.var->name, &lred, 1, lg, ch->nlg, lj->span));
+    push_under(jol, jb, stage(em, lj->u.loop.var->name, &lred, 1, lg, em->inf ? 0 : ch->nlg, lj->span));
 
     /* the contraction: rescale the partial product, then add the tile's terms */
     Node *scale = ir_stmt(k, ch->A, cidx(k, ored->u.stmt.idx, ch->A->rank), SOP_MUL, ir_cast(k, load_at(k, a, mi), ad), ored->span);
@@ -1146,7 +1218,7 @@ static void rewrite(Emit *em)
     val = drop_factor(k, val, lleaf);
     (void)pleaf;
     Node *upd = ir_stmt(k, ch->A, cidx(k, ored->u.stmt.idx, ch->A->rank), SOP_ADD, val, ored->span);
-    Node *ost = stage(em, ch->J->name, &upd, 1, og, ch->nog, ch->oj->span);
+    Node *ost = stage(em, ch->J->name, &upd, 1, og, em->inf ? 0 : ch->nog, ch->oj->span);
     if (firstfree) {
         NodeList *lb = &lastfree->u.loop.body;
         lb->n = 0;
@@ -1157,7 +1229,18 @@ static void rewrite(Emit *em)
         push_under(jol, jb, scale);
         push_under(jol, jb, ost);
     }
+    Expr *tc = em->inf && em->umask ? tile_cond(em, em->umask) : NULL;
+    if (tc) {
+        Node *g = ir_guard(k, tc, ch->oj->span);
+        g->u.guard.skip = true;
+        for (int i = 0; i < jb->n; i++)
+            ir_list_push(&g->u.guard.body, jb->v[i], g);
+        jb->n = 0;
+        push_under(jol, jb, g);
+    }
     push_under(row, rb, jol);
+    if (em->inf && em->mask != em->umask)
+        xf_pad_mark(k, jol, em->jo, em->jo);
 
     /* normalise: A / l where some term was summed (l > 0), then what followed the sum */
     VMap nren = {0};
@@ -1201,9 +1284,21 @@ static void rewrite(Emit *em)
 
 bool xf_online_softmax(XfCtx *c)
 {
-    if (xf_npos(c) != 3 || c->nargs != 3) {
+    const SchedArg *mk = xf_kwarg(c, "mask");
+    if (xf_npos(c) != 3 || c->nargs != 3 + (mk != NULL)) {
         xf_err(c, "usage: %s", xf_synopsis(xf_from_name(c->it->name)));
         return false;
+    }
+    bool inf = false;
+    if (mk) {
+        /* `inf` may read as the float infinity */
+        const char *v = mk->kind == SARG_NAME ? mk->name : mk->kind == SARG_FLOAT && isinf(mk->fval) ? "inf" : "";
+        if (strcmp(v, "inf") && strcmp(v, "guard")) {
+            xf_err(c, "mask= takes `guard` (the mask stays a guard on each statement) or `inf` (masked scores "
+                      "become -inf, so every statement runs on the whole tile)");
+            return false;
+        }
+        inf = strcmp(v, "inf") == 0;
     }
     int64_t T;
     if (!xf_arg_int(c, 2, &T))
@@ -1225,8 +1320,22 @@ bool xf_online_softmax(XfCtx *c)
         ok = false;
     }
     if (ok && !c->dry) {
-        Emit em = {.ch = &ch, .k = c->k, .T = T < hi - lo ? T : hi - lo, .lo = lo, .hi = hi};
+        Emit em = {.ch = &ch, .k = c->k, .T = T < hi - lo ? T : hi - lo, .lo = lo, .hi = hi, .inf = inf};
         em.tail = (hi - lo) % em.T != 0;
+        for (int i = 0; inf && i < ch.nmg; i++) {
+            Expr *g = vmap_expr(c->k, &ch.mv, ch.mg[i]->u.guard.cond);
+            em.mask = em.mask ? ir_bin(c->k, IE_AND, em.mask, g) : g;
+        }
+        em.umask = em.mask;
+        /* mask=inf and a last tile past the end: the keys past it are masked like the
+         * user's (j < end joins the mask), so no stage needs a guard; what they load
+         * past the end of a buffer is marked guarded and reads 0, and the selects keep
+         * it out of the maximum, the exponentials and so of the sum and the product */
+        if (inf && em.tail) {
+            Expr *in = ir_bin(c->k, IE_LT, ir_var(c->k, ch.J), ir_clone_expr(c->k, ch.oj->u.loop.hi));
+            em.mask = em.mask ? ir_bin(c->k, IE_AND, em.mask, in) : in;
+            em.tail = false;
+        }
         em.jo = ir_new_var(c->k, xf_fresh_name(c->k, arena_printf(c->k->arena, "%so", ch.J->name)));
         rewrite(&em);
     }

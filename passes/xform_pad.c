@@ -134,12 +134,16 @@ typedef struct Mark {
     Kernel *k;
     const Node *at;
     const Var *vo, *vi;
+    /* under a guard that tests the padded variables: an index that does not use them
+     * may still have been in range only through that guard (K[j] under `j <= i`,
+     * with i now running past its end), so every index is checked there */
+    bool under;
 } Mark;
 
 static bool may_leave(Mark *m, const Buffer *b, Expr *const *idx)
 {
     for (int d = 0; d < b->rank; d++) {
-        if (!ir_expr_uses_var(idx[d], m->vo) && !ir_expr_uses_var(idx[d], m->vi))
+        if (!m->under && !ir_expr_uses_var(idx[d], m->vo) && !ir_expr_uses_var(idx[d], m->vi))
             continue;
         Expr *end = ir_bin(m->k, IE_ADD, ir_clone_expr(m->k, idx[d]), ir_int(m->k, 1));
         if (!xf_prove_le(m->k, m->at, ir_int(m->k, 0), idx[d]) || !xf_prove_le(m->k, m->at, end, b->shape[d]))
@@ -165,6 +169,12 @@ static void mark_nodes(Mark *m, NodeList *l)
             xf_visit_exprs(m->k, n, mark_load, &x);
             if (!n->u.stmt.guarded && may_leave(m, n->u.stmt.buf, n->u.stmt.idx))
                 n->u.stmt.guarded = true;
+        } else if (n->kind == N_IF) {
+            bool was = m->under;
+            m->under |= ir_expr_uses_var(n->u.guard.cond, m->vo) || ir_expr_uses_var(n->u.guard.cond, m->vi);
+            mark_nodes(m, ir_body(n));
+            mark_nodes(m, &n->u.guard.els);
+            m->under = was;
         } else if (n->kind != N_PREFETCH) {
             mark_nodes(m, ir_body(n));
         }
@@ -173,6 +183,6 @@ static void mark_nodes(Mark *m, NodeList *l)
 
 void xf_pad_mark(Kernel *k, Node *outer, const Var *vo, const Var *vi)
 {
-    Mark m = {k, outer, vo, vi};
+    Mark m = {k, outer, vo, vi, false};
     mark_nodes(&m, &outer->u.loop.body);
 }

@@ -574,13 +574,17 @@ int bld_distribute_all(Builder *b, SLoop *l, SLoop **copies, int cap)
 bool bld_unroll(Builder *b, SLoop *l) { return one_loop(b, "unroll", l); }
 bool bld_factor_out(Builder *b, SLoop *l) { return one_loop(b, "factor_out", l); }
 
-bool bld_online_softmax(Builder *b, SBuf *out, SLoop *j, SVal tile)
+bool bld_skip_tiles(Builder *b, SLoop *l) { return one_loop(b, "skip_tiles", l); }
+
+bool bld_online_softmax(Builder *b, SBuf *out, SLoop *j, SVal tile, const char *mask)
 {
     Call c;
     call_init(&c, "online_softmax");
     put_buf(&c, out);
     put_loop(b, &c, NULL, j);
     put_val(b, &c, NULL, tile);
+    if (mask)
+        put_name(&c, "mask", mask);
     int nv, nb;
     return run(b, &c, &nv, &nb);
 }

@@ -117,7 +117,9 @@ bool bld_mma(Builder *b, SLoop *i, SLoop *j, SLoop *k);
 bool bld_wgmma(Builder *b, SLoop *i, SLoop *j, SLoop *k);
 bool bld_pipeline(Builder *b, SLoop *l, SVal stages, bool inflight);
 bool bld_collapse(Builder *b, SLoop *outer, SLoop *inner, const char *name, SLoop **out);
-bool bld_online_softmax(Builder *b, SBuf *out, SLoop *j, SVal tile);
+/* mask: NULL (the default, guards), "guard" or "inf" */
+bool bld_online_softmax(Builder *b, SBuf *out, SLoop *j, SVal tile, const char *mask);
+bool bld_skip_tiles(Builder *b, SLoop *l);
 bool bld_factor_out(Builder *b, SLoop *l);
 bool bld_storage(Builder *b, SBuf *buf, const char *dtype);
 

@@ -13,8 +13,11 @@
  * exponentials, their sum and the product).  The steps themselves go through the
  * typed builder, so every later loop is a handle, never a guessed name.
  *
- * It fits 16-bit Q, K and V (one type), rows a multiple of 128, keys of 64, head
- * sizes of 16, at most two batch loops; anything else keeps the other templates. */
+ * A mask (causal, a window) becomes values (online_softmax's mask=inf) and the key
+ * tiles no row of a block needs are skipped (skip_tiles); keys past a multiple of 64
+ * are masked the same way, rows past a multiple of 128 run in a padded last block.
+ * It fits 16-bit Q, K and V (one type), head sizes a multiple of 16, at most two
+ * batch loops; anything else keeps the other templates. */
 #include <string.h>
 
 #include "../ir/walk.h"
@@ -32,6 +35,8 @@ typedef struct AttnCtx {
     const char *Q, *K, *V, *s, *p, *m, *l, *ms, *acc;
     const char *dt;              /* the operands' type: the exponentials are stored so */
     int nscore;                  /* stages before the maximum's */
+    bool masked;                 /* the chain has a mask: its tiles sit in a skip guard */
+    bool pad_rows;               /* rows not a multiple of 128: the last block runs past them */
 } AttnCtx;
 
 /* ---------------- reading the kernel ---------------- */
@@ -104,6 +109,10 @@ static bool read_fused(Kernel *c, AttnCtx *x, Arena *a)
             continue;
         Node *init = only_stmt(rb->v[2]), *jo = rb->v[3];
         NodeList *st = &jo->u.loop.body;
+        /* a masked chain (mask=inf): the tile's stages inside the skip guard */
+        bool masked = st->n == 1 && st->v[0]->kind == N_IF && st->v[0]->u.guard.skip;
+        if (masked)
+            st = &st->v[0]->u.guard.body;
         /* the stages after the scores: m_scale = m, max, m_scale = exp, l *=, p, l +=, product */
         int q = -1;
         for (int i = 0; i < st->n && q < 0; i++)
@@ -133,7 +142,7 @@ static bool read_fused(Kernel *c, AttnCtx *x, Arena *a)
             return false;
         int64_t rows, dh, ntiles, tile;
         if (!cext(c, n, &rows) || !cext(c, rb->v[2], &dh) || !cext(c, jo, &ntiles) ||
-            !cext(c, os->u.loop.body.v[1], &tile) || rows % 128 || dh % 16 || tile != 64)
+            !cext(c, os->u.loop.body.v[1], &tile) || dh % 16 || tile != 64)
             return false;
         for (int i = 0; i < nb; i++)
             x->batch[i] = arena_strdup(a, batch[i]);
@@ -150,6 +159,8 @@ static bool read_fused(Kernel *c, AttnCtx *x, Arena *a)
         x->V = arena_strdup(a, V->name);
         x->dt = dtype_name(Q->dtype);
         x->nscore = q;
+        x->masked = masked;
+        x->pad_rows = rows % 128 != 0;
         return true;
     }
     return false;
@@ -198,12 +209,20 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
     const AttnCtx *x = vctx;
     if (x->score_sum)
         bld_factor_out(b, bld_loop(b, x->score_sum));
-    bld_online_softmax(b, bld_buf(b, x->out), bld_loop(b, x->j), sv(64));
+    bld_online_softmax(b, bld_buf(b, x->out), bld_loop(b, x->j), sv(64), "inf");
     SLoop *fio, *fii, *cp[8], *jo[4];
-    bld_split_named(b, bld_loop(b, x->row), sv(128), "f_io", "f_ii", &fio, &fii);
+    if (x->pad_rows)
+        bld_split_padded(b, bld_loop(b, x->row), sv(128), "f_io", "f_ii", &fio, &fii);
+    else
+        bld_split_named(b, bld_loop(b, x->row), sv(128), "f_io", "f_ii", &fio, &fii);
+    if (!fio)
+        return false;
     if (bld_distribute_all(b, fii, cp, 8) != 4 || bld_children(b, cp[2], jo, 4) != 1)
         return false; /* not the nest online_softmax leaves: the template does not fit */
     BLD_REORDER(b, jo[0], cp[2]);
+    /* a masked chain: the block runs the key tiles some of its rows need */
+    if (x->masked && !bld_skip_tiles(b, jo[0]))
+        return false;
     SLoop *stg[24];
     int ns = bld_distribute_all(b, cp[2], stg + 1, 23) + 1;
     stg[0] = cp[2];
@@ -294,8 +313,8 @@ void rules_attention(const TuneInput *in, const Kernel *u, const Target *target,
             if (sl && apply(c, "factor_out", fa, 1))
                 x->score_sum = arena_strdup(a, fa[0].name);
         }
-        SchedArg os[3] = {nm(x->out), nm(x->j), iv(64)};
-        bool ok = apply(c, "online_softmax", os, 3) && read_fused(c, x, a);
+        SchedArg os[4] = {nm(x->out), nm(x->j), iv(64), {.kind = SARG_NAME, .key = "mask", .name = "inf"}};
+        bool ok = apply(c, "online_softmax", os, 4) && read_fused(c, x, a);
         ir_free(c);
         if (ok)
             rules_offer(in, gpu_flash_b, x, a, sp, "rules: GPU tensor cores, flash attention (mma.sync)", true);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Flash attention on the GPU beside torch's scaled_dot_product_attention in the same
+# Flash attention (plain and causal) on the GPU beside torch's scaled_dot_product_attention in the same
 # run: each row compiles an attention kernel with perfc, validates it on fresh random
 # inputs and times it (`--run`), then times SDPA's default backend on the same shape
 # (bench/gpu/attention.py).  Prints one line per row: perfc's ms, SDPA's ms, the
@@ -62,3 +62,15 @@ U=bench/gpu/kernels/user_attention.pdl
 row user-f16    1:64:64:2048:2048:64:f16     $U --default -k attn -D NH=64 -D T=2048 -D E=64
 row user-head   1:1:1:4096:4096:128:bf16     $U --default -k head -D T=4096 -D E=128
 row stdlib-def  4:16:16:2048:2048:128:bf16   $A --default -D B=4 -D H=16 -D S=2048 -D D=128
+# causal: the mask as selects, key tiles above the block's last row skipped
+C=stdlib/attention_causal.pdl
+row c-d128      4:16:16:2048:2048:128:bf16:causal $C -D B=4 -D H=16 -D S=2048 -D D=128
+row c-d64       4:16:16:2048:2048:64:bf16:causal  $C -D B=4 -D H=16 -D S=2048 -D D=64
+row c-s8192     1:16:16:8192:8192:128:bf16:causal $C -D B=1 -D H=16 -D S=8192 -D D=128
+row c-user      1:64:64:2048:2048:64:f16:causal   $U --default -k causal -D NH=64 -D T=2048 -D E=64
+# lengths no tile divides: a padded last block of rows, the last key tile masked
+row odd-head    1:1:1:1000:1000:64:bf16      $U --default -k head -D T=1000 -D E=64
+row odd-attn    1:16:16:1000:1000:64:f16     $U --default -k attn -D NH=16 -D T=1000 -D E=64
+row odd-causal  1:16:16:1000:1000:64:f16:causal $U --default -k causal -D NH=16 -D T=1000 -D E=64
+# grouped-query: 16 query heads on 4 key/value heads
+row gqa         4:16:4:2048:2048:128:bf16    $U --default -k gqa -D B=4 -D H=16 -D KVH=4 -D S=2048 -D D=128

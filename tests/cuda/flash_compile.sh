@@ -29,7 +29,8 @@ for sz in "-D B=1 -D H=2 -D S=256 -D D=32" "-D B=2 -D H=1 -D S=128 -D D=48"; do
     END { if (n == 0) { print "FAIL: " w ": no sums"; bad = 1 } exit bad }' || fail=1
 done
 # a tile of 32 keys: the same moves, another online_softmax tile
-sched32=${sched/online_softmax(O, O.j, 64)/online_softmax(O, O.j, 32)}
+sched32=${sched/online_softmax(O, O.j, 64, mask=inf)/online_softmax(O, O.j, 32, mask=inf)}
+[ "$sched32" != "$sched" ] || bad "32-key tiles: online_softmax not found in the schedule"
 "$perfc" "$a" --no-schedule -target interp --run -D B=1 -D H=1 -D S=128 -D D=32 --seed 6 > "$tmp/ref" 2>&1
 "$perfc" "$a" --no-schedule -target interp --run -D B=1 -D H=1 -D S=128 -D D=32 --seed 6 -s "$sched32" > "$tmp/got" 2>&1 || bad "32-key tiles"
 [ "$(sums "$tmp/ref" | cut -c1-9)" = "$(sums "$tmp/got" | cut -c1-9)" ] || bad "32-key tiles: $(sums "$tmp/got") against $(sums "$tmp/ref")"

@@ -2,10 +2,13 @@
 # The GPU default for attention a user writes (tune/rules_attn.c): with no schedule,
 # stdlib attention and two kernels written fresh (bench/gpu/kernels/user_attention.pdl:
 # other names, f16, heads folded, the scale as a division, no batch loop) get the
-# flash-attention template; its schedule keeps each kernel's meaning on the f64
+# flash-attention template, and so do stdlib's causal attention and a causal kernel
+# written fresh (the mask as selects, key tiles bounded per block), and grouped-query
+# attention (K and V heads indexed by a division); its schedule
+# keeps each kernel's meaning on the f64
 # interpreter (output sums to 1e-6 relative); the lowering keeps the softmax in
-# registers; the PTX assembles for sm_80 and sm_90a when ptxas is given.  A chain that
-# does not fit (rows not a multiple of 128) keeps the other defaults.
+# registers; the PTX assembles for sm_80 and sm_90a when ptxas is given.  Lengths that
+# are no multiple of the tiles (200, 130, 1000) get it too.
 # Exit 77 without NVRTC for the PTX part.  Usage: flash_default.sh PERFC ROOT [PTXAS]
 set -u
 perfc=$1; root=$2; ptxas=${3:-}
@@ -44,9 +47,18 @@ u="$root/bench/gpu/kernels/user_attention.pdl"
 check "$root/stdlib/attention.pdl" "-D B=1 -D H=2 -D S=256 -D D=32" "-D B=4 -D H=16 -D S=2048 -D D=64"
 check "$u" "-k attn -D NH=3 -D T=128 -D E=48" "-k attn -D NH=64 -D T=2048 -D E=64"
 check "$u" "-k head -D T=256 -D E=32" "-k head -D T=4096 -D E=128"
-# rows not a multiple of 128: the chain keeps the other defaults
-"$perfc" "$u" -k head -D T=200 -D E=32 -target sm_90a -emit report --verbose 2>&1 | grep -q 'flash attention' &&
-  bad "flash template offered at T=200"
+# causal: the mask as -inf / 0 selects, the key tiles bounded per block (skip_tiles)
+check "$root/stdlib/attention_causal.pdl" "-D B=1 -D H=2 -D S=384 -D D=32" "-D B=4 -D H=16 -D S=2048 -D D=128"
+grep -q 'skip_tiles' "$tmp/sched" || bad "stdlib causal: no skip_tiles in the default"
+check "$u" "-k causal -D NH=3 -D T=256 -D E=48" "-k causal -D NH=64 -D T=2048 -D E=64"
+grep -q 'online_softmax(y, y.u, 64, mask=inf)' "$tmp/sched" || bad "user causal: not mask=inf"
+# grouped-query attention: K and V indexed by h / (H / KVH), staged per block all the same
+check "$u" "-k gqa -D B=1 -D H=4 -D KVH=2 -D S=256 -D D=32" "-k gqa -D B=4 -D H=16 -D KVH=4 -D S=2048 -D D=128"
+# any length: rows not a multiple of 128 run in a padded last block, keys not a
+# multiple of 64 are masked in the last tile (plain and causal)
+check "$u" "-k head -D T=200 -D E=32" "-k head -D T=1000 -D E=64"
+check "$u" "-k causal -D NH=2 -D T=130 -D E=16" "-k causal -D NH=16 -D T=1000 -D E=64"
+grep -q 'split(y.t, 128, f_io, f_ii, tail=pad)' "$tmp/sched" || bad "causal T=130: rows not padded"
 [ $fail = 0 ] && [ $nortc = 1 ] && exit 77
-[ $fail = 0 ] && echo "flash-attention default: three kernels checked"
+[ $fail = 0 ] && echo "flash-attention default: eight kernels checked"
 exit $fail

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Flash attention on a GPU (label gpu): stdlib/attention.pdl's `flash` schedule as
+# Flash attention on a GPU (label gpu): the `flash` schedules of stdlib/attention.pdl
+# and attention_causal.pdl as
 # sm_80 and sm_90a code, head sizes 64 and 128, validated on fresh inputs by --run
 # (sampled exact checks and the device's full-tensor golden), and the same kernel
 # under compute-sanitizer memcheck and racecheck at a small size when the tool is
@@ -10,24 +11,29 @@ command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || exit 77
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
 a="$dir/attention.pdl"
-for t in sm_80 sm_90a; do
-  for sz in "-D B=2 -D H=3 -D S=384 -D D=64" "-D B=1 -D H=2 -D S=640 -D D=128"; do
-    # shellcheck disable=SC2086
-    if "$perfc" "$a" --schedule flash $sz -target $t --run --quiet > "$tmp/r" 2>&1 && grep -q '^valid      yes' "$tmp/r"; then
-      echo "ok   $t $sz: $(grep -m1 '^time' "$tmp/r" | awk '{print $3, $4}')"
-    else
-      echo "FAIL $t $sz"; tail -5 "$tmp/r"; fail=1
-    fi
+c="$dir/attention_causal.pdl"
+for f in "$a" "$c"; do
+  for t in sm_80 sm_90a; do
+    for sz in "-D B=2 -D H=3 -D S=384 -D D=64" "-D B=1 -D H=2 -D S=640 -D D=128" "-D B=1 -D H=2 -D S=1000 -D D=64"; do
+      # shellcheck disable=SC2086
+      if "$perfc" "$f" --schedule flash $sz -target $t --run --quiet > "$tmp/r" 2>&1 && grep -q '^valid      yes' "$tmp/r"; then
+        echo "ok   ${f##*/} $t $sz: $(grep -m1 '^time' "$tmp/r" | awk '{print $3, $4}')"
+      else
+        echo "FAIL ${f##*/} $t $sz"; tail -5 "$tmp/r"; fail=1
+      fi
+    done
   done
 done
 cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -n "$cs" ]; then
-  for tool in memcheck racecheck; do
-    "$cs" --tool $tool --error-exitcode 9 "$perfc" "$a" --schedule flash -D B=1 -D H=1 -D S=256 -D D=64 \
-        -target sm_90a --run --quiet > "$tmp/s" 2>&1
-    r=$?
-    if [ $r = 0 ] && grep -q 'ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards' "$tmp/s"; then echo "ok   $tool clean"
-    else echo "FAIL $tool (exit $r)"; grep -m5 -E 'ERROR|SUMMARY|hazard|Invalid' "$tmp/s"; fail=1; fi
+  for f in "$a" "$c"; do
+    for tool in memcheck racecheck; do
+      "$cs" --tool $tool --error-exitcode 9 "$perfc" "$f" --schedule flash -D B=1 -D H=1 -D S=256 -D D=64 \
+          -target sm_90a --run --quiet > "$tmp/s" 2>&1
+      r=$?
+      if [ $r = 0 ] && grep -q 'ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards' "$tmp/s"; then echo "ok   ${f##*/} $tool clean"
+      else echo "FAIL ${f##*/} $tool (exit $r)"; grep -m5 -E 'ERROR|SUMMARY|hazard|Invalid' "$tmp/s"; fail=1; fi
+    done
   done
 fi
 exit $fail
