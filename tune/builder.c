@@ -325,6 +325,11 @@ SLoop *bld_loop(Builder *b, const char *name)
     return n ? handle(b, n) : NULL;
 }
 
+bool bld_name_free(Builder *b, const char *name)
+{
+    return !ir_find_var(b->k, name) && !ir_find_buffer(b->k, name);
+}
+
 SBuf *bld_buf(Builder *b, const char *name)
 {
     Buffer *x = ir_find_buffer(b->k, name);

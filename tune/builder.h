@@ -67,6 +67,9 @@ static inline SVal sv(int64_t i) { return (SVal){i, NULL, -1}; }
 /* The loop named `name` now (a name read off the lowered nest), NULL when none. */
 SLoop *bld_loop(Builder *b, const char *name);
 SBuf *bld_buf(Builder *b, const char *name);
+/* Whether no loop variable (live or fused away) and no buffer is called name yet:
+ * a name a template chooses for a new loop or buffer must be. */
+bool bld_name_free(Builder *b, const char *name);
 
 /* ---- parameters ---- */
 SVal bld_param(Builder *b, const char *name, const int64_t *cands, int n);

@@ -274,14 +274,29 @@ static void tc_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, TcNes
  * an ordinary transformation with its legality check: rfactor's reassociation of
  * the sum is the one the language allows for every reduction. */
 
+/* The first of a name's spellings (name, name1, name2, name3) that no loop
+ * variable or buffer of the kernel has yet: a kernel whose own loops are called kz
+ * or zx keeps split-K.  The same kernel gives the same answer when the rule is
+ * checked and when it is applied. */
+static const char *sk_fresh(Builder *b, const char *const cands[4])
+{
+    for (int i = 0; i < 4; i++)
+        if (bld_name_free(b, cands[i]))
+            return cands[i];
+    return cands[3];
+}
+
 static void sk_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, TcNest *t)
 {
+    static const char *const nkz[4] = {"kz", "kz1", "kz2", "kz3"}, *const nkr[4] = {"kr", "kr1", "kr2", "kr3"},
+                             *const nzx[4] = {"zx", "zx1", "zx2", "zx3"}, *const nzt[4] = {"zt", "zt1", "zt2", "zt3"},
+                             *const nzs[4] = {"zs", "zs1", "zs2", "zs3"};
     const NestInfo *n = c->ns[0];
     SVal kc = bld_param(b, "kc", c->slices, c->nslices);
     tc_fuse_consumers(b, c);
     SLoop *i = bld_loop(b, n->loop[0]), *j = bld_loop(b, n->loop[1]);
     SLoop *kz, *kr, *zi, *zc;
-    bld_split_named(b, bld_loop(b, n->loop[2]), kc, "kz", "kr", &kz, &kr);
+    bld_split_named(b, bld_loop(b, n->loop[2]), kc, sk_fresh(b, nkz), sk_fresh(b, nkr), &kz, &kr);
     SBuf *P = bld_rfactor_expanded(b, kz, NULL, &zi, &zc);
     bld_fuse(b, zi, kz);
     /* j's body: the initialisation, the slices, the combination, the consumers */
@@ -296,11 +311,11 @@ static void sk_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, TcNes
     }
     /* the combination: one thread per element, the running sum in a register */
     SLoop *zx, *zt;
-    bld_split_named(b, j, sv(128), "zx", "zt", &zx, &zt);
+    bld_split_named(b, j, sv(128), sk_fresh(b, nzx), sk_fresh(b, nzt), &zx, &zt);
     bld_bind(b, i, "block.y");
     bld_bind(b, zx, "block.x");
     bld_bind(b, zt, "thread.x");
-    bld_cache(b, bld_buf(b, n->out), zt, NULL, "zs");
+    bld_cache(b, bld_buf(b, n->out), zt, NULL, sk_fresh(b, nzs));
     t->batch = zi;
     t->k = kr;
     tc_tile(b, pi, pj, P, true, bm, bn, pad, t);

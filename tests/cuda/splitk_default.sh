@@ -4,8 +4,9 @@
 # f32 with names of their own; an nn.Linear layer with bias and ReLU, bf16 out) get
 # the split-K template on sm_90a (wgmma) and sm_80 (mma.sync); its schedule keeps
 # each kernel's meaning on the f64 interpreter at small sizes, one of them ragged
-# (padded tiles); the lowering has the slices on block.z and a combination nest
-# with the epilogue; the PTX assembles for sm_80 and sm_90a when ptxas is given.
+# (padded tiles), one whose loops are named kz, kr, zx; the lowering has the
+# slices on block.z and a combination nest with the epilogue; the PTX assembles for
+# sm_80 and sm_90a when ptxas is given.
 # Products with enough output tiles (2048 x 2048 x 8192, 4096^3) and batched ones
 # do not get it.  Exit 77 without NVRTC for the PTX part.
 # Usage: splitk_default.sh PERFC ROOT [PTXAS]
@@ -38,9 +39,9 @@ ptx() { # kernel target sizes
   local k=$1 t=$2 big=$3 what="$1 $2 $3"
   # shellcheck disable=SC2086
   "$perfc" "$u" -k "$k" $big -target "$t" -emit ir > "$tmp/ir" 2>&1 || { bad "$what: -emit ir"; return; }
-  grep -q '^for kz_init in 0\.\.[0-9]* block\.z' "$tmp/ir" || bad "$what: the slices are not on block.z"
+  grep -q '^for kz[0-9]*_init in 0\.\.[0-9]* block\.z' "$tmp/ir" || bad "$what: the slices are not on block.z"
   [ "$(grep -c '^for ' "$tmp/ir")" = 2 ] || bad "$what: not two launches (partial products, combination)"
-  grep -q '+= .*_rf\[kz_comb' "$tmp/ir" || bad "$what: no combination of the partials"
+  grep -q '+= .*_rf\[kz[0-9]*_comb' "$tmp/ir" || bad "$what: no combination of the partials"
   # shellcheck disable=SC2086
   if "$perfc" "$u" -k "$k" $big -target "$t" -emit ptx -o "$tmp/k.ptx" 2> "$tmp/err"; then
     if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
@@ -57,6 +58,9 @@ for t in sm_90a sm_80; do
   ptx kl $t "$big"
   ptx lin $t "$big"
 done
+# loops named as the template names its own: it takes other names
+check names sm_90a "-D M=128 -D N=256 -D K=1024"
+ptx names sm_90a "$big"
 grep -q 'Y\[.*max(' <("$perfc" "$u" -k lin $big -target sm_90a -emit ir 2>&1 | sed -n '/^for h\.i/,$p') ||
   bad "lin: the bias and ReLU are not in the combination nest"
 # enough output tiles, or a batch: no split-K by default
@@ -72,5 +76,5 @@ for t in sm_90a sm_80; do
   case "$o" in *split-K*) bad "bmm $t: split-K on a batched product ($o)";; esac
 done
 [ $fail = 0 ] && [ $nortc = 1 ] && exit 77
-[ $fail = 0 ] && echo "split-K default: two kernels on two targets checked, and three products that keep their tiles"
+[ $fail = 0 ] && echo "split-K default: two kernels on two targets and one with clashing names checked, and three products that keep their tiles"
 exit $fail
