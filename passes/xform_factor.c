@@ -13,7 +13,8 @@
  * starts from nothing the factor must not scale), and the factors
  * taken out read neither the loop's variables (its own and those inside it) nor
  * the buffer summed into.  Factors in a denominator (`x / c`) come out as a
- * division.  Distributing the product over the sum changes results in the last bits,
+ * division, or as a multiplication by 1 / c when c is a constant of the kernel.
+ * Distributing the product over the sum changes results in the last bits,
  * as the reassociation of reductions does (docs/schedules.md). */
 #include "xform_int.h"
 #include "../ir/walk.h"
@@ -47,6 +48,17 @@ static Expr *product(Kernel *k, const XfFactors *f, bool keep_inv, const bool *i
     if (!num)
         num = ir_flt(k, 1.0, den->dtype);
     return ir_bin(k, IE_DIV, num, den);
+}
+
+/* No load and no loop variable: the same value wherever the kernel computes it. */
+static bool kernel_const(const Expr *e)
+{
+    if (!e || e->kind == IE_LOAD || e->kind == IE_VAR)
+        return !e;
+    for (int i = 0; i < 3; i++)
+        if (e->args[i] && !kernel_const(e->args[i]))
+            return false;
+    return true;
 }
 
 static bool zero(const Expr *e) { return (e->kind == IE_FLT && e->u.f == 0) || (e->kind == IE_INT && e->u.i == 0); }
@@ -136,9 +148,13 @@ bool xf_factor_out(XfCtx *c)
     DType t = s->u.stmt.value->dtype;
     /* some factor stays (checked above), so the rest is never empty */
     s->u.stmt.value = ir_cast(k, product(k, &f, false, inv, NULL), t);
+    /* a divisor that is a constant of the kernel (`/ sqrt(D)`) becomes one
+     * multiplication by its reciprocal, which the code generators fold: a division
+     * per element costs a GPU about ten instructions (the reciprocal rounds once
+     * more, within what reassociating the sum already allows) */
     bool any_den = false;
     for (int i = 0; i < f.n; i++)
-        any_den |= inv[i] && f.den[i];
+        any_den |= inv[i] && f.den[i] && !kernel_const(f.leaf[i]);
     Expr *idx[8];
     for (int d = 0; d < B->rank; d++)
         idx[d] = ir_clone_expr(k, s->u.stmt.idx[d]);
