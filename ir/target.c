@@ -13,7 +13,8 @@
  * CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (the runtime does that), so that a
  * kernel that could never launch is refused at compile time, on a machine with no
  * GPU.  mma.sync and cp.async exist from sm_80 on; TMA from sm_90; wgmma only with
- * the architecture-specific sm_90a. */
+ * the architecture-specific sm_90a.  The SM count is the architecture's usual
+ * data-centre part's, a hint for sizing grids, never a limit. */
 #include "target.h"
 
 #include <pthread.h>
@@ -23,10 +24,10 @@
     {.name = n, .cls = TARGET_CPU, .arch = ar, .triple = tr, .cpu = c, .features = f, .abi = ab, \
      .needs = need, .fma = fm, .native_half = half, .vscale_min = vmin, .vscale_max = vmax, \
      .vector_width = vw, .vector_bytes = vb}
-#define GPU(n, s, a, smem) \
+#define GPU(n, s, a, smem, nsm) \
     {.name = n, .cls = TARGET_GPU, .sm = s, .arch_specific = a, .max_threads_block = 1024, \
      .max_smem_block = smem, .regs_per_block = 65536, .max_regs_thread = 255, .mma_sync = true, \
-     .cp_async = true, .wgmma = a && s >= 90, .tma = s >= 90}
+     .cp_async = true, .wgmma = a && s >= 90, .tma = s >= 90, .sms = nsm}
 
 static const char *const X86 = "x86_64-unknown-linux-gnu", *const ARM = "aarch64-unknown-linux-gnu",
                          *const RV = "riscv64-unknown-linux-gnu";
@@ -46,11 +47,12 @@ static Target targets[] = {
     /* V implies Zvl128b: vscale_range(2,1024) is what clang puts on such code. */
     CPU("riscv64-v", ARCH_RISCV64, RV, "generic-rv64", "+m,+a,+f,+d,+c,+v", "lp64d", NULL, true, false, 2, 1024, 0,
         16),
-    GPU("sm_80", 80, false, 163 * 1024),
-    GPU("sm_86", 86, false, 99 * 1024),
-    GPU("sm_89", 89, false, 99 * 1024),
-    GPU("sm_90", 90, false, 227 * 1024),
-    GPU("sm_90a", 90, true, 227 * 1024),
+    /* SM counts: A100, A40 / A10 class, L40 / RTX 4090 class, H100 SXM */
+    GPU("sm_80", 80, false, 163 * 1024, 108),
+    GPU("sm_86", 86, false, 99 * 1024, 84),
+    GPU("sm_89", 89, false, 99 * 1024, 128),
+    GPU("sm_90", 90, false, 227 * 1024, 132),
+    GPU("sm_90a", 90, true, 227 * 1024, 132),
     {.name = "interp", .cls = TARGET_INTERP},
 };
 enum { NTARGETS = sizeof targets / sizeof targets[0] };

@@ -50,6 +50,9 @@ typedef struct Target {
     bool cp_async;          /* asynchronous global -> shared copies */
     bool wgmma;             /* warpgroup wgmma.mma_async (sm_90a only) */
     bool tma;               /* tensor memory accelerator bulk copies */
+    int sms;                /* streaming multiprocessors of the architecture's usual
+                             * data-centre part (A100 108, H100 132): what the tuner
+                             * sizes grids by (split-K); the GPU that runs may differ */
 } Target;
 
 /* The target named `name` (NULL means "host"), or NULL when perfc has none. */

@@ -118,6 +118,7 @@ static int enumerate(Kernel *k, Arena *a, SchedItem **out, bool unchecked)
         try_item(&g, "rfactor", one, 1);
         try_item(&g, "factor_out", one, 1);
         try_item(&g, "skip_tiles", one, 1);
+        try_item(&g, "unmask_tiles", one, 1);
         if (l->u.loop.body.n > 1)
             try_item(&g, "distribute", one, 1);
         Node *ch = band_child(l);

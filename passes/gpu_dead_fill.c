@@ -7,7 +7,9 @@
  * fills a local buffer when the very next nest of the same list overwrites it
  * element for element: the same chain of loops (extents and kinds), one `=` store
  * into the same buffer at the same index once the loop variables are matched, and
- * a next value that does not read the buffer.
+ * a next value that does not read the buffer.  Two bare statements count as nests
+ * of no loops: a one-element staging (`zs[0, 0] = C[i, j]` then `zs[0, 0] = 0`, a
+ * split-K combination's running sum) loses its copy-in the same way.
  *
  * Why it is legal: every element the first nest writes is written again by the
  * next one before anything runs in between, and the next nest's values do not
@@ -31,7 +33,7 @@ static bool dead_fill(Kernel *k, const Node *a, const Node *b)
         a = a->u.loop.body.v[0];
         b = b->u.loop.body.v[0];
     }
-    if (a->kind != N_STMT || b->kind != N_STMT || n == 0) return false;
+    if (a->kind != N_STMT || b->kind != N_STMT) return false;
     const Buffer *buf = a->u.stmt.buf;
     if (buf != b->u.stmt.buf || buf->mem != MEM_LOCAL || a->u.stmt.op != SOP_ASSIGN ||
         b->u.stmt.op != SOP_ASSIGN || ir_expr_reads(b->u.stmt.value, buf))

@@ -7,8 +7,8 @@
  * iteration v computes (docs/cuda.md "Software pipelines").  This pass accepts a
  * pipeline loop of a scheduled launch when
  *   - it runs at block level (no enclosing thread loop) and inside no other
- *     accepted pipeline, from a constant start >= 0 (the stage index then prints
- *     as an unsigned remainder);
+ *     accepted pipeline, from a start that is a constant >= 0 or proven >= 0 (the
+ *     stage index then prints as an unsigned remainder);
  *   - its body starts with one or more copy nodes, each of whose statements writes
  *     a shared buffer with `=` at first index `loop % S` (one S for all), and holds
  *     something after them;
@@ -36,6 +36,7 @@
 
 #include "../ir/walk.h"
 #include "gpu_int.h"
+#include "xform_int.h" /* xf_prove_le */
 
 /* The stage count of copy node n of pipelined loop v: every statement below writes
  * a shared buffer with `=` at first index `v % S`; 0 when n is not such a node. */
@@ -119,6 +120,17 @@ static bool has_wgmma(const Node *n)
     return false;
 }
 
+/* e >= 0 wherever loop n starts: a constant, a max with such an operand, or proven. */
+static bool nonneg(Kernel *k, const Node *n, const Expr *e)
+{
+    int64_t v;
+    if (gpu_cval(k, e, &v))
+        return v >= 0;
+    if (e->kind == IE_MAX)
+        return nonneg(k, n, e->args[0]) || nonneg(k, n, e->args[1]);
+    return xf_prove_le(k, n, ir_int(k, 0), e);
+}
+
 static bool accept(Kernel *k, Node *n)
 {
     const NodeList *body = &n->u.loop.body;
@@ -131,7 +143,9 @@ static bool accept(Kernel *k, Node *n)
         S = t;
         nc++;
     }
-    if (nc == 0 || nc == body->n || !gpu_cval(k, n->u.loop.lo, &lo) || lo < 0) return false;
+    if (nc == 0 || nc == body->n) return false;
+    /* a start that is no constant (the second run of unmask_tiles) must be proven >= 0 */
+    if (gpu_cval(k, n->u.loop.lo, &lo) ? lo < 0 : !nonneg(k, n, n->u.loop.lo)) return false;
     int nb = k->nbufs;
     uint8_t *rc = xcalloc((size_t)nb * 4 + 1, 1), *wc = rc + nb, *rr = wc + nb, *wr = rr + nb;
     for (int i = 0; i < body->n; i++) ir_node_access(body->v[i], i < nc ? rc : rr, i < nc ? wc : wr);

@@ -536,3 +536,58 @@ bool mask_narrow_loop(Kernel *k, Node *L, Node *G, bool dry)
     free(mb.vmax);
     return any;
 }
+
+/* unmask_tiles (passes/xform_skip.c): L narrowed to the iterations where the affine
+ * conjunct c holds for every iteration of the loops between L and the statement at
+ * (their variables at the values that make it hardest to hold).  Only a conjunct that
+ * L's variable enters with a positive coefficient bounds L from above; false for any
+ * other, and when the conjunct is not affine. */
+bool mask_narrow_all(Kernel *k, Node *L, Node *at, const Expr *c)
+{
+    Conj cj;
+    classify(k, (Expr *)c, &cj);
+    if (cj.kind != CJ_LINEAR || cj.nd != 1 || ar_aff_coef(&cj.d[0], L->u.loop.var->id) <= 0)
+        return false;
+    Node *chain[MB_MAX_DEPTH];
+    int n = 0;
+    for (Node *p = at->parent; p && n < MB_MAX_DEPTH; p = p->parent)
+        chain[n++] = p;
+    if (n == MB_MAX_DEPTH)
+        return false;
+    Mb mb = {.k = k};
+    int cap = mb.cap = k->nvars + 16;
+    mb.vmin = xcalloc((size_t)cap, sizeof *mb.vmin);
+    mb.vmax = xcalloc((size_t)cap, sizeof *mb.vmax);
+    for (int i = 0; i < cap; i++)
+        mb.vmin[i] = 1;
+    int pos = -1;
+    for (int i = n - 1; i >= 0; i--) {
+        Node *p = chain[i];
+        if (p == L)
+            pos = mb.depth;
+        mb.path[mb.depth++] = p;
+        if (p->kind != N_LOOP)
+            continue;
+        int64_t a, b, c2, d;
+        int id = p->u.loop.var->id;
+        if (interval(&mb, p->u.loop.lo, &a, &b) && interval(&mb, p->u.loop.hi, &c2, &d) && a <= d - 1)
+            mb.vmin[id] = a, mb.vmax[id] = d - 1;
+    }
+    bool ok = false;
+    if (pos >= 0) {
+        /* hardest: the inner variables where d is largest, that is where -d is
+         * smallest (project), and then d <= 0 for all of them */
+        ArAff neg = {0}, d;
+        bool exact;
+        if (ar_aff_add(&neg, &cj.d[0], -1) && project(&mb, pos, &neg, &exact)) {
+            memset(&d, 0, sizeof d);
+            if (ar_aff_add(&d, &neg, -1) && ar_aff_coef(&d, L->u.loop.var->id) > 0) {
+                narrow_by(&mb, pos, &d);
+                ok = true;
+            }
+        }
+    }
+    free(mb.vmin);
+    free(mb.vmax);
+    return ok;
+}

@@ -31,6 +31,7 @@ static bool (*const xf_fns[])(XfCtx *) = {
     xf_factor_out,                /* xform_factor.c */
     xf_storage,                   /* xform_storage.c */
     xf_skip_tiles,                /* xform_skip.c */
+    xf_unmask_tiles,              /* xform_skip.c */
 };
 _Static_assert(sizeof xf_fns / sizeof xf_fns[0] == XF_COUNT, "one function per transformation");
 

@@ -45,7 +45,8 @@
     X(ONLINE_SOFTMAX, "online_softmax", "online_softmax(out, loop, tile[, mask=guard|inf])  # max, exp, sum and contraction over loop in one pass over tiles") \
     X(FACTOR_OUT, "factor_out", "factor_out(loop)  # factors of a sum that the loop does not move, applied once after it") \
     X(STORAGE, "storage", "storage(temp, dtype)  # keep a temporary in another float type (no coarser than the output)") \
-    X(SKIP_TILES, "skip_tiles", "skip_tiles(loop)  # bound loop by the skip guard below it, and drop the guard")
+    X(SKIP_TILES, "skip_tiles", "skip_tiles(loop)  # bound loop by the skip guard below it, and drop the guard") \
+    X(UNMASK_TILES, "unmask_tiles", "unmask_tiles(loop)  # first the iterations where the selects' masks all hold, without them")
 
 typedef enum XformKind {
 #define X(k, s, syn) XF_##k,

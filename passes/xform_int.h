@@ -191,6 +191,9 @@ bool mask_bounds_pass(Kernel *k, Diags *d);
  * (the variables of loops between them at their extreme values): true when some
  * conjunct bounded L.  dry: only whether one would. */
 bool mask_narrow_loop(Kernel *k, Node *L, Node *G, bool dry);
+/* L narrowed to the iterations where affine conjunct c holds for every iteration of
+ * the loops between L and statement at; false when c cannot bound L from above. */
+bool mask_narrow_all(Kernel *k, Node *L, Node *at, const Expr *c);
 bool xf_inline(XfCtx *c);
 bool xf_compute_at(XfCtx *c);
 bool xf_cache(XfCtx *c);
@@ -214,6 +217,7 @@ bool xf_factor_out(XfCtx *c);
 bool xf_storage(XfCtx *c);
 /* xform_skip.c */
 bool xf_skip_tiles(XfCtx *c);
+bool xf_unmask_tiles(XfCtx *c);
 
 /* How split and tile treat a factor that may not divide the extent: a guard in the
  * inner loop, a peeled tail loop, or the extent padded up to a multiple of the

@@ -4,7 +4,15 @@
  * The loop then carries no dependence through B, so it can be vectorized (the
  * partials are the lanes) or run in parallel (split-K: split the reduction, rfactor
  * the outer part).  This reassociates the reduction, which perfc allows for sum,
- * prod, max and min (docs/schedules.md). */
+ * prod, max and min (docs/schedules.md).
+ *
+ * With expand=1 the partials keep the result's element too: R[l, idx] (the result's
+ * dimensions after the loop's), a global temporary rather than one private to the
+ * element.  The initialisation, the partial sums and the combination then share no
+ * element across the loops around them, so those loops can be distributed and the
+ * partial nest reordered with l outermost: split-K on a GPU, where each slice of the
+ * reduction runs on its own blocks into its own [M, N] plane and a second nest sums
+ * the planes. */
 #include <math.h>
 #include <string.h>
 
@@ -31,6 +39,12 @@ bool xf_rfactor(XfCtx *c)
         xf_err(c, "name= needs a new buffer name");
         return false;
     }
+    const SchedArg *ex = xf_kwarg(c, "expand");
+    if (ex && (ex->kind != SARG_INT || ex->ival < 0 || ex->ival > 1)) {
+        xf_err(c, "expand= takes 0 or 1");
+        return false;
+    }
+    bool expand = ex && ex->ival == 1;
     /* l must hold a single chain down to one reduction statement. */
     Node *s = l;
     while (s->kind != N_STMT) {
@@ -49,8 +63,8 @@ bool xf_rfactor(XfCtx *c)
         }
     }
     StmtOp op = s->u.stmt.op;
-    if (s->u.stmt.buf->rank > 8) {
-        xf_err(c, "%s has more than 8 dimensions", s->u.stmt.buf->name);
+    if (s->u.stmt.buf->rank > (expand ? 7 : 8)) {
+        xf_err(c, "%s has more than %d dimensions", s->u.stmt.buf->name, expand ? 7 : 8);
         return false;
     }
     if (op == SOP_ASSIGN) {
@@ -120,19 +134,37 @@ bool xf_rfactor(XfCtx *c)
     Buffer *b = s->u.stmt.buf;
     const char *name = nm ? nm->name : xf_fresh_buffer_name(k, arena_printf(k->arena, "%s_rf", b->name));
     /* Partials in the compute type: f16/bf16 results accumulate in f32 anyway. */
-    Buffer *r = xf_add_temp(k, name, dtype_compute(b->dtype), MEM_LOCAL, 1, &ext, s->span);
-    xf_set_private(k, r, top, false);
+    Buffer *r;
+    if (expand) {
+        r = ir_add_buffer(k, name, dtype_compute(b->dtype), BUF_TEMP, 1 + b->rank, s->span);
+        r->mem = MEM_GLOBAL;
+        r->shape[0] = ir_int(k, ext);
+        for (int d = 0; d < b->rank; d++)
+            r->shape[1 + d] = ir_clone_expr(k, b->shape[d]);
+    } else {
+        r = xf_add_temp(k, name, dtype_compute(b->dtype), MEM_LOCAL, 1, &ext, s->span);
+        xf_set_private(k, r, top, false);
+    }
+    /* R's index at loop variable v: [v] or, expanded, [v, idx...] */
+    int rr = r->rank;
     NodeList *list = xf_list_of(k, top);
     int at = xf_index_in(k, top);
 
     Var *vi = ir_new_var(k, xf_fresh_name(k, arena_printf(k->arena, "%s_init", l->u.loop.var->name)));
     Node *init = ir_loop(k, vi, ir_int(k, 0), ir_int(k, ext), l->span);
-    Expr *ii[1] = {ir_var(k, vi)};
-    ir_list_push(&init->u.loop.body, ir_stmt(k, r, ii, SOP_ASSIGN, identity(k, op, r->dtype), s->span), init);
+    Expr *ii[8] = {ir_var(k, vi)};
+    for (int d = 1; d < rr; d++)
+        ii[d] = ir_clone_expr(k, s->u.stmt.idx[d - 1]);
+    Node *is = ir_stmt(k, r, ii, SOP_ASSIGN, identity(k, op, r->dtype), s->span);
+    if (expand)
+        is->u.stmt.guarded = s->u.stmt.guarded; /* R has the result's extents: its edges too */
+    ir_list_push(&init->u.loop.body, is, init);
 
     Var *vc = ir_new_var(k, xf_fresh_name(k, arena_printf(k->arena, "%s_comb", l->u.loop.var->name)));
     Node *comb = ir_loop(k, vc, ir_int(k, 0), ir_int(k, ext), l->span);
-    Expr *ci[1] = {ir_var(k, vc)};
+    Expr *ci[8] = {ir_var(k, vc)};
+    for (int d = 1; d < rr; d++)
+        ci[d] = ir_clone_expr(k, s->u.stmt.idx[d - 1]);
     Expr *oidx[8];
     for (int d = 0; d < b->rank && d < 8; d++)
         oidx[d] = ir_clone_expr(k, s->u.stmt.idx[d]);
@@ -141,10 +173,14 @@ bool xf_rfactor(XfCtx *c)
     ir_list_push(&comb->u.loop.body, cs, comb);
 
     Expr *ri = xf_simplify_affine(k, ir_bin(k, IE_SUB, ir_var(k, l->u.loop.var), ir_clone_expr(k, l->u.loop.lo)));
-    s->u.stmt.guarded = false; /* the partials' buffer spans the loop */
+    Expr **si = arena_alloc(k->arena, sizeof(Expr *) * (size_t)rr);
+    si[0] = ri;
+    for (int d = 1; d < rr; d++)
+        si[d] = s->u.stmt.idx[d - 1];
+    if (!expand)
+        s->u.stmt.guarded = false; /* the partials' buffer spans the loop */
     s->u.stmt.buf = r;
-    s->u.stmt.idx = arena_alloc(k->arena, sizeof(Expr *));
-    s->u.stmt.idx[0] = ri;
+    s->u.stmt.idx = si;
     /* the combination under the guards that decide whether the element exists */
     Node *comb_top = comb;
     for (int g = 0; g < nog; g++) {

@@ -325,6 +325,11 @@ SLoop *bld_loop(Builder *b, const char *name)
     return n ? handle(b, n) : NULL;
 }
 
+bool bld_name_free(Builder *b, const char *name)
+{
+    return !ir_find_var(b->k, name) && !ir_find_buffer(b->k, name);
+}
+
 SBuf *bld_buf(Builder *b, const char *name)
 {
     Buffer *x = ir_find_buffer(b->k, name);
@@ -621,6 +626,26 @@ int bld_children(Builder *b, SLoop *l, SLoop **out, int cap)
 bool bld_vectorize(Builder *b, SLoop *l) { return one_loop(b, "vectorize", l); }
 bool bld_parallel(Builder *b, SLoop *l) { return one_loop(b, "parallel", l); }
 bool bld_rfactor(Builder *b, SLoop *l) { return one_loop(b, "rfactor", l); }
+
+SBuf *bld_rfactor_expanded(Builder *b, SLoop *l, const char *name, SLoop **init, SLoop **comb)
+{
+    Call c;
+    call_init(&c, "rfactor");
+    put_loop(b, &c, NULL, l);
+    if (name)
+        put_name(&c, "name", name);
+    put_int(&c, "expand", 1);
+    *init = *comb = NULL;
+    int nv, nb;
+    if (!run(b, &c, &nv, &nb) || b->k->nbufs <= nb)
+        return NULL;
+    /* the new loops in program order: the initialisation, then the combination */
+    NewLoops f;
+    new_loops(b, nv, &f);
+    if (f.n == 2)
+        *init = handle(b, f.v[0]), *comb = handle(b, f.v[1]);
+    return bld_buf(b, b->k->bufs[nb]->name);
+}
 
 SBuf *bld_cache(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *name)
 {

@@ -67,6 +67,9 @@ static inline SVal sv(int64_t i) { return (SVal){i, NULL, -1}; }
 /* The loop named `name` now (a name read off the lowered nest), NULL when none. */
 SLoop *bld_loop(Builder *b, const char *name);
 SBuf *bld_buf(Builder *b, const char *name);
+/* Whether no loop variable (live or fused away) and no buffer is called name yet:
+ * a name a template chooses for a new loop or buffer must be. */
+bool bld_name_free(Builder *b, const char *name);
 
 /* ---- parameters ---- */
 SVal bld_param(Builder *b, const char *name, const int64_t *cands, int n);
@@ -105,6 +108,10 @@ SBuf *bld_cache(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *n
 /* squeeze: cache(.., squeeze=1), the dimensions `at` fixes left out */
 SBuf *bld_cache_squeezed(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *name, bool squeeze);
 bool bld_rfactor(Builder *b, SLoop *l);
+/* rfactor(l, name=name, expand=1): partials name[l, idx] in global memory (name NULL:
+ * rfactor's own, read off the kernel); init and comb the loops it made (the
+ * initialisation, the combination).  NULL when refused. */
+SBuf *bld_rfactor_expanded(Builder *b, SLoop *l, const char *name, SLoop **init, SLoop **comb);
 bool bld_padding(Builder *b, SBuf *buf, SVal amount);
 /* layout(buf, perm[0], ..., perm[n-1]): a staged buffer stored with its dimensions permuted. */
 bool bld_layout(Builder *b, SBuf *buf, const int *perm, int n);

@@ -131,6 +131,8 @@ typedef struct TcCtx {
     const NestInfo *const *ns; /* the contraction, then its fused consumers */
     int nn;
     const void *shape;         /* TcShape or WgShape */
+    int64_t slices[3];         /* split-K: the candidate slice lengths kc (K / S) */
+    int nslices;               /* 0: no split-K */
 } TcCtx;
 
 enum { MAX_EL = 8 };
@@ -173,29 +175,46 @@ static bool tc_fits(const NestInfo *n, int bm, int bn, int bk, TcFit *f)
            operand_tile(n->pb_rank, n->pb_kdim, n->pb_sdim, bn, bk, &f->rb, &f->cb);
 }
 
+/* Split-K fits a product with no batch loop (the slices take block.z) whose
+ * reduction every candidate slice length cuts into whole K steps of bk, rows few
+ * enough for the combination's block.y. */
+static bool sk_fits(const TcCtx *c, int bk)
+{
+    const NestInfo *n = c->ns[0];
+    if (!c->nslices)
+        return true;
+    if (n->nspatial != 2 || n->ext[0] > 65535)
+        return false;
+    for (int i = 0; i < c->nslices; i++)
+        if (c->slices[i] % bk || n->ext[2] % c->slices[i])
+            return false;
+    return true;
+}
+
 static const char *const el_names[MAX_EL][4] = {
     {"cz", "cr", "cy", "cc"},     {"iz", "ir", "iy", "ic"},     {"oz", "or", "oy", "oc"},
     {"e1z", "e1r", "e1y", "e1c"}, {"e2z", "e2r", "e2y", "e2c"}, {"e3z", "e3r", "e3y", "e3c"},
     {"e4z", "e4r", "e4y", "e4c"}, {"e5z", "e5r", "e5y", "e5c"}};
 
-/* Fuses the consumers into the product's nest, tiles (i, j) by bm x bn, stages the
- * accumulator per block and distributes the tile loops: one nest for the
- * initialisation, one for the products, one per consumer statement. */
-static void tc_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, TcNest *t)
+/* Fuses the consumers ns[1..nn) into the product's nest, loop by loop. */
+static void tc_fuse_consumers(Builder *b, const TcCtx *c)
 {
     const NestInfo *n = c->ns[0];
-    memset(t, 0, sizeof *t);
-    int ia = n->nspatial - 2;
     for (int e = 1; e < c->nn; e++)
         for (int d = 0; d < n->nspatial; d++)
             bld_fuse(b, bld_loop(b, n->loop[d]), bld_loop(b, c->ns[e]->loop[d]));
-    t->batch = ia ? bld_loop(b, n->loop[0]) : NULL;
-    t->k = bld_loop(b, n->loop[n->nloops - 1]);
+}
+
+/* Tiles the product's rows i and columns j by bm x bn, stages its accumulator out
+ * per block (squeeze: the dimensions a batch loop fixes left out) and distributes
+ * the tile loops: one nest for the initialisation, one for the products, one per
+ * consumer statement. */
+static void tc_tile(Builder *b, SLoop *i, SLoop *j, SBuf *out, bool squeeze, int bm, int bn, bool pad, TcNest *t)
+{
     SLoop *tl[4];
-    (pad ? bld_tile_padded : bld_tile)(b, bld_loop(b, n->loop[ia]), bld_loop(b, n->loop[ia + 1]), sv(bm), sv(bn),
-                                        (const char *const[]){"io", "jo", "ii", "ji"}, tl);
+    (pad ? bld_tile_padded : bld_tile)(b, i, j, sv(bm), sv(bn), (const char *const[]){"io", "jo", "ii", "ji"}, tl);
     t->io = tl[0], t->jo = tl[1];
-    SBuf *acc = bld_cache_squeezed(b, bld_buf(b, n->out), t->jo, NULL, "acc", ia > 0);
+    SBuf *acc = bld_cache_squeezed(b, out, t->jo, NULL, "acc", squeeze);
     SLoop *jd[MAX_EL], *id[MAX_EL];
     int nj = bld_distribute_all(b, tl[3], jd, MAX_EL);
     int ni = bld_distribute_all(b, tl[2], id, MAX_EL);
@@ -210,6 +229,96 @@ static void tc_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, TcNes
         t->er[t->nel] = acc->nest[1][0], t->ec[t->nel++] = acc->nest[1][1];
     for (int e = 1; e < ni && e < nj && t->nel < MAX_EL; e++)
         t->er[t->nel] = id[e], t->ec[t->nel++] = jd[e];
+}
+
+static void sk_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, TcNest *t);
+
+/* Fuses the consumers into the product's nest and tiles it (tc_tile); with split-K
+ * (c->nslices) the reduction is first cut into slices whose partial products get
+ * the tiles (sk_begin). */
+static void tc_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, TcNest *t)
+{
+    const NestInfo *n = c->ns[0];
+    memset(t, 0, sizeof *t);
+    if (c->nslices) {
+        sk_begin(b, c, bm, bn, pad, t);
+        return;
+    }
+    int ia = n->nspatial - 2;
+    tc_fuse_consumers(b, c);
+    t->batch = ia ? bld_loop(b, n->loop[0]) : NULL;
+    t->k = bld_loop(b, n->loop[n->nloops - 1]);
+    tc_tile(b, bld_loop(b, n->loop[ia]), bld_loop(b, n->loop[ia + 1]), bld_buf(b, n->out), ia > 0, bm, bn, pad, t);
+}
+
+/* ---- split-K ----
+ *
+ * A product with too few output tiles to fill the GPU and a long reduction (1024 x
+ * 1024 x 16384: 64 tiles of 128 x 128 on 132 SMs) cuts the reduction loop into S
+ * slices of kc = K / S and runs each slice on its own blocks (block.z):
+ *
+ *   split(k, kc, kz, kr)                      k = kz * kc + kr
+ *   rfactor(kz, expand=1)                     P[kz, i, j] += A·B over kr; after it
+ *                                             C[i, j] += P[kz, i, j] over the slices
+ *   fuse(kz_init, kz)                         each slice starts its own plane at 0
+ *   distribute(j) distribute(i)               the partial products one nest
+ *   reorder(kz_init, i1, j1)                  the slice outermost: a batch loop
+ *   fuse(i, i2) fuse(j, j2) ...               the initialisation, the combination
+ *                                             and the consumers one nest again
+ *
+ * The partial nest is then a batched product over the slices with an f32 output,
+ * which the tensor-core steps tile as any batched product (the slice on block.z,
+ * the plane staged squeezed); the combination nest, C = sum of S planes followed by
+ * the consumers (the dtype conversion, a bias, an activation), runs one thread per
+ * element, 128 a block along the columns, its sum in a register.  Every step is
+ * an ordinary transformation with its legality check: rfactor's reassociation of
+ * the sum is the one the language allows for every reduction. */
+
+/* The first of a name's spellings (name, name1, name2, name3) that no loop
+ * variable or buffer of the kernel has yet: a kernel whose own loops are called kz
+ * or zx keeps split-K.  The same kernel gives the same answer when the rule is
+ * checked and when it is applied. */
+static const char *sk_fresh(Builder *b, const char *const cands[4])
+{
+    for (int i = 0; i < 4; i++)
+        if (bld_name_free(b, cands[i]))
+            return cands[i];
+    return cands[3];
+}
+
+static void sk_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, TcNest *t)
+{
+    static const char *const nkz[4] = {"kz", "kz1", "kz2", "kz3"}, *const nkr[4] = {"kr", "kr1", "kr2", "kr3"},
+                             *const nzx[4] = {"zx", "zx1", "zx2", "zx3"}, *const nzt[4] = {"zt", "zt1", "zt2", "zt3"},
+                             *const nzs[4] = {"zs", "zs1", "zs2", "zs3"};
+    const NestInfo *n = c->ns[0];
+    SVal kc = bld_param(b, "kc", c->slices, c->nslices);
+    tc_fuse_consumers(b, c);
+    SLoop *i = bld_loop(b, n->loop[0]), *j = bld_loop(b, n->loop[1]);
+    SLoop *kz, *kr, *zi, *zc;
+    bld_split_named(b, bld_loop(b, n->loop[2]), kc, sk_fresh(b, nkz), sk_fresh(b, nkr), &kz, &kr);
+    SBuf *P = bld_rfactor_expanded(b, kz, NULL, &zi, &zc);
+    bld_fuse(b, zi, kz);
+    /* j's body: the initialisation, the slices, the combination, the consumers */
+    SLoop *jd[MAX_EL + 2], *id[MAX_EL + 2];
+    int nj = bld_distribute_all(b, j, jd, MAX_EL + 2);
+    int ni = bld_distribute_all(b, i, id, MAX_EL + 2);
+    SLoop *pi = ni > 0 ? id[0] : NULL, *pj = nj > 0 ? jd[0] : NULL;
+    BLD_REORDER(b, zi, pi, pj);
+    for (int e = 1; e < ni && e < nj; e++) {
+        bld_fuse(b, i, id[e]);
+        bld_fuse(b, j, jd[e]);
+    }
+    /* the combination: one thread per element, the running sum in a register */
+    SLoop *zx, *zt;
+    bld_split_named(b, j, sv(128), sk_fresh(b, nzx), sk_fresh(b, nzt), &zx, &zt);
+    bld_bind(b, i, "block.y");
+    bld_bind(b, zx, "block.x");
+    bld_bind(b, zt, "thread.x");
+    bld_cache(b, bld_buf(b, n->out), zt, NULL, sk_fresh(b, nzs));
+    t->batch = zi;
+    t->k = kr;
+    tc_tile(b, pi, pj, P, true, bm, bn, pad, t);
 }
 
 /* ---- mma.sync (sm_80+) ---- */
@@ -241,7 +350,7 @@ static bool gpu_tc_b(Builder *b, const void *vctx)
     const NestInfo *n = c->ns[0];
     const TcShape *s = c->shape;
     TcFit f;
-    if (!tc_fits(n, s->bm, s->bn, s->bk, &f))
+    if (!tc_fits(n, s->bm, s->bn, s->bk, &f) || !sk_fits(c, s->bk))
         return false;
     int wz = s->bm / s->wm, wy = s->bn / s->wn, nw = wz * wy;
     if (s->wm % 16 || s->wn % 8 || s->bk % 16 || !stage_fits(f.ra, f.ca, f.va, 32, nw) ||
@@ -311,7 +420,7 @@ static bool gpu_wg_b(Builder *b, const void *vctx)
     const NestInfo *n = c->ns[0];
     const WgShape *s = c->shape;
     TcFit f;
-    if (!tc_fits(n, 128, s->bn, 64, &f) || !stage_fits(f.ra, f.ca, f.va, 128, 2) ||
+    if (!tc_fits(n, 128, s->bn, 64, &f) || !sk_fits(c, 64) || !stage_fits(f.ra, f.ca, f.va, 128, 2) ||
         !stage_fits(f.rb, f.cb, f.vb, 128, 2))
         return false;
     SVal st = bld_param(b, "st", s->stages, 2);
@@ -363,11 +472,67 @@ static int64_t grid_blocks(const NestInfo *n, int bm, int bn, double *useful)
 enum { FEW_BLOCKS = 128 };
 #define MIN_USEFUL 0.75
 
+/* Tensor-core flops one SM sustains per byte the whole GPU moves to and from
+ * memory: H100 SXM about 5.3 TFLOP/s an SM (700 of bf16 over 132) against 3 TB/s,
+ * A100 about 2.3 against 1.6.  Prices split-K's partial planes in the time of
+ * products. */
+#define SK_FLOP_PER_BYTE 1.6
+
+/* The time split-K in S slices takes, in flops of one SM: the SM with the most
+ * blocks (S x tiles spread over the SMs) does that many tiles of bm x bn x K / S
+ * products, and the S partial f32 planes of M x N are written once and read once. */
+static double sk_cost(const NestInfo *n, int64_t tiles, int bm, int bn, int S, int sms)
+{
+    int64_t per_sm = (tiles * S + sms - 1) / sms;
+    return (double)per_sm * bm * bn * 2.0 * (double)(n->ext[2] / S) +
+           8.0 * S * (double)n->ext[0] * (double)n->ext[1] * SK_FLOP_PER_BYTE;
+}
+
+/* Split-K for a product of `tiles` output tiles of bm x bn (K step bk): none (0)
+ * unless the tiles are fewer than the SMs and the product has no batch loop.  Else
+ * up to three slice counts S (2 to 64, each slice a whole number of at least 4 K
+ * steps), cheapest first by sk_cost and each at least 10% cheaper than no split,
+ * as slice lengths K / S in out; *cost the first one's.  (1024 x 1024 x 16384 on
+ * 128 x 128 tiles, 132 SMs: S = 2, 128 blocks, then 4 and 8.) */
+static int sk_slices(const NestInfo *n, int64_t tiles, int bm, int bn, int bk, const Target *tg, int64_t out[3],
+                     double *cost)
+{
+    int sms = tg->sms > 0 ? tg->sms : FEW_BLOCKS;
+    if (n->nspatial != 2 || n->nloops != 3 || tiles <= 0 || tiles >= sms)
+        return 0;
+    int64_t K = n->ext[2];
+    double none = sk_cost(n, tiles, bm, bn, 1, sms) - 8.0 * (double)n->ext[0] * (double)n->ext[1] * SK_FLOP_PER_BYTE;
+    int best[3] = {0, 0, 0};
+    double bc[3] = {0, 0, 0};
+    for (int S = 2; S <= 64; S++) {
+        if (K % ((int64_t)S * bk) || K / S < 4 * bk)
+            continue;
+        double c = sk_cost(n, tiles, bm, bn, S, sms);
+        if (c > 0.9 * none)
+            continue;
+        for (int i = 0; i < 3; i++)
+            if (!best[i] || c < bc[i]) {
+                for (int j = 2; j > i; j--)
+                    best[j] = best[j - 1], bc[j] = bc[j - 1];
+                best[i] = S, bc[i] = c;
+                break;
+            }
+    }
+    int m = 0;
+    for (int i = 0; i < 3 && best[i]; i++)
+        out[m++] = K / best[i];
+    *cost = bc[0];
+    return m;
+}
+
 typedef struct TcOffer {
     bool wg;
     const void *shape;
     int64_t blocks;
     double useful;
+    int64_t slices[3]; /* split-K's slice lengths, the first the default */
+    int nslices;
+    double cost;       /* split-K: sk_cost of the first */
 } TcOffer;
 
 /* Whether the template fills the GPU with tiles mostly inside the product. */
@@ -376,30 +541,12 @@ static bool fills(const TcOffer *o)
     return o->blocks >= FEW_BLOCKS && o->useful >= MIN_USEFUL;
 }
 
-/* Offered in their table order, wgmma first where the target has it, except that
- * within each family tiles whose grid would leave SMs idle (thin, batched and
- * K-large products), or that would lie more than a quarter past the edges of the
- * product, go after those that fill the GPU, largest useful grid first: the
- * first template is the default schedule and the tuner's first measurement.  (A
- * small wgmma grid still beats a full mma.sync one: putting mma 64x64 ahead of
- * wgmma 128x256 took 128x4096x4096 from 0.39 to 0.32 of cuBLASLt on an H100.) */
-void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, const Target *target, Arena *a,
-                        TuneSpace *sp)
+/* Stable: the full grids keep their table order, the small ones follow, largest
+ * useful grid first. */
+static void sort_family(TcOffer *o, int n)
 {
-    enum { NWG = sizeof wg_shapes / sizeof wg_shapes[0], NTC = sizeof tc_shapes / sizeof tc_shapes[0] };
-    TcOffer o[NWG + NTC];
-    int n = 0;
-    for (int i = 0; target->wgmma && i < NWG; i++)
-        o[n].wg = true, o[n].shape = &wg_shapes[i], o[n].blocks = grid_blocks(ns[0], 128, wg_shapes[i].bn, &o[n].useful),
-        n++;
-    for (int i = 0; i < NTC; i++)
-        o[n].wg = false, o[n].shape = &tc_shapes[i],
-        o[n].blocks = grid_blocks(ns[0], tc_shapes[i].bm, tc_shapes[i].bn, &o[n].useful), n++;
-    /* stable: the full grids keep their order, the small ones follow by size */
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0; j--) {
-            if (o[j - 1].wg != o[j].wg)
-                break;
             bool fa = fills(&o[j - 1]), fb = fills(&o[j]);
             bool swap = !fa && (fb || o[j].blocks * o[j].useful > o[j - 1].blocks * o[j - 1].useful);
             if (!swap)
@@ -408,20 +555,97 @@ void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, 
             o[j - 1] = o[j];
             o[j] = t;
         }
+}
+
+/* Adds a family's offers to o, sorted (sort_family), and with them, for the
+ * shapes of 128 x 128 or larger tiles whose grid has fewer tiles than the SMs
+ * (sk_slices), the shape with split-K (splitk), cheapest first: ahead of the family's
+ * shapes when none of its large tiles fills the GPU, else right after those that
+ * fill it (the tuner still measures split-K).  Smaller tiles that fill the GPU
+ * (mma.sync 64 x 128 on 1024 x 1024) do not count: on a long reduction they read
+ * each operand twice as often as a 128 x 128 tile does. */
+static int add_family(TcOffer *o, int n, bool wg, bool splitk, const Target *tg, const NestInfo *ns0)
+{
+    enum { NWG = sizeof wg_shapes / sizeof wg_shapes[0], NTC = sizeof tc_shapes / sizeof tc_shapes[0] };
+    int nsh = wg ? NWG : NTC, first = n;
+    bool any_fills = false;
+    for (int i = 0; i < nsh; i++) {
+        int bm = wg ? 128 : tc_shapes[i].bm, bn = wg ? wg_shapes[i].bn : tc_shapes[i].bn;
+        o[n] = (TcOffer){wg, wg ? (const void *)&wg_shapes[i] : (const void *)&tc_shapes[i], 0, 0, {0}, 0, 0};
+        o[n].blocks = grid_blocks(ns0, bm, bn, &o[n].useful);
+        any_fills |= bm * bn >= 128 * 128 && fills(&o[n]);
+        n++;
+    }
+    TcOffer sk[NWG + NTC];
+    int nsk = 0;
+    for (int i = first; splitk && i < n; i++) {
+        int bm = wg ? 128 : ((const TcShape *)o[i].shape)->bm;
+        int bn = wg ? ((const WgShape *)o[i].shape)->bn : ((const TcShape *)o[i].shape)->bn;
+        int bk = wg ? 64 : ((const TcShape *)o[i].shape)->bk;
+        if (bm * bn < 128 * 128 || o[i].useful < MIN_USEFUL)
+            continue;
+        TcOffer x = o[i];
+        x.nslices = sk_slices(ns0, o[i].blocks, bm, bn, bk, tg, x.slices, &x.cost);
+        if (!x.nslices)
+            continue;
+        x.blocks = o[i].blocks * (ns0->ext[2] / x.slices[0]);
+        /* cheapest first (stable: the table's order among equals) */
+        int at = nsk;
+        while (at > 0 && sk[at - 1].cost > x.cost) {
+            sk[at] = sk[at - 1];
+            at--;
+        }
+        sk[at] = x;
+        nsk++;
+    }
+    sort_family(o + first, n - first);
+    if (!nsk)
+        return n;
+    int at = first;
+    while (any_fills && at < n && fills(&o[at]))
+        at++;
+    memmove(o + at + nsk, o + at, sizeof o[0] * (size_t)(n - at));
+    memcpy(o + at, sk, sizeof sk[0] * (size_t)nsk);
+    return n + nsk;
+}
+
+/* Offered in their table order, wgmma first where the target has it, except that
+ * within each family tiles whose grid would leave SMs idle (thin, batched and
+ * K-large products), or that would lie more than a quarter past the edges of the
+ * product, go after those that fill the GPU, largest useful grid first: the
+ * first template is the default schedule and the tuner's first measurement.  (A
+ * small wgmma grid still beats a full mma.sync one: putting mma 64x64 ahead of
+ * wgmma 128x256 took 128x4096x4096 from 0.39 to 0.32 of cuBLASLt on an H100.)
+ * Products whose large tiles leave SMs idle and whose reduction is long get
+ * those tiles with split-K first (add_family). */
+void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, const Target *target, Arena *a,
+                        TuneSpace *sp)
+{
+    enum { NWG = sizeof wg_shapes / sizeof wg_shapes[0], NTC = sizeof tc_shapes / sizeof tc_shapes[0] };
+    TcOffer o[2 * (NWG + NTC)];
+    int n = 0;
+    if (target->wgmma)
+        n = add_family(o, n, true, true, target, ns[0]);
+    /* split-K in one family only: the space holds 12 templates */
+    n = add_family(o, n, false, !target->wgmma, target, ns[0]);
     for (int i = 0; i < n; i++) {
         TcCtx *x = arena_alloc(a, sizeof *x);
-        *x = (TcCtx){ns, nn, o[i].shape};
+        *x = (TcCtx){ns, nn, o[i].shape, {0}, o[i].nslices};
+        memcpy(x->slices, o[i].slices, sizeof x->slices);
+        const char *sk = o[i].nslices ? arena_printf(a, ", split-K in %lld slices",
+                                                     (long long)(ns[0]->ext[2] / o[i].slices[0]))
+                                      : "";
         if (o[i].wg) {
             const WgShape *s = o[i].shape;
             rules_offer(in, gpu_wg_b, x, a, sp,
-                        arena_printf(a, "rules: GPU wgmma 128x%dx64%s", s->bn,
-                                     s->inflight ? ", one group in flight" : ""),
+                        arena_printf(a, "rules: GPU wgmma 128x%dx64%s%s", s->bn,
+                                     s->inflight ? ", one group in flight" : "", sk),
                         true);
         } else {
             const TcShape *s = o[i].shape;
             rules_offer(in, gpu_tc_b, x, a, sp,
-                        arena_printf(a, "rules: GPU tensor cores %dx%dx%d, warps %dx%d", s->bm, s->bn, s->bk, s->wm,
-                                     s->wn),
+                        arena_printf(a, "rules: GPU tensor cores %dx%dx%d, warps %dx%d%s", s->bm, s->bn, s->bk,
+                                     s->wm, s->wn, sk),
                         true);
         }
     }

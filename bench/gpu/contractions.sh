@@ -79,6 +79,12 @@ row odd          mm-bf16-bf16:4095:4097:1023         $C/mm.pdl -D U=bf16 -D M=40
 row thin16       mm-bf16-bf16:16:4096:4096           $C/mm.pdl -D U=bf16 -D M=16
 row thin128      mm-bf16-bf16:128:4096:4096          $C/mm.pdl -D U=bf16 -D M=128
 row klarge       mm-bf16-f32:1024:1024:16384         $C/mm.pdl -D M=1024 -D N=1024 -D K=16384
+# split-K's other forms (tune/rules_tc.c): a 16-bit result, the nn.Linear layout with
+# an epilogue; and 2048^2 x 8192, whose 256 tiles keep their grid (the control)
+row klarge-bf16  mm-bf16-bf16:1024:1024:16384        $C/mm.pdl -D U=bf16 -D M=1024 -D N=1024 -D K=16384
+row klarge-lin   linear-bf16:1024:1024:16384         $C/linear.pdl -D M=1024 -D N=1024 -D K=16384
+row klarge-gelu  lingelu-bf16:1024:1024:16384        $C/linear_gelu.pdl -D M=1024 -D N=1024 -D K=16384
+row mm-2k-8k     mm-bf16-f32:2048:2048:8192          $C/mm.pdl -D M=2048 -D N=2048 -D K=8192
 row bmm          bmm-bf16:512:512:128:32             $C/bmm.pdl
 row linear       linear-bf16:4096:4096:4096          $C/linear.pdl
 row tn           tn-bf16:4096:4096:4096              $C/mm_tn.pdl

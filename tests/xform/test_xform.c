@@ -85,6 +85,21 @@ static const Case cases[] = {
     {GEMM, 0, "M=7,N=9,K=12", "split(k, 3) rfactor(ko) parallel(ko)", 0, "parallel", 0},
     {GEMM, 0, "M=7,N=9,K=11", "rfactor(j)", "single reduction statement", 0, 0},
     {GEMM, 0, "M=7,N=9,K=11", "parallel(i) split(k, 4) rfactor(ki)", 0, 0, 0},
+    /* expand=1: partials per result element, so the slices can be distributed out
+     * and put outermost (GPU split-K), ragged tiles padded past the edges */
+    {GEMM, 0, "M=7,N=9,K=12",
+     "split(k, 4, kz, kr) rfactor(kz, expand=1) fuse(kz_init, kz) distribute(j) distribute(i) "
+     "reorder(kz_init, i1, j1) fuse(i, i2) fuse(j, j2)",
+     0, "for kz_init in 0..3\n| for i1 in 0..M\n| | for j1 in 0..N\n| | | C_rf[kz_init, i1, j1] = 0", 0},
+    {GEMM, 0, "M=7,N=9,K=12",
+     "split(k, 4, kz, kr) rfactor(kz, expand=1) fuse(kz_init, kz) distribute(j) distribute(i) "
+     "reorder(kz_init, i1, j1) fuse(i, i2) fuse(j, j2) tile(i1, j1, 4, 4, tail=pad)",
+     0, "C_rf?[kz_init, ", 0},
+    {GEMM, 0, "M=7,N=9,K=12", "split(k, 4, kz, kr) rfactor(kz, name=P, expand=1)", 0, "C[i, j] += P[kz_comb, i, j]",
+     0},
+    {GEMM, 0, "M=7,N=9,K=12", "split(k, 4) rfactor(ko, expand=2)", "expand= takes 0 or 1", 0, 0},
+    /* without expand the partials are one element's: the slices cannot leave it */
+    {GEMM, 0, "M=7,N=9,K=12", "split(k, 4, kz, kr) rfactor(kz) distribute(j)", "a later part of j feeds an earlier part", 0, 0},
     /* temporaries */
     {SOFTMAX, 0, "R=5,C=7", "inline(e)", 0, "exp(X[", "e["},
     {SOFTMAX, 0, "R=5,C=7", "inline(m)", "written by 2 statements", 0, 0},
