@@ -30,6 +30,8 @@ typedef struct Val {
 typedef struct Home {
     bool used;
     PtrVec path;             /* common prefix of the parallel loops around every use */
+    bool shallow;            /* some use lies directly under that prefix */
+    PtrVec homes;            /* the parallel loops just below it around the other uses */
 } Home;
 
 typedef struct Cg {
@@ -47,6 +49,9 @@ typedef struct Cg {
     int64_t **dims;          /* extent per buffer and dimension */
     bool *priv;              /* allocated by the generated code (MEM_LOCAL temporaries) */
     const Node **home;       /* for priv buffers: owning parallel loop, NULL = kernel */
+    PtrVec *homes;           /* or, when not empty, each of these sibling parallel loops
+                              * allocates its own copy (cg_owns) */
+    bool below;              /* the second walk of the buffers' uses (emit_module.c) */
     const Node **fresh;      /* for small priv buffers: loop whose iterations start it afresh */
     LLVMValueRef *scope, *others; /* per buffer: !alias.scope and !noalias lists */
     unsigned md_scope, md_noalias;
@@ -114,6 +119,9 @@ typedef struct Fn {
 } Fn;
 
 void cg_emit_list(Fn *f, const NodeList *l);
+/* Whether the function running parallel loop owner (NULL: the kernel) allocates
+ * private buffer b. */
+bool cg_owns(const Cg *g, int b, const Node *owner);
 
 typedef CpuAccKind AccKind;
 

@@ -430,7 +430,7 @@ bool cg_whole_vector(const Fn *f, const Buffer *b, Expr *const *idx, bool store)
     if (!f->mask || !f->vw || !g->priv[b->id] || !dtype_is_float(b->dtype) || b->rank < 1 || !f->vlo ||
         !LLVMIsAConstantInt(f->vlo))
         return false;
-    if (store && g->home[b->id] != f->owner)
+    if (store && !cg_owns(g, b->id, f->owner))
         return false;
     ArAff a;
     if (!cg_affine(g, idx[b->rank - 1], &a))

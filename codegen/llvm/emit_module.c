@@ -85,12 +85,24 @@ static LLVMValueRef entry_alloca(Fn *f, LLVMTypeRef ty, int64_t count, const cha
     return a;
 }
 
+bool cg_owns(const Cg *g, int b, const Node *owner)
+{
+    if (!g->priv[b])
+        return false;
+    if (!g->homes[b].n)
+        return g->home[b] == owner;
+    for (int i = 0; i < g->homes[b].n; i++)
+        if (g->homes[b].v[i] == owner)
+            return true;
+    return false;
+}
+
 /* Private buffers owned by the function's loop get their stack copy here. */
 static void alloc_private(Fn *f)
 {
     Cg *g = f->g;
     for (int i = 0; i < g->k->nbufs; i++)
-        if (g->priv[i] && g->home[i] == f->owner) {
+        if (cg_owns(g, i, f->owner)) {
             const Buffer *b = g->k->bufs[i];
             f->bufp[i] = entry_alloca(f, cg_sty(g, b->dtype), g->elems[i], b->name);
         }
@@ -207,12 +219,29 @@ static void note_use(Cg *g, Home *h, const Buffer *b, PtrVec *stack)
     x->path.n = m;
 }
 
+/* Second walk: where each use lies against the common prefix found by the first. */
+static void note_below(Cg *g, Home *h, const Buffer *b, PtrVec *stack)
+{
+    if (!g->priv[b->id])
+        return;
+    Home *x = &h[b->id];
+    if (stack->n <= x->path.n) {
+        x->shallow = true;
+        return;
+    }
+    const void *p = stack->v[x->path.n];
+    for (int i = 0; i < x->homes.n; i++)
+        if (x->homes.v[i] == p)
+            return;
+    vec_push(&x->homes, (void *)p);
+}
+
 static void uses_expr(Cg *g, Home *h, const Expr *e, PtrVec *stack)
 {
     if (!e)
         return;
     if (e->kind == IE_LOAD) {
-        note_use(g, h, e->u.load.buf, stack);
+        (g->below ? note_below : note_use)(g, h, e->u.load.buf, stack);
         for (int i = 0; i < e->u.load.buf->rank; i++)
             uses_expr(g, h, e->u.load.idx[i], stack);
         return;
@@ -243,7 +272,7 @@ static void uses_list(Cg *g, Home *h, const NodeList *l, PtrVec *stack)
         case N_PREFETCH: /* a hint: where a buffer is not at hand, it is skipped */
             break;
         case N_STMT:
-            note_use(g, h, n->u.stmt.buf, stack);
+            (g->below ? note_below : note_use)(g, h, n->u.stmt.buf, stack);
             for (int j = 0; j < n->u.stmt.buf->rank; j++)
                 uses_expr(g, h, n->u.stmt.idx[j], stack);
             uses_expr(g, h, n->u.stmt.value, stack);
@@ -350,8 +379,30 @@ static bool setup(Cg *g)
     Home *h = xcalloc((size_t)nb, sizeof *h);
     PtrVec stack = {0};
     uses_list(g, h, &k->body, &stack);
+    /* A buffer used in sibling parallel loops (the pieces partition or a peeled or
+     * padded split cloned from one loop) has a common prefix above them all: one
+     * copy there would be shared by the threads of each.  When every use lies in one
+     * of those loops and the buffer is private to their iterations (private_in:
+     * every read sees a write of the same iteration), each loop's function
+     * allocates its own. */
+    g->below = true;
+    uses_list(g, h, &k->body, &stack);
+    g->below = false;
+    g->homes = xcalloc((size_t)nb, sizeof *g->homes);
     for (int i = 0; i < k->nbufs; i++) {
         g->home[i] = h[i].path.n ? h[i].path.v[h[i].path.n - 1] : NULL;
+        bool own = h[i].used && !h[i].shallow && h[i].homes.n > 1;
+        for (int j = 0; own && j < h[i].homes.n; j++) {
+            const Node *p = h[i].homes.v[j];
+            bool listed = false;
+            for (int q = 0; q < k->bufs[i]->nprivate_in; q++)
+                listed |= k->bufs[i]->private_in[q] == p->u.loop.var;
+            own = listed;
+        }
+        if (own)
+            g->homes[i] = h[i].homes;
+        else
+            vec_free(&h[i].homes);
         vec_free(&h[i].path);
     }
     vec_free(&stack);
@@ -374,6 +425,9 @@ static void cleanup(Cg *g)
     free(g->elems);
     free(g->priv);
     free(g->home);
+    for (int i = 0; g->homes && i < g->k->nbufs; i++)
+        vec_free(&g->homes[i]);
+    free(g->homes);
     free(g->fresh);
     free(g->scope);
     free(g->others);
