@@ -84,6 +84,56 @@ static bool interval(Mb *mb, const Expr *e, int64_t *lo, int64_t *hi)
     return ar_interval(&env, e, lo, hi) && !env.overflow;
 }
 
+/* The variable ranges start unknown (vmin > vmax), with room for `extra` new
+ * variables beyond the kernel's. */
+static void mb_init(Mb *mb, Kernel *k, int extra)
+{
+    memset(mb, 0, sizeof *mb);
+    mb->k = k;
+    mb->cap = k->nvars + extra;
+    mb->vmin = xcalloc((size_t)mb->cap, sizeof *mb->vmin);
+    mb->vmax = xcalloc((size_t)mb->cap, sizeof *mb->vmax);
+    for (int i = 0; i < mb->cap; i++)
+        mb->vmin[i] = 1;
+}
+
+static void mb_free(Mb *mb)
+{
+    free(mb->vmin);
+    free(mb->vmax);
+}
+
+/* Loop l's variable ranges over [lo, hi - 1] as far as the ranges around it tell. */
+static void mb_range(Mb *mb, const Node *l)
+{
+    int id = l->u.loop.var->id;
+    int64_t a, b, c, d;
+    if (interval(mb, l->u.loop.lo, &a, &b) && interval(mb, l->u.loop.hi, &c, &d) && a <= d - 1)
+        mb->vmin[id] = a, mb->vmax[id] = d - 1;
+    else
+        mb->vmin[id] = 1, mb->vmax[id] = 0;
+}
+
+/* The path the pass would hold at node n: n's ancestors, outermost first, with the
+ * ranges of their loops.  Returns the position of L on it, -1 when L is not there. */
+static int mb_path_to(Mb *mb, const Node *n, const Node *L)
+{
+    Node *chain[MB_MAX_DEPTH];
+    int len = 0, at = -1;
+    for (Node *p = n->parent; p && len < MB_MAX_DEPTH; p = p->parent)
+        chain[len++] = p;
+    if (len == MB_MAX_DEPTH)
+        return -1;
+    for (int i = len - 1; i >= 0; i--) {
+        if (chain[i] == L)
+            at = mb->depth;
+        mb->path[mb->depth++] = chain[i];
+        if (chain[i]->kind == N_LOOP)
+            mb_range(mb, chain[i]);
+    }
+    return at;
+}
+
 /* a - b as an affine form (*out), false when either side is not affine. */
 static bool aff_diff(const Kernel *k, const Expr *a, const Expr *b, int64_t bias, ArAff *out)
 {
@@ -441,12 +491,8 @@ static void visit(Mb *mb, NodeList *l)
         int id = -1;
         if (n->kind == N_LOOP) {
             id = n->u.loop.var->id;
-            int64_t a, b, c, d;
             smin = mb->vmin[id], smax = mb->vmax[id];
-            if (interval(mb, n->u.loop.lo, &a, &b) && interval(mb, n->u.loop.hi, &c, &d) && a <= d - 1)
-                mb->vmin[id] = a, mb->vmax[id] = d - 1;
-            else
-                mb->vmin[id] = 1, mb->vmax[id] = 0;
+            mb_range(mb, n);
         }
         if (n->kind == N_IF) {
             int before = l->n;
@@ -471,16 +517,11 @@ static void visit(Mb *mb, NodeList *l)
 bool mask_bounds_pass(Kernel *k, Diags *d)
 {
     (void)d;
-    Mb mb = {.k = k};
+    Mb mb;
     /* strided loops add variables: room for one per loop of the kernel */
-    int cap = mb.cap = k->nvars + 4096;
-    mb.vmin = xcalloc((size_t)cap, sizeof *mb.vmin);
-    mb.vmax = xcalloc((size_t)cap, sizeof *mb.vmax);
-    for (int i = 0; i < cap; i++)
-        mb.vmin[i] = 1;
+    mb_init(&mb, k, 4096);
     visit(&mb, &k->body);
-    free(mb.vmin);
-    free(mb.vmax);
+    mb_free(&mb);
     return true;
 }
 
@@ -488,31 +529,9 @@ bool mask_bounds_pass(Kernel *k, Diags *d)
  * ranges of the loops around and between them as the pass would see them. */
 bool mask_narrow_loop(Kernel *k, Node *L, Node *G, bool dry)
 {
-    Node *chain[MB_MAX_DEPTH];
-    int n = 0;
-    for (Node *p = G->parent; p && n < MB_MAX_DEPTH; p = p->parent)
-        chain[n++] = p;
-    if (n == MB_MAX_DEPTH)
-        return false;
-    Mb mb = {.k = k};
-    int cap = mb.cap = k->nvars + 16;
-    mb.vmin = xcalloc((size_t)cap, sizeof *mb.vmin);
-    mb.vmax = xcalloc((size_t)cap, sizeof *mb.vmax);
-    for (int i = 0; i < cap; i++)
-        mb.vmin[i] = 1;
-    int at = -1;
-    for (int i = n - 1; i >= 0; i--) {
-        Node *p = chain[i];
-        if (p == L)
-            at = mb.depth;
-        mb.path[mb.depth++] = p;
-        if (p->kind != N_LOOP)
-            continue;
-        int64_t a, b, c, d;
-        int id = p->u.loop.var->id;
-        if (interval(&mb, p->u.loop.lo, &a, &b) && interval(&mb, p->u.loop.hi, &c, &d) && a <= d - 1)
-            mb.vmin[id] = a, mb.vmax[id] = d - 1;
-    }
+    Mb mb;
+    mb_init(&mb, k, 16);
+    int at = mb_path_to(&mb, G, L);
     Conj cj[MB_MAX_CONJ];
     int nc = 0;
     split_and(k, G->u.guard.cond, cj, &nc);
@@ -532,8 +551,7 @@ bool mask_narrow_loop(Kernel *k, Node *L, Node *G, bool dry)
                 narrow_by(&mb, at, &cj[c].d[i]);
         }
     }
-    free(mb.vmin);
-    free(mb.vmax);
+    mb_free(&mb);
     return any;
 }
 
@@ -548,31 +566,9 @@ bool mask_narrow_all(Kernel *k, Node *L, Node *at, const Expr *c)
     classify(k, (Expr *)c, &cj);
     if (cj.kind != CJ_LINEAR || cj.nd != 1 || ar_aff_coef(&cj.d[0], L->u.loop.var->id) <= 0)
         return false;
-    Node *chain[MB_MAX_DEPTH];
-    int n = 0;
-    for (Node *p = at->parent; p && n < MB_MAX_DEPTH; p = p->parent)
-        chain[n++] = p;
-    if (n == MB_MAX_DEPTH)
-        return false;
-    Mb mb = {.k = k};
-    int cap = mb.cap = k->nvars + 16;
-    mb.vmin = xcalloc((size_t)cap, sizeof *mb.vmin);
-    mb.vmax = xcalloc((size_t)cap, sizeof *mb.vmax);
-    for (int i = 0; i < cap; i++)
-        mb.vmin[i] = 1;
-    int pos = -1;
-    for (int i = n - 1; i >= 0; i--) {
-        Node *p = chain[i];
-        if (p == L)
-            pos = mb.depth;
-        mb.path[mb.depth++] = p;
-        if (p->kind != N_LOOP)
-            continue;
-        int64_t a, b, c2, d;
-        int id = p->u.loop.var->id;
-        if (interval(&mb, p->u.loop.lo, &a, &b) && interval(&mb, p->u.loop.hi, &c2, &d) && a <= d - 1)
-            mb.vmin[id] = a, mb.vmax[id] = d - 1;
-    }
+    Mb mb;
+    mb_init(&mb, k, 16);
+    int pos = mb_path_to(&mb, at, L);
     bool ok = false;
     if (pos >= 0) {
         /* hardest: the inner variables where d is largest, that is where -d is
@@ -587,7 +583,6 @@ bool mask_narrow_all(Kernel *k, Node *L, Node *at, const Expr *c)
             }
         }
     }
-    free(mb.vmin);
-    free(mb.vmax);
+    mb_free(&mb);
     return ok;
 }
