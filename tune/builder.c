@@ -828,6 +828,10 @@ TuneRule *tune_rule_check(TuneBuildFn fn, const void *ctx, Kernel *k, Arena *a)
             }
         }
     }
+    /* PERFC_TUNE_SPACE=2: why a template's steps were refused (writing a template) */
+    const char *dbg = getenv("PERFC_TUNE_SPACE");
+    if (dbg && !strcmp(dbg, "2") && d.text.len)
+        fprintf(stderr, "perfc: a template's refused steps (%s):\n%s", fits ? "it fits" : "it does not fit", d.text.s);
     diag_free(&d);
     arena_free(b.a);
     return r;

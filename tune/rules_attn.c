@@ -320,8 +320,13 @@ void rules_attention(const TuneInput *in, const Kernel *u, const Target *target,
         SchedArg os[4] = {nm(x->out), nm(x->j), iv(64), {.kind = SARG_NAME, .key = "mask", .name = "inf"}};
         bool ok = apply(c, "online_softmax", os, 4) && read_fused(c, x, a);
         ir_free(c);
-        if (ok)
-            rules_offer(in, gpu_flash_b, x, a, sp, "rules: GPU tensor cores, flash attention (mma.sync)", true);
+        if (!ok)
+            return;
+        /* a few query rows a head (decoding): the chain spread over the keys first,
+         * where flash attention's 128-row tiles would be mostly padding */
+        AttnNames an = {x->out, x->s, x->m, x->p, x->l, x->K, x->V, x->score_sum};
+        rules_decode(in, u, &an, a, sp);
+        rules_offer(in, gpu_flash_b, x, a, sp, "rules: GPU tensor cores, flash attention (mma.sync)", true);
         return;
     }
 }

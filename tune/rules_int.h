@@ -42,4 +42,16 @@ void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, 
  * softmax-then-product chain online_softmax fuses; offers nothing otherwise. */
 void rules_attention(const TuneInput *in, const Kernel *u, const Target *target, Arena *a, TuneSpace *sp);
 
+/* What the flash template's reading of the chain found, by name: the tensors of the
+ * chain (scores, maximum, exponentials, sum, output), the operands K and V, and the
+ * score's sum loop when factor_out applies to it (else NULL). */
+typedef struct AttnNames {
+    const char *out, *s, *m, *p, *l, *K, *V, *score_sum;
+} AttnNames;
+
+/* The decoding template (tune/rules_decode.c): the chain's nests kept apart, each
+ * spread over the keys, for a few query rows against many keys; offers nothing when
+ * the lowered nests are not the plain five of the chain. */
+void rules_decode(const TuneInput *in, const Kernel *u, const AttnNames *an, Arena *a, TuneSpace *sp);
+
 #endif

@@ -74,5 +74,11 @@ row odd-attn    1:16:16:1000:1000:64:f16     $U --default -k attn -D NH=16 -D T=
 row odd-causal  1:16:16:1000:1000:64:f16:causal $U --default -k causal -D NH=16 -D T=1000 -D E=64
 # decoding: one query row against 8192 keys (the bar's shape), 8 sequences
 row decode      8:16:16:1:8192:128:bf16      $U --default -k cross -D B=8 -D H=16 -D SQ=1 -D SK=8192 -D D=128
+# decoding written other ways: head size 64, 4 new rows (speculative), a cache of
+# 5000 keys (no tile divides it), grouped-query heads (32 on 8)
+row dec-d64     8:16:16:1:8192:64:bf16       $U --default -k cross -D B=8 -D H=16 -D SQ=1 -D SK=8192 -D D=64
+row dec-sq4     8:16:16:4:8192:128:bf16      $U --default -k cross -D B=8 -D H=16 -D SQ=4 -D SK=8192 -D D=128
+row dec-odd     8:16:16:1:5000:128:bf16      $U --default -k cross -D B=8 -D H=16 -D SQ=1 -D SK=5000 -D D=128
+row dec-gqa     8:32:8:1:8192:128:bf16       $U --default -k gqa_dec -D B=8 -D H=32 -D KVH=8 -D SQ=1 -D SK=8192 -D D=128
 # grouped-query: 16 query heads on 4 key/value heads
 row gqa         4:16:4:2048:2048:128:bf16    $U --default -k gqa -D B=4 -D H=16 -D KVH=4 -D S=2048 -D D=128
