@@ -6,10 +6,13 @@
  *     a load is computed in, which rounds back exactly) between places that are
  *     contiguous in the lane and aligned to the access is marked `wide`: staging
  *     copies of f16 tiles move eight elements per access.
- *   - In another vector loop of 2 or 4 lanes, each f32 load of its statements from
- *     shared or global memory that is contiguous in the lane and aligned is marked
- *     `{wide}`: it is read once before the loop as a float2/float4, and the
- *     unrolled lanes take its components.
+ *   - In another vector loop of 2, 4 or 8 lanes, each load of its statements from
+ *     shared or global memory that is contiguous in the lane and aligned, and
+ *     4 to 16 bytes in all (f32 in 2 or 4 lanes, f16 and bf16 in 2, 4 or 8), is
+ *     marked `{wide}`: it is read once before the loop as one access, and the
+ *     unrolled lanes take its components (a dot product's `split(d, 8)
+ *     rfactor(di) vectorize(di)` reads eight 16-bit elements of each operand at a
+ *     time).
  *
  * Contiguous and aligned: the load (store) is unguarded (a copy's source may be
  * guarded, a padded tile's edge: the row length being a multiple of the width and
@@ -71,11 +74,19 @@ static Node *wide_copy(Kernel *k, const Node *n, int64_t w)
     return s;
 }
 
+/* A load of this type a vector loop of w lanes reads at once: f32 in 2 or 4 lanes
+ * (8 or 16 bytes), f16 and bf16 in 2, 4 or 8 (4 to 16 bytes). */
+static bool wide_type(DType t, int64_t w)
+{
+    if (t == DT_F32) return w == 2 || w == 4;
+    return (t == DT_F16 || t == DT_BF16) && (w == 2 || w == 4 || w == 8);
+}
+
 static int mark_loads(Kernel *k, Expr *x, Var *lane, int64_t w, int count)
 {
     if (!x) return count;
     if (x->kind == IE_LOAD) {
-        if (count < MAX_WIDE && x->u.load.buf->dtype == DT_F32 && !x->u.load.guarded &&
+        if (count < MAX_WIDE && wide_type(x->u.load.buf->dtype, w) && !x->u.load.guarded &&
             contig_ok(k, x->u.load.buf, x->u.load.idx, x->u.load.guarded, lane, w)) {
             x->u.load.wide = true;
             split_last(k, x->u.load.idx, x->u.load.buf->rank, lane);
@@ -104,7 +115,7 @@ static void walk(Kernel *k, Node *n, int tdepth, bool in_wide)
             split_last(k, src->u.load.idx, src->u.load.buf->rank, n->u.loop.var);
             return;
         }
-        if (w == 2 || w == 4) {
+        if (w == 2 || w == 4 || w == 8) {
             int count = 0;
             for (int i = 0; i < n->u.loop.body.n; i++)
                 if (n->u.loop.body.v[i]->kind == N_STMT)

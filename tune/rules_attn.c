@@ -324,7 +324,7 @@ void rules_attention(const TuneInput *in, const Kernel *u, const Target *target,
             return;
         /* a few query rows a head (decoding): the chain spread over the keys first,
          * where flash attention's 128-row tiles would be mostly padding */
-        AttnNames an = {x->out, x->s, x->m, x->p, x->l, x->K, x->V, x->score_sum};
+        AttnNames an = {x->out, x->s, x->m, x->p, x->l, x->Q, x->K, x->V, x->score_sum};
         rules_decode(in, u, &an, a, sp);
         rules_offer(in, gpu_flash_b, x, a, sp, "rules: GPU tensor cores, flash attention (mma.sync)", true);
         return;

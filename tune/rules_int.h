@@ -43,10 +43,10 @@ void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, 
 void rules_attention(const TuneInput *in, const Kernel *u, const Target *target, Arena *a, TuneSpace *sp);
 
 /* What the flash template's reading of the chain found, by name: the tensors of the
- * chain (scores, maximum, exponentials, sum, output), the operands K and V, and the
+ * chain (scores, maximum, exponentials, sum, output), the operands Q, K and V, and the
  * score's sum loop when factor_out applies to it (else NULL). */
 typedef struct AttnNames {
-    const char *out, *s, *m, *p, *l, *K, *V, *score_sum;
+    const char *out, *s, *m, *p, *l, *Q, *K, *V, *score_sum;
 } AttnNames;
 
 /* The decoding template (tune/rules_decode.c): the chain's nests kept apart, each

@@ -743,9 +743,18 @@ static void emit_vector_loads(Em *e, const Node *n, int64_t w)
         StrBuf el = {0};
         em_elem(e, bf, idx, &el);
         const char *vt = w == 4 ? "float4" : "float2";
-        em_line(e, "float pf_v%d[%" PRId64 "];   /* %s, one %d-bit load */", e->vid[i], w, em_bn(e, bf),
-                (int)(w * 32));
-        if (w == 4)
+        int bits = (int)(w * 8 * dtype_bytes(bf->dtype));
+        em_line(e, "float pf_v%d[%" PRId64 "];   /* %s, one %d-bit load */", e->vid[i], w, em_bn(e, bf), bits);
+        if (bf->dtype != DT_F32) {
+            /* 16-bit elements: the words as integers, each half converted to the f32 the
+             * load is computed in */
+            const char *ut = bits == 128 ? "uint4" : bits == 64 ? "uint2" : "unsigned";
+            const char *cv = bf->dtype == DT_F16 ? "pf_h2f" : "pf_b2f";
+            em_line(e, "{ const %s t = *reinterpret_cast<const %s *>(&%s); const %s *h = "
+                    "reinterpret_cast<const %s *>(&t);", ut, ut, el.s, em_storage_type(bf->dtype, false), em_storage_type(bf->dtype, false));
+            em_line(e, "  #pragma unroll");
+            em_line(e, "  for (int q = 0; q < %" PRId64 "; ++q) pf_v%d[q] = %s(h[q]); }", w, e->vid[i], cv);
+        } else if (w == 4)
             em_line(e, "{ const float4 t = *reinterpret_cast<const float4 *>(&%s); pf_v%d[0] = t.x; "
                     "pf_v%d[1] = t.y; pf_v%d[2] = t.z; pf_v%d[3] = t.w; }", el.s, e->vid[i], e->vid[i],
                     e->vid[i], e->vid[i]);
@@ -948,7 +957,7 @@ static void emit_loop(Em *e, const Node *n)
     } else {
         int64_t l0, vext = 0;
         bool vec = lk == LOOP_VECTOR && e->sched && e->nvload == 0 && em_extent(e, n, &l0, &vext) &&
-                   l0 == 0 && (vext == 2 || vext == 4);
+                   l0 == 0 && (vext == 2 || vext == 4 || vext == 8);
         if (vec)
             emit_vector_loads(e, n, vext);
         if (lk == LOOP_UNROLL || vec)

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The GPU default for attention decoding (tune/rules_decode.c): a few query rows a
+# head against many keys, written as users write it (bench/gpu/kernels/
+# user_attention.pdl: `cross`, one or several rows; `gqa_dec`, grouped-query heads;
+# a causal mask written for rows at the end of the cache), gets the decoding
+# template with no schedule given.  Its schedule keeps each kernel's meaning on the
+# f64 interpreter (output sums to 1e-6 relative), at lengths no tile divides; the
+# score's dot product reads eight 16-bit elements per access (pass gpu-vector); the
+# CUDA assembles for sm_80 and sm_90a when ptxas is given.  A chain with many rows
+# keeps flash attention.  Exit 77 without NVRTC for the PTX part.
+# Usage: decode_default.sh PERFC ROOT [PTXAS]
+set -u
+perfc=$1; root=$2; ptxas=${3:-}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0; nortc=0
+bad() { echo "FAIL: $*"; fail=1; }
+sums() { grep -oE 'sum -?[0-9.e+-]+' "$1" | awk '{print $2}'; }
+u="$root/bench/gpu/kernels/user_attention.pdl"
+cat > "$tmp/cdec.pdl" <<'PDL'
+kernel cdec(B, H, SQ, SK, D) {
+  in  Q: f16[B, H, SQ, D]
+  in  K: f16[B, H, SK, D]
+  in  V: f16[B, H, SK, D]
+  out O: f16[B, H, SQ, D]
+  s[b, h, i, j] = sum(d) Q[b, h, i, d] * K[b, h, j, d] * 0.125      where j <= i + SK - SQ
+  m[b, h, i]    = max(j) s[b, h, i, j]                              where j <= i + SK - SQ
+  p[b, h, i, j] = exp(s[b, h, i, j] - m[b, h, i])
+  l[b, h, i]    = sum(j) p[b, h, i, j]                              where j <= i + SK - SQ
+  O[b, h, i, d] = sum(j) p[b, h, i, j] * V[b, h, j, d] / l[b, h, i] where j <= i + SK - SQ
+}
+PDL
+check() { # file small-sizes big-sizes
+  local f=$1 small=$2 big=$3 what="$1 $2"
+  # shellcheck disable=SC2086
+  "$perfc" "$f" $small -target sm_90a -emit report --verbose > "$tmp/rep" 2>&1 || { bad "$what: report"; return; }
+  grep -q 'attention decoding' "$tmp/rep" || { bad "$what: no decoding default"; return; }
+  sed -n '/the default schedule for contractions applies/,/^kernel /p' "$tmp/rep" | grep '^  [a-z]' > "$tmp/sched"
+  # shellcheck disable=SC2086
+  "$perfc" "$f" $small -target interp --no-schedule --run --seed 5 > "$tmp/ref" 2>&1 || { bad "$what: interpreter"; return; }
+  # shellcheck disable=SC2086
+  "$perfc" "$f" $small -target interp --no-schedule -s "$(cat "$tmp/sched")" --run --seed 5 > "$tmp/got" 2>&1 ||
+    { bad "$what: the schedule on the interpreter"; head -3 "$tmp/got"; return; }
+  paste <(sums "$tmp/ref") <(sums "$tmp/got") | awk -v w="$what" '
+    { d = $1 - $2; if (d < 0) d = -d; m = $1 < 0 ? -$1 : $1; n++
+      if (d > 1e-6 * (m > 1 ? m : 1)) { print "FAIL: " w ": sum " $2 " against " $1; bad = 1 } }
+    END { if (n == 0) { print "FAIL: " w ": no sums"; bad = 1 } exit bad }' || fail=1
+  # shellcheck disable=SC2086
+  "$perfc" "$f" $big -target sm_90a -dump-after=gpu-vector 2>&1 | grep -q 'd_Ks\[.*{wide}' ||
+    bad "$what: the dot product's loads not 16 bytes wide"
+  for t in sm_80 sm_90a; do
+    # shellcheck disable=SC2086
+    if "$perfc" "$f" $big -target $t -emit ptx -o "$tmp/k.ptx" 2> "$tmp/err"; then
+      if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
+        "$ptxas" -arch=$t "$tmp/k.ptx" -o "$tmp/k.cubin" > "$tmp/err" 2>&1 || { bad "$what $t: ptxas"; head -3 "$tmp/err"; }
+      fi
+    elif grep -qi nvrtc "$tmp/err"; then nortc=1
+    else bad "$what $t: -emit ptx"; head -3 "$tmp/err"; fi
+  done
+}
+check "$u" "-k cross -D B=2 -D H=3 -D SQ=1 -D SK=300 -D D=64" "-k cross -D B=8 -D H=16 -D SQ=1 -D SK=8192 -D D=128"
+check "$u" "-k cross -D B=1 -D H=2 -D SQ=3 -D SK=1000 -D D=32" "-k cross -D B=8 -D H=16 -D SQ=4 -D SK=5000 -D D=128"
+check "$u" "-k cross -D B=1 -D H=1 -D SQ=40 -D SK=700 -D D=32" "-k cross -D B=4 -D H=16 -D SQ=64 -D SK=4096 -D D=64"
+check "$u" "-k gqa_dec -D B=2 -D H=4 -D KVH=2 -D SQ=1 -D SK=700 -D D=32" \
+  "-k gqa_dec -D B=8 -D H=32 -D KVH=8 -D SQ=1 -D SK=8192 -D D=128"
+check "$tmp/cdec.pdl" "-D B=1 -D H=2 -D SQ=4 -D SK=500 -D D=32" "-D B=8 -D H=16 -D SQ=4 -D SK=8192 -D D=128"
+# the keys split in planes of partial sums, the exponentials staged with V
+grep -q 'rfactor(d_oz, name=d_part, expand=1)' "$tmp/sched" || bad "causal decode: the product not split over the keys"
+grep -q 'cache(p, d_ot, mem=shared' "$tmp/sched" || bad "causal decode: the exponentials not staged"
+# 128 rows a head or more: flash attention stays the default
+"$perfc" "$u" -k cross -D B=1 -D H=2 -D SQ=128 -D SK=512 -D D=32 -target sm_90a -emit report --verbose 2>&1 |
+  grep -q 'flash attention' || bad "cross SQ=128: not flash attention"
+[ $fail = 0 ] && [ $nortc = 1 ] && exit 77
+[ $fail = 0 ] && echo "attention decoding default: five kernels checked"
+exit $fail
