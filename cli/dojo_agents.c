@@ -590,6 +590,10 @@ static void rollout(Agent *a)
 {
     View *v = xmalloc(sizeof *v);
     bool blocking = true;
+    /* the 16 x 16 thread block is tiled once: its outer loops are plain outer loops
+     * again, and tiling those too nested the launch deeper at every step (a 4096^3
+     * GEMM rolled out to nine tiles, each step's moves slower to list than the last) */
+    bool gpu_tiled = false;
     for (int r = 0; r < 24; r++) {
         read_view(a->s, v);
         int n = dojo_nactions(a->s), best = -1;
@@ -616,7 +620,7 @@ static void rollout(Agent *a)
                 char b2[64];
                 second_name(t, b2, sizeof b2);
                 const LoopInfo *l = find_loop(v, a0), *l2 = find_loop(v, b2);
-                finishing = !bound && l && l2 && l->depth == 0 && !l->reduction && !l2->reduction;
+                finishing = !gpu_tiled && !bound && l && l2 && l->depth == 0 && !l->reduction && !l2->reduction;
                 p = finishing ? 120 : 0;
             }
             if (!v->gpu && !strcmp(name, "split") && a1 == 16 && !strstr(t, "tail")) {
@@ -643,6 +647,8 @@ static void rollout(Agent *a)
         }
         if (best < 0)
             break;
+        if (v->gpu && !strncmp(dojo_action_text(a->s, best), "tile(", 5))
+            gpu_tiled = true;
         dojo_step(a->s, best, NULL, &legal, &e);
         sb_free(&e);
     }
@@ -914,7 +920,9 @@ static void play_beam(Agent *a)
             go_to(a->s, &beam[b]);
             int n;
             Cand *c = ranked(a, &n, true);
-            for (int i = 0; i < n && i < KIDS; i++) {
+            /* the wall-time budget is checked between options too: on a large
+             * kernel rolling them out is slow, not only measuring */
+            for (int i = 0; i < n && i < KIDS && !spent(a); i++) {
                 bool legal;
                 StrBuf e = {0};
                 dojo_step(a->s, c[i].id, NULL, &legal, &e);
@@ -924,7 +932,7 @@ static void play_beam(Agent *a)
                     int n2;
                     Cand *c2 = ranked(a, &n2, true);
                     Path kid = path_here(a->s, 0);
-                    for (int j = 0; j < n2 && j < GRANDKIDS; j++) {
+                    for (int j = 0; j < n2 && j < GRANDKIDS && !spent(a); j++) {
                         StrBuf e2 = {0};
                         dojo_step(a->s, c2[j].id, NULL, &legal, &e2);
                         sb_free(&e2);
