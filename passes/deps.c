@@ -466,6 +466,37 @@ static bool moved_in(const Expr *e, const Node *l)
     return false;
 }
 
+/* A subscript floor(E / c), E affine and c a positive constant, whose remainder
+ * part (the terms whose coefficients are no multiple of c, and the constant's
+ * remainder) stays within [0, c) over the loops inside l: exactly the quotient
+ * part, an affine row.  Grouped-query attention's K[b, h / G, ..] once h is split
+ * by G into (hk, hg) with hg inside l: (G*hk + hg) / G is hk there. */
+static bool exact_div_row(ArSpace *sp, Node *l, const Expr *e, ArRow *out)
+{
+    ArRow x, d;
+    if (e->kind != IE_DIV || !ar_row_of(sp, e->args[1], 0, &d) || !ar_row_is_const(&d) || d.k <= 0 ||
+        !ar_row_of(sp, e->args[0], 0, &x))
+        return false;
+    int64_t c = d.k;
+    ArRow q, rem;
+    memset(&q, 0, sizeof q);
+    memset(&rem, 0, sizeof rem);
+    for (int j = 0; j < AR_ROW_COLS; j++) {
+        if (x.c[j] % c == 0)
+            q.c[j] = x.c[j] / c;
+        else
+            rem.c[j] = x.c[j];
+    }
+    q.k = ar_floordiv(x.k, c);
+    rem.k = x.k - q.k * c;
+    ArRow mn = rem, mx = rem;
+    if (!extreme(sp, l, &mn, false, 0) || !extreme(sp, l, &mx, true, 0) || !ar_row_is_const(&mn) ||
+        !ar_row_is_const(&mx) || mn.k < 0 || mx.k >= c)
+        return false;
+    *out = q;
+    return true;
+}
+
 bool xf_region(Kernel *k, Node *l, const AccVec *acc, bool writes_only, Region *r, StrBuf *why)
 {
     ArSpace sp;
@@ -499,7 +530,7 @@ bool xf_region(Kernel *k, Node *l, const AccVec *acc, bool writes_only, Region *
                 fixed[d] = a->idx[d];
                 continue;
             }
-            if (fixed[d] || !ar_row_of(&sp, a->idx[d], 0, &x)) {
+            if (fixed[d] || (!ar_row_of(&sp, a->idx[d], 0, &x) && !exact_div_row(&sp, l, a->idx[d], &x))) {
                 sb_printf(why, "subscript %d of %s is not affine", d, buf->name);
                 return false;
             }

@@ -20,15 +20,20 @@ typedef struct Redirect {
     Buffer *from, *to;
     Expr **lo;
     const bool *keep;   /* the dimensions the staged buffer keeps (the box's wider than one) */
+    const int64_t *width; /* the box's widths */
 } Redirect;
 
-/* An index into the box, relative to its corner, in the kept dimensions. */
-static Expr **shifted(Kernel *k, Expr **idx, Expr **lo, int rank, const bool *keep)
+/* An index into the box, relative to its corner, in the kept dimensions.  Where
+ * the box is one element wide every access the region covers is at its corner, so
+ * the index is 0 (written so, not as idx - lo, which need not simplify: a
+ * grouped-query head's `(hk*G + hg) / G - hk`). */
+static Expr **shifted(Kernel *k, Expr **idx, Expr **lo, int rank, const bool *keep, const int64_t *width)
 {
     Expr **r = arena_alloc(k->arena, sizeof(Expr *) * (size_t)rank);
     for (int d = 0, o = 0; d < rank; d++)
         if (keep[d])
-            r[o++] = xf_simplify_affine(k, ir_bin(k, IE_SUB, idx[d], ir_clone_expr(k, lo[d])));
+            r[o++] = width[d] == 1 ? ir_int(k, 0)
+                                   : xf_simplify_affine(k, ir_bin(k, IE_SUB, idx[d], ir_clone_expr(k, lo[d])));
     return r;
 }
 
@@ -37,7 +42,7 @@ static void redirect_cb(Expr *e, void *p)
     Redirect *r = p;
     if (e->kind != IE_LOAD || e->u.load.buf != r->from)
         return;
-    e->u.load.idx = shifted(r->k, e->u.load.idx, r->lo, r->from->rank, r->keep);
+    e->u.load.idx = shifted(r->k, e->u.load.idx, r->lo, r->from->rank, r->keep, r->width);
     e->u.load.buf = r->to;
     e->u.load.guarded = false;
     e->dtype = r->to->dtype;
@@ -47,7 +52,7 @@ static void redirect_stores(Redirect *r, Node *n)
 {
     if (n->kind == N_STMT) {
         if (n->u.stmt.buf == r->from) {
-            n->u.stmt.idx = shifted(r->k, n->u.stmt.idx, r->lo, r->from->rank, r->keep);
+            n->u.stmt.idx = shifted(r->k, n->u.stmt.idx, r->lo, r->from->rank, r->keep, r->width);
             n->u.stmt.buf = r->to;
             n->u.stmt.guarded = false; /* the staged box holds every element reached */
         }
@@ -380,7 +385,7 @@ bool xf_cache(XfCtx *c)
         keep[r.rank - 1] = true, width[nkeep++] = 1;
     Buffer *loc = xf_add_temp(k, name, b->dtype, mem, nkeep, width, l->span);
     xf_set_private(k, loc, l, true);
-    Redirect rd = {.k = k, .from = b, .to = loc, .lo = r.lo, .keep = keep};
+    Redirect rd = {.k = k, .from = b, .to = loc, .lo = r.lo, .keep = keep, .width = r.width};
     for (int i = 0; i < l->u.loop.body.n; i++) {
         xf_visit_exprs(k, l->u.loop.body.v[i], redirect_cb, &rd);
         redirect_stores(&rd, l->u.loop.body.v[i]);
@@ -410,6 +415,29 @@ static Buffer *temp_arg(XfCtx *c)
     return b;
 }
 
+/* Whether a guarded access (a padded split's `X?[..]`, passes/xform_pad.c) reads or
+ * writes the buffer: its guard compares the index with the buffer's shape, so a
+ * pad would count as inside it. */
+typedef struct Guarded {
+    const Buffer *b;
+    bool found;
+} Guarded;
+
+static void guarded_cb(Expr *e, void *p)
+{
+    Guarded *g = p;
+    if (e->kind == IE_LOAD && e->u.load.buf == g->b && e->u.load.guarded)
+        g->found = true;
+}
+
+static bool guarded_stmt(Node *n, void *p)
+{
+    Guarded *g = p;
+    if (n->kind == N_STMT && n->u.stmt.buf == g->b && n->u.stmt.guarded)
+        g->found = true;
+    return true;
+}
+
 bool xf_padding(XfCtx *c)
 {
     Buffer *b = temp_arg(c);
@@ -431,6 +459,15 @@ bool xf_padding(XfCtx *c)
     }
     if (amount < 0 || amount > 1024) {
         xf_err(c, "padding must be 0 to 1024 elements");
+        return false;
+    }
+    Guarded g = {b, false};
+    xf_visit_exprs(c->k, NULL, guarded_cb, &g);
+    xf_walk(c->k, guarded_stmt, &g);
+    if (g.found && amount > 0) {
+        xf_err(c, "%s is read or written past a padded split's edge (%s?[..]), which is checked against its "
+                  "size: its pad would be read as elements",
+               b->name, b->name);
         return false;
     }
     if (!c->dry)

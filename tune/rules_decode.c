@@ -38,6 +38,8 @@ typedef struct DecCtx {
     const char *sdot;          /* the score's sum loop (the dot product) */
     int64_t keys, cols;        /* extents of the key loop and of the output column loop */
     int sm_threads;            /* threads of the softmax block */
+    int group;                 /* grouped-query heads: query heads a K/V head serves (1: none) */
+    int64_t rows;              /* query rows a head */
 } DecCtx;
 
 /* The perfect chain of loops from n (each but the last holds one loop and nothing
@@ -115,11 +117,13 @@ static void bind_rows(Builder *b, const char *const *names, int n, const char *c
  * outer, thread. */
 static void copy_map(Builder *b, SBuf *S, int lanes, SVal threads, const char *const nm[5])
 {
-    if (!S || S->nnest < 1 || S->rank[0] != 2)
+    if (!S || S->nnest < 1 || S->rank[0] < 2)
         return;
+    /* the last two dimensions; any before them (a group's heads) stay serial loops */
+    int r = S->rank[0];
     SLoop *c, *v, *f, *o, *t;
-    bld_split_named(b, S->nest[0][1], sv(lanes), nm[0], nm[1], &c, &v);
-    bld_collapse(b, S->nest[0][0], c, nm[2], &f);
+    bld_split_named(b, S->nest[0][r - 1], sv(lanes), nm[0], nm[1], &c, &v);
+    bld_collapse(b, S->nest[0][r - 2], c, nm[2], &f);
     bld_split_named(b, f, threads, nm[3], nm[4], &o, &t);
     bld_bind(b, t, "thread.x");
     bld_vectorize(b, v);
@@ -138,9 +142,18 @@ static bool gpu_decode_b(Builder *b, const void *vctx)
     if (x->score_sum)
         bld_factor_out(b, bld_loop(b, x->score_sum));
     SLoop *sjo, *sjt;
+    /* grouped-query heads: the heads of a group read one K/V head, so they share
+     * its tiles (the head loop split by the group, the group's heads inside) */
+    SLoop *shk = NULL, *shg = NULL;
+    int nsb = x->nb;
+    if (x->group > 1 && !bld_split_named(b, bld_loop(b, x->s[x->nb - 1]), sv(x->group), "d_shk", "d_shg", &shk, &shg))
+        return false;
     bld_split_padded(b, bld_loop(b, x->s[nr]), kt, "d_sjo", "d_sjt", &sjo, &sjt);
     /* the rows of a head share the key tile: inside it */
-    BLD_REORDER(b, sjo, bld_loop(b, x->s[nr - 1]));
+    if (shg)
+        BLD_REORDER(b, sjo, shg, bld_loop(b, x->s[nr - 1]));
+    else
+        BLD_REORDER(b, sjo, bld_loop(b, x->s[nr - 1]));
     SBuf *Ks = bld_cache_squeezed(b, bld_buf(b, x->K), sjo, "shared", "d_Ks", true);
     copy_map(b, Ks, 8, kt, (const char *const[5]){"d_kc", "d_kv", "d_kf", "d_ko", "d_kt"});
     bld_padding(b, Ks, sv(8));
@@ -155,7 +168,12 @@ static bool gpu_decode_b(Builder *b, const void *vctx)
     bld_split_named(b, bld_loop(b, x->sdot), sv(8), "d_sdo", "d_sdv", &sdo, &sdv);
     bld_rfactor(b, sdv);
     bld_vectorize(b, sdv);
-    bind_rows(b, x->s, x->nb, (const char *const[DMAXB]){"d_srow", "d_srow1", "d_srow2", "d_srow3"}, "block.y",
+    const char *sb[DCHAIN];
+    for (int i = 0; i < nsb; i++)
+        sb[i] = x->s[i];
+    if (shk)
+        sb[nsb - 1] = shk->name;
+    bind_rows(b, sb, nsb, (const char *const[DMAXB]){"d_srow", "d_srow1", "d_srow2", "d_srow3"}, "block.y",
               "block.z");
     bld_bind(b, sjo, "block.x");
 
@@ -195,13 +213,34 @@ static bool gpu_decode_b(Builder *b, const void *vctx)
             bld_fuse(b, bld_loop(b, x->o[i]), cp[i][e]);
     }
     /* the planes: a block per row and chunk, a thread per column, V through shared memory */
-    SLoop *ot, *oi, *pd2, *pr2;
-    BLD_REORDER(b, zi, cp[nr - 1][0], cp[nr][0]);
+    SLoop *ot, *oi, *pd2, *pr2, *phk = NULL, *phg = NULL, *phg2 = NULL;
+    if (x->group > 1 && !bld_split_named(b, cp[x->nb - 1][0], sv(x->group), "d_phk", "d_phg", &phk, &phg))
+        return false;
+    if (phg)
+        BLD_REORDER(b, zi, phg, cp[nr - 1][0], cp[nr][0]);
+    else
+        BLD_REORDER(b, zi, cp[nr - 1][0], cp[nr][0]);
     bld_split_named(b, orr, sv(64), "d_ot", "d_oi", &ot, &oi);
     bld_distribute(b, cp[nr][0], &pd2);
     bld_distribute(b, cp[nr - 1][0], &pr2);
-    /* the rows of a head share the V tile: inside it */
-    BLD_REORDER(b, ot, pr2, pd2);
+    if (phg)
+        bld_distribute(b, phg, &phg2);
+    /* the rows of a head (and the heads of a group) share the V tile: inside it */
+    if (phg2)
+        BLD_REORDER(b, ot, phg2, pr2, pd2);
+    else
+        BLD_REORDER(b, ot, pr2, pd2);
+    /* a few rows: innermost and unrolled, so each element of V a thread reads from
+     * shared memory serves every row from a register */
+    if (x->rows * x->group > 1 && x->rows * x->group <= 8) {
+        if (phg2) {
+            BLD_REORDER(b, pd2, oi, phg2, pr2);
+            bld_unroll(b, phg2);
+        } else {
+            BLD_REORDER(b, pd2, oi, pr2);
+        }
+        bld_unroll(b, pr2);
+    }
     SBuf *Vs = bld_cache_squeezed(b, bld_buf(b, x->V), ot, "shared", "d_Vs", true);
     copy_map(b, Vs, 8, sv(x->cols), (const char *const[5]){"d_vc", "d_vv", "d_vf", "d_vo", "d_vt"});
     /* the exponentials of the tile too, in the same pipeline: read by every
@@ -214,6 +253,8 @@ static bool gpu_decode_b(Builder *b, const void *vctx)
     const char *pr[DCHAIN];
     for (int i = 0; i < nr; i++)
         pr[i] = cp[i][0]->name;
+    if (phk)
+        pr[x->nb - 1] = phk->name;
     bind_rows(b, pr, x->nb, (const char *const[DMAXB]){"d_prow", "d_prow1", "d_prow2", "d_prow3"}, "block.y",
               "block.z");
     bld_bind(b, zi, "block.x");
@@ -226,6 +267,52 @@ static bool gpu_decode_b(Builder *b, const void *vctx)
 }
 
 /* ---------------- reading the kernel ---------------- */
+
+/* The first load of buffer `name` in the statements under n, or NULL. */
+static const Expr *load_of(const Expr *e, const char *name)
+{
+    if (!e)
+        return NULL;
+    if (e->kind == IE_LOAD)
+        return strcmp(e->u.load.buf->name, name) ? NULL : e;
+    for (int i = 0; i < ir_expr_arity(e->kind); i++) {
+        const Expr *x = load_of(e->args[i], name);
+        if (x)
+            return x;
+    }
+    return NULL;
+}
+
+static const Expr *load_in(Node *n, const char *name)
+{
+    if (n->kind == N_STMT)
+        return load_of(n->u.stmt.value, name);
+    NodeList *b = ir_body(n);
+    for (int i = 0; b && i < b->n; i++) {
+        const Expr *x = load_in(b->v[i], name);
+        if (x)
+            return x;
+    }
+    return NULL;
+}
+
+/* Grouped-query heads: G when the tensor's load in nest n indexes a dimension by
+ * `head / E`, head the variable of loop `head` and E a size of value G > 1 that
+ * divides the head loop's extent; 1 otherwise. */
+static int64_t head_group(const Kernel *u, Node *n, const char *tensor, const char *head)
+{
+    const Expr *ld = load_in(n, tensor);
+    if (!ld)
+        return 1;
+    for (int d = 0; d < ld->u.load.buf->rank; d++) {
+        const Expr *e = ld->u.load.idx[d];
+        int64_t g;
+        if (e->kind == IE_DIV && e->args[0]->kind == IE_VAR && !strcmp(e->args[0]->u.var->name, head) &&
+            ir_eval_size(u, e->args[1], &g) && g > 1)
+            return g;
+    }
+    return 1;
+}
 
 /* The loop in a row loop's body after the initialisation: a reduction's key loop. */
 static const char *key_loop(Node *row)
@@ -267,6 +354,7 @@ static bool read_decode(const Kernel *u, const AttnNames *an, DecCtx *x, Arena *
      * flash attention's 128-row tiles would be mostly padding */
     if (rows > 64)
         return false;
+    x->rows = rows;
     /* a thread a column (a multiple of the warp, at most a block of 1024), 16-byte
      * rows of K and V, keys enough for the softmax's warps */
     if (cols % 32 || cols > 1024 || keys < 32)
@@ -297,6 +385,18 @@ static bool read_decode(const Kernel *u, const AttnNames *an, DecCtx *x, Arena *
     while (th * 2 <= 1024 && th * 2 <= keys)
         th *= 2;
     x->sm_threads = th;
+    /* grouped-query heads: the same group in K's load and in V's, dividing the heads */
+    x->group = 1;
+    if (x->nb >= 1) {
+        int64_t g = head_group(u, nests[0], an->K, x->s[x->nb - 1]);
+        int64_t gv = head_group(u, nests[4], an->V, x->o[x->nb - 1]);
+        int64_t heads;
+        Node *hl = NULL;
+        const char *nm[DCHAIN];
+        chain(nests[0], nm, x->nb, &hl);
+        if (g > 1 && g == gv && g <= 16 && hl && const_ext(u, hl, &heads) && heads % g == 0)
+            x->group = (int)g;
+    }
     return true;
 }
 

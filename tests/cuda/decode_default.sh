@@ -60,8 +60,11 @@ check() { # file small-sizes big-sizes
 check "$u" "-k cross -D B=2 -D H=3 -D SQ=1 -D SK=300 -D D=64" "-k cross -D B=8 -D H=16 -D SQ=1 -D SK=8192 -D D=128"
 check "$u" "-k cross -D B=1 -D H=2 -D SQ=3 -D SK=1000 -D D=32" "-k cross -D B=8 -D H=16 -D SQ=4 -D SK=5000 -D D=128"
 check "$u" "-k cross -D B=1 -D H=1 -D SQ=40 -D SK=700 -D D=32" "-k cross -D B=4 -D H=16 -D SQ=64 -D SK=4096 -D D=64"
-check "$u" "-k gqa_dec -D B=2 -D H=4 -D KVH=2 -D SQ=1 -D SK=700 -D D=32" \
+check "$u" "-k gqa_dec -D B=2 -D H=8 -D KVH=2 -D SQ=2 -D SK=700 -D D=32" \
   "-k gqa_dec -D B=8 -D H=32 -D KVH=8 -D SQ=1 -D SK=8192 -D D=128"
+# the heads of a group share their K/V head's tiles (the head loop split by the group)
+grep -q 'split(s.h, 4, d_shk, d_shg)' "$tmp/sched" || bad "gqa_dec: the group's heads do not share the key tiles"
+grep -q 'd_phk' "$tmp/sched" || bad "gqa_dec: the group's heads do not share the V tiles"
 check "$tmp/cdec.pdl" "-D B=1 -D H=2 -D SQ=4 -D SK=500 -D D=32" "-D B=8 -D H=16 -D SQ=4 -D SK=8192 -D D=128"
 # the keys split in planes of partial sums, the exponentials staged with V
 grep -q 'rfactor(d_oz, name=d_part, expand=1)' "$tmp/sched" || bad "causal decode: the product not split over the keys"
