@@ -39,7 +39,6 @@ typedef struct DecCtx {
     int64_t keys, cols;        /* extents of the key loop and of the output column loop */
     int sm_threads;            /* threads of the softmax block */
     int group;                 /* grouped-query heads: query heads a K/V head serves (1: none) */
-    int64_t rows;              /* query rows a head */
 } DecCtx;
 
 /* The perfect chain of loops from n (each but the last holds one loop and nothing
@@ -230,17 +229,6 @@ static bool gpu_decode_b(Builder *b, const void *vctx)
         BLD_REORDER(b, ot, phg2, pr2, pd2);
     else
         BLD_REORDER(b, ot, pr2, pd2);
-    /* a few rows: innermost and unrolled, so each element of V a thread reads from
-     * shared memory serves every row from a register */
-    if (x->rows * x->group > 1 && x->rows * x->group <= 8) {
-        if (phg2) {
-            BLD_REORDER(b, pd2, oi, phg2, pr2);
-            bld_unroll(b, phg2);
-        } else {
-            BLD_REORDER(b, pd2, oi, pr2);
-        }
-        bld_unroll(b, pr2);
-    }
     SBuf *Vs = bld_cache_squeezed(b, bld_buf(b, x->V), ot, "shared", "d_Vs", true);
     copy_map(b, Vs, 8, sv(x->cols), (const char *const[5]){"d_vc", "d_vv", "d_vf", "d_vo", "d_vt"});
     /* the exponentials of the tile too, in the same pipeline: read by every
@@ -354,7 +342,6 @@ static bool read_decode(const Kernel *u, const AttnNames *an, DecCtx *x, Arena *
      * flash attention's 128-row tiles would be mostly padding */
     if (rows > 64)
         return false;
-    x->rows = rows;
     /* a thread a column (a multiple of the warp, at most a block of 1024), 16-byte
      * rows of K and V, keys enough for the softmax's warps */
     if (cols % 32 || cols > 1024 || keys < 32)

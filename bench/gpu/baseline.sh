@@ -9,7 +9,9 @@
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 O=${OUT:-/tmp/baseline}; mkdir -p "$O" /tmp/pf
-[ -x /tmp/pf/perfc ] || { xz -dc carry/gpu/perfc.xz > /tmp/pf/perfc && chmod +x /tmp/pf/perfc; }
+# always the carried build: a warm machine keeps /tmp from an earlier call, whose
+# perfc may be an older build (a run timed one so once)
+xz -dc carry/gpu/perfc.xz > /tmp/pf/perfc && chmod +x /tmp/pf/perfc
 P=/tmp/pf/perfc
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 row() {  # row LABEL FILE AB CD M N K [perfc args...]
