@@ -4,17 +4,21 @@
  * and the work is a pass over K and V, memory-bound, so this template keeps the
  * chain's nests apart and spreads each over the keys instead:
  *
- *   scores   a block per (row, 128 keys): the key tile staged in shared memory by
- *            16-byte copies, a thread per key runs its dot product from there;
+ *   scores   a block per (head, 128 keys), the head's rows inside: the key tile and
+ *            the rows of Q staged in shared memory by 16-byte copies, a thread per
+ *            key runs its dot product from there 8 elements a load;
  *   softmax  the maximum, the exponentials and their sum fused per row, a thread
  *            loop over the keys with block-wide reductions;
  *   product  split over the keys (split-K: rfactor with expand=1): a block per
- *            (row, chunk of keys), a thread per output column, V streamed through
- *            shared memory in a cp.async pipeline; a last nest adds the chunks'
- *            partials and divides by the sum (factor_out moved the division there).
+ *            (head, chunk of keys), a thread per output column, V and the
+ *            exponentials streamed through shared memory in a cp.async pipeline; a
+ *            last nest adds the chunks' partials and divides by the sum (factor_out
+ *            moved the division there).
  *
- * K and V are read once from memory; the scores and exponentials (rows x keys f32)
- * are small beside them.  Measured against SDPA in docs/benchmarks.md.
+ * Grouped-query heads (K and V indexed by `h / G`) split the head loop by G so a
+ * group's heads share each tile of their K/V head.  K and V are read once per K/V
+ * head; the scores and exponentials (rows x keys f32) are small beside them.
+ * Measured against SDPA in docs/benchmarks.md.
  *
  * It reads the lowered nests, not the fused one: the five nests in order (scores,
  * maximum, exponentials, sum, product), each a perfect chain of batch loops, the
@@ -36,7 +40,7 @@ typedef struct DecCtx {
     bool ofactor;              /* factor_out applies to the product's sum (the division by the sum) */
     const char *Q, *K, *V, *P; /* the tensors staged: the operands, the exponentials */
     const char *sdot;          /* the score's sum loop (the dot product) */
-    int64_t keys, cols;        /* extents of the key loop and of the output column loop */
+    int64_t cols;              /* the output column loop's extent: a thread each */
     int sm_threads;            /* threads of the softmax block */
     int group;                 /* grouped-query heads: query heads a K/V head serves (1: none) */
 } DecCtx;
@@ -366,7 +370,6 @@ static bool read_decode(const Kernel *u, const AttnNames *an, DecCtx *x, Arena *
     x->V = an->V;
     x->P = an->p;
     x->sdot = arena_strdup(a, ss->u.loop.var->name);
-    x->keys = keys;
     x->cols = cols;
     int th = 32;
     while (th * 2 <= 1024 && th * 2 <= keys)
