@@ -44,7 +44,7 @@ typedef struct AttnCtx {
 static SchedArg nm(const char *s) { return (SchedArg){.kind = SARG_NAME, .name = s}; }
 static SchedArg iv(int64_t v) { return (SchedArg){.kind = SARG_INT, .ival = v}; }
 
-static bool apply(Kernel *k, const char *xf, SchedArg *args, int n)
+bool rules_try_apply(Kernel *k, const char *xf, SchedArg *args, int n)
 {
     SchedItem it = {.kind = SCHED_CALL, .name = xf, .args = args, .nargs = n};
     Diags d;
@@ -73,20 +73,20 @@ static const Buffer *load_buf(const Expr *x)
     return x && x->kind == IE_LOAD ? x->u.load.buf : NULL;
 }
 
-static Node *find_sum_loop(Node *n)
+Node *rules_find_sum_loop(Node *n)
 {
     if (n->kind == N_LOOP && ir_sum_loop(n))
         return n;
     NodeList *b = ir_body(n);
     for (int i = 0; b && i < b->n; i++) {
-        Node *x = find_sum_loop(b->v[i]);
+        Node *x = rules_find_sum_loop(b->v[i]);
         if (x)
             return x;
     }
     return NULL;
 }
 
-static bool cext(const Kernel *k, const Node *l, int64_t *e)
+bool rules_const_extent(const Kernel *k, const Node *l, int64_t *e)
 {
     int64_t lo, hi;
     return ir_eval_size(k, l->u.loop.lo, &lo) && ir_eval_size(k, l->u.loop.hi, &hi) && lo == 0 && (*e = hi) > 0;
@@ -141,8 +141,9 @@ static bool read_fused(Kernel *c, AttnCtx *x, Arena *a)
             (Q->dtype != DT_BF16 && Q->dtype != DT_F16) || V->kind != BUF_IN || Q->kind != BUF_IN || K->kind != BUF_IN)
             return false;
         int64_t rows, dh, ntiles, tile;
-        if (!cext(c, n, &rows) || !cext(c, rb->v[2], &dh) || !cext(c, jo, &ntiles) ||
-            !cext(c, os->u.loop.body.v[1], &tile) || dh % 16 || tile != 64)
+        if (!rules_const_extent(c, n, &rows) || !rules_const_extent(c, rb->v[2], &dh) ||
+            !rules_const_extent(c, jo, &ntiles) || !rules_const_extent(c, os->u.loop.body.v[1], &tile) || dh % 16 ||
+            tile != 64)
             return false;
         for (int i = 0; i < nb; i++)
             x->batch[i] = arena_strdup(a, batch[i]);
@@ -302,7 +303,7 @@ void rules_attention(const TuneInput *in, const Kernel *u, const Target *target,
         return;
     /* the contraction is the last nest with a sum */
     for (int t = u->body.n - 1; t >= 0; t--) {
-        Node *jl = find_sum_loop(u->body.v[t]);
+        Node *jl = rules_find_sum_loop(u->body.v[t]);
         const Buffer *out = jl ? ir_last_written(u->body.v[t]) : NULL;
         if (!out)
             continue;
@@ -312,13 +313,13 @@ void rules_attention(const TuneInput *in, const Kernel *u, const Target *target,
         Kernel *c = ir_clone_kernel(u);
         /* the score's scale out of its sum, where one nest before the contraction has one */
         for (int s = 0; s < t && !x->score_sum; s++) {
-            Node *sl = find_sum_loop(c->body.v[s]);
+            Node *sl = rules_find_sum_loop(c->body.v[s]);
             SchedArg fa[1] = {nm(sl ? sl->u.loop.var->name : "")};
-            if (sl && apply(c, "factor_out", fa, 1))
+            if (sl && rules_try_apply(c, "factor_out", fa, 1))
                 x->score_sum = arena_strdup(a, fa[0].name);
         }
         SchedArg os[4] = {nm(x->out), nm(x->j), iv(64), {.kind = SARG_NAME, .key = "mask", .name = "inf"}};
-        bool ok = apply(c, "online_softmax", os, 4) && read_fused(c, x, a);
+        bool ok = rules_try_apply(c, "online_softmax", os, 4) && read_fused(c, x, a);
         ir_free(c);
         if (!ok)
             return;

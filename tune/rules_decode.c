@@ -60,34 +60,12 @@ static int chain(Node *n, const char **names, int cap, Node **last)
     return k;
 }
 
-static bool const_ext(const Kernel *k, const Node *l, int64_t *e)
-{
-    int64_t lo, hi;
-    return ir_eval_size(k, l->u.loop.lo, &lo) && ir_eval_size(k, l->u.loop.hi, &hi) && lo == 0 && (*e = hi) > 0;
-}
-
-static Node *sum_loop_in(Node *n)
-{
-    if (n->kind == N_LOOP && ir_sum_loop(n))
-        return n;
-    NodeList *b = ir_body(n);
-    for (int i = 0; b && i < b->n; i++) {
-        Node *x = sum_loop_in(b->v[i]);
-        if (x)
-            return x;
-    }
-    return NULL;
-}
-
+/* factor_out applies to loop (tried on a copy). */
 static bool try_factor_out(const Kernel *u, const char *loop)
 {
     Kernel *c = ir_clone_kernel(u);
     SchedArg fa[1] = {{.kind = SARG_NAME, .name = loop}};
-    SchedItem it = {.kind = SCHED_CALL, .name = "factor_out", .args = fa, .nargs = 1};
-    Diags d;
-    diag_init(&d);
-    bool ok = xf_apply(c, &it, NULL, &d);
-    diag_free(&d);
+    bool ok = rules_try_apply(c, "factor_out", fa, 1);
     ir_free(c);
     return ok;
 }
@@ -340,7 +318,7 @@ static bool read_decode(const Kernel *u, const AttnNames *an, DecCtx *x, Arena *
         return false;
     /* the key loop of the scores, the column loop of the product */
     int64_t keys, cols, rows;
-    if (!const_ext(u, last[0], &keys) || !const_ext(u, last[4], &cols) || !const_ext(u, last[1], &rows))
+    if (!rules_const_extent(u, last[0], &keys) || !rules_const_extent(u, last[4], &cols) || !rules_const_extent(u, last[1], &rows))
         return false;
     /* decoding: a few query rows a head (the row loop is the maximum's last), where
      * flash attention's 128-row tiles would be mostly padding */
@@ -350,11 +328,11 @@ static bool read_decode(const Kernel *u, const AttnNames *an, DecCtx *x, Arena *
      * rows of K and V, keys enough for the softmax's warps */
     if (cols % 32 || cols > 1024 || keys < 32)
         return false;
-    Node *ss = sum_loop_in(last[0]), *os = sum_loop_in(last[4]);
+    Node *ss = rules_find_sum_loop(last[0]), *os = rules_find_sum_loop(last[4]);
     x->mj = key_loop(last[1]);
     x->lj = key_loop(last[3]);
     int64_t dot;
-    if (!ss || !os || !x->mj || !x->lj || !const_ext(u, ss, &dot) || dot % 8)
+    if (!ss || !os || !x->mj || !x->lj || !rules_const_extent(u, ss, &dot) || dot % 8)
         return false;
     /* the names outlive u: the template runs on fresh copies during the search */
     for (int i = 0; i < 5; i++)
@@ -384,7 +362,7 @@ static bool read_decode(const Kernel *u, const AttnNames *an, DecCtx *x, Arena *
         Node *hl = NULL;
         const char *nm[DCHAIN];
         chain(nests[0], nm, x->nb, &hl);
-        if (g > 1 && g == gv && g <= 16 && hl && const_ext(u, hl, &heads) && heads % g == 0)
+        if (g > 1 && g == gv && g <= 16 && hl && rules_const_extent(u, hl, &heads) && heads % g == 0)
             x->group = (int)g;
     }
     return true;

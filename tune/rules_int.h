@@ -49,6 +49,13 @@ typedef struct AttnNames {
     const char *out, *s, *m, *p, *l, *Q, *K, *V, *score_sum;
 } AttnNames;
 
+/* Helpers the attention templates share (tune/rules_attn.c): a transformation tried
+ * quietly (true when it applied), the first sum loop at or under n, and a loop's
+ * extent when it runs from 0 to a positive constant. */
+bool rules_try_apply(Kernel *k, const char *xf, SchedArg *args, int n);
+Node *rules_find_sum_loop(Node *n);
+bool rules_const_extent(const Kernel *k, const Node *l, int64_t *e);
+
 /* The decoding template (tune/rules_decode.c): the chain's nests kept apart, each
  * spread over the keys, for a few query rows against many keys; offers nothing when
  * the lowered nests are not the plain five of the chain. */
