@@ -195,6 +195,11 @@ static int enumerate(Kernel *k, Arena *a, SchedItem **out, bool unchecked)
     }
     for (int b = 0; b < k->nbufs; b++) {
         Buffer *buf = k->bufs[b];
+        if (buf->kind == BUF_IN && dtype_bytes(buf->dtype) == 2) {
+            /* 16-bit rows that 16 bytes do not align: what a tensor-core copy needs */
+            SchedArg r[2] = {nm(buf->name), in(8)};
+            try_item(&g, "realign", r, 2);
+        }
         if (buf->kind != BUF_TEMP)
             continue;
         SchedArg one[1] = {nm(buf->name)};

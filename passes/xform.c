@@ -32,6 +32,7 @@ static bool (*const xf_fns[])(XfCtx *) = {
     xf_storage,                   /* xform_storage.c */
     xf_skip_tiles,                /* xform_skip.c */
     xf_unmask_tiles,              /* xform_skip.c */
+    xf_realign,                   /* xform_realign.c */
 };
 _Static_assert(sizeof xf_fns / sizeof xf_fns[0] == XF_COUNT, "one function per transformation");
 

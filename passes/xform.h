@@ -46,7 +46,8 @@
     X(FACTOR_OUT, "factor_out", "factor_out(loop)  # factors of a sum that the loop does not move, applied once after it") \
     X(STORAGE, "storage", "storage(temp, dtype)  # keep a temporary in another float type (no coarser than the output)") \
     X(SKIP_TILES, "skip_tiles", "skip_tiles(loop)  # bound loop by the skip guard below it, and drop the guard") \
-    X(UNMASK_TILES, "unmask_tiles", "unmask_tiles(loop)  # first the iterations where the selects' masks all hold, without them")
+    X(UNMASK_TILES, "unmask_tiles", "unmask_tiles(loop)  # first the iterations where the selects' masks all hold, without them") \
+    X(REALIGN, "realign", "realign(input, multiple)  # read the input from a copy whose rows are padded to a multiple of elements")
 
 typedef enum XformKind {
 #define X(k, s, syn) XF_##k,

@@ -197,6 +197,7 @@ bool mask_narrow_all(Kernel *k, Node *L, Node *at, const Expr *c);
 bool xf_inline(XfCtx *c);
 bool xf_compute_at(XfCtx *c);
 bool xf_cache(XfCtx *c);
+bool xf_realign(XfCtx *c);
 bool xf_rfactor(XfCtx *c);
 bool xf_padding(XfCtx *c);
 bool xf_layout(XfCtx *c);

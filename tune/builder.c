@@ -701,6 +701,26 @@ bool bld_padding(Builder *b, SBuf *buf, SVal amount)
     return run(b, &c, &nv, &nb);
 }
 
+SBuf *bld_realign(Builder *b, SBuf *buf, int64_t multiple)
+{
+    Call c;
+    call_init(&c, "realign");
+    put_buf(&c, buf);
+    put_int(&c, NULL, multiple);
+    int nv, nb;
+    if (!run(b, &c, &nv, &nb) || b->k->nbufs <= nb)
+        return NULL;
+    SBuf *h = arena_alloc(b->a, sizeof *h);
+    h->name = arena_strdup(b->a, b->k->bufs[nb]->name);
+    /* the copy's loops, outermost first: one nest */
+    NewLoops f;
+    new_loops(b, nv, &f);
+    h->nnest = 1;
+    for (int i = 0; i < f.n && h->rank[0] < BLD_MAX_RANK; i++)
+        h->nest[0][h->rank[0]++] = handle(b, f.v[i]);
+    return h;
+}
+
 bool bld_layout(Builder *b, SBuf *buf, const int *perm, int n)
 {
     Call c;

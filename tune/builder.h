@@ -113,6 +113,10 @@ bool bld_rfactor(Builder *b, SLoop *l);
  * initialisation, the combination).  NULL when refused. */
 SBuf *bld_rfactor_expanded(Builder *b, SLoop *l, const char *name, SLoop **init, SLoop **comb);
 bool bld_padding(Builder *b, SBuf *buf, SVal amount);
+/* realign(buf, multiple): the input read from a copy with padded rows; the copy's
+ * handle (nest[0]: the copy's loops, outermost first), or NULL when the step was
+ * refused or dropped. */
+SBuf *bld_realign(Builder *b, SBuf *buf, int64_t multiple);
 /* layout(buf, perm[0], ..., perm[n-1]): a staged buffer stored with its dimensions permuted. */
 bool bld_layout(Builder *b, SBuf *buf, const int *perm, int n);
 bool bld_bind(Builder *b, SLoop *l, const char *axis);

@@ -353,9 +353,9 @@ static NestInfo *nest_info(const Nest *n, Arena *a)
         const Var *va = n->loops[n->nspatial - 2]->u.loop.var, *vb = n->loops[n->nspatial - 1]->u.loop.var;
         const Buffer *pb = panel_operand(n->red->u.stmt.value, va, vb), *pa = panel_operand(n->red->u.stmt.value, vb, va);
         if (pb)
-            x->pb = arena_strdup(a, pb->name), x->pb_t = pb->dtype;
+            x->pb = arena_strdup(a, pb->name), x->pb_t = pb->dtype, x->pb_in = pb->kind == BUF_IN;
         if (pa)
-            x->pa = arena_strdup(a, pa->name), x->pa_t = pa->dtype;
+            x->pa = arena_strdup(a, pa->name), x->pa_t = pa->dtype, x->pa_in = pa->kind == BUF_IN;
         const Var *vk = n->nloops == n->nspatial + 1 ? n->loops[n->nloops - 1]->u.loop.var : NULL;
         x->pa_kdim = x->pa_sdim = x->pb_kdim = x->pb_sdim = -1;
         if (pa && vk)

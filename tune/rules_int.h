@@ -25,6 +25,7 @@ typedef struct NestInfo {
      * row (A) or column (B) loop indexes (-1: none, or more than one) */
     int pa_rank, pa_kdim, pa_sdim;
     int pb_rank, pb_kdim, pb_sdim;
+    bool pa_in, pb_in;       /* the operand is an input of the kernel */
 } NestInfo;
 
 /* Checks the template fn(ctx) at its defaults and adds it to the space when it

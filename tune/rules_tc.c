@@ -24,8 +24,10 @@
  * tail=pad)`, passes/xform_pad.c): every tile keeps its shape, the staging copies
  * fill zeros past the edges and the stores past them are dropped.  Rows whose
  * length is not a multiple of 8 elements cannot be copied 16 bytes at a time
- * (the address would be misaligned): they are copied 8 bytes, or one element, a
- * thread.
+ * (the address would be misaligned): an input operand of a product large enough
+ * to pay for one more pass over it is read from a copy with padded rows
+ * (`realign`, passes/xform_realign.c); otherwise such rows are copied 8 bytes, or
+ * one element, a thread.
  *
  * A template returns false when the nest does not fit it (decided from the nest and
  * the template's constants, never from parameter values). */
@@ -151,7 +153,16 @@ typedef struct TcFit {
     int ra, ca, rb, cb;
     int va, vb;
     bool pad_ij, pad_k;
+    bool al_a, al_b; /* the operand is realigned first */
+    int64_t la, lb;  /* the operands' row lengths */
 } TcFit;
+
+/* Products of at least this many multiply-adds realign an input operand whose rows
+ * are not 16-byte aligned.  The copy reads and writes the operand once (8 MB each
+ * way for 4096 x 1023 bf16, about 10 us on an H100); one-element copies of its tiles
+ * cost the product about half its speed, 0.2 ms at 4095 x 4097 x 1023.  At 2^24
+ * (256^3) the product itself takes a few microseconds, about one launch. */
+enum { REALIGN_MACS = 1 << 24 };
 
 /* The nest fits a tensor-core template of block tile bm x bn x bk: a product of two
  * 16-bit operands of one dtype over one reduction loop, any layout, with at most one
@@ -169,10 +180,66 @@ static bool tc_fits(const NestInfo *n, int bm, int bn, int bk, TcFit *f)
     f->pad_ij = M % bm || N % bn;
     f->pad_k = K % bk;
     /* the row length of each operand: its last dimension, k's or the spatial one's */
-    f->va = copy_width(n->pa_kdim == n->pa_rank - 1 ? K : M);
-    f->vb = copy_width(n->pb_kdim == n->pb_rank - 1 ? K : N);
+    f->la = n->pa_kdim == n->pa_rank - 1 ? K : M;
+    f->lb = n->pb_kdim == n->pb_rank - 1 ? K : N;
+    f->va = copy_width(f->la);
+    f->vb = copy_width(f->lb);
+    double macs = 1;
+    for (int d = 0; d < n->nloops; d++)
+        macs *= (double)n->ext[d];
+    f->al_a = f->va < 8 && n->pa_in && macs >= REALIGN_MACS;
+    f->al_b = f->vb < 8 && n->pb_in && macs >= REALIGN_MACS;
+    if (f->al_a)
+        f->va = 8;
+    if (f->al_b)
+        f->vb = 8;
     return operand_tile(n->pa_rank, n->pa_kdim, n->pa_sdim, bm, bk, &f->ra, &f->ca) &&
            operand_tile(n->pb_rank, n->pb_kdim, n->pb_sdim, bn, bk, &f->rb, &f->cb);
+}
+
+/* The operands as the staging copies read them: realigned where the fit says so.
+ * Called after the padded splits, whose proof reads the operands' own extents. */
+/* The realigned copy of an operand with rows of len elements (padded to a multiple
+ * of 8), mapped as a copy kernel should be: a block per row (the rows of a batch
+ * collapsed into one loop), its threads across the row, each thread taking every
+ * tx-th element, unrolled so that its loads (guarded ones read a clamped index:
+ * codegen/cuda) are in flight together; a warp reads and writes 64 contiguous
+ * bytes an instruction.  (One thread per element, the
+ * mapping gpu-map gives an unscheduled nest, keeps one 2-byte load in flight per
+ * thread: latency-bound.) */
+static SBuf *realign_mapped(Builder *b, SBuf *op, int64_t len)
+{
+    SBuf *al = bld_realign(b, op, 8);
+    if (!al || al->nnest != 1 || al->rank[0] < 2)
+        return NULL;
+    int r = al->rank[0];
+    SLoop *row = al->nest[0][0], *rt, *ru;
+    for (int d = 1; d + 1 < r; d++)
+        if (!bld_collapse(b, row, al->nest[0][d], NULL, &row))
+            return NULL;
+    /* threads a row: a divisor of the row's length, so that no element sits behind
+     * the split's tail guard (4104 elements: 216 threads of 19) */
+    int64_t len8 = (len + 7) / 8 * 8, tx = len8 <= 256 ? len8 : 256;
+    for (int64_t d = tx; d >= 64 && len8 % tx; d--)
+        if (len8 % d == 0)
+            tx = d;
+    bld_split(b, al->nest[0][r - 1], sv(tx), &ru, &rt);
+    BLD_REORDER(b, rt, ru);
+    bld_bind(b, row, "block.x");
+    bld_bind(b, rt, "thread.x");
+    bld_unroll(b, ru);
+    return al;
+}
+
+static bool tc_operands(Builder *b, const NestInfo *n, const TcFit *f, SBuf **pa, SBuf **pb)
+{
+    *pa = bld_buf(b, n->pa);
+    *pb = bld_buf(b, n->pb);
+    if (f->al_a && !(*pa = realign_mapped(b, *pa, f->la)))
+        return false;
+    if (f->al_b && !(*pb = realign_mapped(b, *pb, f->lb)))
+        return false;
+    return true;
 }
 
 /* Split-K fits a product with no batch loop (the slices take block.z) whose
@@ -376,8 +443,11 @@ static bool gpu_tc_b(Builder *b, const void *vctx)
     (f.pad_k ? bld_split_padded : bld_split_named)(b, t.k, sv(s->bk), "ko", "kt", &ko, &kt);
     bld_split_named(b, kt, sv(16), "ks", "kk", &ks, &kk);
     BLD_REORDER(b, ko, wzl, wyl, ks, mi, nj, mm, nn);
-    SBuf *As = bld_cache_squeezed(b, bld_buf(b, n->pa), ko, "shared", "As", t.batch != NULL);
-    SBuf *Bs = bld_cache_squeezed(b, bld_buf(b, n->pb), ko, "shared", "Bs", t.batch != NULL);
+    SBuf *pa, *pb;
+    if (!tc_operands(b, n, &f, &pa, &pb))
+        return false;
+    SBuf *As = bld_cache_squeezed(b, pa, ko, "shared", "As", t.batch != NULL);
+    SBuf *Bs = bld_cache_squeezed(b, pb, ko, "shared", "Bs", t.batch != NULL);
     bld_padding(b, As, sv(8));
     bld_padding(b, Bs, sv(8));
     stage_map(b, As, f.ra, f.ca, f.va, 32, wy, wz, &a_names);
@@ -437,8 +507,11 @@ static bool gpu_wg_b(Builder *b, const void *vctx)
     (f.pad_k ? bld_split_padded : bld_split_named)(b, t.k, sv(64), "ko", "kt", &ko, &kt);
     bld_split_named(b, kt, sv(16), "ks", "kk", &ks, &kk);
     BLD_REORDER(b, ko, wy, ks, wm, t.ji1, kk);
-    SBuf *As = bld_cache_squeezed(b, bld_buf(b, n->pa), ko, "shared", "As", t.batch != NULL);
-    SBuf *Bs = bld_cache_squeezed(b, bld_buf(b, n->pb), ko, "shared", "Bs", t.batch != NULL);
+    SBuf *pa, *pb;
+    if (!tc_operands(b, n, &f, &pa, &pb))
+        return false;
+    SBuf *As = bld_cache_squeezed(b, pa, ko, "shared", "As", t.batch != NULL);
+    SBuf *Bs = bld_cache_squeezed(b, pb, ko, "shared", "Bs", t.batch != NULL);
     stage_map(b, As, f.ra, f.ca, f.va, 128, 2, 0, &a_names);
     stage_map(b, Bs, f.rb, f.cb, f.vb, 128, 2, 0, &b_names);
     bld_wgmma(b, wm, t.ji1, kk);
@@ -563,8 +636,12 @@ static void sort_family(TcOffer *o, int n)
  * shapes when none of its large tiles fills the GPU, else right after those that
  * fill it (the tuner still measures split-K).  Smaller tiles that fill the GPU
  * (mma.sync 64 x 128 on 1024 x 1024) do not count: on a long reduction they read
- * each operand twice as often as a 128 x 128 tile does. */
-static int add_family(TcOffer *o, int n, bool wg, bool splitk, const Target *tg, const NestInfo *ns0)
+ * each operand twice as often as a 128 x 128 tile does.  A smaller tile that spans
+ * a thin side of the product (16 x 64 on 16 x 4096 x 4096: one tile of rows, 64
+ * blocks) reads nothing twice, and gets split-K too; with thin_only, only those
+ * smaller ones. */
+static int add_family(TcOffer *o, int n, bool wg, bool splitk, bool thin_only, const Target *tg,
+                      const NestInfo *ns0)
 {
     enum { NWG = sizeof wg_shapes / sizeof wg_shapes[0], NTC = sizeof tc_shapes / sizeof tc_shapes[0] };
     int nsh = wg ? NWG : NTC, first = n;
@@ -582,7 +659,11 @@ static int add_family(TcOffer *o, int n, bool wg, bool splitk, const Target *tg,
         int bm = wg ? 128 : ((const TcShape *)o[i].shape)->bm;
         int bn = wg ? ((const WgShape *)o[i].shape)->bn : ((const TcShape *)o[i].shape)->bn;
         int bk = wg ? 64 : ((const TcShape *)o[i].shape)->bk;
-        if (bm * bn < 128 * 128 || o[i].useful < MIN_USEFUL)
+        bool spans = ns0->nspatial == 2 && (bm >= ns0->ext[0] || bn >= ns0->ext[1]);
+        bool large = bm * bn >= 128 * 128;
+        if (thin_only ? large || !spans : !large && !spans)
+            continue;
+        if (o[i].useful < MIN_USEFUL)
             continue;
         TcOffer x = o[i];
         x.nslices = sk_slices(ns0, o[i].blocks, bm, bn, bk, tg, x.slices, &x.cost);
@@ -625,9 +706,10 @@ void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, 
     TcOffer o[2 * (NWG + NTC)];
     int n = 0;
     if (target->wgmma)
-        n = add_family(o, n, true, true, target, ns[0]);
-    /* split-K in one family only: the space holds 12 templates */
-    n = add_family(o, n, false, !target->wgmma, target, ns[0]);
+        n = add_family(o, n, true, true, false, target, ns[0]);
+    /* split-K of large tiles in one family only (the space holds 12 templates);
+     * mma.sync's thin tiles, which wgmma's 64-row steps do not have, in both */
+    n = add_family(o, n, false, true, target->wgmma, target, ns[0]);
     for (int i = 0; i < n; i++) {
         TcCtx *x = arena_alloc(a, sizeof *x);
         *x = (TcCtx){ns, nn, o[i].shape, {0}, o[i].nslices};

@@ -78,6 +78,11 @@ row mm-8192      mm-bf16-f32:8192:8192:8192          $C/mm.pdl -D M=8192 -D N=81
 row mm-bf16out   mm-bf16-bf16:4096:4096:4096         $C/mm.pdl -D U=bf16
 row mm-f16out    mm-f16-f16:4096:4096:4096           $C/mm.pdl -D T=f16 -D U=f16
 row odd          mm-bf16-bf16:4095:4097:1023         $C/mm.pdl -D U=bf16 -D M=4095 -D N=4097 -D K=1023
+# the nn.Linear layout at the odd shape: both operands' rows of 1023 (realigned)
+row odd-lin      linear-bf16:4095:4097:1023          $C/linear.pdl -D M=4095 -D N=4097 -D K=1023
+# the odd row's product once its operands are realigned (rows of 1024 and 4104): the
+# share of the odd row's time its two copies take
+row odd-core     mm-bf16-bf16:4096:4104:1024         $C/mm.pdl -D U=bf16 -D M=4096 -D N=4104 -D K=1024
 row thin16       mm-bf16-bf16:16:4096:4096           $C/mm.pdl -D U=bf16 -D M=16
 row thin128      mm-bf16-bf16:128:4096:4096          $C/mm.pdl -D U=bf16 -D M=128
 row klarge       mm-bf16-f32:1024:1024:16384         $C/mm.pdl -D M=1024 -D N=1024 -D K=16384

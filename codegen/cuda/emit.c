@@ -275,6 +275,21 @@ static void flt_const(StrBuf *o, double v, DType t)
     sb_printf(o, "%s%s%s", buf, has ? "" : ".0", dbl ? "" : "f");
 }
 
+/* Index i of an access to global buffer b, clamped into its dimension while
+ * e->clamp is set. */
+static void em_index(Em *e, const Buffer *b, Expr *const *idx, int i, StrBuf *o)
+{
+    if (!e->clamp) {
+        em_sub(e, idx[i], o);
+        return;
+    }
+    sb_puts(o, "pf_clamp(");
+    em_expr(e, idx[i], o);
+    sb_puts(o, ", ");
+    em_expr(e, b->shape[i], o);
+    sb_putc(o, ')');
+}
+
 /* The element b[idx] as an lvalue (no conversion).  Global buffers are flat: the
  * row-major linear index is written in Horner form with the symbolic sizes, e.g.
  * A[i * K + k]; staged buffers are C arrays, As[ty][kk]. */
@@ -307,7 +322,7 @@ void em_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
     if (b->rank == 0)
         sb_putc(&cur, '0');
     else
-        em_sub(e, idx[0], &cur);
+        em_index(e, b, idx, 0, &cur);
     for (int i = 1; i < b->rank; i++) {
         StrBuf nx = {0};
         if (i > 1) sb_printf(&nx, "(%s)", cur.s);
@@ -315,7 +330,7 @@ void em_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
         sb_puts(&nx, " * ");
         em_sub(e, b->shape[i], &nx);
         sb_puts(&nx, " + ");
-        em_sub(e, idx[i], &nx);
+        em_index(e, b, idx, i, &nx);
         sb_free(&cur);
         cur = nx;
     }
@@ -404,7 +419,23 @@ void em_expr(Em *e, const Expr *x, StrBuf *o)
                 sb_printf(o, "pf_v%d[%s]", e->vid[i], em_vn(e, e->vlane));
                 return;
             }
-        if (x->u.load.guarded) {
+        if (x->u.load.guarded && b->mem == MEM_GLOBAL && b->layout == LAYOUT_PLAIN && dtype_is_float(b->dtype)) {
+            /* out-of-range reads yield the buffer's pad value (0 without one).  The
+             * load itself reads a clamped index, so it is valid wherever it runs
+             * and is an argument, evaluated whatever the condition: the compiler may
+             * issue the loads of an unrolled copy together instead of each behind
+             * its own branch. */
+            DType ct = b->dtype == DT_F64 ? DT_F64 : DT_F32;
+            sb_printf(o, "pf_pick%s(", ct == DT_F64 ? "d" : "f");
+            em_in_range(e, b, x->u.load.idx, o);
+            sb_puts(o, ", ");
+            e->clamp = true;
+            load_value(e, b, x->u.load.idx, o);
+            e->clamp = false;
+            sb_puts(o, ", ");
+            flt_const(o, b->has_pad ? b->pad : 0.0, ct);
+            sb_puts(o, ")");
+        } else if (x->u.load.guarded) {
             /* out-of-range reads yield the buffer's pad value (0 without one)
              * without touching memory */
             sb_puts(o, "(");
@@ -1365,6 +1396,9 @@ static const char prelude[] =
     "static __device__ __forceinline__ float pf_fmodf(float a, float b) { return a - b * floorf(a / b); }\n"
     "static __device__ __forceinline__ double pf_fmodd(double a, double b) { return a - b * floor(a / b); }\n"
     "static __device__ __forceinline__ bool pf_in(idx_t i, idx_t n) { return i >= 0 && i < n; }\n"
+    "static __device__ __forceinline__ idx_t pf_clamp(idx_t i, idx_t n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }\n"
+    "static __device__ __forceinline__ float pf_pickf(bool c, float v, float d) { return c ? v : d; }\n"
+    "static __device__ __forceinline__ double pf_pickd(bool c, double v, double d) { return c ? v : d; }\n"
     "/* exp where the results are 16-bit (Kernel.fast_exp): one ex2.approx, results below 2^-126 flushed to 0 */\n"
     "static __device__ __forceinline__ float pf_fexp(float x) { float y; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x * 1.4426950408889634f)); return y; }\n";
 /* then em_tc_prelude (emit_tc.c: tensor cores, cp.async), then: */

@@ -31,6 +31,9 @@ typedef struct Em {
     /* Tensor cores (passes/gpu_mma.c set the layouts): the launch holds fragment
      * accumulators (frag), of warpgroups (wg), and swizzled wgmma operands (swz). */
     bool frag, wg, swz;
+    /* Set while printing the address of a guarded global load: every index is
+     * clamped into its dimension (pf_clamp), so the load is valid wherever it runs. */
+    bool clamp;
     /* dvar/dname: the accumulator's row (0) and column (1) loops now being spread
      * over the lanes, and how a fragment index names them (fragmode: being printed). */
     const Var *dvar[2];

@@ -4,7 +4,9 @@
 # sm_80 and sm_90a; that schedule must pad (`tail=pad`), the PTX must be accepted by
 # ptxas where one is installed (NVRTC where it is), and the scheduled loop nest run
 # on the f64 interpreter must give the unscheduled kernel's outputs (the sums of
-# every output, to 1e-6 relative): padded iterations change nothing.
+# every output, to 1e-6 relative): padded iterations change nothing.  Products of
+# 2^24 multiply-adds or more whose rows are not 16-byte aligned must read their
+# input operands from realigned copies (`realign`, tune/rules_tc.c).
 # Usage: pad_compile.sh PERFC KERNEL_DIR [PTXAS]
 set -u
 perfc=$1; dir=$2; ptxas=${3:-}
@@ -17,6 +19,9 @@ check() { # file target args...
   local what="$f $t $*"
   "$perfc" "$dir/$f" -target "$t" "$@" -emit report --verbose > "$tmp/rep" 2>&1 || { bad "$what: report"; cat "$tmp/rep"; return; }
   grep -q 'tail=pad' "$tmp/rep" || { bad "$what: the default schedule did not pad"; return; }
+  if [ -n "${want_realign:-}" ]; then
+    grep -q "realign($want_realign, 8)" "$tmp/rep" || { bad "$what: the default schedule did not realign $want_realign"; return; }
+  fi
   # the schedule as statements (the report lists it indented under the default-schedule line)
   sed -n '/default schedule for contractions applies/,/^kernel /p' "$tmp/rep" | grep '^  [a-z]' | grep -v '^  param ' > "$tmp/sched"
   local st; st=$(grep -oE 'param st = [0-9]+' "$tmp/rep" | awk '{print $4}')
@@ -46,6 +51,9 @@ for t in sm_80 sm_90a; do
   check mm_tn.pdl $t -D M=130 -D N=96 -D K=50
   check bmm.pdl $t -D NB=3 -D M=100 -D N=70 -D K=40
   check linear_gelu.pdl $t -D M=129 -D N=130 -D K=96
+  want_realign=B check mm.pdl $t -D U=bf16 -D M=300 -D N=301 -D K=251
+  want_realign=W check linear.pdl $t -D M=257 -D N=260 -D K=255
+  want_realign=A check bmm.pdl $t -D NB=8 -D M=200 -D N=130 -D K=101
 done
 [ $fail = 0 ] && echo "padded tensor-core schedules: PTX and interpreter results checked"
 exit $fail

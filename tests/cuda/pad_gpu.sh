@@ -4,7 +4,8 @@
 # (tile(.., tail=pad), split(k, .., tail=pad)), fills the staging copies with zeros
 # past the edges and drops the stores there.  Every layout and result dtype the
 # templates read, row lengths that allow 16-byte, 8-byte and only one-element
-# copies, a batch and a fused epilogue; wgmma code (sm_90a) where the GPU has it,
+# copies (and, from 2^24 multiply-adds, operands read from realigned copies), a
+# batch and a fused epilogue; wgmma code (sm_90a) where the GPU has it,
 # and mma.sync code (sm_80) on any GPU from sm_80 on.  Skipped (77) without a GPU.
 # Usage: pad_gpu.sh PERFC KERNEL_DIR (bench/gpu/contractions)
 set -u
@@ -32,6 +33,10 @@ for t in sm_80 sm_90a; do
   run $t mm_tn.pdl -D M=130 -D N=96 -D K=50
   run $t bmm.pdl -D NB=3 -D M=100 -D N=70 -D K=40
   run $t linear_gelu.pdl -D M=129 -D N=130 -D K=96
+  run $t mm.pdl -D U=bf16 -D M=300 -D N=301 -D K=251
+  run $t linear.pdl -D M=257 -D N=260 -D K=255
+  run $t bmm.pdl -D NB=8 -D M=200 -D N=130 -D K=101
+  run $t linear_gelu.pdl -D M=1000 -D N=1001 -D K=999
 done
 [ $ran = 1 ] || { echo "no GPU: skipped"; exit 77; }
 [ $fail = 0 ] && echo "padded tensor-core tiles validated on the GPU"

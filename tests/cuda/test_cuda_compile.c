@@ -156,7 +156,7 @@ int main(int argc, char **argv)
     compile_all(k, bg);
     ir_free(k);
     k = kb_conv(19, 23);
-    const char *cv[] = {"pf_in(", " : 0.0f)", NULL};
+    const char *cv[] = {"pf_pickf(pf_in(", "pf_clamp(", ", 0.0f)", NULL};
     compile_all(k, cv);
     ir_free(k);
     k = kb_eltwise(1000);
