@@ -22,8 +22,9 @@
  *   4. marks every other access of an accumulator's elements: it must sit in a row
  *      loop and a column loop, one directly holding the other, that the back end
  *      spreads over the lanes holding those elements (`lane-rows`, `lane-cols`;
- *      `lane-cols2` when the column loop's one store to global f32, f16 or bf16
- *      memory can write a lane's two adjacent columns as one 8-byte (4-byte)
+ *      `lane-cols2` when the column loop's one store to global (or plainly laid
+ *      out shared) f32, f16 or bf16 memory can write a lane's two adjacent
+ *      columns as one 8-byte (4-byte)
  *      access: the row length even and the pair's first column even, so a
  *      guarded store of a padded tile's edge keeps both or drops both); any other
  *      access is refused.
@@ -568,7 +569,7 @@ static bool store2_ok(Mc *c, const Node *m)
     const Buffer *g = s->u.stmt.buf;
     const Var *cv = m->u.loop.var;
     int64_t rowlen, co;
-    if (s->u.stmt.op != SOP_ASSIGN || g->mem != MEM_GLOBAL ||
+    if (s->u.stmt.op != SOP_ASSIGN || (g->mem != MEM_GLOBAL && !(g->mem == MEM_SHARED && g->layout == LAYOUT_PLAIN)) ||
         (g->dtype != DT_F32 && g->dtype != DT_F16 && g->dtype != DT_BF16) || g->rank < 1 ||
         !gpu_cval(c->k, g->shape[g->rank - 1], &rowlen) || rowlen % 2)
         return false;

@@ -17,7 +17,8 @@
  * Contiguous and aligned: the load (store) is unguarded (a copy's source may be
  * guarded, a padded tile's edge: the row length being a multiple of the width and
  * lane 0 aligned, the vector lies all inside the row or all past it, and the back
- * end fills it with zeros there), only its last index
+ * end fills it with zeros there; so may its destination, the write-back of a
+ * padded tile, which the back end then makes or drops whole), only its last index
  * mentions the lane, with coefficient 1, the row length is a multiple of the
  * width, and the index at lane 0 is a provable multiple of the width, so the
  * address is aligned to the whole access.  The last index of every access marked
@@ -69,7 +70,7 @@ static Node *wide_copy(Kernel *k, const Node *n, int64_t w)
     int64_t bytes = w * dtype_bytes(d->dtype);
     if (sb->dtype != d->dtype || (bytes != 8 && bytes != 16) || !dtype_is_float(d->dtype) ||
         d->dtype == DT_F64 || !contig_ok(k, sb, v->u.load.idx, v->u.load.guarded, n->u.loop.var, w) ||
-        !contig_ok(k, d, s->u.stmt.idx, false, n->u.loop.var, w))
+        !contig_ok(k, d, s->u.stmt.idx, s->u.stmt.guarded, n->u.loop.var, w))
         return NULL;
     return s;
 }

@@ -129,6 +129,8 @@ static Node *copy_nest(Kernel *k, Buffer *glob, Buffer *loc, const Region *r, co
  * the whole of the temporary's life: softmax's row of exponentials, kept in a
  * local row instead of a buffer of R x C, or a 16-bit GEMM's f32 accumulator
  * tile.  `mine` are the accesses inside l in program order. */
+static bool covered_first(Kernel *k, Node *l, Buffer *b, const AccVec *mine, const Region *r);
+
 static bool fresh_each_iteration(Kernel *k, Node *l, Buffer *b, const AccVec *mine, const Region *r)
 {
     if (b->kind != BUF_TEMP || mine->n == 0)
@@ -140,9 +142,21 @@ static bool fresh_each_iteration(Kernel *k, Node *l, Buffer *b, const AccVec *mi
         if (all.v[i].buf == b && !xf_contains(l, all.v[i].stmt))
             inside = false;
     acc_free(&all);
+    return inside && covered_first(k, l, b, mine, r);
+}
+
+/* The first access of b in each iteration of l is an unguarded `=` nest that
+ * writes every element of the box (its loops run exactly over it), touching b
+ * nowhere else but at the element just written: no read in the iteration sees a
+ * value from before it, so a copy-in would be dead (an output tile the iteration
+ * computes whole, staged in shared memory for a coalesced write-back). */
+static bool covered_first(Kernel *k, Node *l, Buffer *b, const AccVec *mine, const Region *r)
+{
+    if (mine->n == 0)
+        return false;
     const Access *w = &mine->v[0];
     Node *s = w->stmt;
-    if (!inside || !w->write || s->u.stmt.op != SOP_ASSIGN)
+    if (!w->write || s->u.stmt.op != SOP_ASSIGN)
         return false;
     /* The loops between l and the statement, each over one dimension of the box. */
     bool used[8] = {0};
@@ -299,6 +313,9 @@ bool xf_cache(XfCtx *c)
     StrBuf why = {0};
     bool ok = xf_region(c->k, l, &mine, false, &r, &why);
     bool fresh = ok && fresh_each_iteration(c->k, l, b, &mine, &r);
+    /* (local staging keeps its copy-in, which gpu-dead-fill drops where the next
+     * nest overwrites it: schedules name the copy-back loops after it, `acc_c01`) */
+    bool no_in = ok && !fresh && writes && mem == MEM_SHARED && covered_first(c->k, l, b, &mine, &r);
     /* squeeze=1: the staged buffer leaves out the dimensions l fixes */
     const SchedArg *sq = xf_kwarg(c, "squeeze");
     if (sq && (sq->kind != SARG_INT || sq->ival < 0 || sq->ival > 1)) {
@@ -396,7 +413,8 @@ bool xf_cache(XfCtx *c)
         xf_drop_prefetches(k, l, b);
         return true;
     }
-    ir_list_insert(&l->u.loop.body, 0, copy_nest(k, b, loc, &r, keep, true, l, lo_ok, hi_ok, padded), l);
+    if (!no_in)
+        ir_list_insert(&l->u.loop.body, 0, copy_nest(k, b, loc, &r, keep, true, l, lo_ok, hi_ok, padded), l);
     if (writes)
         ir_list_push(&l->u.loop.body, copy_nest(k, b, loc, &r, keep, false, l, lo_ok, hi_ok, padded), l);
     return true;

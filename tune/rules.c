@@ -334,9 +334,31 @@ static void operand_dims(const Expr *value, const Buffer *b, const Var *k, const
         *sdim = -1;
 }
 
-static NestInfo *nest_info(const Nest *n, Arena *a)
+/* The last statement of the subtree n, in program order. */
+static const Node *last_stmt(const Node *n)
+{
+    if (n->kind == N_STMT)
+        return n;
+    const NodeList *b = ir_body((Node *)n);
+    for (int i = b ? b->n - 1 : -1; i >= 0; i--) {
+        const Node *s = last_stmt(b->v[i]);
+        if (s)
+            return s;
+    }
+    return NULL;
+}
+
+static NestInfo *nest_info(const Kernel *k, const Nest *n, Arena *a)
 {
     NestInfo *x = arena_alloc(a, sizeof *x);
+    const Node *ls = last_stmt(n->top);
+    if (ls) {
+        const Buffer *w = ls->u.stmt.buf;
+        int64_t row = 0;
+        x->wr = arena_strdup(a, w->name), x->wr_t = w->dtype, x->wr_out = w->kind == BUF_OUT;
+        if (w->rank > 0 && ir_eval_size(k, w->shape[w->rank - 1], &row))
+            x->wr_row = row;
+    }
     x->nloops = n->nloops;
     x->nspatial = n->nspatial;
     for (int i = 0; i < n->nloops; i++) {
@@ -1312,7 +1334,7 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
     /* the templates read the nests during the whole search: arena memory */
     NestInfo **infos = arena_alloc(a, sizeof *infos * 16);
     for (int i = 0; i < nn; i++)
-        infos[i] = nest_info(&ns[i], a);
+        infos[i] = nest_info(u, &ns[i], a);
     int ncontr = 0, nred = 0;
     for (int i = 0; i < nn; i++) {
         ncontr += ns[i].red && ns[i].nspatial >= 1 && ns[i].nloops - ns[i].nspatial >= 1 &&

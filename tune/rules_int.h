@@ -26,6 +26,12 @@ typedef struct NestInfo {
     int pa_rank, pa_kdim, pa_sdim;
     int pb_rank, pb_kdim, pb_sdim;
     bool pa_in, pb_in;       /* the operand is an input of the kernel */
+    /* what the nest's last statement writes (an epilogue's result), its row length
+     * (0: not known) and whether it is an output of the kernel */
+    const char *wr;
+    DType wr_t;
+    int64_t wr_row;
+    bool wr_out;
 } NestInfo;
 
 /* Checks the template fn(ctx) at its defaults and adds it to the space when it

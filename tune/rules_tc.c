@@ -75,6 +75,7 @@ typedef struct StageNames {
 
 static const StageNames a_names = {"ac", "av", "ar", "ax", "af", "az", "ara", "ay", "au", "acu"};
 static const StageNames b_names = {"bc", "bv", "br", "bx", "bf", "bz", "bra", "by", "bu", "bcu"};
+static const StageNames c_names = {"sc", "sv", "sr", "sx", "sf", "sz", "sra", "sy", "su", "scu"};
 
 /* The copy of a staged operand S (R x C, its copy nest S->nest[0]) on a block of
  * tx x wy x wz threads (wz = 0: no thread.z): vw elements (16 bytes at 8) per thread and copy.  Rows narrower
@@ -127,6 +128,18 @@ static void stage_map(Builder *b, SBuf *S, int R, int C, int vw, int tx, int wy,
         bld_vectorize(b, cv);
 }
 
+/* The write-back of a staged result tile (R x C; cache made it no copy in, the
+ * epilogue writes every element) mapped as the operand copies are, vw elements a
+ * thread (one for odd rows): a warp's lanes along rows. */
+static void out_map(Builder *b, SBuf *cs, int R, int C, int vw, int tx, int wy, int wz)
+{
+    SBuf back = *cs;
+    back.nnest = 1;
+    back.rank[0] = cs->rank[cs->nnest - 1];
+    memcpy(back.nest[0], cs->nest[cs->nnest - 1], sizeof back.nest[0]);
+    stage_map(b, &back, R, C, vw, tx, wy, wz, &c_names);
+}
+
 /* ---- the common part: fuse, tile, stage the accumulator ---- */
 
 typedef struct TcCtx {
@@ -141,6 +154,7 @@ enum { MAX_EL = 8 };
 
 typedef struct TcNest {
     SLoop *io, *jo, *ii1, *ji1; /* block tile loops; the contraction's row, column */
+    SBuf *cs;                   /* the result tile staged in shared memory, or NULL */
     SLoop *batch, *k;           /* the batch loop (NULL: none), the reduction loop */
     int nel;                    /* the nests that touch the accumulator elementwise */
     SLoop *er[MAX_EL], *ec[MAX_EL];
@@ -217,10 +231,13 @@ static SBuf *realign_mapped(Builder *b, SBuf *op, int64_t len)
     for (int d = 1; d + 1 < r; d++)
         if (!bld_collapse(b, row, al->nest[0][d], NULL, &row))
             return NULL;
-    /* threads a row: a divisor of the row's length, so that no element sits behind
-     * the split's tail guard (4104 elements: 216 threads of 19) */
-    int64_t len8 = (len + 7) / 8 * 8, tx = len8 <= 256 ? len8 : 256;
-    for (int64_t d = tx; d >= 64 && len8 % tx; d--)
+    /* threads a row: whole warps (the tuner prunes other blocks; a row shorter
+     * than the split runs as many threads as it has elements), a divisor of the
+     * row's length where one is, so that no element sits behind the split's tail
+     * guard (1024: 256 threads of 4; 4104 has no such divisor: 256 and a guard;
+     * 136: 128 and a guard) */
+    int64_t len8 = (len + 7) / 8 * 8, tx = len8 < 256 ? (len8 > 32 ? len8 / 32 * 32 : 32) : 256;
+    for (int64_t d = tx; d >= 64 && len8 % tx; d -= 32)
         if (len8 % d == 0)
             tx = d;
     bld_split(b, al->nest[0][r - 1], sv(tx), &ru, &rt);
@@ -240,6 +257,32 @@ static bool tc_operands(Builder *b, const NestInfo *n, const TcFit *f, SBuf **pa
     if (f->al_b && !(*pb = realign_mapped(b, *pb, f->lb)))
         return false;
     return true;
+}
+
+/* Whether the result is staged per block tile (tc_tile), and the elements a thread
+ * writes back (0: not staged).  The last fused consumer writes a 16-bit output of
+ * the kernel, and
+ *   - its rows have an odd length, which the fragments would store one 2-byte
+ *     element at a time, 8 rows apart in a warp's instruction.  Written back from
+ *     shared memory, a warp stores whole rows: on an H100, 4095 x 4097 x 1023 on
+ *     wgmma 128 x 128 took 0.171 ms stored from the fragments and 0.119 through
+ *     shared memory;
+ *   - or the reduction is short (K <= 256: a batch of 512 x 512 x 128 products),
+ *     so that writing the result is a large share of each tile's time, and 16
+ *     bytes a thread in whole rows beat 4-byte pairs 8 rows apart.
+ * (Even rows after a long reduction store pairs, 4 bytes a lane; staging them
+ * measured no faster at 4096^3, and costs 128 x 256 tiles a pipeline stage.)  Not
+ * with split-K, whose tiles write f32 partial planes. */
+enum { SHORT_K = 256 };
+
+static int out_staged(const TcCtx *c)
+{
+    const NestInfo *w = c->ns[c->nn - 1], *n = c->ns[0];
+    if (c->nslices || !w->wr || !w->wr_out || (w->wr_t != DT_BF16 && w->wr_t != DT_F16) || w->wr_row <= 0)
+        return 0;
+    if (w->wr_row % 2)
+        return 1;
+    return n->ext[n->nloops - 1] <= SHORT_K ? copy_width(w->wr_row) : 0;
 }
 
 /* Split-K fits a product with no batch loop (the slices take block.z) whose
@@ -276,12 +319,19 @@ static void tc_fuse_consumers(Builder *b, const TcCtx *c)
  * per block (squeeze: the dimensions a batch loop fixes left out) and distributes
  * the tile loops: one nest for the initialisation, one for the products, one per
  * consumer statement. */
-static void tc_tile(Builder *b, SLoop *i, SLoop *j, SBuf *out, bool squeeze, int bm, int bn, bool pad, TcNest *t)
+static void tc_tile(Builder *b, SLoop *i, SLoop *j, SBuf *out, SBuf *res, bool squeeze, int bm, int bn, bool pad,
+                    TcNest *t)
 {
     SLoop *tl[4];
     (pad ? bld_tile_padded : bld_tile)(b, i, j, sv(bm), sv(bn), (const char *const[]){"io", "jo", "ii", "ji"}, tl);
     t->io = tl[0], t->jo = tl[1];
     SBuf *acc = bld_cache_squeezed(b, out, t->jo, NULL, "acc", squeeze);
+    /* the result tile through shared memory (out_staged): the epilogue writes it from
+     * the fragments, a copy nest the template maps writes it back in rows */
+    if (res) {
+        t->cs = bld_cache_squeezed(b, res, t->jo, "shared", "Cs", squeeze);
+        bld_padding(b, t->cs, sv(8));
+    }
     SLoop *jd[MAX_EL], *id[MAX_EL];
     int nj = bld_distribute_all(b, tl[3], jd, MAX_EL);
     int ni = bld_distribute_all(b, tl[2], id, MAX_EL);
@@ -303,7 +353,7 @@ static void sk_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, TcNes
 /* Fuses the consumers into the product's nest and tiles it (tc_tile); with split-K
  * (c->nslices) the reduction is first cut into slices whose partial products get
  * the tiles (sk_begin). */
-static void tc_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, TcNest *t)
+static void tc_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, bool stage_out, TcNest *t)
 {
     const NestInfo *n = c->ns[0];
     memset(t, 0, sizeof *t);
@@ -315,7 +365,9 @@ static void tc_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, TcNes
     tc_fuse_consumers(b, c);
     t->batch = ia ? bld_loop(b, n->loop[0]) : NULL;
     t->k = bld_loop(b, n->loop[n->nloops - 1]);
-    tc_tile(b, bld_loop(b, n->loop[ia]), bld_loop(b, n->loop[ia + 1]), bld_buf(b, n->out), ia > 0, bm, bn, pad, t);
+    SBuf *res = stage_out ? bld_buf(b, c->ns[c->nn - 1]->wr) : NULL;
+    tc_tile(b, bld_loop(b, n->loop[ia]), bld_loop(b, n->loop[ia + 1]), bld_buf(b, n->out), res, ia > 0, bm, bn, pad,
+            t);
 }
 
 /* ---- split-K ----
@@ -385,7 +437,7 @@ static void sk_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, TcNes
     bld_cache(b, bld_buf(b, n->out), zt, NULL, sk_fresh(b, nzs));
     t->batch = zi;
     t->k = kr;
-    tc_tile(b, pi, pj, P, true, bm, bn, pad, t);
+    tc_tile(b, pi, pj, P, NULL, true, bm, bn, pad, t);
 }
 
 /* ---- mma.sync (sm_80+) ---- */
@@ -423,9 +475,11 @@ static bool gpu_tc_b(Builder *b, const void *vctx)
     if (s->wm % 16 || s->wn % 8 || s->bk % 16 || !stage_fits(f.ra, f.ca, f.va, 32, nw) ||
         !stage_fits(f.rb, f.cb, f.vb, 32, nw))
         return false;
+    int vo = out_staged(c);
+    bool so = vo && stage_fits(s->bm, s->bn, vo, 32, nw);
     SVal st = bld_param(b, "st", s->stages, s->nstages);
     TcNest t;
-    tc_begin(b, c, s->bm, s->bn, f.pad_ij, &t);
+    tc_begin(b, c, s->bm, s->bn, f.pad_ij, so, &t);
     for (int e = 0; e < t.nel; e++) {
         const char *const *nm = el_names[e];
         SLoop *z, *r, *y, *cc;
@@ -452,6 +506,8 @@ static bool gpu_tc_b(Builder *b, const void *vctx)
     bld_padding(b, Bs, sv(8));
     stage_map(b, As, f.ra, f.ca, f.va, 32, wy, wz, &a_names);
     stage_map(b, Bs, f.rb, f.cb, f.vb, 32, wy, wz, &b_names);
+    if (t.cs)
+        out_map(b, t.cs, s->bm, s->bn, vo, 32, wy, wz);
     bld_mma(b, mm, nn, kk);
     if (t.batch)
         bld_bind(b, t.batch, "block.z");
@@ -493,9 +549,15 @@ static bool gpu_wg_b(Builder *b, const void *vctx)
     if (!tc_fits(n, 128, s->bn, 64, &f) || !sk_fits(c, 64) || !stage_fits(f.ra, f.ca, f.va, 128, 2) ||
         !stage_fits(f.rb, f.cb, f.vb, 128, 2))
         return false;
+    /* a result staged in shared memory (out_staged), for which 128 x 256 tiles and
+     * their four stages leave no room (the 128 x 128 templates take it) */
+    int vo = out_staged(c);
+    bool so = vo && stage_fits(128, s->bn, vo, 128, 2);
+    if (vo && (s->bn > 128 || !so))
+        return false;
     SVal st = bld_param(b, "st", s->stages, 2);
     TcNest t;
-    tc_begin(b, c, 128, s->bn, f.pad_ij, &t);
+    tc_begin(b, c, 128, s->bn, f.pad_ij, so, &t);
     for (int e = 0; e < t.nel; e++) {
         const char *const *nm = el_names[e];
         SLoop *y, *r;
@@ -514,6 +576,8 @@ static bool gpu_wg_b(Builder *b, const void *vctx)
     SBuf *Bs = bld_cache_squeezed(b, pb, ko, "shared", "Bs", t.batch != NULL);
     stage_map(b, As, f.ra, f.ca, f.va, 128, 2, 0, &a_names);
     stage_map(b, Bs, f.rb, f.cb, f.vb, 128, 2, 0, &b_names);
+    if (t.cs)
+        out_map(b, t.cs, 128, s->bn, vo, 128, 2, 0);
     bld_wgmma(b, wm, t.ji1, kk);
     if (t.batch)
         bld_bind(b, t.batch, "block.z");

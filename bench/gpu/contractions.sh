@@ -80,6 +80,7 @@ row mm-f16out    mm-f16-f16:4096:4096:4096           $C/mm.pdl -D T=f16 -D U=f16
 row odd          mm-bf16-bf16:4095:4097:1023         $C/mm.pdl -D U=bf16 -D M=4095 -D N=4097 -D K=1023
 # the nn.Linear layout at the odd shape: both operands' rows of 1023 (realigned)
 row odd-lin      linear-bf16:4095:4097:1023          $C/linear.pdl -D M=4095 -D N=4097 -D K=1023
+row odd-gelu     lingelu-bf16:4095:4097:1023         $C/linear_gelu.pdl -D M=4095 -D N=4097 -D K=1023
 # the odd row's product once its operands are realigned (rows of 1024 and 4104): the
 # share of the odd row's time its two copies take
 row odd-core     mm-bf16-bf16:4096:4104:1024         $C/mm.pdl -D U=bf16 -D M=4096 -D N=4104 -D K=1024

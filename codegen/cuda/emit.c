@@ -797,9 +797,33 @@ static void emit_vector_loads(Em *e, const Node *n, int64_t w)
     e->vlane = lane;
 }
 
+static void emit_wide_copy_body(Em *e, const Node *n);
+
 /* A vector loop marked wide (or cp.async inside a pipeline's copies): its one copy
- * statement as one 64- or 128-bit access. */
+ * statement as one 64- or 128-bit access.  A guarded store (the write-back of a
+ * padded tile past the product's edge) is made or dropped whole: pass gpu-vector
+ * made the vector all inside or all outside the row, so its first lane decides. */
 static void emit_wide_copy(Em *e, const Node *n)
+{
+    const Node *s = n->u.loop.body.v[0];
+    if (!s->u.stmt.guarded) {
+        emit_wide_copy_body(e, n);
+        return;
+    }
+    const Buffer *d = s->u.stmt.buf;
+    Expr *di[8];
+    first_lane(s->u.stmt.idx, d->rank, di);
+    StrBuf in = {0};
+    em_in_range(e, d, di, &in);
+    em_line(e, "if (%s) {", in.s);
+    sb_free(&in);
+    e->ind++;
+    emit_wide_copy_body(e, n);
+    e->ind--;
+    em_line(e, "}");
+}
+
+static void emit_wide_copy_body(Em *e, const Node *n)
 {
     const Node *s = n->u.loop.body.v[0];
     const Buffer *d = s->u.stmt.buf;

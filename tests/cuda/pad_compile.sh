@@ -26,6 +26,12 @@ check() { # file target args...
   sed -n '/default schedule for contractions applies/,/^kernel /p' "$tmp/rep" | grep '^  [a-z]' | grep -v '^  param ' > "$tmp/sched"
   local st; st=$(grep -oE 'param st = [0-9]+' "$tmp/rep" | awk '{print $4}')
   sed -i "s/, st\(,\|)\)/, ${st:-2}\1/" "$tmp/sched"
+  # every launch a whole number of warps: the tuner prunes other thread blocks, so a
+  # default schedule with one would never be measured by --autotune
+  "$perfc" "$dir/$f" -target "$t" "$@" -emit cuda 2>/dev/null | sed -n '/Launches, in order/,/\*\//p' |
+    grep -oE '\) +\([0-9]+, [0-9]+, [0-9]+\)' | tr -d '()' | awk -v w="$what" -F', *' '
+      { n = $1 * $2 * $3; if (n > 32 && n % 32) { print "FAIL: " w ": a launch of " n " threads"; bad = 1 } }
+      END { exit bad }' || fail=1
   "$perfc" "$dir/$f" -target "$t" "$@" -emit ptx -o "$tmp/k.ptx" > "$tmp/err" 2>&1
   local r=$?
   if [ $r = 0 ]; then

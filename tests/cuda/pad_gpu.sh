@@ -37,6 +37,7 @@ for t in sm_80 sm_90a; do
   run $t linear.pdl -D M=257 -D N=260 -D K=255
   run $t bmm.pdl -D NB=8 -D M=200 -D N=130 -D K=101
   run $t linear_gelu.pdl -D M=1000 -D N=1001 -D K=999
+  run $t mm.pdl -D T=f16 -D U=f16 -D M=700 -D N=333 -D K=264
 done
 [ $ran = 1 ] || { echo "no GPU: skipped"; exit 77; }
 [ $fail = 0 ] && echo "padded tensor-core tiles validated on the GPU"
