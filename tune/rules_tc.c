@@ -211,16 +211,13 @@ static bool tc_fits(const NestInfo *n, int bm, int bn, int bk, TcFit *f)
            operand_tile(n->pb_rank, n->pb_kdim, n->pb_sdim, bn, bk, &f->rb, &f->cb);
 }
 
-/* The operands as the staging copies read them: realigned where the fit says so.
- * Called after the padded splits, whose proof reads the operands' own extents. */
 /* The realigned copy of an operand with rows of len elements (padded to a multiple
  * of 8), mapped as a copy kernel should be: a block per row (the rows of a batch
  * collapsed into one loop), its threads across the row, each thread taking every
  * tx-th element, unrolled so that its loads (guarded ones read a clamped index:
  * codegen/cuda) are in flight together; a warp reads and writes 64 contiguous
- * bytes an instruction.  (One thread per element, the
- * mapping gpu-map gives an unscheduled nest, keeps one 2-byte load in flight per
- * thread: latency-bound.) */
+ * bytes an instruction.  (One thread per element, the mapping gpu-map gives an
+ * unscheduled nest, keeps one 2-byte load in flight per thread: latency-bound.) */
 static SBuf *realign_mapped(Builder *b, SBuf *op, int64_t len)
 {
     SBuf *al = bld_realign(b, op, 8);
@@ -248,6 +245,8 @@ static SBuf *realign_mapped(Builder *b, SBuf *op, int64_t len)
     return al;
 }
 
+/* The operands as the staging copies read them: realigned where the fit says so.
+ * Called after the padded splits, whose proof reads the operands' own extents. */
 static bool tc_operands(Builder *b, const NestInfo *n, const TcFit *f, SBuf **pa, SBuf **pb)
 {
     *pa = bld_buf(b, n->pa);
