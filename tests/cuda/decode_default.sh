@@ -12,9 +12,7 @@
 set -u
 perfc=$1; root=$2; ptxas=${3:-}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail=0; nortc=0
-bad() { echo "FAIL: $*"; fail=1; }
-sums() { grep -oE 'sum -?[0-9.e+-]+' "$1" | awk '{print $2}'; }
+. "$(dirname "$0")/default_check.sh"
 u="$root/bench/gpu/kernels/user_attention.pdl"
 cat > "$tmp/cdec.pdl" <<'PDL'
 kernel cdec(B, H, SQ, SK, D) {
@@ -29,34 +27,14 @@ kernel cdec(B, H, SQ, SK, D) {
   O[b, h, i, d] = sum(j) p[b, h, i, j] * V[b, h, j, d] / l[b, h, i] where j <= i + SK - SQ
 }
 PDL
-check() { # file small-sizes big-sizes
-  local f=$1 small=$2 big=$3 what="$1 $2"
+# the score's dot product reads 8 elements an access (pass gpu-vector)
+wide_dot() { # file big what target
+  [ "$4" = sm_90a ] || return 0
   # shellcheck disable=SC2086
-  "$perfc" "$f" $small -target sm_90a -emit report --verbose > "$tmp/rep" 2>&1 || { bad "$what: report"; return; }
-  grep -q 'attention decoding' "$tmp/rep" || { bad "$what: no decoding default"; return; }
-  sed -n '/the default schedule for contractions applies/,/^kernel /p' "$tmp/rep" | grep '^  [a-z]' > "$tmp/sched"
-  # shellcheck disable=SC2086
-  "$perfc" "$f" $small -target interp --no-schedule --run --seed 5 > "$tmp/ref" 2>&1 || { bad "$what: interpreter"; return; }
-  # shellcheck disable=SC2086
-  "$perfc" "$f" $small -target interp --no-schedule -s "$(cat "$tmp/sched")" --run --seed 5 > "$tmp/got" 2>&1 ||
-    { bad "$what: the schedule on the interpreter"; head -3 "$tmp/got"; return; }
-  paste <(sums "$tmp/ref") <(sums "$tmp/got") | awk -v w="$what" '
-    { d = $1 - $2; if (d < 0) d = -d; m = $1 < 0 ? -$1 : $1; n++
-      if (d > 1e-6 * (m > 1 ? m : 1)) { print "FAIL: " w ": sum " $2 " against " $1; bad = 1 } }
-    END { if (n == 0) { print "FAIL: " w ": no sums"; bad = 1 } exit bad }' || fail=1
-  # shellcheck disable=SC2086
-  "$perfc" "$f" $big -target sm_90a -dump-after=gpu-vector 2>&1 | grep -q 'd_Ks\[.*{wide}' ||
-    bad "$what: the dot product's loads not 16 bytes wide"
-  for t in sm_80 sm_90a; do
-    # shellcheck disable=SC2086
-    if "$perfc" "$f" $big -target $t -emit ptx -o "$tmp/k.ptx" 2> "$tmp/err"; then
-      if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
-        "$ptxas" -arch=$t "$tmp/k.ptx" -o "$tmp/k.cubin" > "$tmp/err" 2>&1 || { bad "$what $t: ptxas"; head -3 "$tmp/err"; }
-      fi
-    elif grep -qi nvrtc "$tmp/err"; then nortc=1
-    else bad "$what $t: -emit ptx"; head -3 "$tmp/err"; fi
-  done
+  "$perfc" "$1" $2 -target sm_90a -dump-after=gpu-vector 2>&1 | grep -q 'd_Ks\[.*{wide}' ||
+    bad "$3: the dot product's loads not 16 bytes wide"
 }
+check() { dc_check 'attention decoding' 5 wide_dot "$@"; }
 check "$u" "-k cross -D B=2 -D H=3 -D SQ=1 -D SK=300 -D D=64" "-k cross -D B=8 -D H=16 -D SQ=1 -D SK=8192 -D D=128"
 check "$u" "-k cross -D B=1 -D H=2 -D SQ=3 -D SK=1000 -D D=32" "-k cross -D B=8 -D H=16 -D SQ=4 -D SK=5000 -D D=128"
 check "$u" "-k cross -D B=1 -D H=1 -D SQ=40 -D SK=700 -D D=32" "-k cross -D B=4 -D H=16 -D SQ=64 -D SK=4096 -D D=64"

@@ -13,36 +13,13 @@
 set -u
 perfc=$1; root=$2; ptxas=${3:-}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail=0; nortc=0
-bad() { echo "FAIL: $*"; fail=1; }
-sums() { grep -oE 'sum -?[0-9.e+-]+' "$1" | awk '{print $2}'; }
-check() { # file small-sizes big-sizes...
-  local f=$1 small=$2 big=$3 what="$1 $2"
+. "$(dirname "$0")/default_check.sh"
+# the second product reads the exponentials from registers (A operand of mma)
+p_from_regs() { # file big what target
   # shellcheck disable=SC2086
-  "$perfc" "$f" $small -target sm_90a -emit report --verbose > "$tmp/rep" 2>&1 || { bad "$what: report"; return; }
-  grep -q 'flash attention' "$tmp/rep" || { bad "$what: no flash-attention default"; return; }
-  sed -n '/the default schedule for contractions applies/,/^kernel /p' "$tmp/rep" | grep '^  [a-z]' > "$tmp/sched"
-  # shellcheck disable=SC2086
-  "$perfc" "$f" $small -target interp --no-schedule --run --seed 4 > "$tmp/ref" 2>&1 || { bad "$what: interpreter"; return; }
-  # shellcheck disable=SC2086
-  "$perfc" "$f" $small -target interp --no-schedule -s "$(cat "$tmp/sched")" --run --seed 4 > "$tmp/got" 2>&1 ||
-    { bad "$what: the schedule on the interpreter"; head -3 "$tmp/got"; return; }
-  paste <(sums "$tmp/ref") <(sums "$tmp/got") | awk -v w="$what" '
-    { d = $1 - $2; if (d < 0) d = -d; m = $1 < 0 ? -$1 : $1; n++
-      if (d > 1e-6 * (m > 1 ? m : 1)) { print "FAIL: " w ": sum " $2 " against " $1; bad = 1 } }
-    END { if (n == 0) { print "FAIL: " w ": no sums"; bad = 1 } exit bad }' || fail=1
-  for t in sm_80 sm_90a; do
-    # shellcheck disable=SC2086
-    "$perfc" "$f" $big -target $t -dump-after=gpu-mma 2>&1 | grep -q 'from registers' || bad "$what $t: P·V not from registers"
-    # shellcheck disable=SC2086
-    if "$perfc" "$f" $big -target $t -emit ptx -o "$tmp/k.ptx" 2> "$tmp/err"; then
-      if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
-        "$ptxas" -arch=$t "$tmp/k.ptx" -o "$tmp/k.cubin" > "$tmp/err" 2>&1 || { bad "$what $t: ptxas"; head -3 "$tmp/err"; }
-      fi
-    elif grep -qi nvrtc "$tmp/err"; then nortc=1
-    else bad "$what $t: -emit ptx"; head -3 "$tmp/err"; fi
-  done
+  "$perfc" "$1" $2 -target $4 -dump-after=gpu-mma 2>&1 | grep -q 'from registers' || bad "$3 $4: P·V not from registers"
 }
+check() { dc_check 'flash attention' 4 p_from_regs "$@"; }
 u="$root/bench/gpu/kernels/user_attention.pdl"
 check "$root/stdlib/attention.pdl" "-D B=1 -D H=2 -D S=256 -D D=32" "-D B=4 -D H=16 -D S=2048 -D D=64"
 check "$u" "-k attn -D NH=3 -D T=128 -D E=48" "-k attn -D NH=64 -D T=2048 -D E=64"
