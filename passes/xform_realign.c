@@ -24,7 +24,10 @@
  * did.  A padded split (`split(k, 64, tail=pad)`) proves its tail adds zero from
  * reads past the end of the buffer's own extent, which the copy's padded
  * extent hides: apply realign after the padded splits (the tuner's templates do). */
+#include <stdlib.h>
+
 #include "xform_int.h"
+#include "../ir/walk.h"
 
 typedef struct Realign {
     Buffer *from, *to;
@@ -43,19 +46,6 @@ static bool realign_pf(Node *n, void *p)
     if (n->kind == N_PREFETCH && n->u.pf.buf == r->from)
         n->u.pf.buf = r->to;
     return true;
-}
-
-typedef struct Writes {
-    const Buffer *b;
-    bool found;
-} Writes;
-
-static bool writes_cb(Node *n, void *p)
-{
-    Writes *w = p;
-    if (n->kind == N_STMT && n->u.stmt.buf == w->b)
-        w->found = true;
-    return !w->found;
 }
 
 /* ((e + m - 1) / m) * m, folded when e is a constant. */
@@ -95,9 +85,12 @@ bool xf_realign(XfCtx *c)
         xf_err(c, "%s's rows already hold a multiple of %lld elements", b->name, (long long)m);
         return false;
     }
-    Writes w = {b, false};
-    xf_walk(c->k, writes_cb, &w);
-    if (w.found) {
+    uint8_t *rd = xcalloc((size_t)c->k->nbufs * 2 + 1, 1), *wr = rd + c->k->nbufs;
+    for (int i = 0; i < c->k->body.n; i++)
+        ir_node_access(c->k->body.v[i], rd, wr);
+    bool written = wr[b->id];
+    free(rd);
+    if (written) {
         /* the front end never lets a kernel write an input; a check, not a rule */
         xf_err(c, "%s is written in the kernel: a copy made first would go stale", b->name);
         return false;

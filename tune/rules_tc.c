@@ -234,9 +234,11 @@ static SBuf *realign_mapped(Builder *b, SBuf *op, int64_t len)
      * guard (1024: 256 threads of 4; 4104 has no such divisor: 256 and a guard;
      * 136: 128 and a guard) */
     int64_t len8 = (len + 7) / 8 * 8, tx = len8 < 256 ? (len8 > 32 ? len8 / 32 * 32 : 32) : 256;
-    for (int64_t d = tx; d >= 64 && len8 % tx; d -= 32)
-        if (len8 % d == 0)
+    for (int64_t d = tx; d >= 64; d -= 32)
+        if (len8 % d == 0) {
             tx = d;
+            break;
+        }
     bld_split(b, al->nest[0][r - 1], sv(tx), &ru, &rt);
     BLD_REORDER(b, rt, ru);
     bld_bind(b, row, "block.x");

@@ -11,9 +11,7 @@
 set -u
 perfc=$1; dir=$2; ptxas=${3:-}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
-sums() { grep -oE 'sum -?[0-9.e+-]+' "$1" | awk '{print $2}'; }
+. "$(dirname "$0")/default_check.sh"
 check() { # file target args...
   local f=$1 t=$2; shift 2
   local what="$f $t $*"
@@ -44,10 +42,7 @@ check() { # file target args...
   "$perfc" "$dir/$f" -target interp "$@" --no-schedule --run --seed 3 > "$tmp/ref" 2>&1 || { bad "$what: interpreter"; return; }
   "$perfc" "$dir/$f" -target interp "$@" --no-schedule -s "$(cat "$tmp/sched")" --run --seed 3 > "$tmp/got" 2>&1 ||
     { bad "$what: the schedule on the interpreter"; head -5 "$tmp/got"; return; }
-  paste <(sums "$tmp/ref") <(sums "$tmp/got") | awk -v w="$what" '
-    { d = $1 - $2; if (d < 0) d = -d; m = $1 < 0 ? -$1 : $1; n++
-      if (d > 1e-6 * (m > 1 ? m : 1)) { print "FAIL: " w ": sum " $2 " against " $1; bad = 1 } }
-    END { if (n == 0) { print "FAIL: " w ": no sums"; bad = 1 } exit bad }' || fail=1
+  dc_same_sums "$what"
 }
 for t in sm_80 sm_90a; do
   check mm.pdl $t -D U=bf16 -D M=200 -D N=300 -D K=100
