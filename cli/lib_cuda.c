@@ -169,10 +169,13 @@ static const char LOADER[] =
     "typedef void *pf_CUctx, *pf_CUmod, *pf_CUfn;\n"
     "typedef unsigned long long pf_CUptr;\n"
     "typedef struct pf_cu_launch { const char *name; unsigned grid[3], block[3], shared; } pf_cu_launch;\n"
+    "/* a tensor map passed after the buffers (bulk tensor copies): buffer, rank, sizes innermost first */\n"
+    "typedef struct pf_cu_tmap { int buf; unsigned rank; unsigned long long dims[5], strides[4]; unsigned box[5]; } pf_cu_tmap;\n"
     "typedef struct pf_cu_code {\n"
     "    const char *arch; int major, minor, suffixed;\n"
     "    const unsigned char *cubin; const char *ptx;\n"
     "    const pf_cu_launch *launch; int nlaunch;\n"
+    "    const pf_cu_tmap *tmap; int ntmap;\n"
     "} pf_cu_code;\n"
     "typedef struct pf_cu_variant {\n"
     "    const pf_cu_code *code; int ncode;\n"
@@ -202,6 +205,10 @@ static const char LOADER[] =
     "    /* optional (CUDA 11.2): stream-ordered temporaries of general variants */\n"
     "    pf_CUresult (*MemAllocAsync)(pf_CUptr *, size_t, void *);\n"
     "    pf_CUresult (*MemFreeAsync)(pf_CUptr, void *);\n"
+    "    /* optional (CUDA 12): code with tensor maps needs it */\n"
+    "    pf_CUresult (*TensorMapEncodeTiled)(void *, int, unsigned, void *, const unsigned long long *,\n"
+    "                                        const unsigned long long *, const unsigned *, const unsigned *, int, int,\n"
+    "                                        int, int);\n"
     "} pf_cu;\n"
     "static pthread_mutex_t pf_cu_lock = PTHREAD_MUTEX_INITIALIZER;\n"
     "static int pf_cu_open(void) /* under pf_cu_lock */\n"
@@ -227,6 +234,7 @@ static const char LOADER[] =
     "#undef PF_SYM\n"
     "    *(void **)&pf_cu.MemAllocAsync = dlsym(h, \"cuMemAllocAsync\");\n"
     "    *(void **)&pf_cu.MemFreeAsync = dlsym(h, \"cuMemFreeAsync\");\n"
+    "    *(void **)&pf_cu.TensorMapEncodeTiled = dlsym(h, \"cuTensorMapEncodeTiled\");\n"
     "    if (!pf_cu.MemAllocAsync || !pf_cu.MemFreeAsync)\n"
     "        pf_cu.MemAllocAsync = 0;\n"
     "    if (pf_cu.Init(0)) {\n"
@@ -325,12 +333,30 @@ static const char LOADER[] =
     "        return rc;\n"
     "    if (v->nargs > 64)\n"
     "        return pf_fail(PERFC_LIB_EDEVICE, \"%s: more than 64 buffers\", k);\n"
+    "    if (c->ntmap > 8)\n"
+    "        return pf_fail(PERFC_LIB_EDEVICE, \"%s: more than 8 tensor maps\", k);\n"
     "    pf_CUptr args[64];\n"
-    "    void *params[64];\n"
+    "    void *params[72];\n"
+    "    unsigned long long maps[8][16] __attribute__((aligned(64)));\n"
     "    for (int i = 0; i < v->nargs; i++) {\n"
     "        int b = v->arg[i];\n"
     "        args[i] = v->temp_bytes[b] > 0 ? v->temp[b] : (pf_CUptr)(uintptr_t)bufs[b];\n"
     "        params[i] = &args[i];\n"
+    "    }\n"
+    "    for (int t = 0; t < c->ntmap; t++) { /* 16-bit elements, 128-byte swizzle, 256-byte L2 promotion, zeros outside */\n"
+    "        static const unsigned ones[5] = {1, 1, 1, 1, 1};\n"
+    "        const pf_cu_tmap *m = &c->tmap[t];\n"
+    "        pf_CUptr a = 0;\n"
+    "        for (int i = 0; i < v->nargs; i++)\n"
+    "            if (v->arg[i] == m->buf)\n"
+    "                a = args[i];\n"
+    "        if (!pf_cu.TensorMapEncodeTiled)\n"
+    "            return pf_fail(PERFC_LIB_EDEVICE, \"%s: the CUDA driver lacks cuTensorMapEncodeTiled (CUDA 12)\", k);\n"
+    "        pf_CUresult r = pf_cu.TensorMapEncodeTiled(maps[t], 1, m->rank, (void *)(uintptr_t)a, m->dims, m->strides,\n"
+    "                                                   m->box, ones, 0, 3, 3, 0);\n"
+    "        if (r)\n"
+    "            return pf_cu_fail(k, \"cuTensorMapEncodeTiled\", r);\n"
+    "        params[v->nargs + t] = maps[t];\n"
     "    }\n"
     "    for (int i = 0; i < c->nlaunch; i++) {\n"
     "        const pf_cu_launch *L = &c->launch[i];\n"
@@ -417,6 +443,18 @@ int lib_cuda_code_table(const Lib *L, const char *base, const CgCudaModule *mods
                       la->shared_bytes);
         }
         sb_puts(s, "};\n");
+        sb_printf(s, "static const pf_cu_tmap %s_%d_tmap[] = {\n", base, g);
+        for (int t = 0; t < m->ntmaps; t++) {
+            const CgTmap *c = &m->tmaps[t];
+            sb_printf(s, "    {%d, %du, {", c->buf, c->rank);
+            for (int j = 0; j < 5; j++) sb_printf(s, "%" PRIu64 "ull, ", c->dims[j]);
+            sb_puts(s, "}, {");
+            for (int j = 0; j < 4; j++) sb_printf(s, "%" PRIu64 "ull, ", c->strides[j]);
+            sb_puts(s, "}, {");
+            for (int j = 0; j < 5; j++) sb_printf(s, "%uu, ", c->box[j]);
+            sb_puts(s, "}},\n");
+        }
+        sb_puts(s, "    {0, 0u, {0}, {0}, {0}}};\n");
     }
     sb_printf(s, "static const pf_cu_code %s_code[] = {\n", base);
     int ncode = 0;
@@ -424,9 +462,9 @@ int lib_cuda_code_table(const Lib *L, const char *base, const CgCudaModule *mods
         if (!built[g])
             continue;
         const Target *a = cg_cuda_arch(L->gpus[g]);
-        sb_printf(s, "    {\"%s\", %d, %d, %d, %s_%d_cubin, (const char *)%s_%d_ptx, %s_%d_launch, %d},\n", L->gpus[g],
-                  a ? a->sm / 10 : 0, a ? a->sm % 10 : 0, a && a->arch_specific, base, g, base, g, base, g,
-                  mods[g].nlaunches);
+        sb_printf(s, "    {\"%s\", %d, %d, %d, %s_%d_cubin, (const char *)%s_%d_ptx, %s_%d_launch, %d, %s_%d_tmap, %d},\n",
+                  L->gpus[g], a ? a->sm / 10 : 0, a ? a->sm % 10 : 0, a && a->arch_specific, base, g, base, g, base, g,
+                  mods[g].nlaunches, base, g, mods[g].ntmaps);
         ncode++;
     }
     sb_puts(s, "};\n");

@@ -678,6 +678,17 @@ static TcGroup *clone_tc(Kernel *k, const TcGroup *g)
     return c;
 }
 
+static TmaCopy *clone_tma(Kernel *k, const TmaCopy *t)
+{
+    if (!t)
+        return NULL;
+    TmaCopy *c = arena_alloc(k->arena, sizeof *c);
+    *c = *t;
+    c->stage = ir_clone_expr(k, t->stage);
+    c->origin = clone_idx(k, t->origin, t->src->rank);
+    return c;
+}
+
 static Node *clone_node(Kernel *k, const Node *n, Node *parent)
 {
     Node *c = new_node(k, n->kind, n->span);
@@ -696,6 +707,7 @@ static Node *clone_node(Kernel *k, const Node *n, Node *parent)
         c->u.loop.reg_staged = n->u.loop.reg_staged;
         c->u.loop.barrier_each = n->u.loop.barrier_each;
         c->u.loop.tc = clone_tc(k, n->u.loop.tc);
+        c->u.loop.tma = clone_tma(k, n->u.loop.tma);
         c->u.loop.lo = ir_clone_expr(k, n->u.loop.lo);
         c->u.loop.hi = ir_clone_expr(k, n->u.loop.hi);
         from = &n->u.loop.body;

@@ -260,6 +260,10 @@ struct Node {
              * mma/wgmma triple or the outermost of the unrolled loops directly
              * around one, and the group's products are spelled out here. */
             struct TcGroup *tc;
+            /* Set by the GPU target lowering (passes/gpu_tma.c) on a copy node of an
+             * accepted pipeline: the copy is one box of a global tensor, issued as
+             * bulk tensor copies (TMA) by one thread; see TmaCopy. */
+            struct TmaCopy *tma;
             /* Set by the GPU target lowering (passes/gpu_barrier.c) on a block-level
              * loop of a scheduled launch: a block-wide barrier closes every iteration
              * (the next one overwrites shared memory this one reads). */
@@ -352,6 +356,19 @@ typedef struct TcGroup {
      * fragment of their 16 columns. */
     bool areg;
 } TcGroup;
+
+/* A staging copy that passes/gpu_tma.c proved to be one box of a global tensor:
+ * for every r < rows and c < cols, stage `stage` of dst holds at [r, c] the element
+ * of src at origin + r along dimension rdim and + c along the last dimension (the
+ * other dimensions at their origin); outside src it holds 0.  dst is in the
+ * 128-byte swizzled layout, in panels of 64 columns: one bulk copy each. */
+typedef struct TmaCopy {
+    Buffer *src, *dst;
+    Expr *stage;        /* dst's first index */
+    Expr **origin;      /* src->rank expressions */
+    int rdim;           /* the src dimension dst's rows run along */
+    int64_t rows, cols; /* the box: dst's last two extents */
+} TmaCopy;
 
 typedef struct Param {
     const char *name;

@@ -188,6 +188,21 @@ static void put_tc(const Kernel *k, const TcGroup *g, int depth, StrBuf *out)
     }
 }
 
+/* " tma Bs[ko % 4] <- B[ko * 64 + 0..64, jo * 256 + 0..256]" */
+static void put_tma(const Kernel *k, const TmaCopy *t, StrBuf *out)
+{
+    sb_printf(out, " tma %s[", t->dst->name);
+    put_expr(k, t->stage, out);
+    sb_printf(out, "] <- %s[", t->src->name);
+    for (int d = 0; d < t->src->rank; d++) {
+        if (d) sb_puts(out, ", ");
+        put_expr(k, t->origin[d], out);
+        int64_t ext = d == t->rdim ? t->rows : d == t->src->rank - 1 ? t->cols : 0;
+        if (ext) sb_printf(out, " + 0..%lld", (long long)ext);
+    }
+    sb_putc(out, ']');
+}
+
 static void put_nodes(const Kernel *k, const NodeList *l, int depth, StrBuf *out)
 {
     for (int i = 0; i < l->n; i++) {
@@ -215,6 +230,8 @@ static void put_nodes(const Kernel *k, const NodeList *l, int depth, StrBuf *out
                 sb_printf(out, " through %d registers", n->u.loop.reg_staged);
             if (n->u.loop.tc)
                 put_tc(k, n->u.loop.tc, depth + 1, out);
+            if (n->u.loop.tma)
+                put_tma(k, n->u.loop.tma, out);
             sb_putc(out, '\n');
             put_nodes(k, &n->u.loop.body, depth + 1, out);
             if (n->u.loop.barrier_each) { /* at the end of every iteration */

@@ -31,6 +31,8 @@
  *                  over the lanes (passes/gpu_mma.c)
  *   gpu-pipeline   pipeline loops accepted with their stage count and copies;
  *                  their wide copies marked cp.async (passes/gpu_pipeline.c)
+ *   gpu-tma        pipeline copies that are one box of a global tensor issued
+ *                  as bulk tensor copies on sm_90+ (passes/gpu_tma.c)
  *   gpu-barrier    block-wide barriers placed between the block-level steps of
  *                  scheduled launches that hand memory over (passes/gpu_barrier.c)
  * The IR is verified after every pass.
@@ -265,6 +267,11 @@ static bool pass_gpu_pipeline(Kernel *k, const PipelineOpts *o, Diags *d)
     return !is_gpu(o) || gpu_pipeline_pass(k, d);
 }
 
+static bool pass_gpu_tma(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    return !is_gpu(o) || gpu_tma_pass(k, o->target, d);
+}
+
 /* The last GPU pass: the kernel is what codegen/cuda translates. */
 static bool pass_gpu_barrier(Kernel *k, const PipelineOpts *o, Diags *d)
 {
@@ -310,6 +317,7 @@ static const struct {
     {"gpu-vector", pass_gpu_vector, true},
     {"gpu-mma", pass_gpu_mma, true},
     {"gpu-pipeline", pass_gpu_pipeline, true},
+    {"gpu-tma", pass_gpu_tma, true},
     {"gpu-barrier", pass_gpu_barrier, true},
     /* CPU targets: legalisation, then lowering */
     {"scan-blocks", pass_scan_blocks, true},

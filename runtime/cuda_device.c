@@ -50,6 +50,10 @@ struct GpuProgram {
     CgCudaModule *m;
     CUmodule mod;
     CUfunction *fn;
+    /* The module's tensor maps (128 bytes each, 64-aligned), encoded for the buffer
+     * addresses in mapped[] (one per map): re-encoded only when those change. */
+    unsigned char *maps;
+    CUdeviceptr *mapped;
 };
 
 GpuDevice *gpu_open(int ordinal, Diags *d)
@@ -262,17 +266,57 @@ fail:
 void gpu_program_free(GpuProgram *p)
 {
     if (!p) return;
+    free(p->maps);
+    free(p->mapped);
     if (p->mod) p->g->cu->ModuleUnload(p->mod);
     free(p->fn);
     free(p);
 }
 
+/* Tensor map t of p's module for the buffer addresses in args. */
+static bool encode_map(GpuProgram *p, int t, const CUdeviceptr *args, Diags *d)
+{
+    const CgTmap *c = &p->m->tmaps[t];
+    CUdeviceptr a = 0;
+    for (int i = 0; i < p->m->nargs; i++)
+        if (p->m->arg_bufs[i] == c->buf) a = args[i];
+    if (a == p->mapped[t]) return true;
+    if (!p->g->cu->TensorMapEncodeTiled) {
+        diag_plain(d, DIAG_ERROR, "this code copies with tensor maps (TMA) and the NVIDIA driver lacks "
+                   "cuTensorMapEncodeTiled (CUDA 12 and later have it): update the driver or use -target sm_80");
+        return false;
+    }
+    static const unsigned ones[5] = {1, 1, 1, 1, 1};
+    /* 1 UINT16, 0 no interleave, 3 128-byte swizzle, 3 L2 promotion of 256 bytes, 0 zeros outside */
+    CUresult r = p->g->cu->TensorMapEncodeTiled(p->maps + 128 * (size_t)t, 1, (unsigned)c->rank, (void *)(uintptr_t)a,
+                                                c->dims, c->strides, c->box, ones, 0, 3, 3, 0);
+    if (!cuda_check(r, "cuTensorMapEncodeTiled", d)) return false;
+    p->mapped[t] = a;
+    return true;
+}
+
 bool gpu_launch(GpuProgram *p, const CUdeviceptr *args, Diags *d)
 {
     CgCudaModule *m = p->m;
-    void **params = xcalloc((size_t)m->nargs + 1, sizeof *params);
+    void **params = xcalloc((size_t)m->nargs + (size_t)m->ntmaps + 1, sizeof *params);
     for (int i = 0; i < m->nargs; i++)
         params[i] = (void *)&args[i];
+    if (m->ntmaps && !p->maps) {
+        p->maps = aligned_alloc(64, 128 * (size_t)m->ntmaps);
+        p->mapped = xcalloc((size_t)m->ntmaps, sizeof *p->mapped);
+        if (!p->maps) {
+            free(params);
+            diag_plain(d, DIAG_ERROR, "out of memory for tensor maps");
+            return false;
+        }
+    }
+    for (int t = 0; t < m->ntmaps; t++) {
+        if (!encode_map(p, t, args, d)) {
+            free(params);
+            return false;
+        }
+        params[m->nargs + t] = p->maps + 128 * (size_t)t;
+    }
     bool ok = true;
     for (int i = 0; i < m->nlaunches && ok; i++) {
         CgLaunch *L = &m->launches[i];

@@ -74,6 +74,7 @@ const CudaDriver *cuda_driver(char *why, size_t n)
             S(EventSynchronize, "cuEventSynchronize", NULL);
             S(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime");
 #undef S
+            *(void **)&drv.TensorMapEncodeTiled = sym(h, "cuTensorMapEncodeTiled", NULL);
             if (ok) {
                 CUresult r = drv.Init(0);
                 if (r != 0) {

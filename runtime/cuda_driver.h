@@ -59,6 +59,12 @@ typedef struct CudaDriver {
     CUresult (*EventRecord)(CUevent, CUstream);
     CUresult (*EventSynchronize)(CUevent);
     CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+    /* Optional (CUDA 12): NULL on older drivers, which then refuse code with tensor
+     * maps (codegen/cuda/cg_cuda.h CgTmap).  The map is 128 bytes, 64-aligned; the
+     * enums are passed as the ints the driver API documents. */
+    CUresult (*TensorMapEncodeTiled)(void *map, int dtype, unsigned rank, void *addr, const uint64_t *dims,
+                                     const uint64_t *strides, const unsigned *box, const unsigned *estrides,
+                                     int interleave, int swizzle, int l2promo, int oobfill);
 } CudaDriver;
 
 /* Loads libcuda.so.1 and calls cuInit once.  NULL when there is no usable driver;

@@ -12,7 +12,9 @@
  *
  * Launch ABI: every __global__ function of a kernel takes the same parameters, one
  * pointer per buffer whose memory is MEM_GLOBAL (inputs, outputs and global
- * temporaries), in Kernel.bufs order.  Size parameters are baked in as constants
+ * temporaries), in Kernel.bufs order, then one 128-byte tensor map (CUtensorMap,
+ * by value) per CgTmap of the module, in order: the launcher encodes them from the
+ * buffers' addresses (cuTensorMapEncodeTiled).  Size parameters are baked in as constants
  * (the Kernel carries their bound values), so a module serves one shape. */
 #ifndef PERFC_CODEGEN_CUDA_CG_CUDA_H
 #define PERFC_CODEGEN_CUDA_CG_CUDA_H
@@ -35,12 +37,28 @@ typedef struct CgLaunch {
     int regs, stack_bytes, spill_stores, spill_loads;
 } CgLaunch;
 
+/* A tensor map the bulk tensor copies of passes/gpu_tma.c read: a box of a global
+ * tensor of 16-bit elements, dimensions innermost first, copied into shared memory
+ * with the 128-byte swizzle; elements outside the tensor arrive as zeros.  Encode it
+ * with cuTensorMapEncodeTiled(map, UINT16, rank, address of buffer `buf`, dims,
+ * strides, box, {1, ..}, INTERLEAVE_NONE, SWIZZLE_128B, L2_PROMOTION_L2_256B,
+ * FLOAT_OOB_FILL_NONE). */
+typedef struct CgTmap {
+    int buf;                /* Kernel.bufs id */
+    int rank;               /* 2..5 */
+    uint64_t dims[5];
+    uint64_t strides[4];    /* bytes from one index of dims[1..rank-1] to the next */
+    uint32_t box[5];
+} CgTmap;
+
 typedef struct CgCudaModule {
     StrBuf src;             /* CUDA C, NUL-terminated in src.s */
     CgLaunch *launches;
     int nlaunches;
     int *arg_bufs;          /* buffer ids (Kernel.bufs) passed as arguments, in order */
     int nargs;
+    CgTmap *tmaps;          /* tensor maps passed after them, in order */
+    int ntmaps;
     char arch[16];          /* target it was checked against */
     /* After cg_cuda_compile: */
     char *ptx;              /* NUL-terminated */

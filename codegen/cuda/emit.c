@@ -1087,6 +1087,16 @@ static void thread_extents(Em *e, const Node *n, int64_t blk[3])
         thread_extents(e, body->v[i], blk);
 }
 
+/* A copy under n that gpu-tma marked (its pipeline's barriers live in shared memory). */
+static bool has_tma(const Node *n)
+{
+    if (n->kind == N_LOOP && n->u.loop.tma) return true;
+    const NodeList *b = body_of(n);
+    for (int i = 0; b && i < b->n; i++)
+        if (has_tma(b->v[i])) return true;
+    return false;
+}
+
 static void emit_params(Em *e, StrBuf *o)
 {
     bool first = true;
@@ -1097,6 +1107,8 @@ static void emit_params(Em *e, StrBuf *o)
                   em_storage_type(b->dtype, e->idx64), em_bn(e, b));
         first = false;
     }
+    for (int i = 0; i < e->ntmaps; i++) /* by value, in the parameter space: what the copies read */
+        sb_printf(o, "%sconst __grid_constant__ pf_tmap pf_tm%d", first ? "" : ", ", i), first = false;
 }
 
 static void shape_text(Em *e, const Buffer *b, StrBuf *o, bool brackets_from_1)
@@ -1191,6 +1203,7 @@ static bool declare_staged(Em *e, const Node *top, CgLaunch *L)
     }
     free(r);
     if (e->swz) off += 1024;   /* room to align the start */
+    if (has_tma(top)) off += 64;  /* the pipeline's static mbarriers (emit_tma.c), at most 8 stages */
     L->shared_bytes = (int)off;
     if (off > e->arch->max_smem_block) {
         diag_error(e->d, top->span, "launch %s needs %" PRId64 " bytes of shared memory; %s allows "
@@ -1485,10 +1498,16 @@ static bool generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *
             m->arg_bufs[m->nargs++] = i;
             sb_printf(o, " %s", e.bname[i]);
         }
+    em_collect_tmaps(k, m);
+    e.tmaps = m->tmaps;
+    e.ntmaps = m->ntmaps;
+    for (int i = 0; i < m->ntmaps; i++)
+        sb_printf(o, " tensor-map(%s)", e.bname[m->tmaps[i].buf]);
     sb_puts(o, ". */\n");
     sb_printf(o, "typedef %s idx_t;\n", e.idx64 ? "long long" : "int");
     sb_puts(o, prelude);
     sb_puts(o, em_tc_prelude);
+    if (m->ntmaps) sb_puts(o, em_tma_prelude);
     sb_puts(o, prelude_reduce);
     sb_putc(o, '\n');
 
@@ -1551,6 +1570,7 @@ void cg_cuda_module_free(CgCudaModule *m)
     sb_free(&m->log);
     free(m->launches);
     free(m->arg_bufs);
+    free(m->tmaps);
     free(m->ptx);
     free(m->cubin);
     memset(m, 0, sizeof *m);

@@ -67,6 +67,9 @@ typedef struct Em {
     int64_t rnext;
     int rdepth;
     const Node *rloop[16];
+    /* The module's tensor maps (passes/gpu_tma.c), passed after the buffers. */
+    const CgTmap *tmaps;
+    int ntmaps;
 } Em;
 
 /* emit.c */
@@ -96,12 +99,20 @@ void em_rows_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o);
 /* A quad-rows loop: each lane runs the rows it holds. */
 void em_quad_rows(Em *e, const Node *n);
 void em_swz_elem(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o);
+/* The module's tensor maps, collected from the TmaCopy marks before any launch is
+ * written (each launch takes them all). */
+void em_collect_tmaps(const Kernel *k, CgCudaModule *m);
+/* The index of t's map in m. */
+int em_tmap_of(const CgTmap *maps, int n, const TmaCopy *t);
+extern const char em_tma_prelude[];
 /* A row/column loop pair spread over the lanes (lane-rows, lane-cols, lane-cols2). */
 void em_lane_pair(Em *e, const Node *n);
 /* A tensor-core group headed by n (TcGroup). */
 void em_tc_group(Em *e, const Node *n);
 /* A pipeline loop with its stages (passes/gpu_pipeline.c). */
 void em_pipeline(Em *e, const Node *n);
+/* A pipeline whose copies are bulk tensor copies (emit_tma.c). */
+void em_pipeline_tma(Em *e, const Node *n);
 /* A fragment accumulator's 32-bit registers per thread (wgmma keeps). */
 int64_t em_frag_regs(const Em *e, const Buffer *b);
 extern const char em_tc_prelude[];

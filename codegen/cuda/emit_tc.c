@@ -511,6 +511,10 @@ static DType staged_dtype(const NodeList *l)
 
 void em_pipeline(Em *e, const Node *n)
 {
+    if (n->u.loop.ncopies && n->u.loop.body.v[0]->kind == N_LOOP && n->u.loop.body.v[0]->u.loop.tma) {
+        em_pipeline_tma(e, n); /* passes/gpu_tma.c marked every copy or none */
+        return;
+    }
     const NodeList *body = &n->u.loop.body;
     const Var *v = n->u.loop.var;
     int64_t S = n->u.loop.stages;

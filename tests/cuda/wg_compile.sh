@@ -3,8 +3,9 @@
 # variant `wg` with T = f16 and T = bf16) through the perfc command, everywhere: each schedule
 # keeps its meaning on the f64 interpreter (bit-identical sums to the unscheduled
 # kernel at a small shape), its CUDA C holds the accumulator in wgmma fragment
-# layout, reads swizzled shared memory through descriptors and fences the async
-# proxy, and its PTX holds wgmma.mma_async of the right types and assembles with
+# layout, reads swizzled shared memory through descriptors, fills it with bulk
+# tensor copies (TMA boxes in the same swizzle, counted in by stage barriers), and
+# its PTX holds wgmma.mma_async of the right types and assembles with
 # ptxas for sm_90a when one is given.  The contract is refused with reasons: a
 # target without wgmma, a launch whose thread.x is not one warpgroup, a padded
 # operand, a triple of the wrong shape, a pipeline too short for inflight=1.
@@ -30,8 +31,8 @@ for t in f16 bf16; do
   "$perfc" "$g" -D T=$t --schedule wg "${big[@]}" -target sm_90a -emit cuda -o "$tmp/$k.cu" || bad "$k emit cuda"
   grep -q 'float acc\[1\]\[32\]\[4\];' "$tmp/$k.cu" || bad "$k: accumulator not in wgmma fragment layout"
   grep -q "pf_wgmma_${t}_n256_01(&acc\[0\]\[0\]\[0\], pf_wg_desc(" "$tmp/$k.cu" || bad "$k: no wgmma call with descriptors"
-  grep -qE 'pf_cp_async16\(&\(\*reinterpret_cast<pf_(half|bf16) \*>\(As \+ pf_swz\(' "$tmp/$k.cu" || bad "$k: copies not swizzled"
-  grep -q 'pf_proxy_fence();' "$tmp/$k.cu" || bad "$k: no proxy fence before the barrier"
+  grep -q 'pf_tma2(As + ' "$tmp/$k.cu" || bad "$k: copies not bulk tensor copies"
+  grep -q 'pf_mbar_wait(&pf_full_ko\[' "$tmp/$k.cu" || bad "$k: no wait on the stage barrier"
   grep -q 'pf_wg_wait<1>();' "$tmp/$k.cu" || bad "$k: inflight=1 not honoured"
   grep -q '__align__(1024)' "$tmp/$k.cu" || bad "$k: shared memory not 1024-aligned"
 done
@@ -53,7 +54,8 @@ if "$perfc" "$g" -k gemm -D T=f16 --schedule wg -D M=4096 -D N=4096 -D K=4096 -t
   "$perfc" "$g" -k gemm -D T=bf16 --schedule wg -D M=4096 -D N=4096 -D K=4096 -target sm_90a -emit ptx -o "$tmp/bf16.ptx" || bad "bf16 sm_90a ptx"
   grep -q 'wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16' "$tmp/f16.ptx" || bad "f16 PTX without wgmma"
   grep -q 'wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16' "$tmp/bf16.ptx" || bad "bf16 PTX without wgmma"
-  grep -q 'fence.proxy.async.shared::cta' "$tmp/f16.ptx" || bad "PTX without the proxy fence"
+  grep -q 'cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes' "$tmp/f16.ptx" || bad "PTX without bulk tensor copies"
+  grep -q 'mbarrier.try_wait.parity.shared::cta.b64' "$tmp/f16.ptx" || bad "PTX without the stage barrier's wait"
   grep -q 'wgmma.wait_group.sync.aligned 1' "$tmp/f16.ptx" || bad "PTX without wait_group 1"
   if [ -n "$ptxas" ] && [ -x "$ptxas" ]; then
     "$ptxas" -arch=sm_90a "$tmp/f16.ptx" -o "$tmp/f16.cubin" || bad "ptxas f16"
