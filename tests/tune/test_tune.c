@@ -781,6 +781,91 @@ static int test_repro(const char *dir, bool warm)
 #endif
 }
 
+/* ---- a ranked search measures each template once first ---- */
+
+/* A planted cost that only the packed-panel templates make cheap (a buffer named
+ * like the panel, `B_...`), so a model fitted on earlier searches ranks the other
+ * templates last; and a progress sink that records the template of each measured
+ * candidate ("[template N] ..."). */
+static int planted_packed(void *ctx, RtDevice *dev, const Kernel *k, const Kernel *u, const RunOptions *o, RtResult *r,
+                          Diags *d)
+{
+    (void)dev, (void)u, (void)o, (void)d;
+    ((Planted *)ctx)->calls++;
+    bool packed = false;
+    for (int i = 0; i < k->nbufs; i++)
+        packed |= !strncmp(k->bufs[i]->name, "B_", 2);
+    memset(r, 0, sizeof *r);
+    r->k = k;
+    r->valid = true;
+    r->rel_error = 1e-7;
+    r->time.median = r->time.min = r->time.max = packed ? 1.0 : 4.0;
+    r->time.reps = 3;
+    r->gflops = 1 / r->time.median;
+    return 0;
+}
+
+typedef struct Order {
+    int t[64];
+    int n;
+} Order;
+
+static void record_template(void *ctx, const ProgEvent *e)
+{
+    Order *o = ctx;
+    int t;
+    if (e->phase == PROG_SEARCH && e->kind == PROG_TICK && e->what && sscanf(e->what, "[template %d]", &t) == 1 &&
+        o->n < 64)
+        o->t[o->n++] = t;
+}
+
+static int test_explore(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/explore.db", dir);
+    remove(path);
+    const char *text = "kernel g(M, N, K) {\n  in A: f32[M, K]\n  in B: f32[K, N]\n  out C: f32[M, N]\n"
+                       "  C[i, j] = sum(k) A[i, k] * B[k, j]\n}\n";
+    /* three searches at other sizes give the model its rows (20 needed) */
+    static const int64_t train[3] = {192, 224, 288};
+    Order ord = {0};
+    for (int round = 0; round < 4; round++) {
+        Src s;
+        if (!src_open(&s, text, round < 3 ? train[round] : 256))
+            return 1;
+        Planted p = {.notify_fd = -1};
+        TuneOptions o;
+        planted_options(&o, &p, path);
+        o.measure = planted_packed;
+        o.budget = 12;
+        Progress pr = {.fn = record_template, .ctx = &ord};
+        ord.n = 0;
+        if (round == 3) o.prog = &pr;
+        TuneResult r;
+        Diags d;
+        diag_init(&d);
+        int rc = tune_kernel(&s.in, &o, &r, &d);
+        diag_flush(&d, stderr);
+        diag_free(&d);
+        CHECK(rc == 0, "search %d: status %d", round, rc);
+        tune_result_free(&r);
+        src_close(&s);
+    }
+    /* budget 12, one kept for the kernel as written: the first 5 measurements cover
+     * the four rule templates, the unpacked ones (ranked last) included */
+    bool seen[TUNE_MAX_TEMPLATES + 1] = {0};
+    int distinct = 0;
+    for (int i = 0; i < ord.n && i < 5; i++)
+        if (ord.t[i] >= 1 && ord.t[i] <= TUNE_MAX_TEMPLATES && !seen[ord.t[i]]) {
+            seen[ord.t[i]] = true;
+            distinct++;
+        }
+    CHECK(ord.n >= 5, "only %d measurements reported", ord.n);
+    CHECK(distinct >= 4, "the first 5 measurements cover %d templates: %d %d %d %d %d", distinct, ord.t[0], ord.t[1],
+          ord.t[2], ord.t[3], ord.t[4]);
+    return 0;
+}
+
 /* The cost model on rows whose cost is a known function of two features: the LASSO
  * must keep those two, rank unseen candidates of a new group in the right order,
  * refuse to fit on too few rows, and be deterministic.  Each group has its own
@@ -878,6 +963,8 @@ int main(int argc, char **argv)
         rc = test_golden_hook();
     else if (!strcmp(what, "model"))
         rc = test_model();
+    else if (!strcmp(what, "explore"))
+        rc = test_explore(dir);
     else {
         fprintf(stderr, "unknown test %s\n", what);
         return 2;
