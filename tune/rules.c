@@ -461,7 +461,14 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
     int ia = n->nspatial - 2, ib = n->nspatial - 1, ir = n->nloops - 1;
     /* the machine's blocking (tune/blocking.c): each parameter's first candidate */
     Blocking bk;
-    blocking_for_target(target, dtype_bytes(n->pb ? n->pb_t : n->out_t), n->ext[ia], n->ext[ib], n->ext[ir], &bk);
+    /* the register tile holds accumulators of the result's dtype: bf16 operands summed
+     * in f32 are blocked as f32 (blocked as 2-byte elements, NR came out 128, which no
+     * vector loop takes, and every micro-kernel template of a bf16 GEMM was dropped:
+     * 2048^3 ran unscheduled, 41 s) */
+    int eb = n->pb ? dtype_bytes(n->pb_t) : dtype_bytes(n->out_t);
+    if (dtype_bytes(n->out_t) > eb)
+        eb = dtype_bytes(n->out_t);
+    blocking_for_target(target, eb, n->ext[ia], n->ext[ib], n->ext[ir], &bk);
     if (bk.nr % lanes)
         bk.nr = lanes; /* the rules' lanes rule (an f16 out, a GPU-sized guess): stay whole registers */
     char pm[80], pnr[80], pk[80], pp[80], pt[80], pb[80];
