@@ -15,27 +15,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
+
 void openblas_set_num_threads(int n);
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static void flush(const void *p, size_t bytes)
-{
-    for (size_t i = 0; i < bytes; i += 64)
-        __builtin_ia32_clflush((const char *)p + i);
-    __builtin_ia32_mfence();
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv)
 {
@@ -61,11 +43,11 @@ int main(int argc, char **argv)
     int reps = 0;
     double spent = 0;
     for (int it = -1; it < 200 && (spent < 0.3 || reps < 5); it++) {
-        flush(X, sizeof(float) * (size_t)(C * H * W));
-        flush(F, sizeof(float) * (size_t)(K * KK));
-        flush(Y, sizeof(float) * (size_t)(K * NN));
-        flush(cols, sizeof(float) * (size_t)(KK * NN));
-        double t0 = now();
+        bu_flush(X, sizeof(float) * (size_t)(C * H * W));
+        bu_flush(F, sizeof(float) * (size_t)(K * KK));
+        bu_flush(Y, sizeof(float) * (size_t)(K * NN));
+        bu_flush(cols, sizeof(float) * (size_t)(KK * NN));
+        double t0 = bu_now();
         for (long c = 0; c < C; c++)
             for (long r = 0; r < R; r++)
                 for (long s = 0; s < S; s++) {
@@ -81,33 +63,16 @@ int main(int argc, char **argv)
                 }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)K, (int)NN, (int)KK, 1.0f, F, (int)KK, cols,
                     (int)NN, 0.0f, Y, (int)NN);
-        double t = now() - t0;
+        double t = bu_now() - t0;
         if (it >= 0) {
             times[reps++] = t;
             spent += t;
         }
     }
-    qsort(times, (size_t)reps, sizeof times[0], cmp);
-    double med = times[reps / 2];
+    double med = bu_median(times, reps);
 
     /* Direct convolution in double, the reference. */
-    double num = 0, den = 0;
-    for (long k = 0; k < K; k++)
-        for (long y = 0; y < OH; y++)
-            for (long x = 0; x < OW; x++) {
-                double acc = 0;
-                for (long c = 0; c < C; c++)
-                    for (long r = 0; r < R; r++)
-                        for (long s = 0; s < S; s++) {
-                            long iy = y * U + r - P, ix = x * U + s - P;
-                            if (iy >= 0 && iy < H && ix >= 0 && ix < W)
-                                acc += (double)X[(c * H + iy) * W + ix] * (double)F[((k * C + c) * R + r) * S + s];
-                        }
-                double d = acc - (double)Y[(k * OH + y) * OW + x];
-                num += d * d;
-                den += acc * acc;
-            }
-    double rel = sqrt(num / (den > 0 ? den : 1));
+    double rel = bu_conv_error(X, F, Y, C, H, W, K, R, S, U, P);
     double flops = 2.0 * (double)K * (double)NN * (double)KK;
     printf("gflops=%.3f median_ms=%.4f reps=%d rel_error=%.3g\n", flops / med * 1e-9, med * 1e3, reps, rel);
     return rel < 1e-4 ? 0 : 2;

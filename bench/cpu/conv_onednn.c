@@ -22,6 +22,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
+
 #define CHECK(x)                                                                 \
     do {                                                                         \
         dnnl_status_t s_ = (x);                                                  \
@@ -30,26 +32,6 @@
             exit(3);                                                             \
         }                                                                        \
     } while (0)
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static void flush(const void *p, size_t bytes)
-{
-    for (size_t i = 0; i < bytes; i += 64)
-        __builtin_ia32_clflush((const char *)p + i);
-    __builtin_ia32_mfence();
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static dnnl_primitive_t reorder(dnnl_engine_t eng, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to)
 {
@@ -135,44 +117,27 @@ int main(int argc, char **argv)
         double times[200], spent = 0;
         int reps = 0;
         for (int it = -1; it < 200 && (spent < 0.3 || reps < 5); it++) {
-            flush(X, sizeof(float) * (size_t)(C * H * W));
-            flush(Y, sizeof(float) * (size_t)(K * OH * OW));
-            flush(mem_ptr(xm), md_bytes(x_md));
-            flush(mem_ptr(fm), md_bytes(f_md));
-            flush(mem_ptr(ym), md_bytes(y_md));
-            double t0 = now();
+            bu_flush(X, sizeof(float) * (size_t)(C * H * W));
+            bu_flush(Y, sizeof(float) * (size_t)(K * OH * OW));
+            bu_flush(mem_ptr(xm), md_bytes(x_md));
+            bu_flush(mem_ptr(fm), md_bytes(f_md));
+            bu_flush(mem_ptr(ym), md_bytes(y_md));
+            double t0 = bu_now();
             if (mode) run2(rx, st, xu, xm);
             CHECK(dnnl_primitive_execute(conv, st, 3, args));
             if (mode) run2(ry, st, ym, yu);
             CHECK(dnnl_stream_wait(st));
-            double t = now() - t0;
+            double t = bu_now() - t0;
             if (it >= 0) {
                 times[reps++] = t;
                 spent += t;
             }
         }
-        qsort(times, (size_t)reps, sizeof times[0], cmp);
-        med[mode] = times[reps / 2];
+        med[mode] = bu_median(times, reps);
     }
 
     /* Y holds the NCHW result of the last timed run: checked in double. */
-    double num = 0, den = 0;
-    for (long k = 0; k < K; k++)
-        for (long y = 0; y < OH; y++)
-            for (long x = 0; x < OW; x++) {
-                double acc = 0;
-                for (long c = 0; c < C; c++)
-                    for (long r = 0; r < R; r++)
-                        for (long s = 0; s < S; s++) {
-                            long iy = y * U + r - P, ix = x * U + s - P;
-                            if (iy >= 0 && iy < H && ix >= 0 && ix < W)
-                                acc += (double)X[(c * H + iy) * W + ix] * (double)F[((k * C + c) * R + r) * S + s];
-                        }
-                double d = acc - (double)Y[(k * OH + y) * OW + x];
-                num += d * d;
-                den += acc * acc;
-            }
-    double rel = sqrt(num / (den > 0 ? den : 1));
+    double rel = bu_conv_error(X, F, Y, C, H, W, K, R, S, U, P);
     double flops = 2.0 * (double)K * (double)(OH * OW) * (double)(C * R * S);
     printf("conv_ms=%.4f nchw_ms=%.4f gflops=%.3f rel_error=%.3g impl=%s\n", med[0] * 1e3, med[1] * 1e3,
            flops / med[0] * 1e-9, rel, impl);

@@ -18,6 +18,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
+
 #define CHECK(x)                                                                   \
     do {                                                                           \
         dnnl_status_t s_ = (x);                                                    \
@@ -26,26 +28,6 @@
             exit(3);                                                               \
         }                                                                          \
     } while (0)
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static void flush(const void *p, size_t bytes)
-{
-    for (size_t i = 0; i < bytes; i += 64)
-        __builtin_ia32_clflush((const char *)p + i);
-    __builtin_ia32_mfence();
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static uint16_t to_bf16(float f) /* round to nearest even */
 {
@@ -115,20 +97,19 @@ int main(int argc, char **argv)
     double times[200], spent = 0;
     int reps = 0;
     for (int it = -1; it < 200 && (spent < 0.5 || reps < 5); it++) {
-        flush(A, 2 * (size_t)(M * K));
-        flush(bp, bbytes);
-        flush(C, 4 * (size_t)(M * N));
-        double t0 = now();
+        bu_flush(A, 2 * (size_t)(M * K));
+        bu_flush(bp, bbytes);
+        bu_flush(C, 4 * (size_t)(M * N));
+        double t0 = bu_now();
         CHECK(dnnl_primitive_execute(mm, st, 3, args));
         CHECK(dnnl_stream_wait(st));
-        double t = now() - t0;
+        double t = bu_now() - t0;
         if (it >= 0) {
             times[reps++] = t;
             spent += t;
         }
     }
-    qsort(times, (size_t)reps, sizeof times[0], cmp);
-    double med = times[reps / 2];
+    double med = bu_median(times, reps);
 
     /* 64 rows checked in double (every row would cost as much as the product) */
     double num = 0, den = 0;

@@ -113,6 +113,9 @@ void em_tc_group(Em *e, const Node *n);
 void em_pipeline(Em *e, const Node *n);
 /* A pipeline whose copies are bulk tensor copies (emit_tma.c). */
 void em_pipeline_tma(Em *e, const Node *n);
+/* After a pipeline's loop: the last wgmma group waited for (L in flight), then the
+ * pipeline's block closed. */
+void em_pipeline_close(Em *e, int64_t L);
 /* A fragment accumulator's 32-bit registers per thread (wgmma keeps). */
 int64_t em_frag_regs(const Em *e, const Buffer *b);
 extern const char em_tc_prelude[];

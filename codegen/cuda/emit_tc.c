@@ -591,6 +591,13 @@ void em_pipeline(Em *e, const Node *n)
     e->ind--;
     em_line(e, "}");
     em_line(e, "pf_cp_wait<0>();");
+    em_pipeline_close(e, L);
+    sb_free(&los);
+    sb_free(&his);
+}
+
+void em_pipeline_close(Em *e, int64_t L)
+{
     if (L) {
         em_line(e, "pf_wg_wait<0>();   /* the last group */");
         for (int b = 0; b < e->k->nbufs; b++)
@@ -602,6 +609,4 @@ void em_pipeline(Em *e, const Node *n)
     e->ind--;
     em_line(e, "}");
     e->npipe++;
-    sb_free(&los);
-    sb_free(&his);
 }

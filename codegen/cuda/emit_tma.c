@@ -194,17 +194,7 @@ void em_pipeline_tma(Em *e, const Node *n)
     e->wg_inflight = 0;
     e->ind--;
     em_line(e, "}");
-    if (L) {
-        em_line(e, "pf_wg_wait<0>();   /* the last group */");
-        for (int b = 0; b < e->k->nbufs; b++)
-            if (e->k->bufs[b]->layout == LAYOUT_WGMMA_ACC)
-                em_line(e, "pf_wg_keep<%" PRId64 ">(&%s[0][0][0]);", em_frag_regs(e, e->k->bufs[b]),
-                        em_bn(e, e->k->bufs[b]));
-    }
-    e->pvar = NULL;
-    e->ind--;
-    em_line(e, "}");
-    e->npipe++;
+    em_pipeline_close(e, L);
     sb_free(&los);
     sb_free(&his);
 }
