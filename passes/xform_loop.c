@@ -144,9 +144,11 @@ void xf_do_split(Kernel *k, Node *l, int64_t f, const char *outer, const char *i
         ext = ir_bin(k, IE_MAX, ext, ir_int(k, 0));
     /* A factor past a constant extent would only add a guard that fails for the
      * iterations beyond it: take the extent instead, so one schedule (a cache block
-     * of 256) stays guard-free on a small size (K = 64). */
+     * of 256) stays guard-free on a small size (K = 64).  A padded split keeps its
+     * factor: its promise is that every tile has the factor's shape (a 16-row
+     * product on a 64-row wgmma tile runs one tile, its last 48 rows padding). */
     int64_t n;
-    if (ir_eval_size(k, ext, &n) && n > 0 && f > n)
+    if (!pad && ir_eval_size(k, ext, &n) && n > 0 && f > n)
         f = n;
     bool exact = xf_divides(k, ext, f);
     Var *vo = ir_new_var(k, outer ? outer : xf_fresh_name(k, arena_printf(k->arena, "%so", v->name)));

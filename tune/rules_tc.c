@@ -441,6 +441,27 @@ static void sk_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, TcNes
     tc_tile(b, pi, pj, P, NULL, true, bm, bn, pad, t);
 }
 
+/* The pipeline depths of a template on a reduction of K: a ring deeper than the
+ * reduction has K steps only takes shared memory (a batch of 512 x 512 x 128
+ * products has two K steps, and five stages of 128 x 128 left room for one block
+ * an SM); such candidates become the number of steps, but at least 2, and 3 with
+ * a group of products in flight (whose stage the next refill must not reach). */
+static int stage_set(const int64_t *cand, int n, int64_t K, int bk, int inflight, int64_t out[4])
+{
+    int64_t steps = (K + bk - 1) / bk, least = inflight ? 3 : 2, m = 0;
+    if (steps < least)
+        steps = least;
+    for (int i = 0; i < n; i++) {
+        int64_t v = cand[i] < steps ? cand[i] : steps;
+        bool dup = false;
+        for (int j = 0; j < m; j++)
+            dup |= out[j] == v;
+        if (!dup)
+            out[m++] = v;
+    }
+    return (int)m;
+}
+
 /* ---- mma.sync (sm_80+) ---- */
 
 /* One template per block tile BM x BN x BK and warp tile WM x WN, the pipeline
@@ -478,7 +499,9 @@ static bool gpu_tc_b(Builder *b, const void *vctx)
         return false;
     int vo = out_staged(c);
     bool so = vo && stage_fits(s->bm, s->bn, vo, 32, nw);
-    SVal st = bld_param(b, "st", s->stages, s->nstages);
+    int64_t stv[4];
+    int nst = stage_set(s->stages, s->nstages, n->ext[n->nloops - 1], s->bk, 0, stv);
+    SVal st = bld_param(b, "st", stv, nst);
     TcNest t;
     tc_begin(b, c, s->bm, s->bn, f.pad_ij, so, &t);
     for (int e = 0; e < t.nel; e++) {
@@ -524,21 +547,25 @@ static bool gpu_tc_b(Builder *b, const void *vctx)
 
 /* ---- wgmma (sm_90a) ---- */
 
-/* Two warpgroups (thread.x 128, thread.y 2) share a 128 x BN block tile, each a
- * 64 x BN accumulator fed by one wgmma m64nBNk16 per 16 of the 64-deep K step, both
- * operands in 128-byte swizzled shared memory filled by 16-byte cp.async in a ring
- * of `st` stages; inflight=1 lets one group of products run on while the next
- * stage's are issued. */
+/* BM / 64 warpgroups (thread.x 128, thread.y BM / 64) share a BM x BN block tile,
+ * each a 64 x BN accumulator fed by one wgmma m64nBNk16 per 16 of the 64-deep K
+ * step, both operands in 128-byte swizzled shared memory filled by bulk tensor
+ * copies (or 16-byte cp.async) in a ring of `st` stages; inflight=1 lets one group
+ * of products run on while the next stage's are issued.  One warpgroup (BM 64)
+ * serves products of 64 rows or fewer (16 x 4096 x 4096: the box's rows past the
+ * product are zero-filled, and the block streams B) and short reductions, whose
+ * small tiles and shallow rings leave room for several blocks an SM. */
 typedef struct WgShape {
-    int bn;
+    int bm, bn;
     int64_t stages[2]; /* the candidate set of the pipeline depth */
     int inflight;
 } WgShape;
 
 static const WgShape wg_shapes[] = {
-    {256, {4, 3}, 1}, /* stdlib gemm's `wg` */
-    {128, {3, 4}, 0}, /* two blocks per SM at 3 stages */
-    {128, {5, 4}, 1},
+    {128, 256, {4, 3}, 1}, /* stdlib gemm's `wg` */
+    {128, 128, {3, 4}, 0}, /* two blocks per SM at 3 stages */
+    {128, 128, {5, 4}, 1},
+    {64, 128, {4, 6}, 1},  /* thin products, short reductions */
 };
 
 static bool gpu_wg_b(Builder *b, const void *vctx)
@@ -546,19 +573,22 @@ static bool gpu_wg_b(Builder *b, const void *vctx)
     const TcCtx *c = vctx;
     const NestInfo *n = c->ns[0];
     const WgShape *s = c->shape;
+    int wgs = s->bm / 64;
     TcFit f;
-    if (!tc_fits(n, 128, s->bn, 64, &f) || !sk_fits(c, 64) || !stage_fits(f.ra, f.ca, f.va, 128, 2) ||
-        !stage_fits(f.rb, f.cb, f.vb, 128, 2))
+    if (!tc_fits(n, s->bm, s->bn, 64, &f) || !sk_fits(c, 64) || !stage_fits(f.ra, f.ca, f.va, 128, wgs) ||
+        !stage_fits(f.rb, f.cb, f.vb, 128, wgs))
         return false;
     /* a result staged in shared memory (out_staged), for which 128 x 256 tiles and
      * their four stages leave no room (the 128 x 128 templates take it) */
     int vo = out_staged(c);
-    bool so = vo && stage_fits(128, s->bn, vo, 128, 2);
+    bool so = vo && stage_fits(s->bm, s->bn, vo, 128, wgs);
     if (vo && (s->bn > 128 || !so))
         return false;
-    SVal st = bld_param(b, "st", s->stages, 2);
+    int64_t stv[4];
+    int nst = stage_set(s->stages, 2, n->ext[n->nloops - 1], 64, s->inflight, stv);
+    SVal st = bld_param(b, "st", stv, nst);
     TcNest t;
-    tc_begin(b, c, 128, s->bn, f.pad_ij, so, &t);
+    tc_begin(b, c, s->bm, s->bn, f.pad_ij, so, &t);
     for (int e = 0; e < t.nel; e++) {
         const char *const *nm = el_names[e];
         SLoop *y, *r;
@@ -575,10 +605,10 @@ static bool gpu_wg_b(Builder *b, const void *vctx)
         return false;
     SBuf *As = bld_cache_squeezed(b, pa, ko, "shared", "As", t.batch != NULL);
     SBuf *Bs = bld_cache_squeezed(b, pb, ko, "shared", "Bs", t.batch != NULL);
-    stage_map(b, As, f.ra, f.ca, f.va, 128, 2, 0, &a_names);
-    stage_map(b, Bs, f.rb, f.cb, f.vb, 128, 2, 0, &b_names);
+    stage_map(b, As, f.ra, f.ca, f.va, 128, wgs, 0, &a_names);
+    stage_map(b, Bs, f.rb, f.cb, f.vb, 128, wgs, 0, &b_names);
     if (t.cs)
-        out_map(b, t.cs, 128, s->bn, vo, 128, 2, 0);
+        out_map(b, t.cs, s->bm, s->bn, vo, 128, wgs, 0);
     bld_wgmma(b, wm, t.ji1, kk);
     if (t.batch)
         bld_bind(b, t.batch, "block.z");
@@ -712,7 +742,7 @@ static int add_family(TcOffer *o, int n, bool wg, bool splitk, bool thin_only, c
     int nsh = wg ? NWG : NTC, first = n;
     bool any_fills = false;
     for (int i = 0; i < nsh; i++) {
-        int bm = wg ? 128 : tc_shapes[i].bm, bn = wg ? wg_shapes[i].bn : tc_shapes[i].bn;
+        int bm = wg ? wg_shapes[i].bm : tc_shapes[i].bm, bn = wg ? wg_shapes[i].bn : tc_shapes[i].bn;
         o[n] = (TcOffer){wg, wg ? (const void *)&wg_shapes[i] : (const void *)&tc_shapes[i], 0, 0, {0}, 0, 0};
         o[n].blocks = grid_blocks(ns0, bm, bn, &o[n].useful);
         any_fills |= bm * bn >= 128 * 128 && fills(&o[n]);
@@ -721,14 +751,16 @@ static int add_family(TcOffer *o, int n, bool wg, bool splitk, bool thin_only, c
     TcOffer sk[NWG + NTC];
     int nsk = 0;
     for (int i = first; splitk && i < n; i++) {
-        int bm = wg ? 128 : ((const TcShape *)o[i].shape)->bm;
+        int bm = wg ? ((const WgShape *)o[i].shape)->bm : ((const TcShape *)o[i].shape)->bm;
         int bn = wg ? ((const WgShape *)o[i].shape)->bn : ((const TcShape *)o[i].shape)->bn;
         int bk = wg ? 64 : ((const TcShape *)o[i].shape)->bk;
         bool spans = ns0->nspatial == 2 && (bm >= ns0->ext[0] || bn >= ns0->ext[1]);
         bool large = bm * bn >= 128 * 128;
         if (thin_only ? large || !spans : !large && !spans)
             continue;
-        if (o[i].useful < MIN_USEFUL)
+        /* a tile past a thin side wastes products, not memory traffic (the rows
+         * past the edge are zero-filled, not read): split-K still pays there */
+        if (o[i].useful < MIN_USEFUL && !spans)
             continue;
         TcOffer x = o[i];
         x.nslices = sk_slices(ns0, o[i].blocks, bm, bn, bk, tg, x.slices, &x.cost);
@@ -785,7 +817,7 @@ void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, 
         if (o[i].wg) {
             const WgShape *s = o[i].shape;
             rules_offer(in, gpu_wg_b, x, a, sp,
-                        arena_printf(a, "rules: GPU wgmma 128x%dx64%s%s", s->bn,
+                        arena_printf(a, "rules: GPU wgmma %dx%dx64%s%s", s->bm, s->bn,
                                      s->inflight ? ", one group in flight" : "", sk),
                         true);
         } else {
