@@ -294,6 +294,20 @@ static Expr **panel_idx(Node *s, const Buffer *p)
     return x && x->u.load.buf == p ? x->u.load.idx : y && y->u.load.buf == p ? y->u.load.idx : NULL;
 }
 
+/* Puts node n right after node at, in whichever list holds at (a guard's else
+ * body included: the versioned copies of passes/cpu_version.c). */
+static void insert_after(Kernel *k, Node *at, Node *n)
+{
+    NodeList *ls[2] = {at->parent ? ir_body(at->parent) : &k->body, at->parent ? ir_else(at->parent) : NULL};
+    for (int j = 0; j < 2; j++)
+        for (int i = 0; ls[j] && i < ls[j]->n; i++)
+            if (ls[j]->v[i] == at) {
+                ir_list_insert(ls[j], i + 1, n, at->parent);
+                return;
+            }
+    die("dot-pairs: loop %s not in its parent's lists", at->u.loop.var->name);
+}
+
 /* Loop L (over v in lo..lo+E, its one statement's panel index v - lo) as pairs:
  * the pair loop with a loop q over 0..2 directly around the statement (kind and
  * hint as given), then for odd E the nest once more at v = lo + E - 1. */
@@ -336,8 +350,7 @@ static void pair_loop(Kernel *k, Node *L, const Buffer *p, LoopKind qkind, LoopH
         ti[0] = ir_int(k, (E - 1) / 2);
         ti[2] = ir_int(k, 0);
         simplify_stmt(k, ts);
-        NodeList *pl = xf_list_of(k, L);
-        ir_list_insert(pl, xf_index_in(k, L) + 1, tail, L->parent);
+        insert_after(k, L, tail);
     }
 }
 
