@@ -23,7 +23,9 @@
  * register of 2W bf16, A's pair as one 32-bit broadcast, and issues one vdpbf16ps
  * per 16 lanes: 32 products per instruction where convert + FMA gave 16 per two.
  * The copy nests that fill P (`for c0 in 0..E0: for c1..: P[c0, c1] = X`) are paired
- * the same way, their pair loop innermost, so that each copy writes P in order.
+ * the same way, their pair loop innermost, so that each copy writes P in order;
+ * where c1 has a constant extent it becomes a vector loop around an `interleave`
+ * of two rows of X.
  *
  * Legal because P is a temporary: storing it in another order changes no value,
  * and every access goes through the one map.  The pairing keeps each element's
@@ -311,7 +313,7 @@ static void insert_after(Kernel *k, Node *at, Node *n)
 /* Loop L (over v in lo..lo+E, its one statement's panel index v - lo) as pairs:
  * the pair loop with a loop q over 0..2 directly around the statement (kind and
  * hint as given), then for odd E the nest once more at v = lo + E - 1. */
-static void pair_loop(Kernel *k, Node *L, const Buffer *p, LoopKind qkind, LoopHint qhint)
+static Node *pair_loop(Kernel *k, Node *L, const Buffer *p, LoopKind qkind, LoopHint qhint)
 {
     int64_t E, lo;
     ArAff la;
@@ -352,6 +354,30 @@ static void pair_loop(Kernel *k, Node *L, const Buffer *p, LoopKind qkind, LoopH
         simplify_stmt(k, ts);
         insert_after(k, L, tail);
     }
+    return q;
+}
+
+/* A paired copy `for c: for q in 0..2: P[.., c, q] = X[.., c ..]` whose loop c
+ * has a constant extent and X a bf16 row contiguous in c: c made a vector loop
+ * and q an interleave (codegen/llvm/emit_dot.c), one shuffle per two rows of
+ * lanes instead of a scalar copy per element (some five cycles each).  Lanes
+ * of a copy are independent: each writes its own two elements. */
+static void interleave_copy(Kernel *k, Node *q)
+{
+    Node *c = q->parent, *s = q->u.loop.body.v[0];
+    int64_t w;
+    Expr *x = bf16_load(s->u.stmt.value);
+    ArAff po, xo;
+    if (!c || c->kind != N_LOOP || c->u.loop.kind != LOOP_SERIAL || c->u.loop.hint != HINT_NONE ||
+        c->u.loop.body.n != 1 || !cpu_const_extent(k, c->u.loop.lo, c->u.loop.hi, &w) || w < 8 ||
+        w > CPU_MAX_VECTOR_WIDTH || !x || s->u.stmt.buf->dtype != DT_BF16 ||
+        !cpu_offset_aff(k, s->u.stmt.buf, s->u.stmt.idx, &po) || !cpu_offset_aff(k, x->u.load.buf, x->u.load.idx, &xo))
+        return;
+    const Var *cv = c->u.loop.var, *qv = q->u.loop.var;
+    if (ar_aff_coef(&po, cv->id) != 2 || ar_aff_coef(&po, qv->id) != 1 || ar_aff_coef(&xo, cv->id) != 1)
+        return;
+    c->u.loop.kind = LOOP_VECTOR;
+    q->u.loop.hint = HINT_INTERLEAVE;
 }
 
 typedef struct Sites {
@@ -409,8 +435,16 @@ bool cpu_dot_pairs(Kernel *k, const Target *target, Diags *d)
         p->shape = shape;
         p->rank = 3;
     }
-    for (int i = 0; i < s->n; i++)
-        pair_loop(k, s->loops[i], s->bufs[i], s->dot[i] ? LOOP_SERIAL : LOOP_UNROLL, s->dot[i] ? HINT_DOT : HINT_NONE);
+    for (int i = 0; i < s->n; i++) {
+        Node *q = pair_loop(k, s->loops[i], s->bufs[i], s->dot[i] ? LOOP_SERIAL : LOOP_UNROLL,
+                            s->dot[i] ? HINT_DOT : HINT_NONE);
+        if (!s->dot[i]) {
+            q->u.loop.kind = LOOP_SERIAL;
+            interleave_copy(k, q);
+            if (q->u.loop.hint != HINT_INTERLEAVE)
+                q->u.loop.kind = LOOP_UNROLL;
+        }
+    }
     free(s);
     return true;
 }

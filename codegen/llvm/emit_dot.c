@@ -164,3 +164,52 @@ void cg_emit_dot(Fn *f, const Node *L, LLVMValueRef lo)
     }
     cg_store_at(f, acc, ca, n, res);
 }
+
+/* An `interleave` loop (passes/cpu_dot.c): in a vector loop over c, two
+ * iterations q of P[.., c, q] = X[.., c, ..] (16-bit both, X contiguous in c, P's
+ * element 2c + q) become two loads of X's rows, one shuffle that interleaves
+ * them and one store.  The value is copied as bits: a bf16 read and stored as
+ * bf16 is the same value. */
+void cg_emit_interleave(Fn *f, const Node *L, LLVMValueRef lo)
+{
+    Cg *g = f->g;
+    LLVMBuilderRef B = g->B;
+    const Node *s = L->u.loop.body.n == 1 ? L->u.loop.body.v[0] : NULL;
+    const Expr *x = s && s->kind == N_STMT ? s->u.stmt.value : NULL;
+    if (x && x->kind == IE_CAST)
+        x = x->args[0];
+    const Var *q = L->u.loop.var;
+    int64_t ext, cv, cq, xv, xq;
+    if (!f->vw || f->mask || !x || x->kind != IE_LOAD || s->u.stmt.op != SOP_ASSIGN || s->u.stmt.guarded ||
+        x->u.load.guarded || dtype_bytes(s->u.stmt.buf->dtype) != 2 || dtype_bytes(x->u.load.buf->dtype) != 2 ||
+        !cg_const_extent(g, L->u.loop.lo, L->u.loop.hi, &ext) || ext != 2 ||
+        !coefs(g, s->u.stmt.buf, s->u.stmt.idx, f->vvar, q, &cv, &cq) || cv != 2 || cq != 1 ||
+        !coefs(g, x->u.load.buf, x->u.load.idx, f->vvar, q, &xv, &xq) || xv != 1)
+        die("interleave loop %s: not a pair copy", q->name);
+    const Buffer *P = s->u.stmt.buf, *X = x->u.load.buf;
+    int n = f->vw;
+    LLVMTypeRef tv = LLVMVectorType(g->ti16, (unsigned)n);
+    LLVMValueRef rows[2], sp = NULL;
+    cg_touch_unknown(f, X, false);
+    for (int i = 0; i < 2; i++) {
+        LLVMValueRef iv = i == 0 ? lo : LLVMBuildNSWAdd(B, lo, cg_ci64(g, i), "");
+        Binding saved = cg_bind(f, q, cg_S(iv));
+        Addr xa, pa;
+        if (!cg_affine_addr(f, X, x->u.load.idx, true, &xa) || (i == 0 && !cg_affine_addr(f, P, s->u.stmt.idx, true, &pa)))
+            die("interleave loop %s: addresses not affine", q->name);
+        if (i == 0)
+            sp = cg_ptr_at(f, P, pa, true);
+        rows[i] = cg_tag(g, X, LLVMBuildLoad2(B, tv, cg_ptr_at(f, X, xa, true), ""));
+        LLVMSetAlignment(rows[i], 2);
+        cg_unbind(f, q, saved);
+    }
+    LLVMValueRef m[2 * CPU_MAX_VECTOR_WIDTH];
+    for (int i = 0; i < n; i++) {
+        m[2 * i] = cg_ci32(g, i);
+        m[2 * i + 1] = cg_ci32(g, n + i);
+    }
+    LLVMValueRef v = LLVMBuildShuffleVector(B, rows[0], rows[1], LLVMConstVector(m, (unsigned)(2 * n)), "");
+    cg_touch_unknown(f, P, true);
+    LLVMValueRef st = cg_tag(g, P, LLVMBuildStore(B, v, sp));
+    LLVMSetAlignment(st, 2);
+}

@@ -226,6 +226,8 @@ void cg_emit_transpose(Fn *f, const Node *L);
 /* ---- emit_dot.c ---- */
 /* A `dot-product` loop (lo: its first value) inside a vector loop. */
 void cg_emit_dot(Fn *f, const Node *L, LLVMValueRef lo);
+/* An `interleave` loop (lo: its first value) inside a vector loop. */
+void cg_emit_interleave(Fn *f, const Node *L, LLVMValueRef lo);
 
 /* ---- emit_prefetch.c ---- */
 void cg_emit_prefetch(Fn *f, const Node *n);
