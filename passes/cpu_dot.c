@@ -156,7 +156,7 @@ static Node *dot_site(const Kernel *k, Node *L, Expr **pl)
         cpu_access_kind(k, x->u.load.idx, 2, jv) != CPU_ACC_CONTIG ||
         cpu_access_kind(k, y->u.load.idx, a->rank, jv) != CPU_ACC_UNIFORM ||
         !is_offset_of(k, x->u.load.idx[0], kv, lo) || ir_expr_uses_var(x->u.load.idx[1], kv) ||
-        cpu_dim(k, p, 0) < E || a->layout != LAYOUT_PLAIN)
+        cpu_dim(k, p, 0) < E || a->layout != LAYOUT_PLAIN || a->rank < 1)
         return NULL;
     /* A's pair is adjacent: k moves its last index by one and no other */
     ArAff aa;
