@@ -95,9 +95,18 @@ const char *loop_kind_name(LoopKind k);
  *              contiguous dimensions differ: shuffles (cpu_transpose.c)
  *   ordered    a vector loop made from a serial one whose reductions into one
  *              element keep the serial order (cpu_vectorize.c)
- *   unroll2    a serial loop run two iterations per trip (cpu_unroll2.c) */
+ *   unroll2    a serial loop run two iterations per trip (cpu_unroll2.c)
+ *   dot-product  a loop of two iterations directly in a vector loop, whose one
+ *              statement adds the product of two bf16 values to an f32 lane:
+ *              the pair is one lane of vdpbf16ps, the A value of both iterations
+ *              one 32-bit broadcast, the B values interleaved pairs (cpu_dot.c)
+ *   interleave a loop of two iterations directly in a vector loop, whose one
+ *              statement copies a 16-bit value contiguous in the lanes to
+ *              element 2 * lane + iteration: two vector loads, one shuffle, one
+ *              store (the pair packing of cpu_dot.c) */
 #define PF_LOOP_HINTS(X) \
     X(NONE, "") X(FILL, "memset") X(COPY, "memcpy") X(TRANSPOSE, "transpose") X(ORDERED, "ordered") X(TWICE, "unroll2") \
+    X(DOT, "dot-product") X(INTERLEAVE, "interleave") \
     PF_GPU_LOOP_HINTS(X)
 /* How the CUDA back end translates a loop, set by the GPU target lowering
  * (passes/gpu_*.c, docs/cuda.md); like the CPU hints, never a change of meaning.

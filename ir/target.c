@@ -5,7 +5,8 @@
  * F16C), x86_64-avx2 is Haswell, x86_64-avx512 is Skylake-AVX512; aarch64 is ARMv8-A
  * with NEON; aarch64-sve adds SVE with vscale_range(2,16), i.e. the code needs SVE
  * vectors of at least 256 bits (Graviton3, A64FX) and then uses the z registers for
- * fixed-width vector loops; riscv64 is RV64GC with the lp64d ABI and riscv64-v adds
+ * fixed-width vector loops; x86_64-avx512bf16 is Cooper Lake, AVX-512 with the BF16
+ * dot product (vdpbf16ps), which AMD's Zen 4 has too; riscv64 is RV64GC with the lp64d ABI and riscv64-v adds
  * the vector extension (VLEN >= 128).
  *
  * GPU limits are the CUDA programming guide's per-compute-capability values: shared
@@ -41,6 +42,9 @@ static Target targets[] = {
     /* Skylake prefers 256-bit vectors for auto-vectorisation; perfc's explicit
      * 16-lane vectors are meant for zmm, so the width is pinned to 512. */
     CPU("x86_64-avx512", ARCH_X86_64, X86, "skylake-avx512", "", "", "avx512f", true, true, 0, 0, 512, 64),
+    {.name = "x86_64-avx512bf16", .cls = TARGET_CPU, .arch = ARCH_X86_64, .triple = X86, .cpu = "cooperlake",
+     .features = "", .abi = "", .needs = "avx512_bf16", .fma = true, .native_half = true, .vector_width = 512,
+     .vector_bytes = 64, .dot_bf16 = true},
     CPU("aarch64", ARCH_AARCH64, ARM, "generic", "+neon,+fp-armv8", "", NULL, true, true, 0, 0, 0, 16),
     CPU("aarch64-sve", ARCH_AARCH64, ARM, "generic", "+neon,+fp-armv8,+sve", "", "sve", true, true, 2, 16, 0, 16),
     CPU("riscv64", ARCH_RISCV64, RV, "generic-rv64", "+m,+a,+f,+d,+c", "lp64d", NULL, true, false, 0, 0, 0, 16),
@@ -73,6 +77,7 @@ static void host_init(void)
     else if (__builtin_cpu_supports("avx"))
         h->vector_bytes = 32;
     h->fma = __builtin_cpu_supports("fma");
+    h->dot_bf16 = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vl");
 #elif defined(__aarch64__)
     h->arch = ARCH_AARCH64;
     h->fma = h->native_half = true;
@@ -101,7 +106,7 @@ const Target *target_find(const char *name)
 const char *target_names(TargetClass cls)
 {
     return cls == TARGET_GPU ? "sm_80 sm_86 sm_89 sm_90 sm_90a"
-                             : "host, x86_64, x86_64-avx2, x86_64-avx512, aarch64, aarch64-sve, riscv64, riscv64-v";
+                             : "host, x86_64, x86_64-avx2, x86_64-avx512, x86_64-avx512bf16, aarch64, aarch64-sve, riscv64, riscv64-v";
 }
 
 bool target_name_gpu(const char *name)

@@ -38,6 +38,8 @@ typedef struct Target {
     int vscale_min, vscale_max; /* scalable vectors (SVE, RVV); 0 when none */
     int vector_width;       /* bits LLVM's vectorisers are pinned to; 0: LLVM's choice */
     int vector_bytes;       /* widest fixed-width vector register (16, 32, 64) */
+    bool dot_bf16;          /* AVX-512 BF16: vdpbf16ps sums the products of pairs of
+                             * bf16 into f32 lanes (the CPU pass dot-pairs uses it) */
 
     /* ---- GPU targets ---- */
     int sm;                 /* compute capability x 10: 80, 86, 89, 90 */

@@ -88,6 +88,9 @@ bool cpu_version(Kernel *k, Diags *d);
 /* edge (passes/cpu_edge.c): the loop around a vector loop of several registers
  * whose lanes are bounded by a guard gets copies narrowed to 1, 2, .. registers. */
 bool cpu_edge(Kernel *k, const Target *target, Diags *d);
+/* dot-pairs (passes/cpu_dot.c): on a target with Target.dot_bf16, bf16 tile
+ * updates into f32 take consecutive k in pairs, their panel stored [k/2][j][2]. */
+bool cpu_dot_pairs(Kernel *k, const Target *target, Diags *d);
 bool cpu_unroll2(Kernel *k, Diags *d);
 bool cpu_transpose(Kernel *k, Diags *d);
 bool cpu_vectorize(Kernel *k, Diags *d);

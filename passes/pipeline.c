@@ -53,6 +53,8 @@
  *   version         guards hoisted out of tile loops: a fast and a guarded copy
  *   edge            the loop around a ragged edge's register tile: copies that run
  *                   only the registers with work (cpu_edge.c)
+ *   dot-pairs       with AVX-512 BF16: bf16 tile updates into f32 take k in pairs,
+ *                   their packed panel stored [k/2][j][2] (cpu_dot.c)
  *   unroll2         the loop around a small tile update runs two iterations a trip
  *   transpose       copies across a register tile's layout change marked transpose
  *   vectorize-tiles small serial loops over register tiles made vector (ordered)
@@ -223,6 +225,10 @@ static bool pass_edge(Kernel *k, const PipelineOpts *o, Diags *d)
 {
     return !cpu_target(o) || cpu_edge(k, o->target, d);
 }
+static bool pass_dot_pairs(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    return !cpu_target(o) || cpu_dot_pairs(k, o->target, d);
+}
 CPU_PASS(pass_transpose, cpu_transpose)
 CPU_PASS(pass_vectorize, cpu_vectorize)
 CPU_PASS(pass_unroll, cpu_unroll)
@@ -328,6 +334,7 @@ static const struct {
     {"narrow", pass_narrow, true},
     {"version", pass_version, true},
     {"edge", pass_edge, true},
+    {"dot-pairs", pass_dot_pairs, true},
     {"unroll2", pass_unroll2, true},
     {"transpose", pass_transpose, true},
     {"vectorize-tiles", pass_vectorize, true},

@@ -36,9 +36,17 @@ static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo :
 void blocking_model(int vector_bytes, int vregs, int elem_bytes, const CacheSizes *c, int64_t m, int64_t n, int64_t k,
                     Blocking *b)
 {
+    blocking_model_mixed(vector_bytes, vregs, elem_bytes, elem_bytes, c, m, n, k, b);
+}
+
+void blocking_model_mixed(int vector_bytes, int vregs, int elem_bytes, int op_bytes, const CacheSizes *c, int64_t m,
+                          int64_t n, int64_t k, Blocking *b)
+{
     memset(b, 0, sizeof *b);
     if (elem_bytes <= 0)
         elem_bytes = 4;
+    if (op_bytes <= 0 || op_bytes > elem_bytes)
+        op_bytes = elem_bytes;
     if (vector_bytes < elem_bytes)
         vector_bytes = elem_bytes;
     if (vregs < 8)
@@ -76,7 +84,8 @@ void blocking_model(int vector_bytes, int vregs, int elem_bytes, const CacheSize
         bmr = (int)m;
     b->mr = bmr;
     b->nr = bnv * L;
-    const int64_t S = elem_bytes;
+    /* the packed panels and blocks hold the operands: their bytes size the caches' share */
+    const int64_t S = op_bytes;
     /* KC: the packed B micro-panel, KC x NR, sized to two L1s.  In Low et al. it
      * stays in L1 (96 at NR = 64 f32 with a 32 KiB 8-way L1); read in order it
      * streams from L2 as fast as the FMAs use it, and the longer panel halves the
@@ -213,8 +222,14 @@ void blocking_caches(const Target *t, CacheSizes *c)
 
 void blocking_for_target(const Target *t, int elem_bytes, int64_t m, int64_t n, int64_t k, Blocking *b)
 {
+    blocking_for_target_mixed(t, elem_bytes, elem_bytes, m, n, k, b);
+}
+
+void blocking_for_target_mixed(const Target *t, int acc_bytes, int op_bytes, int64_t m, int64_t n, int64_t k,
+                               Blocking *b)
+{
     CacheSizes c;
     blocking_caches(t, &c);
     int vb = t && t->cls == TARGET_CPU && t->vector_bytes > 0 ? t->vector_bytes : 32;
-    blocking_model(vb, blocking_vector_regs(t), elem_bytes, &c, m, n, k, b);
+    blocking_model_mixed(vb, blocking_vector_regs(t), acc_bytes, op_bytes, &c, m, n, k, b);
 }

@@ -41,4 +41,13 @@ void blocking_model(int vector_bytes, int vregs, int elem_bytes, const CacheSize
 /* The model for a target and dtype on its caches (blocking_caches). */
 void blocking_for_target(const Target *t, int elem_bytes, int64_t m, int64_t n, int64_t k, Blocking *b);
 
+/* The model when the packed operands are narrower than the accumulators (bf16
+ * pairs summed into f32 by vdpbf16ps, passes/cpu_dot.c): the register tile of
+ * acc_bytes elements, the panel and blocks (KC, MC, NC) of op_bytes elements:
+ * the same bytes of cache hold twice the k of a 2-byte panel. */
+void blocking_model_mixed(int vector_bytes, int vregs, int acc_bytes, int op_bytes, const CacheSizes *c, int64_t m,
+                          int64_t n, int64_t k, Blocking *b);
+void blocking_for_target_mixed(const Target *t, int acc_bytes, int op_bytes, int64_t m, int64_t n, int64_t k,
+                               Blocking *b);
+
 #endif

@@ -468,7 +468,13 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
     int eb = n->pb ? dtype_bytes(n->pb_t) : dtype_bytes(n->out_t);
     if (dtype_bytes(n->out_t) > eb)
         eb = dtype_bytes(n->out_t);
-    blocking_for_target(target, eb, n->ext[ia], n->ext[ib], n->ext[ir], &bk);
+    /* bf16 operands summed in f32 on a target with the BF16 dot product: the panels
+     * hold the 2-byte operands in pairs (passes/cpu_dot.c), so KC and MC are sized by
+     * 2 bytes (KC 512 where f32 has 256: 2048^3 one thread 94 -> 86 ms, the panel
+     * packed half as often) while the register tile stays f32 */
+    bool pairs = target && target->dot_bf16 && n->pb && n->pa && n->pb_t == DT_BF16 && n->pa_t == DT_BF16 &&
+                 n->out_t == DT_F32;
+    blocking_for_target_mixed(target, eb, pairs ? 2 : eb, n->ext[ia], n->ext[ib], n->ext[ir], &bk);
     if (bk.nr % lanes)
         bk.nr = lanes; /* the rules' lanes rule (an f16 out, a GPU-sized guess): stay whole registers */
     char pm[80], pnr[80], pk[80], pp[80], pt[80], pb[80];

@@ -22,6 +22,8 @@ typedef struct CgTarget {
     bool native_half;        /* f16 <-> f32 conversion instructions exist */
     int vscale_min, vscale_max; /* vscale_range attribute (0: none) */
     int vector_width;        /* "prefer-vector-width"/"min-legal-vector-width" (0: none) */
+    bool dot_bf16;           /* LLVM may select vdpbf16ps (avx512bf16 with avx512vl): a
+                              * `dot-product` loop becomes one (codegen/llvm/emit_dot.c) */
 } CgTarget;
 
 /* ---- target.c ---- */

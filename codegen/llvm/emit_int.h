@@ -223,6 +223,12 @@ void cg_emit_copy(Fn *f, const Node *L, int64_t lo, int64_t hi);
 void cg_emit_fill(Fn *f, const Node *L);
 void cg_emit_transpose(Fn *f, const Node *L);
 
+/* ---- emit_dot.c ---- */
+/* A `dot-product` loop (lo: its first value) inside a vector loop. */
+void cg_emit_dot(Fn *f, const Node *L, LLVMValueRef lo);
+/* An `interleave` loop (lo: its first value) inside a vector loop. */
+void cg_emit_interleave(Fn *f, const Node *L, LLVMValueRef lo);
+
 /* ---- emit_prefetch.c ---- */
 void cg_emit_prefetch(Fn *f, const Node *n);
 

@@ -108,6 +108,7 @@ bool cg_target_fill(const Target *d, CgTarget *t)
             t->abi = "lp64d";
         if (has_feature(host_features, "avx512f"))
             t->vector_width = 512;
+        t->dot_bf16 = has_feature(host_features, "avx512bf16") && has_feature(host_features, "avx512vl");
         if (arm && has_feature(host_features, "sve")) {
             /* The running machine's vector length is not known to LLVM here; 128
              * bits is the architectural minimum. */
@@ -125,6 +126,7 @@ bool cg_target_fill(const Target *d, CgTarget *t)
     t->vscale_min = d->vscale_min;
     t->vscale_max = d->vscale_max;
     t->vector_width = d->vector_width;
+    t->dot_bf16 = d->dot_bf16;
     return true;
 }
 
@@ -145,6 +147,8 @@ bool cg_target_runs_on_host(const CgTarget *t)
         for (const char *const *f = need_avx512; *f; f++)
             if (!has_feature(host_features, *f))
                 return false;
+    if (t->target->dot_bf16 && !has_feature(host_features, "avx512bf16"))
+        return false;
     return true;
 }
 
