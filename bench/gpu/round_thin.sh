@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call for the one-warpgroup and 128 x 64 wgmma tiles and the pipeline
+# One device call for the one-warpgroup wgmma tiles and the pipeline
 # depths capped by the reduction (tune/rules_tc.c): the thin, batched and K-large rows of the
 # GEMM-family suite tuned and untuned, the square product as the run's control,
 # then the GPU tests of padded tiles and split-K and memcheck on the new shapes.
