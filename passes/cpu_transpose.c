@@ -13,7 +13,10 @@
  * stores may happen in any order; the back end writes every element the nest
  * writes, with the value it reads.  The tile's contiguous variable has a power of
  * two trip count from 2 to 16, the tile holds at most 256 elements and is indexed
- * by the nest's two variables alone. */
+ * by the nest's two variables alone.
+ *
+ * The same step marks copies between two buffers in memory that transpose
+ * `transpose-blocks` (cpu_transpose_blocks.c): conv2d's filter packing. */
 #include "cpu.h"
 
 /* Storage equals compute type (no f16/bf16 conversion, no bool byte). */
@@ -78,6 +81,10 @@ static void transpose_list(const Kernel *k, NodeList *l, bool in_vector)
         if (!in_vector && cpu_const_extent(k, n->u.loop.lo, n->u.loop.hi, &ext) && ext > 1 &&
             cpu_transpose_ok(k, n)) {
             n->u.loop.hint = HINT_TRANSPOSE;
+            continue;
+        }
+        if (!in_vector && cpu_transpose_blocks_ok(k, n)) {
+            n->u.loop.hint = HINT_TRANSPOSE_BLOCKS;
             continue;
         }
         transpose_list(k, &n->u.loop.body, in_vector || n->u.loop.kind == LOOP_VECTOR);
