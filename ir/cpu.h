@@ -60,6 +60,9 @@ typedef struct CpuTBlocks {
     bool rows_read;                    /* the row side is the buffer read */
     int64_t sr, sc;
 } CpuTBlocks;
-bool cpu_tblocks_shape(const Kernel *k, const Node *L, CpuTBlocks *t);
+/* any_w: the head loop may have any constant extent of at least 2 (the pass then
+ * splits it); otherwise a power of two up to CPU_TBLOCKS_MAX_W, what the back end
+ * translates. */
+bool cpu_tblocks_shape(const Kernel *k, const Node *L, bool any_w, CpuTBlocks *t);
 
 #endif

@@ -10,6 +10,7 @@
  * Fp[c, r, s, k] = F[k, c, r, s], is one with a = k, j = (c, r, s): w rows of
  * CB R S floats of F become, w x w at a time, columns of Fp.  Only the shape is
  * checked here; what makes the rewrite legal is the pass's. */
+#include <stdint.h>
 #include <string.h>
 
 #include "cpu.h"
@@ -34,12 +35,13 @@ static bool dense(const ArAff *off, const CpuTBlocks *t, int64_t unit)
     return true;
 }
 
-bool cpu_tblocks_shape(const Kernel *k, const Node *L, CpuTBlocks *t)
+bool cpu_tblocks_shape(const Kernel *k, const Node *L, bool any_w, CpuTBlocks *t)
 {
     memset(t, 0, sizeof *t);
     int64_t w;
     if (L->kind != N_LOOP || L->u.loop.kind != LOOP_SERIAL || L->u.loop.body.n != 1 || !zero_lo(k, L) ||
-        !cpu_const_extent(k, L->u.loop.lo, L->u.loop.hi, &w) || w < 2 || w > CPU_TBLOCKS_MAX_W || (w & (w - 1)))
+        !cpu_const_extent(k, L->u.loop.lo, L->u.loop.hi, &w) || w < 2 || w > INT32_MAX ||
+        (!any_w && (w > CPU_TBLOCKS_MAX_W || (w & (w - 1)))))
         return false;
     t->w = (int)w;
     const Node *n = L->u.loop.body.v[0];

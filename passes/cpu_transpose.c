@@ -66,7 +66,7 @@ bool cpu_transpose_ok(const Kernel *k, const Node *L)
     return true;
 }
 
-static void transpose_list(const Kernel *k, NodeList *l, bool in_vector)
+static void transpose_list(Kernel *k, NodeList *l, bool in_vector)
 {
     for (int i = 0; i < l->n; i++) {
         Node *n = l->v[i];
@@ -83,10 +83,8 @@ static void transpose_list(const Kernel *k, NodeList *l, bool in_vector)
             n->u.loop.hint = HINT_TRANSPOSE;
             continue;
         }
-        if (!in_vector && cpu_transpose_blocks_ok(k, n)) {
-            n->u.loop.hint = HINT_TRANSPOSE_BLOCKS;
+        if (!in_vector && cpu_transpose_blocks_mark(k, l, i))
             continue;
-        }
         transpose_list(k, &n->u.loop.body, in_vector || n->u.loop.kind == LOOP_VECTOR);
     }
 }

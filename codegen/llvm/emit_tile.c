@@ -246,7 +246,7 @@ void cg_emit_transpose_blocks(Fn *f, const Node *L)
 {
     Cg *g = f->g;
     CpuTBlocks t;
-    if (!cpu_tblocks_shape(g->k, L, &t))
+    if (!cpu_tblocks_shape(g->k, L, false, &t))
         die("transpose-blocks: loop %s is not a blocked copy", L->u.loop.var->name);
     const Node *st = t.st;
     const Expr *ld = st->u.stmt.value;
