@@ -44,4 +44,25 @@ bool cpu_holds_scheduled(const NodeList *l);
 /* A MEM_LOCAL temporary of at most CPU_TILE_ELEMS elements: registers. */
 bool cpu_is_tile(const Kernel *k, const Buffer *b);
 
+/* A copy that transposes in square blocks through registers (ir/cpu_tblocks.c):
+ * `for a in 0..w { for b[0] { .. for b[m-1] { X = Y } } }`, all from 0, the row
+ * side's offset base + sr a + j and the column side's base + a + sc j, j the inner
+ * loops as one index (b[m-1] moving by one).  b[0]'s extent may be a variable one
+ * (ext[0] = -1), the others' are constants whose product is `inner`. */
+#define CPU_TBLOCKS_DEPTH 6
+#define CPU_TBLOCKS_MAX_W 16
+typedef struct CpuTBlocks {
+    const Node *st;                    /* the copy */
+    const Node *b[CPU_TBLOCKS_DEPTH];  /* the inner loops, outermost first */
+    int64_t ext[CPU_TBLOCKS_DEPTH];
+    int m, w;
+    int64_t inner;
+    bool rows_read;                    /* the row side is the buffer read */
+    int64_t sr, sc;
+} CpuTBlocks;
+/* any_w: the head loop may have any constant extent of at least 2 (the pass then
+ * splits it); otherwise a power of two up to CPU_TBLOCKS_MAX_W, what the back end
+ * translates. */
+bool cpu_tblocks_shape(const Kernel *k, const Node *L, bool any_w, CpuTBlocks *t);
+
 #endif

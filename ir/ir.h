@@ -93,6 +93,11 @@ const char *loop_kind_name(LoopKind k);
  *   memcpy     a serial loop copying a contiguous range (cpu_partition.c)
  *   transpose  a two-loop copy between a register tile and a buffer whose
  *              contiguous dimensions differ: shuffles (cpu_transpose.c)
+ *   transpose-blocks  a copy between two buffers in memory, one contiguous along
+ *              the head loop (w iterations, a power of two), the other along the
+ *              loops inside it taken as one index: w x w blocks loaded as vectors,
+ *              transposed with shuffles and stored as vectors, a scalar remainder
+ *              (cpu_transpose_blocks.c, the shape ir/cpu_tblocks.c's)
  *   ordered    a vector loop made from a serial one whose reductions into one
  *              element keep the serial order (cpu_vectorize.c)
  *   unroll2    a serial loop run two iterations per trip (cpu_unroll2.c)
@@ -105,7 +110,7 @@ const char *loop_kind_name(LoopKind k);
  *              element 2 * lane + iteration: two vector loads, one shuffle, one
  *              store (the pair packing of cpu_dot.c) */
 #define PF_LOOP_HINTS(X) \
-    X(NONE, "") X(FILL, "memset") X(COPY, "memcpy") X(TRANSPOSE, "transpose") X(ORDERED, "ordered") X(TWICE, "unroll2") \
+    X(NONE, "") X(FILL, "memset") X(COPY, "memcpy") X(TRANSPOSE, "transpose") X(TRANSPOSE_BLOCKS, "transpose-blocks") X(ORDERED, "ordered") X(TWICE, "unroll2") \
     X(DOT, "dot-product") X(INTERLEAVE, "interleave") \
     PF_GPU_LOOP_HINTS(X)
 /* How the CUDA back end translates a loop, set by the GPU target lowering

@@ -65,6 +65,12 @@ bool cpu_fill_ok(const Kernel *k, const CpuRanges *r, const Node *n, int64_t *to
 bool cpu_copy_ok(const Kernel *k, const CpuRanges *r, const Node *n, int64_t lo, int64_t hi);
 /* cpu_transpose.c: loop nest n is a copy across a register tile's layout change. */
 bool cpu_transpose_ok(const Kernel *k, const Node *n);
+/* cpu_transpose_blocks.c: loop nest n is a copy between buffers in memory that
+ * transposes in w x w blocks (ir/cpu_tblocks.c's shape). */
+bool cpu_transpose_blocks_ok(const Kernel *k, const Node *n);
+/* Marks the nest at l->v[at] `transpose-blocks` when it is one, first splitting a
+ * head loop wider than a block (l->v[at] is then the new outer loop). */
+bool cpu_transpose_blocks_mark(Kernel *k, NodeList *l, int at);
 /* cpu_vectorize.c: serial loop n over a register tile may run lane-parallel. */
 bool cpu_vectorize_ok(const Kernel *k, const Node *n);
 /* cpu_unroll.c: serial loop n is small enough to unroll. */

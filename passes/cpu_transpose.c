@@ -13,7 +13,10 @@
  * stores may happen in any order; the back end writes every element the nest
  * writes, with the value it reads.  The tile's contiguous variable has a power of
  * two trip count from 2 to 16, the tile holds at most 256 elements and is indexed
- * by the nest's two variables alone. */
+ * by the nest's two variables alone.
+ *
+ * The same step marks copies between two buffers in memory that transpose
+ * `transpose-blocks` (cpu_transpose_blocks.c): conv2d's filter packing. */
 #include "cpu.h"
 
 /* Storage equals compute type (no f16/bf16 conversion, no bool byte). */
@@ -63,7 +66,7 @@ bool cpu_transpose_ok(const Kernel *k, const Node *L)
     return true;
 }
 
-static void transpose_list(const Kernel *k, NodeList *l, bool in_vector)
+static void transpose_list(Kernel *k, NodeList *l, bool in_vector)
 {
     for (int i = 0; i < l->n; i++) {
         Node *n = l->v[i];
@@ -80,6 +83,8 @@ static void transpose_list(const Kernel *k, NodeList *l, bool in_vector)
             n->u.loop.hint = HINT_TRANSPOSE;
             continue;
         }
+        if (!in_vector && cpu_transpose_blocks_mark(k, l, i))
+            continue;
         transpose_list(k, &n->u.loop.body, in_vector || n->u.loop.kind == LOOP_VECTOR);
     }
 }

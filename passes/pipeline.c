@@ -56,7 +56,8 @@
  *   dot-pairs       with AVX-512 BF16: bf16 tile updates into f32 take k in pairs,
  *                   their packed panel stored [k/2][j][2] (cpu_dot.c)
  *   unroll2         the loop around a small tile update runs two iterations a trip
- *   transpose       copies across a register tile's layout change marked transpose
+ *   transpose       copies across a register tile's layout change marked transpose;
+ *                   transposing copies between buffers marked transpose-blocks
  *   vectorize-tiles small serial loops over register tiles made vector (ordered)
  *   unroll-small    small serial loops around tiles unrolled
  *   verify          the IR the back end receives (a dump point)

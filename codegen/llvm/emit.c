@@ -693,6 +693,7 @@ static void emit_loop(Fn *f, const Node *n)
         cg_emit_copy(f, n, LLVMConstIntGetSExtValue(lo), LLVMConstIntGetSExtValue(lo) + ext);
         return;
     case HINT_TRANSPOSE: cg_emit_transpose(f, n); return;
+    case HINT_TRANSPOSE_BLOCKS: cg_emit_transpose_blocks(f, n); return;
     case HINT_DOT: cg_emit_dot(f, n, lo); return;
     case HINT_INTERLEAVE: cg_emit_interleave(f, n, lo); return;
     default: break;

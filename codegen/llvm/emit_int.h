@@ -222,6 +222,7 @@ void cg_emit_serial(Fn *f, const Node *n, LLVMValueRef lo, LLVMValueRef hi);
 void cg_emit_copy(Fn *f, const Node *L, int64_t lo, int64_t hi);
 void cg_emit_fill(Fn *f, const Node *L);
 void cg_emit_transpose(Fn *f, const Node *L);
+void cg_emit_transpose_blocks(Fn *f, const Node *L);
 
 /* ---- emit_dot.c ---- */
 /* A `dot-product` loop (lo: its first value) inside a vector loop. */

@@ -223,6 +223,94 @@ void cg_emit_transpose(Fn *f, const Node *L)
     cg_unbind(f, tv, sa);
 }
 
+/* ---- copies between buffers that transpose in blocks ----
+ *
+ * A nest marked `transpose-blocks` (passes/cpu_transpose_blocks.c, the shape of
+ * ir/cpu_tblocks.c: the row side contiguous along the inner loops taken as one
+ * index j, the column side along the head loop a of w iterations): a loop over j
+ * in steps of w that loads the w x w block as w vectors of one side, transposes
+ * them in registers and stores w vectors of the other, then a loop over the last
+ * j % w with a scalar copy per a.  Addresses are the nest's at a = j = 0 plus
+ * sr a + j on the row side and a + sc j on the column side. */
+
+static Addr addr_plus(Fn *f, Addr base, LLVMValueRef r, int64_t c)
+{
+    Addr a = base;
+    if (r)
+        a.r = base.r ? LLVMBuildNSWAdd(f->g->B, base.r, r, "") : r;
+    a.c += c;
+    return a;
+}
+
+void cg_emit_transpose_blocks(Fn *f, const Node *L)
+{
+    Cg *g = f->g;
+    CpuTBlocks t;
+    if (!cpu_tblocks_shape(g->k, L, false, &t))
+        die("transpose-blocks: loop %s is not a blocked copy", L->u.loop.var->name);
+    const Node *st = t.st;
+    const Expr *ld = st->u.stmt.value;
+    const Buffer *RB = t.rows_read ? ld->u.load.buf : st->u.stmt.buf, *CB = t.rows_read ? st->u.stmt.buf : ld->u.load.buf;
+    Expr *const *ri = t.rows_read ? ld->u.load.idx : st->u.stmt.idx, *const *ci = t.rows_read ? st->u.stmt.idx : ld->u.load.idx;
+    const Var *av = L->u.loop.var;
+    Binding sav[CPU_TBLOCKS_DEPTH + 1];
+    sav[0] = cg_bind(f, av, cg_S(cg_ci64(g, 0)));
+    for (int i = 0; i < t.m; i++)
+        sav[i + 1] = cg_bind(f, t.b[i]->u.loop.var, cg_S(cg_ci64(g, 0)));
+    Addr r0, c0;
+    if (!cg_affine_addr(f, RB, ri, false, &r0) || !cg_affine_addr(f, CB, ci, false, &c0))
+        die("transpose-blocks: address");
+    for (int i = t.m - 1; i >= 0; i--)
+        cg_unbind(f, t.b[i]->u.loop.var, sav[i + 1]);
+    cg_unbind(f, av, sav[0]);
+
+    int w = t.w;
+    bool vec;
+    LLVMValueRef n0 = t.ext[0] >= 0 ? cg_ci64(g, t.ext[0]) : cg_emit_i64(f, t.b[0]->u.loop.hi, &vec);
+    LLVMValueRef nj = LLVMBuildNSWMul(g->B, n0, cg_ci64(g, t.inner), "");
+    LLVMValueRef full = LLVMBuildNSWMul(g->B, LLVMBuildSDiv(g->B, nj, cg_ci64(g, w), ""), cg_ci64(g, w), "");
+
+    LoopSt s;
+    LLVMValueRef j = cg_loop_open(f, cg_ci64(g, 0), full, "tblk", &s);
+    s.step = w;
+    LLVMValueRef cj = LLVMBuildNSWMul(g->B, j, cg_ci64(g, t.sc), "");
+    LLVMValueRef r[CPU_TBLOCKS_MAX_W];
+    if (t.rows_read) {
+        Addr rows[CPU_TBLOCKS_MAX_W];
+        for (int i = 0; i < w; i++)
+            rows[i] = addr_plus(f, r0, j, i * t.sr);
+        if (w == 8) {
+            transpose8_loads(f, RB, rows, r);
+        } else {
+            for (int i = 0; i < w; i++)
+                r[i] = cg_load_at(f, RB, rows[i], w);
+            transpose(g, r, w);
+        }
+        for (int q = 0; q < w; q++)
+            cg_store_at(f, CB, addr_plus(f, c0, cj, q * t.sc), w, r[q]);
+    } else {
+        for (int q = 0; q < w; q++)
+            r[q] = cg_load_at(f, CB, addr_plus(f, c0, cj, q * t.sc), w);
+        transpose(g, r, w);
+        for (int i = 0; i < w; i++)
+            cg_store_at(f, RB, addr_plus(f, r0, j, i * t.sr), w, r[i]);
+    }
+    cg_loop_close(f, &s);
+
+    /* the last nj % w values of j, one element per a */
+    LoopSt s2;
+    j = cg_loop_open(f, full, nj, "tblk_rest", &s2);
+    cj = LLVMBuildNSWMul(g->B, j, cg_ci64(g, t.sc), "");
+    for (int i = 0; i < w; i++) {
+        Addr ra = addr_plus(f, r0, j, i * t.sr), ca = addr_plus(f, c0, cj, i);
+        if (t.rows_read)
+            cg_store_at(f, CB, ca, 0, cg_load_at(f, RB, ra, 0));
+        else
+            cg_store_at(f, RB, ra, 0, cg_load_at(f, CB, ca, 0));
+    }
+    cg_loop_close(f, &s2);
+}
+
 /* A loop marked `memcpy` (passes/cpu_partition.c: it copies one contiguous range
  * into another, its reads inside their buffer) is one memcpy; LLVM expands a short
  * one inline. */
