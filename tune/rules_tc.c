@@ -728,6 +728,19 @@ static void sort_family(TcOffer *o, int n)
         }
 }
 
+/* A block tile of at least 128 x 128 (large), and one that spans a thin side of
+ * a product with no batch loop (every row or every column in one tile: it reads
+ * nothing twice). */
+static bool tile_large(int bm, int bn)
+{
+    return bm * bn >= 128 * 128;
+}
+
+static bool tile_spans(const NestInfo *n, int bm, int bn)
+{
+    return n->nspatial == 2 && (bm >= n->ext[0] || bn >= n->ext[1]);
+}
+
 /* Adds a family's offers to o, sorted (sort_family), and with them, for the
  * shapes of 128 x 128 or larger tiles whose grid has fewer tiles than the SMs
  * (sk_slices), the shape with split-K (splitk), cheapest first: ahead of the family's
@@ -748,7 +761,7 @@ static int add_family(TcOffer *o, int n, bool wg, bool splitk, bool thin_only, c
         int bm = wg ? wg_shapes[i].bm : tc_shapes[i].bm, bn = wg ? wg_shapes[i].bn : tc_shapes[i].bn;
         o[n] = (TcOffer){wg, wg ? (const void *)&wg_shapes[i] : (const void *)&tc_shapes[i], 0, 0, {0}, 0, 0};
         o[n].blocks = grid_blocks(ns0, bm, bn, &o[n].useful);
-        any_fills |= bm * bn >= 128 * 128 && fills(&o[n]);
+        any_fills |= tile_large(bm, bn) && fills(&o[n]);
         n++;
     }
     TcOffer sk[NWG + NTC];
@@ -757,8 +770,7 @@ static int add_family(TcOffer *o, int n, bool wg, bool splitk, bool thin_only, c
         int bm = wg ? ((const WgShape *)o[i].shape)->bm : ((const TcShape *)o[i].shape)->bm;
         int bn = wg ? ((const WgShape *)o[i].shape)->bn : ((const TcShape *)o[i].shape)->bn;
         int bk = wg ? 64 : ((const TcShape *)o[i].shape)->bk;
-        bool spans = ns0->nspatial == 2 && (bm >= ns0->ext[0] || bn >= ns0->ext[1]);
-        bool large = bm * bn >= 128 * 128;
+        bool spans = tile_spans(ns0, bm, bn), large = tile_large(bm, bn);
         if (thin_only ? large || !spans : !large && !spans)
             continue;
         /* a tile past a thin side wastes products, not memory traffic (the rows
@@ -788,8 +800,7 @@ static int add_family(TcOffer *o, int n, bool wg, bool splitk, bool thin_only, c
         int m = first;
         for (int i = first; i < n; i++) {
             const WgShape *w = o[i].shape;
-            bool spans = ns0->nspatial == 2 && (w->bm >= ns0->ext[0] || w->bn >= ns0->ext[1]);
-            if (w->bm * w->bn >= 128 * 128 || spans)
+            if (tile_large(w->bm, w->bn) || tile_spans(ns0, w->bm, w->bn))
                 o[m++] = o[i];
         }
         n = m;

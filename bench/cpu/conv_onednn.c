@@ -23,15 +23,7 @@
 #include <time.h>
 
 #include "bench_util.h"
-
-#define CHECK(x)                                                                 \
-    do {                                                                         \
-        dnnl_status_t s_ = (x);                                                  \
-        if (s_ != dnnl_success) {                                                \
-            fprintf(stderr, "conv_onednn: %s failed (status %d)\n", #x, (int)s_); \
-            exit(3);                                                             \
-        }                                                                        \
-    } while (0)
+#include "onednn_check.h"
 
 static dnnl_primitive_t reorder(dnnl_engine_t eng, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to)
 {

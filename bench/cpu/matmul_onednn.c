@@ -19,15 +19,7 @@
 #include <time.h>
 
 #include "bench_util.h"
-
-#define CHECK(x)                                                                   \
-    do {                                                                           \
-        dnnl_status_t s_ = (x);                                                    \
-        if (s_ != dnnl_success) {                                                  \
-            fprintf(stderr, "matmul_onednn: %s failed (status %d)\n", #x, (int)s_); \
-            exit(3);                                                               \
-        }                                                                          \
-    } while (0)
+#include "onednn_check.h"
 
 static uint16_t to_bf16(float f) /* round to nearest even */
 {

@@ -113,9 +113,22 @@ void em_tc_group(Em *e, const Node *n);
 void em_pipeline(Em *e, const Node *n);
 /* A pipeline whose copies are bulk tensor copies (emit_tma.c). */
 void em_pipeline_tma(Em *e, const Node *n);
+/* What both pipeline emitters read off a pipeline loop: its variable's name, the
+ * stages S, the wgmma groups L kept in flight, its bounds as text, and its body
+ * split into the copies and the rest. */
+typedef struct EmPipe {
+    const char *vs;
+    int64_t S, L;
+    StrBuf lo, hi;
+    NodeList copies, rest;
+} EmPipe;
+/* Reads p off n, opens the pipeline's block with its comment ("v: S-stage
+ * pipeline" + kind + "; " + what + " of iteration v + k are in flight ...") and
+ * enters it. */
+void em_pipeline_open(Em *e, const Node *n, const char *kind, const char *what, EmPipe *p);
 /* After a pipeline's loop: the last wgmma group waited for (L in flight), then the
- * pipeline's block closed. */
-void em_pipeline_close(Em *e, int64_t L);
+ * pipeline's block closed and p's text freed. */
+void em_pipeline_close(Em *e, EmPipe *p);
 /* A fragment accumulator's 32-bit registers per thread (wgmma keeps). */
 int64_t em_frag_regs(const Em *e, const Buffer *b);
 extern const char em_tc_prelude[];

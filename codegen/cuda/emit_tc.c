@@ -515,26 +515,17 @@ void em_pipeline(Em *e, const Node *n)
         em_pipeline_tma(e, n); /* passes/gpu_tma.c marked every copy or none */
         return;
     }
-    const NodeList *body = &n->u.loop.body;
-    const Var *v = n->u.loop.var;
-    int64_t S = n->u.loop.stages;
-    int nc = n->u.loop.ncopies;
-    int64_t L = e->wg ? n->u.loop.inflight : 0;
-    const char *vs = em_vn(e, v);
-    StrBuf los = {0}, his = {0};
-    em_expr(e, n->u.loop.lo, &los);
-    em_expr(e, n->u.loop.hi, &his);
-    NodeList copies = {body->v, nc, nc}, rest = {body->v + nc, body->n - nc, body->n - nc};
-    em_line(e, "{   /* %s: %" PRId64 "-stage pipeline; the copies of iteration %s + %" PRId64 " are in flight "
-            "while %s computes%s */", vs, S, vs, S - 1 - L, vs,
-            L ? ", whose tensor-core products overlap the next iteration's" : "");
-    e->ind++;
-    e->pvar = v;
+    EmPipe p;
+    em_pipeline_open(e, n, "", "the copies", &p);
+    const char *vs = p.vs;
+    int64_t S = p.S, L = p.L;
+    const char *lo = p.lo.s, *hi = p.hi.s;
+    NodeList copies = p.copies, rest = p.rest;
     em_line(e, "#pragma unroll");
     em_line(e, "for (idx_t pf_pre = 0; pf_pre < %" PRId64 "; ++pf_pre) {", S - 1 - L);
     e->ind++;
-    em_line(e, "const idx_t %s = %s + pf_pre;", vs, los.s);
-    em_line(e, "if (%s < %s) {", vs, his.s);
+    em_line(e, "const idx_t %s = %s + pf_pre;", vs, lo);
+    em_line(e, "if (%s < %s) {", vs, hi);
     e->ind++;
     em_nodes(e, &copies);
     e->ind--;
@@ -542,7 +533,7 @@ void em_pipeline(Em *e, const Node *n)
     em_line(e, "pf_cp_commit();");
     e->ind--;
     em_line(e, "}");
-    em_line(e, "for (idx_t %s = %s; %s < %s; ++%s) {", vs, los.s, vs, his.s, vs);
+    em_line(e, "for (idx_t %s = %s; %s < %s; ++%s) {", vs, lo, vs, hi, vs);
     e->ind++;
     em_line(e, "pf_cp_wait<%" PRId64 ">();   /* this thread's copies of %s have landed */", S - 2 - L, vs);
     if (e->wg) em_line(e, "pf_proxy_fence();   /* ... and are visible to wgmma */");
@@ -560,7 +551,7 @@ void em_pipeline(Em *e, const Node *n)
     else if (R)
         em_line(e, "%s pf_rs[%d];   /* iteration pf_next's synchronous copies, held while %s computes */",
                 em_storage_type(sdt, e->idx64), R, vs);
-    em_line(e, "if (pf_next < %s) {", his.s);
+    em_line(e, "if (pf_next < %s) {", hi);
     e->ind++;
     em_line(e, "const idx_t %s = pf_next;", vs);
     e->rphase = R ? 1 : 0, e->rnext = 0, e->rdepth = 0;
@@ -577,7 +568,7 @@ void em_pipeline(Em *e, const Node *n)
     em_nodes(e, &rest);
     e->wg_inflight = 0;
     if (R) {
-        em_line(e, "if (pf_next < %s) {", his.s);
+        em_line(e, "if (pf_next < %s) {", hi);
         e->ind++;
         em_line(e, "const idx_t %s = pf_next;", vs);
         e->rphase = 2, e->rnext = 0, e->rdepth = 0;
@@ -591,13 +582,34 @@ void em_pipeline(Em *e, const Node *n)
     e->ind--;
     em_line(e, "}");
     em_line(e, "pf_cp_wait<0>();");
-    em_pipeline_close(e, L);
-    sb_free(&los);
-    sb_free(&his);
+    em_pipeline_close(e, &p);
 }
 
-void em_pipeline_close(Em *e, int64_t L)
+void em_pipeline_open(Em *e, const Node *n, const char *kind, const char *what, EmPipe *p)
 {
+    const NodeList *body = &n->u.loop.body;
+    int nc = n->u.loop.ncopies;
+    p->vs = em_vn(e, n->u.loop.var);
+    p->S = n->u.loop.stages;
+    p->L = e->wg ? n->u.loop.inflight : 0;
+    p->lo = (StrBuf){0};
+    p->hi = (StrBuf){0};
+    em_expr(e, n->u.loop.lo, &p->lo);
+    em_expr(e, n->u.loop.hi, &p->hi);
+    p->copies = (NodeList){body->v, nc, nc};
+    p->rest = (NodeList){body->v + nc, body->n - nc, body->n - nc};
+    em_line(e, "{   /* %s: %" PRId64 "-stage pipeline%s; %s of iteration %s + %" PRId64 " are in flight "
+            "while %s computes%s */", p->vs, p->S, kind, what, p->vs, p->S - 1 - p->L, p->vs,
+            p->L ? ", whose tensor-core products overlap the next iteration's" : "");
+    e->ind++;
+    e->pvar = n->u.loop.var;
+}
+
+void em_pipeline_close(Em *e, EmPipe *p)
+{
+    int64_t L = p->L;
+    sb_free(&p->lo);
+    sb_free(&p->hi);
     if (L) {
         em_line(e, "pf_wg_wait<0>();   /* the last group */");
         for (int b = 0; b < e->k->nbufs; b++)

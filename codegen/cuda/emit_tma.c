@@ -128,23 +128,14 @@ static void issue_iteration(Em *e, const NodeList *copies, const char *vs, int64
 
 void em_pipeline_tma(Em *e, const Node *n)
 {
-    const NodeList *body = &n->u.loop.body;
-    const Var *v = n->u.loop.var;
-    int64_t S = n->u.loop.stages;
-    int nc = n->u.loop.ncopies;
-    int64_t L = e->wg ? n->u.loop.inflight : 0;
-    const char *vs = em_vn(e, v);
-    StrBuf los = {0}, his = {0};
-    em_expr(e, n->u.loop.lo, &los);
-    em_expr(e, n->u.loop.hi, &his);
-    NodeList copies = {body->v, nc, nc}, rest = {body->v + nc, body->n - nc, body->n - nc};
+    EmPipe p;
+    em_pipeline_open(e, n, " of bulk tensor copies", "those", &p);
+    const char *vs = p.vs;
+    int64_t S = p.S, L = p.L;
+    const char *lo = p.lo.s, *hi = p.hi.s;
+    NodeList copies = p.copies, rest = p.rest;
     char bar[80];
     snprintf(bar, sizeof bar, "pf_full_%s", vs);
-    em_line(e, "{   /* %s: %" PRId64 "-stage pipeline of bulk tensor copies; those of iteration %s + %" PRId64
-            " are in flight while %s computes%s */", vs, S, vs, S - 1 - L, vs,
-            L ? ", whose tensor-core products overlap the next iteration's" : "");
-    e->ind++;
-    e->pvar = v;
     em_line(e, "__shared__ __align__(8) unsigned long long %s[%" PRId64 "];   /* stage s has landed */", bar, S);
     em_line(e, "const bool pf_issuer = threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0;");
     em_line(e, "if (pf_issuer) {");
@@ -159,8 +150,8 @@ void em_pipeline_tma(Em *e, const Node *n)
     em_line(e, "#pragma unroll");
     em_line(e, "for (idx_t pf_pre = 0; pf_pre < %" PRId64 "; ++pf_pre) {", S - 1 - L);
     e->ind++;
-    em_line(e, "const idx_t %s = %s + pf_pre;", vs, los.s);
-    em_line(e, "if (%s < %s) {", vs, his.s);
+    em_line(e, "const idx_t %s = %s + pf_pre;", vs, lo);
+    em_line(e, "if (%s < %s) {", vs, hi);
     e->ind++;
     issue_iteration(e, &copies, vs, S, bar);
     e->ind--;
@@ -169,16 +160,16 @@ void em_pipeline_tma(Em *e, const Node *n)
     em_line(e, "}");
     e->ind--;
     em_line(e, "}");
-    em_line(e, "for (idx_t %s = %s; %s < %s; ++%s) {", vs, los.s, vs, his.s, vs);
+    em_line(e, "for (idx_t %s = %s; %s < %s; ++%s) {", vs, lo, vs, hi, vs);
     e->ind++;
     em_line(e, "pf_mbar_wait(&%s[(unsigned)%s %% %" PRId64 "u], (unsigned)((%s - %s) / %" PRId64 ") & 1u);   "
-            "/* stage %s %% %" PRId64 " has landed */", bar, vs, S, vs, los.s, S, vs, S);
+            "/* stage %s %% %" PRId64 " has landed */", bar, vs, S, vs, lo, S, vs, S);
     /* a block-wide barrier, not per-stage `empty` mbarriers that each warp arrives
      * on: those measured no faster at 4096^3 and 9% slower at 4095 x 4097 x 1023
      * (docs/cuda.md "Bulk tensor copies") */
     em_line(e, "__syncthreads();   /* and everyone is done with stage (%s - %" PRId64 ") %% %" PRId64 " */", vs, 1 + L,
             S);
-    em_line(e, "if (pf_issuer && %s + %" PRId64 " < %s) {", vs, S - 1 - L, his.s);
+    em_line(e, "if (pf_issuer && %s + %" PRId64 " < %s) {", vs, S - 1 - L, hi);
     e->ind++;
     em_line(e, "const idx_t pf_next = %s + %" PRId64 ";", vs, S - 1 - L);
     em_line(e, "{");
@@ -194,7 +185,5 @@ void em_pipeline_tma(Em *e, const Node *n)
     e->wg_inflight = 0;
     e->ind--;
     em_line(e, "}");
-    em_pipeline_close(e, L);
-    sb_free(&los);
-    sb_free(&his);
+    em_pipeline_close(e, &p);
 }
