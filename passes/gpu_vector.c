@@ -15,9 +15,10 @@
  *     time).
  *
  * Contiguous and aligned: the load (store) is unguarded (a copy's source may be
- * guarded, a padded tile's edge: the row length being a multiple of the width and
- * lane 0 aligned, the vector lies all inside the row or all past it, and the back
- * end fills it with zeros there; so may its destination, the write-back of a
+ * guarded, a padded tile's edge or an input padded with zeros: the row length
+ * being a multiple of the width and lane 0 aligned, the vector lies all inside the
+ * row or all past it, its other indices are the same in every lane, and the back
+ * end fills it with zeros outside; so may its destination, the write-back of a
  * padded tile, which the back end then makes or drops whole), only its last index
  * mentions the lane, with coefficient 1, the row length is a multiple of the
  * width, and the index at lane 0 is a provable multiple of the width, so the
@@ -39,7 +40,7 @@ static bool is_tc(const Node *n)
 
 static bool contig_ok(Kernel *k, const Buffer *b, Expr *const *idx, bool guarded, const Var *lane, int64_t w)
 {
-    if (b->mem == MEM_LOCAL || (guarded && b->has_pad) || b->rank == 0)
+    if (b->mem == MEM_LOCAL || (guarded && b->has_pad && b->pad != 0) || b->rank == 0)
         return false;
     for (int d = 0; d + 1 < b->rank; d++)
         if (ir_expr_uses_var(idx[d], lane)) return false;

@@ -33,6 +33,7 @@ static bool (*const xf_fns[])(XfCtx *) = {
     xf_skip_tiles,                /* xform_skip.c */
     xf_unmask_tiles,              /* xform_skip.c */
     xf_realign,                   /* xform_realign.c */
+    xf_gather,                    /* xform_gather.c */
 };
 _Static_assert(sizeof xf_fns / sizeof xf_fns[0] == XF_COUNT, "one function per transformation");
 
@@ -474,6 +475,19 @@ static void drop_in(Kernel *k, NodeList *l, const Buffer *b)
             drop_in(k, ir_body(x), b);
     }
 }
+
+static bool names_in(const NodeList *l, const Buffer *b)
+{
+    for (int i = 0; i < l->n; i++) {
+        const Node *x = l->v[i];
+        if ((x->kind == N_PREFETCH && x->u.pf.buf == b) ||
+            ((x->kind == N_LOOP || x->kind == N_IF) && names_in(ir_body((Node *)x), b)))
+            return true;
+    }
+    return false;
+}
+
+bool xf_prefetches(const Kernel *k, const Buffer *b) { return names_in(&k->body, b); }
 
 void xf_drop_prefetches(Kernel *k, Node *root, const Buffer *b)
 {

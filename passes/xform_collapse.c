@@ -13,12 +13,75 @@
  * (passes/deps.c) see through the floor division and remainder by a constant, so
  * `bind` and the other transformations still prove what they need afterwards.
  *
+ * A temporary that every access indexes by the two loop variables themselves, in
+ * two adjacent dimensions that the loops run over exactly (from 0 to the
+ * dimension), follows the loops: those dimensions become one, indexed by the new
+ * variable.  The element a pair (a, b) reaches is the one it reached before (row
+ * major, a*B + b is the same offset), so nothing changes but the names; what it
+ * buys is an index without the division and remainder, which staging
+ * (passes/xform_cache.c) needs to find the box of one tile of the new loop: a
+ * convolution's f32 accumulator over (n, y, x) becomes a matrix over output
+ * pixels, tiled like a GEMM's.
+ *
  * Refused: loops not perfectly nested (the outer loop must hold the inner loop and
  * nothing else), bounds that are not constants, loops already marked (parallel,
  * vector, unroll, bound, mma, pipeline), a name already in use. */
 #include <string.h>
 
 #include "xform_int.h"
+
+/* The dimension d where every access of temporary b reads (a, b) = (ov, iv) as
+ * plain variables, over exactly those extents; -1 when there is none or some
+ * access does not. */
+static int following_dim(Kernel *k, Buffer *b, const AccVec *all, const Var *ov, const Var *iv,
+                         const int64_t *ext)
+{
+    if (b->kind != BUF_TEMP || b->layout != LAYOUT_PLAIN || b->rank < 2)
+        return -1;
+    int dim = -1;
+    for (int i = 0; i < all->n; i++) {
+        const Access *a = &all->v[i];
+        if (a->buf != b)
+            continue;
+        int here = -1;
+        for (int d = 0; d + 1 < b->rank && here < 0; d++)
+            if (a->idx[d]->kind == IE_VAR && a->idx[d]->u.var == ov && a->idx[d + 1]->kind == IE_VAR &&
+                a->idx[d + 1]->u.var == iv)
+                here = d;
+        if (here < 0 || (dim >= 0 && here != dim))
+            return -1;
+        dim = here;
+    }
+    int64_t s0, s1;
+    if (dim < 0 || !xf_const(k, b->shape[dim], &s0) || !xf_const(k, b->shape[dim + 1], &s1) || s0 != ext[0] ||
+        s1 != ext[1])
+        return -1;
+    return dim;
+}
+
+/* Merges dimensions d and d+1 of temporary b, every access indexed by v there. */
+static void follow(Kernel *k, Buffer *b, const AccVec *all, int d, Var *v, int64_t total)
+{
+    for (int i = 0; i < all->n; i++) {
+        const Access *a = &all->v[i];
+        if (a->buf != b)
+            continue;
+        Expr **idx = arena_alloc(k->arena, sizeof(Expr *) * (size_t)(b->rank - 1));
+        for (int q = 0, o = 0; q < b->rank; q++)
+            if (q == d)
+                idx[o++] = ir_var(k, v);
+            else if (q != d + 1)
+                idx[o++] = a->idx[q];
+        if (a->load)
+            a->load->u.load.idx = idx;
+        else
+            a->stmt->u.stmt.idx = idx;
+    }
+    b->shape[d] = ir_int(k, total);
+    for (int q = d + 1; q + 1 < b->rank; q++)
+        b->shape[q] = b->shape[q + 1];
+    b->rank--;
+}
 
 bool xf_collapse(XfCtx *c)
 {
@@ -86,6 +149,19 @@ bool xf_collapse(XfCtx *c)
     Kernel *k = c->k;
     Var *ov = o->u.loop.var, *iv = in->u.loop.var;
     Var *v = ir_new_var(k, name ? name : xf_fresh_name(k, arena_printf(k->arena, "%s%s", on, inn)));
+    /* temporaries that follow the loops, merged before the substitution below
+     * (their indices then no longer mention ov and iv); a temporary a prefetch
+     * names keeps its shape */
+    if (lo[0] == 0 && lo[1] == 0) {
+        AccVec all = {0};
+        acc_collect(k, NULL, &all);
+        for (int b = 0; b < k->nbufs; b++) {
+            int d = xf_prefetches(k, k->bufs[b]) ? -1 : following_dim(k, k->bufs[b], &all, ov, iv, ext);
+            if (d >= 0)
+                follow(k, k->bufs[b], &all, d, v, total);
+        }
+        acc_free(&all);
+    }
     Expr *ve = ir_var(k, v);
     Expr *oe = ir_simplify(k, ir_bin(k, IE_ADD, ir_int(k, lo[0]),
                                      ir_bin(k, IE_DIV, ir_clone_expr(k, ve), ir_int(k, ext[1]))));

@@ -120,6 +120,8 @@ void xf_prune_empty(Kernel *k, Node *n);
  * b stops being read there (inline, copy-free staging).  A loop left empty stays
  * for the simplify pass. */
 void xf_drop_prefetches(Kernel *k, Node *root, const Buffer *b);
+/* Whether a prefetch anywhere in the kernel names b. */
+bool xf_prefetches(const Kernel *k, const Buffer *b);
 /* True when some loop enclosing n (or n itself) has kind `kind`; *which gets it. */
 bool xf_inside_kind(const Node *n, LoopKind kind, bool self, const Node **which);
 /* Calls f on every node of the kernel in pre-order; f returns false to stop. */
@@ -216,6 +218,8 @@ bool xf_online_softmax(XfCtx *c);
 bool xf_factor_out(XfCtx *c);
 /* xform_storage.c */
 bool xf_storage(XfCtx *c);
+/* xform_gather.c */
+bool xf_gather(XfCtx *c);
 /* xform_skip.c */
 bool xf_skip_tiles(XfCtx *c);
 bool xf_unmask_tiles(XfCtx *c);

@@ -10,7 +10,9 @@
  * Legal when every statement under the loop, at an iteration past the end, either
  *   - writes only past the end of a buffer: one index of its store is the loop's
  *     variable plus a constant c, in a dimension of size hi + c (C[i, j] under the
- *     loop over i < M, C being M rows); the store is dropped;
+ *     loop over i < M, C being M rows), or that divided by a constant q in a
+ *     dimension of size (hi + c) / q (Y[m / 196, ..] under a loop over the N*196
+ *     output pixels of N images); the store is dropped;
  *   - or adds zero: `X += a * b * ..`, each factor a load that lies past the end
  *     the same way (so it reads 0: a tail of k reads A[i, k] and B[k, j] past K) or
  *     a numeric constant, converted or not.  0 times anything finite is 0, and
@@ -34,10 +36,22 @@ static bool past_end_with(Kernel *k, const Expr *idx, const Var *v, const Expr *
     return xf_const(k, d, &z) && z == 0 && !ir_expr_uses_var(size, v);
 }
 
+/* idx = (v + c) / q with q > 0 in a dimension of size s, where s*q = hi + c: the
+ * outermost index a collapsed loop leaves (`m / 196`, image n of output pixel m,
+ * N images of 196 pixels), past the end exactly when v is. */
+static bool past_end_div(Kernel *k, const Expr *idx, const Var *v, const Expr *hi, const Expr *size)
+{
+    int64_t q;
+    if (idx->kind != IE_DIV || !xf_const(k, idx->args[1], &q) || q <= 0)
+        return false;
+    Expr *sq = ir_bin(k, IE_MUL, ir_clone_expr(k, size), ir_int(k, q));
+    return past_end_with(k, idx->args[0], v, hi, sq);
+}
+
 static bool access_past_end(Kernel *k, const Buffer *b, Expr *const *idx, const Var *v, const Expr *hi)
 {
     for (int d = 0; d < b->rank; d++)
-        if (past_end_with(k, idx[d], v, hi, b->shape[d]))
+        if (past_end_with(k, idx[d], v, hi, b->shape[d]) || past_end_div(k, idx[d], v, hi, b->shape[d]))
             return true;
     return false;
 }

@@ -210,6 +210,10 @@ static bool run(Builder *b, Call *c, int *nvars, int *nbufs)
     if (!ok) {
         if (b->checking) {
             mark_dropped(b, i);
+            /* PERFC_TUNE_SPACE=2: why (writing a template) */
+            const char *dbg = getenv("PERFC_TUNE_SPACE");
+            if (dbg && !strcmp(dbg, "2") && q.text.s)
+                fprintf(stderr, "perfc: a template's step was refused: %s", q.text.s);
         } else {
             /* the refusal as schedule_apply reported it, into the caller's diagnostics */
             b->failed = true;
@@ -652,10 +656,11 @@ SBuf *bld_cache(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *n
     return bld_cache_squeezed(b, buf, at, mem, name, false);
 }
 
-SBuf *bld_cache_squeezed(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *name, bool squeeze)
+/* cache and gather: the staged buffer's handle, with the copy nests they made */
+static SBuf *staged(Builder *b, const char *op, SBuf *buf, SLoop *at, const char *mem, const char *name, bool squeeze)
 {
     Call c;
-    call_init(&c, "cache");
+    call_init(&c, op);
     put_buf(&c, buf);
     put_loop(b, &c, NULL, at);
     if (mem)
@@ -689,6 +694,16 @@ SBuf *bld_cache_squeezed(Builder *b, SBuf *buf, SLoop *at, const char *mem, cons
             h->nest[g][h->rank[g]++] = handle(b, f.v[i]);
     }
     return h;
+}
+
+SBuf *bld_cache_squeezed(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *name, bool squeeze)
+{
+    return staged(b, "cache", buf, at, mem, name, squeeze);
+}
+
+SBuf *bld_gather(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *name)
+{
+    return staged(b, "gather", buf, at, mem, name, false);
 }
 
 bool bld_padding(Builder *b, SBuf *buf, SVal amount)

@@ -107,6 +107,9 @@ bool bld_parallel(Builder *b, SLoop *l);
 SBuf *bld_cache(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *name);
 /* squeeze: cache(.., squeeze=1), the dimensions `at` fixes left out */
 SBuf *bld_cache_squeezed(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *name, bool squeeze);
+/* gather(buf, at, mem=, name=): one read of buf staged as the loops inside `at`
+ * that move it walk it (nest[0]: the copy's loops) */
+SBuf *bld_gather(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *name);
 bool bld_rfactor(Builder *b, SLoop *l);
 /* rfactor(l, name=name, expand=1): partials name[l, idx] in global memory (name NULL:
  * rfactor's own, read off the kernel); init and comb the loops it made (the

@@ -1375,6 +1375,22 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
         }
         if (epi && ns[0].red->u.stmt.value->kind == IE_MUL)
             rules_tensor_cores(in, (const NestInfo *const *)infos, epi, target, a, sp);
+        /* a product over several row or reduction loops (a convolution) as an
+         * implicit GEMM, its elementwise consumers as above */
+        if (!epi && ns[0].red && ns[0].nspatial >= 2) {
+            int ce = 1;
+            while (ce < nn && !ns[ce].red && ns[ce].nloops == ns[0].nspatial) {
+                bool same = true;
+                for (int d = 0; same && d < ns[0].nspatial; d++)
+                    same = ns[ce].ext[d] == ns[0].ext[d];
+                if (!same)
+                    break;
+                ce++;
+            }
+            const IgPlan *ig = ce == nn ? rules_igemm_read(u, ns[0].top, (const NestInfo *const *)infos, ce, a) : NULL;
+            if (ig)
+                rules_tensor_cores_igemm(in, ig, target, a, sp);
+        }
         /* the shared-memory templates when they apply whole (single-nest GEMMs):
          * f32 first with 16-byte cp.async copies in a pipeline, K step 16 (stdlib gemm's
          * `tiled`) and 32 (`tiled32`), then the synchronous one with the tile

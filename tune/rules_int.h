@@ -34,6 +34,33 @@ typedef struct NestInfo {
     bool wr_out;
 } NestInfo;
 
+/* An implicit GEMM (tune/rules_igemm.c): a contraction with several row loops or
+ * several reduction loops (a convolution) read as the product of M rows (its row
+ * loops), N columns and K (its reduction), which the prelude makes its nest. */
+enum { IG_MAX = 6, IG_MAX_CONS = 7 };
+
+typedef struct IgPlan {
+    int nm;                               /* row loops (the spatial loops before the column) */
+    const char *spat[IG_MAX_CONS + 1][IG_MAX + 1]; /* per nest (the product, its consumers): its
+                                             spatial loops, the column last */
+    int ncons;
+    const char *red[IG_MAX];              /* the reduction loops, outermost first */
+    int nred, cred;                       /* cred: the one along A's and B's rows */
+    int64_t C;                            /* its extent */
+    NestInfo gemm;                        /* the product as M x N x K, operands 2-D */
+} IgPlan;
+
+/* The loops the prelude leaves: rows, columns, the K steps and the step. */
+typedef struct IgLoops {
+    SLoop *m, *j, *ko, *kt;
+} IgLoops;
+
+/* The plan for nest ns[0] (whose loop tree is top) and its consumers ns[1..nn), or
+ * NULL when it is no implicit GEMM on 16-bit operands (or a plain GEMM). */
+const IgPlan *rules_igemm_read(const Kernel *u, Node *top, const NestInfo *const *ns, int nn, Arena *a);
+/* The steps that make the nest the plan's product, K step bk; false when refused. */
+bool rules_igemm_prelude(Builder *b, const IgPlan *p, int bk, IgLoops *out);
+
 /* Checks the template fn(ctx) at its defaults and adds it to the space when it
  * applies whole; tc: it uses tensor cores (the space's class says so). */
 void rules_offer(const TuneInput *in, TuneBuildFn fn, const void *ctx, Arena *a, TuneSpace *sp, const char *origin,
@@ -44,6 +71,9 @@ void rules_offer(const TuneInput *in, TuneBuildFn fn, const void *ctx, Arena *a,
  * accumulator write-back.  Offers nothing when the nest is no 16-bit product. */
 void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, const Target *target, Arena *a,
                         TuneSpace *sp);
+/* The same templates for an implicit GEMM (no split-K, the result written from the
+ * fragments). */
+void rules_tensor_cores_igemm(const TuneInput *in, const IgPlan *p, const Target *target, Arena *a, TuneSpace *sp);
 
 /* The flash-attention template (tune/rules_attn.c) for a kernel whose nests form the
  * softmax-then-product chain online_softmax fuses; offers nothing otherwise. */

@@ -148,6 +148,7 @@ typedef struct TcCtx {
     const void *shape;         /* TcShape or WgShape */
     int64_t slices[3];         /* split-K: the candidate slice lengths kc (K / S) */
     int nslices;               /* 0: no split-K */
+    const IgPlan *ig;          /* an implicit GEMM (ns[0] is then its product as M x N x K) */
 } TcCtx;
 
 enum { MAX_EL = 8 };
@@ -156,6 +157,7 @@ typedef struct TcNest {
     SLoop *io, *jo, *ii1, *ji1; /* block tile loops; the contraction's row, column */
     SBuf *cs;                   /* the result tile staged in shared memory, or NULL */
     SLoop *batch, *k;           /* the batch loop (NULL: none), the reduction loop */
+    SLoop *ko, *kt;             /* an implicit GEMM's K steps and step (k is then NULL) */
     int nel;                    /* the nests that touch the accumulator elementwise */
     SLoop *er[MAX_EL], *ec[MAX_EL];
 } TcNest;
@@ -279,7 +281,8 @@ enum { SHORT_K = 256 };
 static int out_staged(const TcCtx *c)
 {
     const NestInfo *w = c->ns[c->nn - 1], *n = c->ns[0];
-    if (c->nslices || !w->wr || !w->wr_out || (w->wr_t != DT_BF16 && w->wr_t != DT_F16) || w->wr_row <= 0)
+    /* (an implicit GEMM's result rows are scattered pixels: no box to stage) */
+    if (c->nslices || c->ig || !w->wr || !w->wr_out || (w->wr_t != DT_BF16 && w->wr_t != DT_F16) || w->wr_row <= 0)
         return 0;
     if (w->wr_row % 2)
         return 1;
@@ -353,14 +356,23 @@ static void sk_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, TcNes
 
 /* Fuses the consumers into the product's nest and tiles it (tc_tile); with split-K
  * (c->nslices) the reduction is first cut into slices whose partial products get
- * the tiles (sk_begin). */
-static void tc_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, bool stage_out, TcNest *t)
+ * the tiles (sk_begin); an implicit GEMM is first made a product of K steps of bk
+ * (rules_igemm_prelude). */
+static bool tc_begin(Builder *b, const TcCtx *c, int bm, int bn, int bk, bool pad, bool stage_out, TcNest *t)
 {
     const NestInfo *n = c->ns[0];
     memset(t, 0, sizeof *t);
     if (c->nslices) {
         sk_begin(b, c, bm, bn, pad, t);
-        return;
+        return true;
+    }
+    if (c->ig) {
+        IgLoops g;
+        if (!rules_igemm_prelude(b, c->ig, bk, &g))
+            return false;
+        t->ko = g.ko, t->kt = g.kt;
+        tc_tile(b, g.m, g.j, bld_buf(b, n->out), NULL, false, bm, bn, pad, t);
+        return true;
     }
     int ia = n->nspatial - 2;
     tc_fuse_consumers(b, c);
@@ -369,6 +381,7 @@ static void tc_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, bool 
     SBuf *res = stage_out ? bld_buf(b, c->ns[c->nn - 1]->wr) : NULL;
     tc_tile(b, bld_loop(b, n->loop[ia]), bld_loop(b, n->loop[ia + 1]), bld_buf(b, n->out), res, ia > 0, bm, bn, pad,
             t);
+    return true;
 }
 
 /* ---- split-K ----
@@ -462,6 +475,46 @@ static int stage_set(const int64_t *cand, int n, int64_t K, int bk, int inflight
     return (int)m;
 }
 
+/* The K steps of bk and the step: the reduction split (padded where bk does not
+ * divide it), or what an implicit GEMM's prelude made. */
+static void tc_ksteps(Builder *b, const TcNest *t, const TcFit *f, int bk, SLoop **ko, SLoop **kt)
+{
+    if (t->ko) {
+        *ko = t->ko, *kt = t->kt;
+        return;
+    }
+    (f->pad_k ? bld_split_padded : bld_split_named)(b, t->k, sv(bk), "ko", "kt", ko, kt);
+}
+
+/* The operands staged per K step in shared memory: As and Bs.  An implicit GEMM's
+ * are gathered (A's rows are scattered pixels, B's tile lies at one tap whose
+ * indices the K step gives by division), which is done while the block tile's
+ * rows and columns and the K step are still one loop each, so that the staged
+ * tiles are matrices (implicit_stage). */
+static bool tc_stage(Builder *b, const TcCtx *c, const TcFit *f, const TcNest *t, SLoop *ko, SBuf **As, SBuf **Bs)
+{
+    const NestInfo *n = c->ns[0];
+    if (c->ig) {
+        *As = bld_gather(b, bld_buf(b, n->pa), ko, "shared", "As");
+        *Bs = bld_gather(b, bld_buf(b, n->pb), ko, "shared", "Bs");
+        return *As && *Bs;
+    }
+    SBuf *pa, *pb;
+    if (!tc_operands(b, n, f, &pa, &pb))
+        return false;
+    *As = bld_cache_squeezed(b, pa, ko, "shared", "As", t->batch != NULL);
+    *Bs = bld_cache_squeezed(b, pb, ko, "shared", "Bs", t->batch != NULL);
+    return *As && *Bs;
+}
+
+/* An implicit GEMM's operands, staged with the K steps outermost in the tile. */
+static bool implicit_stage(Builder *b, const TcCtx *c, const TcFit *f, const TcNest *t, int bk, SLoop **ko,
+                           SLoop **kt, SBuf **As, SBuf **Bs)
+{
+    tc_ksteps(b, t, f, bk, ko, kt);
+    return BLD_REORDER(b, *ko, t->ii1, t->ji1) && tc_stage(b, c, f, t, *ko, As, Bs);
+}
+
 /* ---- mma.sync (sm_80+) ---- */
 
 /* One template per block tile BM x BN x BK and warp tile WM x WN, the pipeline
@@ -503,7 +556,8 @@ static bool gpu_tc_b(Builder *b, const void *vctx)
     int nst = stage_set(s->stages, s->nstages, n->ext[n->nloops - 1], s->bk, 0, stv);
     SVal st = bld_param(b, "st", stv, nst);
     TcNest t;
-    tc_begin(b, c, s->bm, s->bn, f.pad_ij, so, &t);
+    if (!tc_begin(b, c, s->bm, s->bn, s->bk, f.pad_ij, so, &t))
+        return false;
     for (int e = 0; e < t.nel; e++) {
         const char *const *nm = el_names[e];
         SLoop *z, *r, *y, *cc;
@@ -513,19 +567,24 @@ static bool gpu_tc_b(Builder *b, const void *vctx)
         bld_bind(b, z, "thread.z");
         bld_bind(b, y, "thread.y");
     }
-    SLoop *wzl, *wml, *mi, *mm, *wyl, *wnl, *nj, *nn, *ko, *kt, *ks, *kk;
+    SLoop *wzl, *wml, *mi, *mm, *wyl, *wnl, *nj, *nn, *ko = NULL, *kt = NULL, *ks, *kk;
+    SBuf *As = NULL, *Bs = NULL;
+    if (c->ig && !implicit_stage(b, c, &f, &t, s->bk, &ko, &kt, &As, &Bs))
+        return false;
     bld_split_named(b, t.ii1, sv(s->wm), "wz", "wm", &wzl, &wml);
     bld_split_named(b, wml, sv(16), "mi", "mm", &mi, &mm);
     bld_split_named(b, t.ji1, sv(s->wn), "wy", "wn", &wyl, &wnl);
     bld_split_named(b, wnl, sv(8), "nj", "nn", &nj, &nn);
-    (f.pad_k ? bld_split_padded : bld_split_named)(b, t.k, sv(s->bk), "ko", "kt", &ko, &kt);
+    if (!c->ig)
+        tc_ksteps(b, &t, &f, s->bk, &ko, &kt);
     bld_split_named(b, kt, sv(16), "ks", "kk", &ks, &kk);
-    BLD_REORDER(b, ko, wzl, wyl, ks, mi, nj, mm, nn);
-    SBuf *pa, *pb;
-    if (!tc_operands(b, n, &f, &pa, &pb))
+    /* (an implicit GEMM's K steps are already outermost, its copies ahead) */
+    if (c->ig)
+        BLD_REORDER(b, wzl, wyl, ks, mi, nj, mm, nn);
+    else
+        BLD_REORDER(b, ko, wzl, wyl, ks, mi, nj, mm, nn);
+    if (!c->ig && !tc_stage(b, c, &f, &t, ko, &As, &Bs))
         return false;
-    SBuf *As = bld_cache_squeezed(b, pa, ko, "shared", "As", t.batch != NULL);
-    SBuf *Bs = bld_cache_squeezed(b, pb, ko, "shared", "Bs", t.batch != NULL);
     bld_padding(b, As, sv(8));
     bld_padding(b, Bs, sv(8));
     stage_map(b, As, f.ra, f.ca, f.va, 32, wy, wz, &a_names);
@@ -591,23 +650,28 @@ static bool gpu_wg_b(Builder *b, const void *vctx)
     int nst = stage_set(s->stages, 2, n->ext[n->nloops - 1], 64, s->inflight, stv);
     SVal st = bld_param(b, "st", stv, nst);
     TcNest t;
-    tc_begin(b, c, s->bm, s->bn, f.pad_ij, so, &t);
+    if (!tc_begin(b, c, s->bm, s->bn, 64, f.pad_ij, so, &t))
+        return false;
     for (int e = 0; e < t.nel; e++) {
         const char *const *nm = el_names[e];
         SLoop *y, *r;
         bld_split_named(b, t.er[e], sv(64), nm[2], nm[1], &y, &r);
         bld_bind(b, y, "thread.y");
     }
-    SLoop *wy, *wm, *ko, *kt, *ks, *kk;
-    bld_split_named(b, t.ii1, sv(64), "wy", "wm", &wy, &wm);
-    (f.pad_k ? bld_split_padded : bld_split_named)(b, t.k, sv(64), "ko", "kt", &ko, &kt);
-    bld_split_named(b, kt, sv(16), "ks", "kk", &ks, &kk);
-    BLD_REORDER(b, ko, wy, ks, wm, t.ji1, kk);
-    SBuf *pa, *pb;
-    if (!tc_operands(b, n, &f, &pa, &pb))
+    SLoop *wy, *wm, *ko = NULL, *kt = NULL, *ks, *kk;
+    SBuf *As = NULL, *Bs = NULL;
+    if (c->ig && !implicit_stage(b, c, &f, &t, 64, &ko, &kt, &As, &Bs))
         return false;
-    SBuf *As = bld_cache_squeezed(b, pa, ko, "shared", "As", t.batch != NULL);
-    SBuf *Bs = bld_cache_squeezed(b, pb, ko, "shared", "Bs", t.batch != NULL);
+    bld_split_named(b, t.ii1, sv(64), "wy", "wm", &wy, &wm);
+    if (!c->ig)
+        tc_ksteps(b, &t, &f, 64, &ko, &kt);
+    bld_split_named(b, kt, sv(16), "ks", "kk", &ks, &kk);
+    if (c->ig)
+        BLD_REORDER(b, wy, ks, wm, t.ji1, kk);
+    else
+        BLD_REORDER(b, ko, wy, ks, wm, t.ji1, kk);
+    if (!c->ig && !tc_stage(b, c, &f, &t, ko, &As, &Bs))
+        return false;
     stage_map(b, As, f.ra, f.ca, f.va, 128, wgs, 0, &a_names);
     stage_map(b, Bs, f.rb, f.cb, f.vb, 128, wgs, 0, &b_names);
     if (t.cs)
@@ -825,20 +889,21 @@ static int add_family(TcOffer *o, int n, bool wg, bool splitk, bool thin_only, c
  * wgmma 128x256 took 128x4096x4096 from 0.39 to 0.32 of cuBLASLt on an H100.)
  * Products whose large tiles leave SMs idle and whose reduction is long get
  * those tiles with split-K first (add_family). */
-void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, const Target *target, Arena *a,
-                        TuneSpace *sp)
+static void offer_all(const TuneInput *in, const NestInfo *const *ns, int nn, const IgPlan *ig, const Target *target,
+                      Arena *a, TuneSpace *sp)
 {
     enum { NWG = sizeof wg_shapes / sizeof wg_shapes[0], NTC = sizeof tc_shapes / sizeof tc_shapes[0] };
     TcOffer o[2 * (NWG + NTC)];
     int n = 0;
     if (target->wgmma)
-        n = add_family(o, n, true, true, false, target, ns[0]);
+        n = add_family(o, n, true, !ig, false, target, ns[0]);
     /* split-K of large tiles in one family only (the space holds 12 templates);
      * mma.sync's thin tiles, which wgmma's 64-row steps do not have, in both */
-    n = add_family(o, n, false, true, target->wgmma, target, ns[0]);
+    n = add_family(o, n, false, !ig, target->wgmma, target, ns[0]);
+    const char *kind = ig ? ", implicit GEMM" : "";
     for (int i = 0; i < n; i++) {
         TcCtx *x = arena_alloc(a, sizeof *x);
-        *x = (TcCtx){ns, nn, o[i].shape, {0}, o[i].nslices};
+        *x = (TcCtx){ns, nn, o[i].shape, {0}, o[i].nslices, ig};
         memcpy(x->slices, o[i].slices, sizeof x->slices);
         const char *sk = o[i].nslices ? arena_printf(a, ", split-K in %lld slices",
                                                      (long long)(ns[0]->ext[2] / o[i].slices[0]))
@@ -846,15 +911,30 @@ void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, 
         if (o[i].wg) {
             const WgShape *s = o[i].shape;
             rules_offer(in, gpu_wg_b, x, a, sp,
-                        arena_printf(a, "rules: GPU wgmma %dx%dx64%s%s", s->bm, s->bn,
-                                     s->inflight ? ", one group in flight" : "", sk),
+                        arena_printf(a, "rules: GPU wgmma %dx%dx64%s%s%s", s->bm, s->bn,
+                                     s->inflight ? ", one group in flight" : "", sk, kind),
                         true);
         } else {
             const TcShape *s = o[i].shape;
             rules_offer(in, gpu_tc_b, x, a, sp,
-                        arena_printf(a, "rules: GPU tensor cores %dx%dx%d, warps %dx%d%s", s->bm, s->bn, s->bk,
-                                     s->wm, s->wn, sk),
+                        arena_printf(a, "rules: GPU tensor cores %dx%dx%d, warps %dx%d%s%s", s->bm, s->bn, s->bk,
+                                     s->wm, s->wn, sk, kind),
                         true);
         }
     }
+}
+
+void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, const Target *target, Arena *a,
+                        TuneSpace *sp)
+{
+    offer_all(in, ns, nn, NULL, target, a, sp);
+}
+
+/* An implicit GEMM: its product as the templates' nest; the consumers are fused by
+ * the prelude. */
+void rules_tensor_cores_igemm(const TuneInput *in, const IgPlan *p, const Target *target, Arena *a, TuneSpace *sp)
+{
+    const NestInfo **ns = arena_alloc(a, sizeof *ns);
+    ns[0] = &p->gemm;
+    offer_all(in, ns, 1, p, target, a, sp);
 }

@@ -1,0 +1,257 @@
+/* gather(buffer, loop[, mem=local|shared][, name=N]): stage what one read of a
+ * buffer takes in each iteration of a loop, shaped by the loops that move the read
+ * rather than by the box it touches.
+ *
+ *     for ko { for mi { for ct { .. X?[mi / 196, mi % 196 / 14 + ko / 6 - 1, .., ko % 2 * 32 + ct] .. } } }
+ *  => for ko { for g0 in 0..BM { for g1 in 0..32 { Xs[g0, g1] = X?[g0 / 196, .., ko % 2 * 32 + g1] } }
+ *              for mi { for ct { .. Xs[mi, ct] .. } } }
+ *
+ * cache (passes/xform_cache.c) copies the box of elements an iteration touches; when
+ * the read's indices fold several loops into one dimension, or one loop into
+ * several, with division and remainder, that box is much larger than what is read,
+ * and it is not laid out as the loops walk it.  A convolution written as a product
+ * over output pixels m = (n, y, x) reads the image at (y + r, x + s): per step of
+ * the reduction the rows a tile of m reads are scattered across the image (with
+ * zeros where a tap falls in the padding), and the matrix a tensor-core product
+ * wants is exactly what gather builds: one row per m, one column per channel (the
+ * im2col matrix, a tile at a time, never materialised whole).
+ *
+ * The staged buffer has one dimension per loop inside `loop` that encloses the read
+ * and whose variable its indices use, of that loop's extent, ordered by the last
+ * dimension of the buffer each one moves (so that the contiguous one stays last),
+ * and by nest order among equals; the
+ * copy nest walks those loops' ranges and performs the read itself (a guarded read,
+ * of a padded input or a padded tile, stays guarded: its zeros are copied), and the
+ * read becomes Xs[v0 - lo0, v1 - lo1, ..].
+ *
+ * Legal because the buffer is not written inside the loop, so each value copied is
+ * the value the read would have taken, and each read takes the copy of its own
+ * point: distinct points of those loops have distinct places in Xs, and the loops
+ * the read does not use leave its indices, hence its value, unchanged.  Where a
+ * guard lies between the loop and the read, some points were never read and their
+ * copy may leave the buffer: only a guarded read (which gives its pad there) may be
+ * staged from beneath one.
+ *
+ * Refused: a buffer written inside the loop, reads of it in more than one statement
+ * or with different indices, loops between with bounds that are not constants, a
+ * shared copy inside a parallel loop, more than 8 dimensions or 2^24 elements. */
+#include <string.h>
+
+#include "xform_int.h"
+
+typedef struct Gather {
+    Kernel *k;
+    Buffer *from, *to;
+    Node *dims[8]; /* the loops the read moves with, outermost first */
+    int64_t lo[8];
+    int n;
+} Gather;
+
+static void redirect_cb(Expr *e, void *p)
+{
+    Gather *g = p;
+    if (e->kind != IE_LOAD || e->u.load.buf != g->from)
+        return;
+    Expr **idx = arena_alloc(g->k->arena, sizeof(Expr *) * (size_t)(g->n ? g->n : 1));
+    for (int d = 0; d < g->n; d++)
+        idx[d] = ir_simplify(g->k, ir_bin(g->k, IE_SUB, ir_var(g->k, g->dims[d]->u.loop.var), ir_int(g->k, g->lo[d])));
+    if (g->n == 0)
+        idx[0] = ir_int(g->k, 0);
+    e->u.load.idx = idx;
+    e->u.load.buf = g->to;
+    e->u.load.guarded = false;
+    e->dtype = g->to->dtype;
+}
+
+/* The copy nest: for c0 in 0..E0 { .. { to[c0, ..] = from?[idx with v_d := lo_d + c_d] } }. */
+static Node *copy_nest(Gather *g, const Expr *read, Node *at)
+{
+    Kernel *k = g->k;
+    Node *top = NULL, *cur = NULL;
+    Var *cv[8];
+    Expr *with[8];
+    const Var *vars[8];
+    for (int d = 0; d < g->n; d++) {
+        int64_t hi;
+        xf_const(k, g->dims[d]->u.loop.hi, &hi);
+        cv[d] = ir_new_var(k, xf_fresh_name(k, arena_printf(k->arena, "%s_c%d", g->to->name, d)));
+        Node *x = ir_loop(k, cv[d], ir_int(k, 0), ir_int(k, hi - g->lo[d]), at->span);
+        if (cur)
+            ir_list_push(&cur->u.loop.body, x, cur);
+        else
+            top = x;
+        cur = x;
+        vars[d] = g->dims[d]->u.loop.var;
+        with[d] = ir_simplify(k, ir_bin(k, IE_ADD, ir_int(k, g->lo[d]), ir_var(k, cv[d])));
+    }
+    Expr **gidx = arena_alloc(k->arena, sizeof(Expr *) * (size_t)g->from->rank);
+    for (int d = 0; d < g->from->rank; d++)
+        gidx[d] = xf_simplify_affine(k, xf_subst_expr(k, read->u.load.idx[d], vars, with, g->n));
+    Expr **lidx = arena_alloc(k->arena, sizeof(Expr *) * (size_t)(g->n ? g->n : 1));
+    for (int d = 0; d < g->n; d++)
+        lidx[d] = ir_var(k, cv[d]);
+    if (g->n == 0)
+        lidx[0] = ir_int(k, 0);
+    Expr *ld = ir_load(k, g->from, gidx);
+    ld->u.load.guarded = read->u.load.guarded;
+    Node *s = ir_stmt(k, g->to, lidx, SOP_ASSIGN, ir_cast(k, ld, dtype_compute(g->to->dtype)), at->span);
+    if (cur)
+        ir_list_push(&cur->u.loop.body, s, cur);
+    else
+        top = s;
+    return top;
+}
+
+bool xf_gather(XfCtx *c)
+{
+    Buffer *b = xf_arg_buffer(c, 0);
+    Node *l = b ? xf_arg_loop(c, 1) : NULL;
+    if (!l)
+        return false;
+    MemSpace mem = MEM_LOCAL;
+    const SchedArg *m = xf_kwarg(c, "mem");
+    if (m) {
+        if (m->kind == SARG_NAME && strcmp(m->name, "shared") == 0)
+            mem = MEM_SHARED;
+        else if (!(m->kind == SARG_NAME && strcmp(m->name, "local") == 0)) {
+            xf_err(c, "mem= takes local or shared");
+            return false;
+        }
+    }
+    const SchedArg *nm = xf_kwarg(c, "name");
+    if (nm && (nm->kind != SARG_NAME || ir_find_buffer(c->k, nm->name) || ir_find_var(c->k, nm->name))) {
+        xf_err(c, "name= needs a new buffer name");
+        return false;
+    }
+    const Node *w;
+    if (mem == MEM_SHARED && xf_inside_kind(l, LOOP_PARALLEL, true, &w)) {
+        xf_err(c, "a shared copy would be shared by the iterations of parallel loop %s", w->u.loop.var->name);
+        return false;
+    }
+    if (l->u.loop.kind == LOOP_VECTOR) {
+        xf_err(c, "%s is a vector loop", l->u.loop.var->name);
+        return false;
+    }
+    AccVec acc = {0};
+    acc_collect(c->k, l, &acc);
+    const Access *first = NULL;
+    bool ok = true;
+    for (int i = 0; i < acc.n && ok; i++) {
+        const Access *a = &acc.v[i];
+        if (a->buf != b)
+            continue;
+        if (a->write) {
+            xf_err(c, "%s is written inside %s; gather stages a buffer the loop only reads", b->name,
+                   l->u.loop.var->name);
+            ok = false;
+        } else if (!first) {
+            first = a;
+        } else if (a->stmt != first->stmt || a->load->u.load.guarded != first->load->u.load.guarded) {
+            xf_err(c, "%s is read by more than one statement in %s; gather stages one read", b->name,
+                   l->u.loop.var->name);
+            xf_note(c, a->stmt->span, "this statement reads it too");
+            ok = false;
+        } else {
+            for (int d = 0; d < b->rank && ok; d++)
+                if (!xf_expr_equal(c->k, a->idx[d], first->idx[d])) {
+                    xf_err(c, "%s is read at two different places in one statement; gather stages one read",
+                           b->name);
+                    ok = false;
+                }
+        }
+    }
+    if (ok && !first) {
+        xf_err(c, "%s is not read in loop %s", b->name, l->u.loop.var->name);
+        ok = false;
+    }
+    Gather g = {.k = c->k, .from = b};
+    int64_t elems = 1;
+    /* the loops between l and the read that move it, outermost first */
+    Node *chain[64];
+    int nc = 0;
+    for (Node *p = ok ? first->stmt->parent : NULL; p && p != l && nc < 64; p = p->parent)
+        chain[nc++] = p;
+    for (int i = nc - 1; i >= 0 && ok; i--) {
+        Node *p = chain[i];
+        if (p->kind == N_IF) {
+            if (!first->load->u.load.guarded) {
+                xf_err(c, "the read of %s lies under a guard inside %s; staged for every point of the loops "
+                          "around it, it could leave the buffer (only a guarded read, of a pad() input or a "
+                          "padded tile, can be gathered from there)",
+                       b->name, l->u.loop.var->name);
+                ok = false;
+            }
+            continue;
+        }
+        if (p->kind != N_LOOP)
+            continue;
+        bool uses = false;
+        for (int d = 0; d < b->rank; d++)
+            uses |= ir_expr_uses_var(first->idx[d], p->u.loop.var);
+        if (!uses)
+            continue;
+        int64_t lo, hi;
+        if (!xf_const(c->k, p->u.loop.lo, &lo) || !xf_const(c->k, p->u.loop.hi, &hi)) {
+            xf_err(c, "the bounds of %s are not constants; the gathered tile needs a fixed extent per loop",
+                   p->u.loop.var->name);
+            ok = false;
+        } else if (g.n == 8) {
+            xf_err(c, "the read of %s moves with more than 8 loops inside %s", b->name, l->u.loop.var->name);
+            ok = false;
+        } else {
+            g.dims[g.n] = p;
+            g.lo[g.n++] = lo;
+            elems *= hi > lo ? hi - lo : 1;
+            if (elems > (1 << 24)) {
+                xf_err(c, "the gathered tile of %s in %s is too large to stage", b->name, l->u.loop.var->name);
+                ok = false;
+            }
+        }
+    }
+    /* the staged dimensions in the order of the buffer's dimensions that move with
+     * them, innermost last (a weight read F[r, s, c, k] inside loops over k, then c
+     * is staged [c, k]: rows of contiguous elements either way), nest order among
+     * equals */
+    int key[8];
+    for (int d = 0; ok && d < g.n; d++) {
+        key[d] = -1;
+        for (int q = 0; q < b->rank; q++)
+            if (ir_expr_uses_var(first->idx[q], g.dims[d]->u.loop.var))
+                key[d] = q;
+    }
+    for (int i = 1; ok && i < g.n; i++)
+        for (int j = i; j > 0 && key[j - 1] > key[j]; j--) {
+            int tk = key[j];
+            key[j] = key[j - 1], key[j - 1] = tk;
+            Node *tn = g.dims[j];
+            g.dims[j] = g.dims[j - 1], g.dims[j - 1] = tn;
+            int64_t tl = g.lo[j];
+            g.lo[j] = g.lo[j - 1], g.lo[j - 1] = tl;
+        }
+    Expr *read = ok ? first->load : NULL;
+    acc_free(&acc);
+    if (!ok)
+        return false;
+    if (c->dry)
+        return true;
+
+    Kernel *k = c->k;
+    const char *name = nm ? nm->name
+                          : xf_fresh_buffer_name(k, arena_printf(k->arena, "%s_%s", b->name, l->u.loop.var->name));
+    int64_t width[8];
+    for (int d = 0; d < g.n; d++) {
+        int64_t hi;
+        xf_const(k, g.dims[d]->u.loop.hi, &hi);
+        width[d] = hi - g.lo[d];
+    }
+    if (g.n == 0)
+        width[0] = 1;
+    g.to = xf_add_temp(k, name, b->dtype, mem, g.n ? g.n : 1, width, l->span);
+    xf_set_private(k, g.to, l, true);
+    /* the copy reads the original indices, so it is built before the redirection */
+    Node *cp = copy_nest(&g, read, l);
+    for (int i = 0; i < l->u.loop.body.n; i++)
+        xf_visit_exprs(k, l->u.loop.body.v[i], redirect_cb, &g);
+    ir_list_insert(&l->u.loop.body, 0, cp, l);
+    return true;
+}
