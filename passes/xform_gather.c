@@ -32,9 +32,22 @@
  * copy may leave the buffer: only a guarded read (which gives its pad there) may be
  * staged from beneath one.
  *
- * Refused: a buffer written inside the loop, reads of it in more than one statement
- * or with different indices, loops between with bounds that are not constants, a
- * shared copy inside a parallel loop, more than 8 dimensions or 2^24 elements. */
+ * A buffer the loop only writes, by one statement that replaces elements (`=`), is
+ * staged the other way: the statement writes the tile (one dimension per loop that
+ * moves the write, in nest order), and a copy nest after the body writes the tile
+ * back through the statement's own indices (guarded as it was: a padded tile's
+ * rows past the end are dropped).  A convolution's result rows are scattered
+ * pixels, and a tile of them is written back in whole rows of channels, 16 bytes
+ * a thread, instead of two elements at a time from the accumulator fragments.
+ * Legal because nothing in the loop reads the buffer, every point of those loops
+ * writes its place of the tile (no guard lies between, every loop runs), and the
+ * copy back walks the points in the order the statement did, so an element two
+ * points write keeps the later one's value, as before.
+ *
+ * Refused: a buffer both read and written inside the loop, accesses in more than one
+ * statement or with different indices, an update (`+=`) staged as a write, loops
+ * between with bounds that are not constants, a guard over a staged write, a shared
+ * copy inside a parallel loop, more than 8 dimensions or 2^24 elements. */
 #include <string.h>
 
 #include "xform_int.h"
@@ -47,24 +60,33 @@ typedef struct Gather {
     int n;
 } Gather;
 
+static Expr **staged_idx(Gather *g);
+
 static void redirect_cb(Expr *e, void *p)
 {
     Gather *g = p;
     if (e->kind != IE_LOAD || e->u.load.buf != g->from)
         return;
-    Expr **idx = arena_alloc(g->k->arena, sizeof(Expr *) * (size_t)(g->n ? g->n : 1));
-    for (int d = 0; d < g->n; d++)
-        idx[d] = ir_simplify(g->k, ir_bin(g->k, IE_SUB, ir_var(g->k, g->dims[d]->u.loop.var), ir_int(g->k, g->lo[d])));
-    if (g->n == 0)
-        idx[0] = ir_int(g->k, 0);
-    e->u.load.idx = idx;
+    e->u.load.idx = staged_idx(g);
     e->u.load.buf = g->to;
     e->u.load.guarded = false;
     e->dtype = g->to->dtype;
 }
 
-/* The copy nest: for c0 in 0..E0 { .. { to[c0, ..] = from?[idx with v_d := lo_d + c_d] } }. */
-static Node *copy_nest(Gather *g, const Expr *read, Node *at)
+/* The staged index of the read or store: the moving loops' variables, from 0. */
+static Expr **staged_idx(Gather *g)
+{
+    Expr **idx = arena_alloc(g->k->arena, sizeof(Expr *) * (size_t)(g->n ? g->n : 1));
+    for (int d = 0; d < g->n; d++)
+        idx[d] = ir_simplify(g->k, ir_bin(g->k, IE_SUB, ir_var(g->k, g->dims[d]->u.loop.var), ir_int(g->k, g->lo[d])));
+    if (g->n == 0)
+        idx[0] = ir_int(g->k, 0);
+    return idx;
+}
+
+/* The copy nest: for c0 in 0..E0 { .. { to[c0, ..] = from?[idx with v_d := lo_d + c_d] } }, or
+ * for a staged write (store != NULL) from[idx ..] = to[c0, ..], guarded as the store was. */
+static Node *copy_nest(Gather *g, const Expr *read, const Node *store, Node *at)
 {
     Kernel *k = g->k;
     Node *top = NULL, *cur = NULL;
@@ -86,15 +108,23 @@ static Node *copy_nest(Gather *g, const Expr *read, Node *at)
     }
     Expr **gidx = arena_alloc(k->arena, sizeof(Expr *) * (size_t)g->from->rank);
     for (int d = 0; d < g->from->rank; d++)
-        gidx[d] = xf_simplify_affine(k, xf_subst_expr(k, read->u.load.idx[d], vars, with, g->n));
+        gidx[d] = xf_simplify_affine(
+            k, xf_subst_expr(k, store ? store->u.stmt.idx[d] : read->u.load.idx[d], vars, with, g->n));
     Expr **lidx = arena_alloc(k->arena, sizeof(Expr *) * (size_t)(g->n ? g->n : 1));
     for (int d = 0; d < g->n; d++)
         lidx[d] = ir_var(k, cv[d]);
     if (g->n == 0)
         lidx[0] = ir_int(k, 0);
-    Expr *ld = ir_load(k, g->from, gidx);
-    ld->u.load.guarded = read->u.load.guarded;
-    Node *s = ir_stmt(k, g->to, lidx, SOP_ASSIGN, ir_cast(k, ld, dtype_compute(g->to->dtype)), at->span);
+    Node *s;
+    if (store) {
+        Expr *ld = ir_cast(k, ir_load(k, g->to, lidx), dtype_compute(g->from->dtype));
+        s = ir_stmt(k, g->from, gidx, SOP_ASSIGN, ld, at->span);
+        s->u.stmt.guarded = store->u.stmt.guarded;
+    } else {
+        Expr *ld = ir_load(k, g->from, gidx);
+        ld->u.load.guarded = read->u.load.guarded;
+        s = ir_stmt(k, g->to, lidx, SOP_ASSIGN, ir_cast(k, ld, dtype_compute(g->to->dtype)), at->span);
+    }
     if (cur)
         ir_list_push(&cur->u.loop.body, s, cur);
     else
@@ -135,21 +165,28 @@ bool xf_gather(XfCtx *c)
     AccVec acc = {0};
     acc_collect(c->k, l, &acc);
     const Access *first = NULL;
-    bool ok = true;
+    bool ok = true, reads = false, writes = false;
+    for (int i = 0; i < acc.n; i++)
+        if (acc.v[i].buf == b) {
+            reads |= !acc.v[i].write || acc.v[i].update;
+            writes |= acc.v[i].write;
+        }
+    if (reads && writes) {
+        xf_err(c, "%s is both read and written inside %s; gather stages a buffer the loop only reads, or only "
+                  "writes",
+               b->name, l->u.loop.var->name);
+        ok = false;
+    }
     for (int i = 0; i < acc.n && ok; i++) {
         const Access *a = &acc.v[i];
         if (a->buf != b)
             continue;
-        if (a->write) {
-            xf_err(c, "%s is written inside %s; gather stages a buffer the loop only reads", b->name,
-                   l->u.loop.var->name);
-            ok = false;
-        } else if (!first) {
+        if (!first) {
             first = a;
-        } else if (a->stmt != first->stmt || a->load->u.load.guarded != first->load->u.load.guarded) {
-            xf_err(c, "%s is read by more than one statement in %s; gather stages one read", b->name,
-                   l->u.loop.var->name);
-            xf_note(c, a->stmt->span, "this statement reads it too");
+        } else if (a->stmt != first->stmt || (!writes && a->load->u.load.guarded != first->load->u.load.guarded)) {
+            xf_err(c, "%s is %s by more than one statement in %s; gather stages one access", b->name,
+                   writes ? "written" : "read", l->u.loop.var->name);
+            xf_note(c, a->stmt->span, "this statement %s it too", writes ? "writes" : "reads");
             ok = false;
         } else {
             for (int d = 0; d < b->rank && ok; d++)
@@ -161,12 +198,17 @@ bool xf_gather(XfCtx *c)
         }
     }
     if (ok && !first) {
-        xf_err(c, "%s is not read in loop %s", b->name, l->u.loop.var->name);
+        xf_err(c, "%s is not accessed in loop %s", b->name, l->u.loop.var->name);
+        ok = false;
+    }
+    if (ok && writes && first->stmt->u.stmt.op != SOP_ASSIGN) {
+        xf_err(c, "%s is updated (`%s`) inside %s; gather stages a write that replaces the element", b->name,
+               stmt_op_name(first->stmt->u.stmt.op), l->u.loop.var->name);
         ok = false;
     }
     Gather g = {.k = c->k, .from = b};
     int64_t elems = 1;
-    /* the loops between l and the read that move it, outermost first */
+    /* the loops between l and the access that move it, outermost first */
     Node *chain[64];
     int nc = 0;
     for (Node *p = ok ? first->stmt->parent : NULL; p && p != l && nc < 64; p = p->parent)
@@ -174,7 +216,12 @@ bool xf_gather(XfCtx *c)
     for (int i = nc - 1; i >= 0 && ok; i--) {
         Node *p = chain[i];
         if (p->kind == N_IF) {
-            if (!first->load->u.load.guarded) {
+            if (writes) {
+                xf_err(c, "the write of %s lies under a guard inside %s; its staged tile would be copied back "
+                          "whole, elements the guard skipped included",
+                       b->name, l->u.loop.var->name);
+                ok = false;
+            } else if (!first->load->u.load.guarded) {
                 xf_err(c, "the read of %s lies under a guard inside %s; staged for every point of the loops "
                           "around it, it could leave the buffer (only a guarded read, of a pad() input or a "
                           "padded tile, can be gathered from there)",
@@ -188,15 +235,25 @@ bool xf_gather(XfCtx *c)
         bool uses = false;
         for (int d = 0; d < b->rank; d++)
             uses |= ir_expr_uses_var(first->idx[d], p->u.loop.var);
+        int64_t lo, hi;
+        bool cst = xf_const(c->k, p->u.loop.lo, &lo) && xf_const(c->k, p->u.loop.hi, &hi);
+        if (writes && (!cst || hi <= lo)) {
+            /* every element of the tile is written before the copy back */
+            xf_err(c, "loop %s around the write of %s may run no iterations; its staged tile would be copied "
+                      "back unwritten",
+                   p->u.loop.var->name, b->name);
+            ok = false;
+            continue;
+        }
         if (!uses)
             continue;
-        int64_t lo, hi;
-        if (!xf_const(c->k, p->u.loop.lo, &lo) || !xf_const(c->k, p->u.loop.hi, &hi)) {
+        if (!cst) {
             xf_err(c, "the bounds of %s are not constants; the gathered tile needs a fixed extent per loop",
                    p->u.loop.var->name);
             ok = false;
         } else if (g.n == 8) {
-            xf_err(c, "the read of %s moves with more than 8 loops inside %s", b->name, l->u.loop.var->name);
+            xf_err(c, "the %s of %s moves with more than 8 loops inside %s", writes ? "write" : "read", b->name,
+                   l->u.loop.var->name);
             ok = false;
         } else {
             g.dims[g.n] = p;
@@ -213,13 +270,13 @@ bool xf_gather(XfCtx *c)
      * is staged [c, k]: rows of contiguous elements either way), nest order among
      * equals */
     int key[8];
-    for (int d = 0; ok && d < g.n; d++) {
+    for (int d = 0; ok && !writes && d < g.n; d++) {
         key[d] = -1;
         for (int q = 0; q < b->rank; q++)
             if (ir_expr_uses_var(first->idx[q], g.dims[d]->u.loop.var))
                 key[d] = q;
     }
-    for (int i = 1; ok && i < g.n; i++)
+    for (int i = 1; ok && !writes && i < g.n; i++)
         for (int j = i; j > 0 && key[j - 1] > key[j]; j--) {
             int tk = key[j];
             key[j] = key[j - 1], key[j - 1] = tk;
@@ -229,6 +286,7 @@ bool xf_gather(XfCtx *c)
             g.lo[j] = g.lo[j - 1], g.lo[j - 1] = tl;
         }
     Expr *read = ok ? first->load : NULL;
+    Node *store = ok && writes ? first->stmt : NULL;
     acc_free(&acc);
     if (!ok)
         return false;
@@ -249,7 +307,14 @@ bool xf_gather(XfCtx *c)
     g.to = xf_add_temp(k, name, b->dtype, mem, g.n ? g.n : 1, width, l->span);
     xf_set_private(k, g.to, l, true);
     /* the copy reads the original indices, so it is built before the redirection */
-    Node *cp = copy_nest(&g, read, l);
+    Node *cp = copy_nest(&g, read, store, l);
+    if (store) {
+        store->u.stmt.idx = staged_idx(&g);
+        store->u.stmt.buf = g.to;
+        store->u.stmt.guarded = false;
+        ir_list_push(&l->u.loop.body, cp, l);
+        return true;
+    }
     for (int i = 0; i < l->u.loop.body.n; i++)
         xf_visit_exprs(k, l->u.loop.body.v[i], redirect_cb, &g);
     ir_list_insert(&l->u.loop.body, 0, cp, l);

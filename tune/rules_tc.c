@@ -281,8 +281,7 @@ enum { SHORT_K = 256 };
 static int out_staged(const TcCtx *c)
 {
     const NestInfo *w = c->ns[c->nn - 1], *n = c->ns[0];
-    /* (an implicit GEMM's result rows are scattered pixels: no box to stage) */
-    if (c->nslices || c->ig || !w->wr || !w->wr_out || (w->wr_t != DT_BF16 && w->wr_t != DT_F16) || w->wr_row <= 0)
+    if (c->nslices || !w->wr || !w->wr_out || (w->wr_t != DT_BF16 && w->wr_t != DT_F16) || w->wr_row <= 0)
         return 0;
     if (w->wr_row % 2)
         return 1;
@@ -297,7 +296,7 @@ static bool sk_fits(const TcCtx *c, int bk)
     const NestInfo *n = c->ns[0];
     if (!c->nslices)
         return true;
-    if (n->nspatial != 2 || n->ext[0] > 65535)
+    if (n->nspatial != 2 || n->ext[0] > 65535 || (c->ig && c->ig->C % bk))
         return false;
     for (int i = 0; i < c->nslices; i++)
         if (c->slices[i] % bk || n->ext[2] % c->slices[i])
@@ -323,8 +322,8 @@ static void tc_fuse_consumers(Builder *b, const TcCtx *c)
  * per block (squeeze: the dimensions a batch loop fixes left out) and distributes
  * the tile loops: one nest for the initialisation, one for the products, one per
  * consumer statement. */
-static void tc_tile(Builder *b, SLoop *i, SLoop *j, SBuf *out, SBuf *res, bool squeeze, int bm, int bn, bool pad,
-                    TcNest *t)
+static void tc_tile(Builder *b, SLoop *i, SLoop *j, SBuf *out, SBuf *res, bool squeeze, bool gather, int bm, int bn,
+                    bool pad, TcNest *t)
 {
     SLoop *tl[4];
     (pad ? bld_tile_padded : bld_tile)(b, i, j, sv(bm), sv(bn), (const char *const[]){"io", "jo", "ii", "ji"}, tl);
@@ -333,7 +332,9 @@ static void tc_tile(Builder *b, SLoop *i, SLoop *j, SBuf *out, SBuf *res, bool s
     /* the result tile through shared memory (out_staged): the epilogue writes it from
      * the fragments, a copy nest the template maps writes it back in rows */
     if (res) {
-        t->cs = bld_cache_squeezed(b, res, t->jo, "shared", "Cs", squeeze);
+        /* (an implicit GEMM's rows are scattered pixels: the tile of their writes is
+         * gathered, not a box) */
+        t->cs = gather ? bld_gather(b, res, t->jo, "shared", "Cs") : bld_cache_squeezed(b, res, t->jo, "shared", "Cs", squeeze);
         bld_padding(b, t->cs, sv(8));
     }
     SLoop *jd[MAX_EL], *id[MAX_EL];
@@ -352,7 +353,7 @@ static void tc_tile(Builder *b, SLoop *i, SLoop *j, SBuf *out, SBuf *res, bool s
         t->er[t->nel] = id[e], t->ec[t->nel++] = jd[e];
 }
 
-static void sk_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, TcNest *t);
+static bool sk_begin(Builder *b, const TcCtx *c, int bm, int bn, int bk, bool pad, TcNest *t);
 
 /* Fuses the consumers into the product's nest and tiles it (tc_tile); with split-K
  * (c->nslices) the reduction is first cut into slices whose partial products get
@@ -362,16 +363,14 @@ static bool tc_begin(Builder *b, const TcCtx *c, int bm, int bn, int bk, bool pa
 {
     const NestInfo *n = c->ns[0];
     memset(t, 0, sizeof *t);
-    if (c->nslices) {
-        sk_begin(b, c, bm, bn, pad, t);
-        return true;
-    }
+    if (c->nslices)
+        return sk_begin(b, c, bm, bn, bk, pad, t);
     if (c->ig) {
         IgLoops g;
         if (!rules_igemm_prelude(b, c->ig, bk, &g))
             return false;
         t->ko = g.ko, t->kt = g.kt;
-        tc_tile(b, g.m, g.j, bld_buf(b, n->out), NULL, false, bm, bn, pad, t);
+        tc_tile(b, g.m, g.j, bld_buf(b, n->out), stage_out ? bld_buf(b, n->wr) : NULL, false, true, bm, bn, pad, t);
         return true;
     }
     int ia = n->nspatial - 2;
@@ -379,8 +378,8 @@ static bool tc_begin(Builder *b, const TcCtx *c, int bm, int bn, int bk, bool pa
     t->batch = ia ? bld_loop(b, n->loop[0]) : NULL;
     t->k = bld_loop(b, n->loop[n->nloops - 1]);
     SBuf *res = stage_out ? bld_buf(b, c->ns[c->nn - 1]->wr) : NULL;
-    tc_tile(b, bld_loop(b, n->loop[ia]), bld_loop(b, n->loop[ia + 1]), bld_buf(b, n->out), res, ia > 0, bm, bn, pad,
-            t);
+    tc_tile(b, bld_loop(b, n->loop[ia]), bld_loop(b, n->loop[ia + 1]), bld_buf(b, n->out), res, ia > 0, false, bm,
+            bn, pad, t);
     return true;
 }
 
@@ -419,17 +418,30 @@ static const char *sk_fresh(Builder *b, const char *const cands[4])
     return cands[3];
 }
 
-static void sk_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, TcNest *t)
+static bool sk_begin(Builder *b, const TcCtx *c, int bm, int bn, int bk, bool pad, TcNest *t)
 {
     static const char *const nkz[4] = {"kz", "kz1", "kz2", "kz3"}, *const nkr[4] = {"kr", "kr1", "kr2", "kr3"},
                              *const nzx[4] = {"zx", "zx1", "zx2", "zx3"}, *const nzt[4] = {"zt", "zt1", "zt2", "zt3"},
                              *const nzs[4] = {"zs", "zs1", "zs2", "zs3"};
     const NestInfo *n = c->ns[0];
-    SVal kc = bld_param(b, "kc", c->slices, c->nslices);
-    tc_fuse_consumers(b, c);
-    SLoop *i = bld_loop(b, n->loop[0]), *j = bld_loop(b, n->loop[1]);
-    SLoop *kz, *kr, *zi, *zc;
-    bld_split_named(b, bld_loop(b, n->loop[2]), kc, sk_fresh(b, nkz), sk_fresh(b, nkr), &kz, &kr);
+    SLoop *i, *j, *k, *kz, *kr, *zi, *zc;
+    SVal kc;
+    if (c->ig) {
+        /* an implicit GEMM's slices are whole K steps of its prelude's loop ko */
+        IgLoops g;
+        int64_t steps[3];
+        for (int q = 0; q < c->nslices; q++)
+            steps[q] = c->slices[q] / bk;
+        kc = bld_param(b, "kc", steps, c->nslices);
+        if (!rules_igemm_prelude(b, c->ig, bk, &g))
+            return false;
+        i = g.m, j = g.j, k = g.ko, t->kt = g.kt;
+    } else {
+        kc = bld_param(b, "kc", c->slices, c->nslices);
+        tc_fuse_consumers(b, c);
+        i = bld_loop(b, n->loop[0]), j = bld_loop(b, n->loop[1]), k = bld_loop(b, n->loop[2]);
+    }
+    bld_split_named(b, k, kc, sk_fresh(b, nkz), sk_fresh(b, nkr), &kz, &kr);
     SBuf *P = bld_rfactor_expanded(b, kz, NULL, &zi, &zc);
     bld_fuse(b, zi, kz);
     /* j's body: the initialisation, the slices, the combination, the consumers */
@@ -450,8 +462,12 @@ static void sk_begin(Builder *b, const TcCtx *c, int bm, int bn, bool pad, TcNes
     bld_bind(b, zt, "thread.x");
     bld_cache(b, bld_buf(b, n->out), zt, NULL, sk_fresh(b, nzs));
     t->batch = zi;
-    t->k = kr;
-    tc_tile(b, pi, pj, P, NULL, true, bm, bn, pad, t);
+    if (c->ig)
+        t->ko = kr;
+    else
+        t->k = kr;
+    tc_tile(b, pi, pj, P, NULL, true, false, bm, bn, pad, t);
+    return true;
 }
 
 /* The pipeline depths of a template on a reduction of K: a ring deeper than the
@@ -621,13 +637,17 @@ typedef struct WgShape {
     int bm, bn;
     int64_t stages[2]; /* the candidate set of the pipeline depth */
     int inflight;
+    bool narrow;       /* offered only for products of at most bn columns */
 } WgShape;
 
 static const WgShape wg_shapes[] = {
-    {128, 256, {4, 3}, 1}, /* stdlib gemm's `wg` */
-    {128, 128, {3, 4}, 0}, /* two blocks per SM at 3 stages */
-    {128, 128, {5, 4}, 1},
-    {64, 128, {4, 6}, 1},  /* thin products, short reductions */
+    {128, 256, {4, 3}, 1, false}, /* stdlib gemm's `wg` */
+    {128, 128, {3, 4}, 0, false}, /* two blocks per SM at 3 stages */
+    {128, 128, {5, 4}, 1, false},
+    {64, 128, {4, 6}, 1, false},  /* thin products, short reductions */
+    /* 64 columns (a convolution of 64 filters, ResNet's first stage: a 128-wide
+     * tile would compute as many columns past the product as in it) */
+    {128, 64, {4, 6}, 1, true},
 };
 
 static bool gpu_wg_b(Builder *b, const void *vctx)
@@ -777,13 +797,14 @@ static bool fills(const TcOffer *o)
 }
 
 /* Stable: the full grids keep their table order, the small ones follow, largest
- * useful grid first. */
+ * useful grid first (and of two as large, the one with less past the edges). */
 static void sort_family(TcOffer *o, int n)
 {
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0; j--) {
             bool fa = fills(&o[j - 1]), fb = fills(&o[j]);
-            bool swap = !fa && (fb || o[j].blocks * o[j].useful > o[j - 1].blocks * o[j - 1].useful);
+            double ga = o[j - 1].blocks * o[j - 1].useful, gb = o[j].blocks * o[j].useful;
+            bool swap = !fa && (fb || gb > ga || (gb == ga && o[j].useful > o[j - 1].useful));
             if (!swap)
                 break;
             TcOffer t = o[j - 1];
@@ -823,6 +844,8 @@ static int add_family(TcOffer *o, int n, bool wg, bool splitk, bool thin_only, c
     bool any_fills = false;
     for (int i = 0; i < nsh; i++) {
         int bm = wg ? wg_shapes[i].bm : tc_shapes[i].bm, bn = wg ? wg_shapes[i].bn : tc_shapes[i].bn;
+        if (wg && wg_shapes[i].narrow && ns0->ext[ns0->nspatial - 1] > bn)
+            continue;
         o[n] = (TcOffer){wg, wg ? (const void *)&wg_shapes[i] : (const void *)&tc_shapes[i], 0, 0, {0}, 0, 0};
         o[n].blocks = grid_blocks(ns0, bm, bn, &o[n].useful);
         any_fills |= tile_large(bm, bn) && fills(&o[n]);
@@ -896,10 +919,10 @@ static void offer_all(const TuneInput *in, const NestInfo *const *ns, int nn, co
     TcOffer o[2 * (NWG + NTC)];
     int n = 0;
     if (target->wgmma)
-        n = add_family(o, n, true, !ig, false, target, ns[0]);
+        n = add_family(o, n, true, true, false, target, ns[0]);
     /* split-K of large tiles in one family only (the space holds 12 templates);
      * mma.sync's thin tiles, which wgmma's 64-row steps do not have, in both */
-    n = add_family(o, n, false, !ig, target->wgmma, target, ns[0]);
+    n = add_family(o, n, false, true, target->wgmma, target, ns[0]);
     const char *kind = ig ? ", implicit GEMM" : "";
     for (int i = 0; i < n; i++) {
         TcCtx *x = arena_alloc(a, sizeof *x);
