@@ -6,7 +6,10 @@
 # on the f64 interpreter must give the unscheduled kernel's outputs (the sums of
 # every output, to 1e-6 relative): padded iterations change nothing.  Products of
 # 2^24 multiply-adds or more whose rows are not 16-byte aligned must read their
-# input operands from realigned copies (`realign`, tune/rules_tc.c).
+# input operands from realigned copies (`realign`, tune/rules_tc.c).  The NHWC
+# convolution (conv_nhwc.pdl) must get an implicit-GEMM template (tune/rules_igemm.c:
+# gather's im2col tiles, the output pixels collapsed and padded): 2 images of 9 x 7,
+# 64 channels to 24, stride 2, and a 1 x 1 convolution of 7 x 7, 16 channels to 8.
 # Usage: pad_compile.sh PERFC KERNEL_DIR [PTXAS]
 set -u
 perfc=$1; dir=$2; ptxas=${3:-}
@@ -17,6 +20,9 @@ check() { # file target args...
   local what="$f $t $*"
   "$perfc" "$dir/$f" -target "$t" "$@" -emit report --verbose > "$tmp/rep" 2>&1 || { bad "$what: report"; cat "$tmp/rep"; return; }
   grep -q 'tail=pad' "$tmp/rep" || { bad "$what: the default schedule did not pad"; return; }
+  if [ -n "${want_origin:-}" ]; then
+    grep -q "default schedule for contractions applies (rules: .*$want_origin" "$tmp/rep" || { bad "$what: the default schedule is not $want_origin"; return; }
+  fi
   if [ -n "${want_realign:-}" ]; then
     grep -q "realign($want_realign, 8)" "$tmp/rep" || { bad "$what: the default schedule did not realign $want_realign"; return; }
   fi
@@ -55,6 +61,8 @@ for t in sm_80 sm_90a; do
   want_realign=B check mm.pdl $t -D U=bf16 -D M=300 -D N=301 -D K=251
   want_realign=W check linear.pdl $t -D M=257 -D N=260 -D K=255
   want_realign=A check bmm.pdl $t -D NB=8 -D M=200 -D N=130 -D K=101
+  want_origin='implicit GEMM' check conv_nhwc.pdl $t -D N=2 -D H=9 -D W=7 -D C=64 -D K=24 -D U=2
+  want_origin='implicit GEMM' check conv_nhwc.pdl $t -D N=1 -D H=7 -D W=7 -D C=16 -D K=8 -D R=1 -D S=1 -D P=0
 done
 [ $fail = 0 ] && echo "padded tensor-core schedules: PTX and interpreter results checked"
 exit $fail
