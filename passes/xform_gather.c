@@ -44,8 +44,8 @@
  * copy back walks the points in the order the statement did, so an element two
  * points write keeps the later one's value, as before.
  *
- * Refused: a buffer both read and written inside the loop, accesses in more than one
- * statement or with different indices, an update (`+=`) staged as a write, loops
+ * Refused: a buffer both read and written inside the loop (an update `+=` does
+ * both), accesses in more than one statement or with different indices, loops
  * between with bounds that are not constants, a guard over a staged write, a shared
  * copy inside a parallel loop, more than 8 dimensions or 2^24 elements. */
 #include <string.h>
@@ -166,6 +166,7 @@ bool xf_gather(XfCtx *c)
     acc_collect(c->k, l, &acc);
     const Access *first = NULL;
     bool ok = true, reads = false, writes = false;
+    /* (an update `+=` reads the element too: staged writes only replace) */
     for (int i = 0; i < acc.n; i++)
         if (acc.v[i].buf == b) {
             reads |= !acc.v[i].write || acc.v[i].update;
@@ -199,11 +200,6 @@ bool xf_gather(XfCtx *c)
     }
     if (ok && !first) {
         xf_err(c, "%s is not accessed in loop %s", b->name, l->u.loop.var->name);
-        ok = false;
-    }
-    if (ok && writes && first->stmt->u.stmt.op != SOP_ASSIGN) {
-        xf_err(c, "%s is updated (`%s`) inside %s; gather stages a write that replaces the element", b->name,
-               stmt_op_name(first->stmt->u.stmt.op), l->u.loop.var->name);
         ok = false;
     }
     Gather g = {.k = c->k, .from = b};
