@@ -685,7 +685,7 @@ static TmaCopy *clone_tma(Kernel *k, const TmaCopy *t)
     TmaCopy *c = arena_alloc(k->arena, sizeof *c);
     *c = *t;
     c->stage = ir_clone_expr(k, t->stage);
-    c->origin = clone_idx(k, t->origin, t->src->rank);
+    c->origin = clone_idx(k, t->origin, t->rank);
     return c;
 }
 

@@ -379,9 +379,15 @@ typedef struct TcGroup {
 typedef struct TmaCopy {
     Buffer *src, *dst;
     Expr *stage;        /* dst's first index */
-    Expr **origin;      /* src->rank expressions */
-    int rdim;           /* the src dimension dst's rows run along */
+    Expr **origin;      /* rank expressions */
+    int rdim;           /* the view's dimension dst's rows run along */
     int64_t rows, cols; /* the box: dst's last two extents */
+    /* The tensor the box is taken from: src itself (rank = src->rank, shape =
+     * src's extents), or src with its leading dimensions read as one (rank 2,
+     * shape {their product, the last}: a convolution's image read through the
+     * output-pixel index, passes/gpu_tma.c) */
+    int rank;
+    int64_t shape[5];
 } TmaCopy;
 
 typedef struct Param {

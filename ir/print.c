@@ -193,11 +193,14 @@ static void put_tma(const Kernel *k, const TmaCopy *t, StrBuf *out)
 {
     sb_printf(out, " tma %s[", t->dst->name);
     put_expr(k, t->stage, out);
-    sb_printf(out, "] <- %s[", t->src->name);
-    for (int d = 0; d < t->src->rank; d++) {
+    sb_printf(out, "] <- %s", t->src->name);
+    if (t->rank != t->src->rank) /* the leading dimensions read as one */
+        sb_printf(out, " as [%lld, %lld]", (long long)t->shape[0], (long long)t->shape[1]);
+    sb_putc(out, '[');
+    for (int d = 0; d < t->rank; d++) {
         if (d) sb_puts(out, ", ");
         put_expr(k, t->origin[d], out);
-        int64_t ext = d == t->rdim ? t->rows : d == t->src->rank - 1 ? t->cols : 0;
+        int64_t ext = d == t->rdim ? t->rows : d == t->rank - 1 ? t->cols : 0;
         if (ext) sb_printf(out, " + 0..%lld", (long long)ext);
     }
     sb_putc(out, ']');

@@ -11,7 +11,9 @@
  * copies are the first nodes of the body and write stage `v % S`) with a TmaCopy
  * when it proves that n writes, for every r < R and c < C,
  *     dst[stage, r, c] = src[o_0, .., o_rdim + r, .., o_last + c]      (0 outside src)
- * with origins o that do not depend on n's loops.  The proof:
+ * with origins o that do not depend on n's loops (or, for a source whose leading
+ * dimensions the copy reads through one index, the same of the 2-D view
+ * [their product, the last]: see `flatten`).  The proof:
  *   - n is a chain of loops with constant bounds (thread, unrolled, vector, serial)
  *     around one statement `dst[s, a, b] = src[g_0, .., g_m]` (no guard but the
  *     load's own range test, which yields 0: an input with a non-zero pad is
@@ -31,7 +33,9 @@
  * the interpreter ignores the mark, and the back end (codegen/cuda/emit_tc.c)
  * issues the boxes in place of the copy's statements. */
 #include <stdlib.h>
+#include <string.h>
 
+#include "../ir/arith.h"
 #include "../ir/walk.h"
 #include "gpu_int.h"
 
@@ -93,6 +97,129 @@ static bool iter_var(ArEnv *env, const Var *v, int64_t *lo, int64_t *hi)
     return false;
 }
 
+/* ---- the leading dimensions read as one ----
+ *
+ * A convolution's image read through the output-pixel index m of an implicit GEMM
+ * (tune/rules_igemm.c) is X?[m / (H*W), m % (H*W) / W + o1, m % W + o2, c]: no
+ * dimension splits into an origin and the copy's part, yet with the middle
+ * indices provably inside their extents (a 1x1 convolution without padding, o1 =
+ * o2 = 0 over the whole loop ranges) the element is row L = sum idx_d * stride_d
+ * of the 2-D view [N*H*W, C], and L is affine: the quotients and remainders
+ * cancel (m / (H*W) * (H*W) + m % (H*W) = m).  The rows of the view past its end
+ * are exactly the pixels past the last image (dimension 0 out of range, the
+ * others in range), which the box fills with zeros as the guarded read did. */
+
+typedef struct Ranges {
+    const Var *v[64];
+    int64_t lo[64], hi[64];
+    int n;
+} Ranges;
+
+static void ranges_of(const Kernel *k, const Node *n, Ranges *r)
+{
+    if (n->kind == N_LOOP && r->n < 64) {
+        int64_t lo, hi;
+        if (ar_const(k, n->u.loop.lo, &lo) && ar_const(k, n->u.loop.hi, &hi) && hi > lo) {
+            r->v[r->n] = n->u.loop.var, r->lo[r->n] = lo, r->hi[r->n++] = hi - 1;
+        }
+    }
+    const NodeList *b = n->kind == N_STMT || n->kind == N_PREFETCH ? NULL : ir_body((Node *)n);
+    for (int i = 0; b && i < b->n; i++) ranges_of(k, b->v[i], r);
+}
+
+static bool range_var(ArEnv *env, const Var *v, int64_t *lo, int64_t *hi)
+{
+    const Ranges *r = env->ctx;
+    for (int i = 0; i < r->n; i++)
+        if (r->v[i] == v) {
+            *lo = r->lo[i], *hi = r->hi[i];
+            return true;
+        }
+    return false;
+}
+
+/* Which side of the copy column c of sp is: 1 the copy's loops (and quotients of
+ * them), 2 outside them, 3 both (a quotient of a sum of both). */
+static int col_side(const ArSpace *sp, int c, const Var *const *vs, int n)
+{
+    if (sp->var[c]) {
+        for (int i = 0; i < n; i++)
+            if (vs[i] == sp->var[c]) return 1;
+        return 2;
+    }
+    if (sp->param[c] != -2) return 2; /* an unbound size: outside */
+    for (int i = 0; i < sp->ndiv; i++)
+        if (sp->div[i].col == c) {
+            int side = 0;
+            for (int j = 0; j < sp->ncol; j++)
+                if (sp->div[i].num.c[j]) side |= col_side(sp, j, vs, n);
+            return side;
+        }
+    return 3;
+}
+
+/* Row r as an expression (floor quotients spelled out); NULL for a column that is no
+ * variable or quotient. */
+static Expr *row_expr(Kernel *k, const ArSpace *sp, const ArRow *r)
+{
+    Expr *e = ir_int(k, r->k);
+    for (int c = 0; c < sp->ncol; c++) {
+        if (!r->c[c]) continue;
+        Expr *x = NULL;
+        if (sp->var[c])
+            x = ir_var(k, (Var *)sp->var[c]);
+        else
+            for (int i = 0; i < sp->ndiv && !x; i++)
+                if (sp->div[i].col == c) {
+                    Expr *num = row_expr(k, sp, &sp->div[i].num);
+                    x = num ? ir_bin(k, IE_DIV, num, ir_int(k, sp->div[i].d)) : NULL;
+                }
+        if (!x) return NULL;
+        e = ir_bin(k, IE_ADD, e, ir_bin(k, IE_MUL, ir_int(k, r->c[c]), x));
+    }
+    return ir_simplify(k, e);
+}
+
+/* The row index of idx[0..rank-1) in the view whose rows are src's leading
+ * dimensions, as origin + copy part; false when a middle index may leave its
+ * dimension or the row index is not that sum. */
+static bool flatten(Kernel *k, Expr *const *idx, int rank, const int64_t *shape, const Var *const *vs, int nv,
+                    Expr **outer, Expr **inner)
+{
+    Ranges rg = {0};
+    for (int i = 0; i < k->body.n; i++) ranges_of(k, k->body.v[i], &rg);
+    ArEnv env = {.k = k, .var = range_var, .ctx = &rg};
+    for (int d = 1; d + 1 < rank; d++) {
+        int64_t lo, hi;
+        if (!ar_interval(&env, idx[d], &lo, &hi) || lo < 0 || hi >= shape[d]) return false;
+    }
+    ArSpace sp;
+    ar_space_init(&sp, k);
+    sp.divs = true;
+    ArRow L, x;
+    memset(&L, 0, sizeof L);
+    int64_t stride = 1;
+    for (int d = rank - 2; d >= 0; d--) {
+        if (!ar_row_of(&sp, idx[d], 0, &x) || !ar_row_lin(&L, 1, &L, stride, &x) ||
+            __builtin_mul_overflow(stride, shape[d], &stride))
+            return false;
+    }
+    if (stride > INT32_MAX) return false;
+    ArRow o, in;
+    memset(&o, 0, sizeof o);
+    memset(&in, 0, sizeof in);
+    o.k = L.k;
+    for (int c = 0; c < sp.ncol; c++) {
+        if (!L.c[c]) continue;
+        int side = col_side(&sp, c, vs, nv);
+        if (side == 3) return false;
+        (side == 1 ? &in : &o)->c[c] = L.c[c];
+    }
+    *outer = row_expr(k, &sp, &o);
+    *inner = row_expr(k, &sp, &in);
+    return *outer && *inner;
+}
+
 /* The TmaCopy of copy node n, or NULL (the copy stays with the threads). */
 static TmaCopy *box_of(Kernel *k, Node *n)
 {
@@ -138,12 +265,25 @@ static TmaCopy *box_of(Kernel *k, Node *n)
         if (out) return NULL;
     }
     Expr *outer[5], *inner[5];
-    for (int d = 0; d < src->rank; d++)
-        if (!split(k, v->u.load.idx[d], it.vs, it.n, &outer[d], &inner[d])) return NULL;
+    int rank = src->rank;
+    bool splits = true;
+    for (int d = 0; d < rank && splits; d++) splits = split(k, v->u.load.idx[d], it.vs, it.n, &outer[d], &inner[d]);
+    if (!splits) {
+        /* the leading dimensions as one: the view [product, last] */
+        Expr *o0, *i0;
+        if (rank < 3 || !flatten(k, v->u.load.idx, rank, shape, it.vs, it.n, &o0, &i0) ||
+            !split(k, v->u.load.idx[rank - 1], it.vs, it.n, &outer[1], &inner[1]))
+            return NULL;
+        int64_t rows = 1;
+        for (int d = 0; d + 1 < rank; d++) rows *= shape[d];
+        outer[0] = o0, inner[0] = i0;
+        shape[1] = shape[rank - 1], shape[0] = rows;
+        rank = 2;
+    }
 
     /* every iteration: h_last = b, h_d = a or 0, the (a, b) pairs a permutation */
     bool eqa[5], eq0[5];
-    for (int d = 0; d < src->rank; d++) eqa[d] = eq0[d] = true;
+    for (int d = 0; d < rank; d++) eqa[d] = eq0[d] = true;
     uint8_t *seen = xcalloc((size_t)total, 1);
     it.env = (ArEnv){.k = k, .var = iter_var, .ctx = &it};
     for (int i = 0; i < it.n; i++) it.val[i] = lo[i];
@@ -153,9 +293,9 @@ static TmaCopy *box_of(Kernel *k, Node *n)
         ok = ar_eval(&it.env, di[1], &a) && ar_eval(&it.env, di[2], &b) && a >= 0 && a < R && b >= 0 && b < C &&
              !seen[a * C + b];
         if (ok) seen[a * C + b] = 1;
-        for (int d = 0; d < src->rank && ok; d++) {
+        for (int d = 0; d < rank && ok; d++) {
             ok = ar_eval(&it.env, inner[d], &h);
-            if (d == src->rank - 1) ok = ok && h == b;
+            if (d == rank - 1) ok = ok && h == b;
             eqa[d] &= h == a;
             eq0[d] &= h == 0;
         }
@@ -167,7 +307,7 @@ static TmaCopy *box_of(Kernel *k, Node *n)
     free(seen);
     if (!ok) return NULL;
     int rdim = -1;
-    for (int d = 0; d + 1 < src->rank; d++) {
+    for (int d = 0; d + 1 < rank; d++) {
         if (eqa[d] && !eq0[d] && rdim < 0)
             rdim = d;
         else if (!eq0[d])
@@ -175,9 +315,11 @@ static TmaCopy *box_of(Kernel *k, Node *n)
     }
     if (rdim < 0) return NULL;
     TmaCopy *tc = arena_alloc(k->arena, sizeof *tc);
-    *tc = (TmaCopy){.src = src, .dst = dst, .stage = ir_clone_expr(k, di[0]), .rdim = rdim, .rows = R, .cols = C};
-    tc->origin = arena_alloc(k->arena, sizeof *tc->origin * (size_t)src->rank);
-    for (int d = 0; d < src->rank; d++) tc->origin[d] = outer[d];
+    *tc = (TmaCopy){.src = src, .dst = dst, .stage = ir_clone_expr(k, di[0]), .rdim = rdim, .rows = R, .cols = C,
+                    .rank = rank};
+    for (int d = 0; d < rank; d++) tc->shape[d] = shape[d];
+    tc->origin = arena_alloc(k->arena, sizeof *tc->origin * (size_t)rank);
+    for (int d = 0; d < rank; d++) tc->origin[d] = outer[d];
     return tc;
 }
 

@@ -38,15 +38,15 @@ const char em_tma_prelude[] =
 
 static void map_of(const Kernel *k, const TmaCopy *t, CgTmap *m)
 {
-    int r = t->src->rank;
+    (void)k;
+    int r = t->rank;
     memset(m, 0, sizeof *m);
     m->buf = t->src->id;
     m->rank = r;
     uint64_t stride = 2; /* 16-bit elements (the pass) */
     for (int j = 0; j < r; j++) {
         int d = r - 1 - j; /* innermost first */
-        int64_t ext = 0;
-        ar_const(k, t->src->shape[d], &ext);
+        int64_t ext = t->shape[d];
         m->dims[j] = (uint64_t)ext;
         if (j) m->strides[j - 1] = stride;
         stride *= (uint64_t)ext;
@@ -57,7 +57,8 @@ static void map_of(const Kernel *k, const TmaCopy *t, CgTmap *m)
 int em_tmap_of(const CgTmap *maps, int n, const TmaCopy *t)
 {
     for (int i = 0; i < n; i++)
-        if (maps[i].buf == t->src->id && maps[i].box[t->src->rank - 1 - t->rdim] == (uint32_t)t->rows)
+        if (maps[i].buf == t->src->id && maps[i].rank == t->rank &&
+            maps[i].dims[t->rank - 1] == (uint64_t)t->shape[0] && maps[i].box[t->rank - 1 - t->rdim] == (uint32_t)t->rows)
             return i;
     return -1;
 }
@@ -83,7 +84,7 @@ void em_collect_tmaps(const Kernel *k, CgCudaModule *m)
  * per 64-column panel of the stage, each a rows x 64 block of the swizzled layout. */
 static void issue_boxes(Em *e, const TmaCopy *t, const char *bar)
 {
-    int r = t->src->rank;
+    int r = t->rank;
     StrBuf stage = {0};
     em_expr(e, t->stage, &stage);
     StrBuf org[5] = {{0}};

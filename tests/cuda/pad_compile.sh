@@ -28,8 +28,12 @@ check() { # file target args...
   fi
   # the schedule as statements (the report lists it indented under the default-schedule line)
   sed -n '/default schedule for contractions applies/,/^kernel /p' "$tmp/rep" | grep '^  [a-z]' | grep -v '^  param ' > "$tmp/sched"
-  local st; st=$(grep -oE 'param st = [0-9]+' "$tmp/rep" | awk '{print $4}')
-  sed -i "s/, st\(,\|)\)/, ${st:-2}\1/" "$tmp/sched"
+  # every parameter (the pipeline depth st, split-K's slice length kc) by its value
+  local pn pv
+  while read -r pn pv; do
+    sed -i "s/, $pn\(,\|)\)/, $pv\1/" "$tmp/sched"
+  done < <(sed -n '/default schedule for contractions applies/,/^kernel /p' "$tmp/rep" |
+           sed -n 's/^  param \([a-z_][a-z_0-9]*\) = \([0-9]*\)$/\1 \2/p')
   # every launch a whole number of warps: the tuner prunes other thread blocks, so a
   # default schedule with one would never be measured by --autotune
   "$perfc" "$dir/$f" -target "$t" "$@" -emit cuda 2>/dev/null | sed -n '/Launches, in order/,/\*\//p' |
