@@ -637,7 +637,7 @@ typedef struct WgShape {
     int bm, bn;
     int64_t stages[2]; /* the candidate set of the pipeline depth */
     int inflight;
-    bool narrow;       /* offered only for products of at most bn columns */
+    bool narrow;       /* offered only for products of at most bn columns, and implicit GEMMs */
 } WgShape;
 
 static const WgShape wg_shapes[] = {
@@ -646,7 +646,9 @@ static const WgShape wg_shapes[] = {
     {128, 128, {5, 4}, 1, false},
     {64, 128, {4, 6}, 1, false},  /* thin products, short reductions */
     /* 64 columns (a convolution of 64 filters, ResNet's first stage: a 128-wide
-     * tile would compute as many columns past the product as in it) */
+     * tile would compute as many columns past the product as in it); offered to
+     * every implicit GEMM, whose grids of 128 x 128 tiles often end in a part-empty
+     * wave (28 x 28 x 128 at batch 32: 196 tiles on 132 SMs) */
     {128, 64, {4, 6}, 1, true},
 };
 
@@ -836,7 +838,7 @@ static bool tile_spans(const NestInfo *n, int bm, int bn)
  * a thin side of the product (16 x 64 on 16 x 4096 x 4096: one tile of rows, 64
  * blocks) reads nothing twice, and gets split-K too; with thin_only, only those
  * smaller ones. */
-static int add_family(TcOffer *o, int n, bool wg, bool splitk, bool thin_only, const Target *tg,
+static int add_family(TcOffer *o, int n, bool wg, bool splitk, bool thin_only, bool narrow, const Target *tg,
                       const NestInfo *ns0)
 {
     enum { NWG = sizeof wg_shapes / sizeof wg_shapes[0], NTC = sizeof tc_shapes / sizeof tc_shapes[0] };
@@ -844,7 +846,7 @@ static int add_family(TcOffer *o, int n, bool wg, bool splitk, bool thin_only, c
     bool any_fills = false;
     for (int i = 0; i < nsh; i++) {
         int bm = wg ? wg_shapes[i].bm : tc_shapes[i].bm, bn = wg ? wg_shapes[i].bn : tc_shapes[i].bn;
-        if (wg && wg_shapes[i].narrow && ns0->ext[ns0->nspatial - 1] > bn)
+        if (wg && wg_shapes[i].narrow && !narrow && ns0->ext[ns0->nspatial - 1] > bn)
             continue;
         o[n] = (TcOffer){wg, wg ? (const void *)&wg_shapes[i] : (const void *)&tc_shapes[i], 0, 0, {0}, 0, 0};
         o[n].blocks = grid_blocks(ns0, bm, bn, &o[n].useful);
@@ -919,10 +921,10 @@ static void offer_all(const TuneInput *in, const NestInfo *const *ns, int nn, co
     TcOffer o[2 * (NWG + NTC)];
     int n = 0;
     if (target->wgmma)
-        n = add_family(o, n, true, true, false, target, ns[0]);
+        n = add_family(o, n, true, true, false, ig != NULL, target, ns[0]);
     /* split-K of large tiles in one family only (the space holds 12 templates);
      * mma.sync's thin tiles, which wgmma's 64-row steps do not have, in both */
-    n = add_family(o, n, false, true, target->wgmma, target, ns[0]);
+    n = add_family(o, n, false, true, target->wgmma, false, target, ns[0]);
     const char *kind = ig ? ", implicit GEMM" : "";
     for (int i = 0; i < n; i++) {
         TcCtx *x = arena_alloc(a, sizeof *x);

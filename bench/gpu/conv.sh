@@ -5,7 +5,7 @@
 # conv2d on channels_last tensors (bench/gpu/conv.py) in the same run on the same GPU.
 #   bash bench/gpu/conv.sh [ROWS...]   (carry carry/gpu/perfc.xz)
 # Environment: TARGET (sm_90a), MODE (run: the default schedule, no tuning; tune:
-# --autotune), BUDGET (candidates, default 12), TLIMIT (seconds per tune, default 60),
+# --autotune; sanitize: compute-sanitizer on small cases of each path), BUDGET (candidates, default 12), TLIMIT (seconds per tune, default 60),
 # OUT (where the JSON and logs go).  Prints one line per row (perfc's ms, cuDNN's,
 # the ratio cuDNN / perfc, the wall time, the schedule) and the geomean.
 set -u
@@ -60,6 +60,24 @@ PY
 }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 echo "target $T, mode $MODE, budget $B, limit $TL s, $(date -u)"
+if [ "$MODE" = sanitize ]; then
+  # compute-sanitizer memcheck and racecheck on the default schedule of small
+  # convolutions that take each path: a padded channel split and stride 2 (cp.async
+  # gather), a 1x1 without padding (bulk tensor copies of the flattened image),
+  # split-K on a 7x7 layer, the result written back through shared memory (K = 64)
+  CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  rc=0
+  for spec in "2 15 13 40 24 3 3 2 1" "2 14 14 256 128 1 1 1 0" "1 7 7 512 256 3 3 1 1" "3 9 11 64 72 1 1 1 0"; do
+    set -- $spec
+    for tool in memcheck racecheck; do
+      timeout 280 "$CS" --tool $tool --error-exitcode 9 "$P" "$K" -D N=$1 -D H=$2 -D W=$3 -D C=$4 -D K=$5 -D R=$6 \
+          -D S=$7 -D U=$8 -D P=$9 -target "$T" --run --seed 3 > "$O/san.log" 2>&1; s=$?
+      echo "$spec $tool: exit $s $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$O/san.log" | head -1) $(grep -m1 -o 'valid      [a-z]*' "$O/san.log")"
+      [ $s = 0 ] || rc=1
+    done
+  done
+  exit $rc
+fi
 for b in 1 32; do
   row 3x3-56-b$b  $b 56 56 64 64 3 3 1 1
   row 3x3-28-b$b  $b 28 28 128 128 3 3 1 1
