@@ -44,8 +44,16 @@
  * copy back walks the points in the order the statement did, so an element two
  * points write keeps the later one's value, as before.
  *
- * Refused: a buffer both read and written inside the loop (an update `+=` does
- * both), accesses in more than one statement or with different indices, loops
+ * A buffer the loop both reads and writes, every access at the same place (an
+ * accumulator, `Y[f] = 0; .. Y[f] += ..`: a convolution with an f32 result), is
+ * staged whole: copied in at the start of the iteration, every access redirected,
+ * copied back at the end (gpu-dead-fill drops the copy in where the first access
+ * overwrites the tile).  Legal when no two points of the loops that move it reach
+ * one element (the dependence test, the loops outside equal), so each keeps its
+ * own place, and no guard lies between (the copies run over every point).
+ *
+ * Refused: accesses at different places, or an update that reaches one element
+ * from two points, accesses of a read or written buffer in more than one statement, loops
  * between with bounds that are not constants, a guard over a staged write, a shared
  * copy inside a parallel loop, more than 8 dimensions or 2^24 elements. */
 #include <string.h>
@@ -132,6 +140,154 @@ static Node *copy_nest(Gather *g, const Expr *read, const Node *store, Node *at)
     return top;
 }
 
+/* The loops between l and statement s whose variables idx uses (outermost first)
+ * into g; false (with the reason) when a guard lies between or a loop has bounds
+ * that are not constants or runs no iterations. */
+static bool moving_loops(XfCtx *c, Node *l, Node *s, Expr *const *idx, const Buffer *b, Gather *g)
+{
+    Node *chain[64];
+    int nc = 0;
+    for (Node *p = s->parent; p && p != l && nc < 64; p = p->parent)
+        chain[nc++] = p;
+    g->n = 0;
+    for (int i = nc - 1; i >= 0; i--) {
+        Node *p = chain[i];
+        if (p->kind != N_LOOP) {
+            xf_err(c, "%s is accessed under a guard inside %s; its staged tile would be copied whole, elements the "
+                      "guard skipped included",
+                   b->name, l->u.loop.var->name);
+            return false;
+        }
+        int64_t lo, hi;
+        if (!xf_const(c->k, p->u.loop.lo, &lo) || !xf_const(c->k, p->u.loop.hi, &hi) || hi <= lo) {
+            xf_err(c, "the bounds of %s are not constants (or it runs no iterations); the gathered tile needs a "
+                      "fixed extent per loop",
+                   p->u.loop.var->name);
+            return false;
+        }
+        bool uses = false;
+        for (int d = 0; d < b->rank; d++)
+            uses |= ir_expr_uses_var(idx[d], p->u.loop.var);
+        if (!uses)
+            continue;
+        if (g->n == 8) {
+            xf_err(c, "the access of %s moves with more than 8 loops inside %s", b->name, l->u.loop.var->name);
+            return false;
+        }
+        g->dims[g->n] = p;
+        g->lo[g->n++] = lo;
+    }
+    return true;
+}
+
+static void redirect_store(Gather *g, Node *n)
+{
+    if (n->kind == N_STMT) {
+        if (n->u.stmt.buf == g->from) {
+            n->u.stmt.idx = staged_idx(g);
+            n->u.stmt.buf = g->to;
+            n->u.stmt.guarded = false;
+        }
+        return;
+    }
+    NodeList *b = ir_body(n);
+    for (int i = 0; b && i < b->n; i++)
+        redirect_store(g, b->v[i]);
+}
+
+/* A buffer the loop both reads and writes, every access at the same place (an
+ * accumulator: `Y[f(m, j)] = 0; .. Y[f(m, j)] += ..`): staged whole, copied in at
+ * the start of the iteration and back at its end.  Legal when f is one to one over
+ * the loops that move it (the dependence test finds no two points of them, the
+ * loops outside equal, at the same element): each point then has its own element,
+ * kept in its own place of the tile for the iteration. */
+static bool gather_update(XfCtx *c, Buffer *b, Node *l, const AccVec *acc, MemSpace mem, const char *name)
+{
+    const Access *first = NULL, *w = NULL;
+    Gather g = {.k = c->k, .from = b};
+    bool guarded = false;
+    for (int i = 0; i < acc->n; i++) {
+        const Access *a = &acc->v[i];
+        if (a->buf != b)
+            continue;
+        guarded |= a->load ? a->load->u.load.guarded : a->stmt->u.stmt.guarded;
+        if (a->write && !w)
+            w = a;
+        if (!first) {
+            first = a;
+            if (!moving_loops(c, l, a->stmt, a->idx, b, &g))
+                return false;
+            continue;
+        }
+        for (int d = 0; d < b->rank; d++)
+            if (!xf_expr_equal(c->k, a->idx[d], first->idx[d])) {
+                xf_err(c, "%s is accessed at two different places inside %s; gather stages one", b->name,
+                       l->u.loop.var->name);
+                return false;
+            }
+        Gather h = g;
+        if (!moving_loops(c, l, a->stmt, a->idx, b, &h))
+            return false;
+        bool same = h.n == g.n;
+        for (int d = 0; same && d < g.n; d++)
+            same = h.dims[d] == g.dims[d];
+        if (!same) {
+            xf_err(c, "the accesses of %s inside %s move with different loops", b->name, l->u.loop.var->name);
+            return false;
+        }
+    }
+    /* one to one: no two points of the moving loops (the enclosing loops, l
+     * included, the same) reach the same element */
+    DepRel rel[40];
+    int nr = 0;
+    for (Node *p = l; p && nr < 32; p = p->parent)
+        if (p->kind == N_LOOP)
+            rel[nr++] = (DepRel){p->u.loop.var, p->u.loop.var, 0};
+    for (int i = 0; i < g.n; i++) {
+        int q = nr;
+        for (int j = 0; j < i; j++)
+            rel[q++] = (DepRel){g.dims[j]->u.loop.var, g.dims[j]->u.loop.var, 0};
+        rel[q++] = (DepRel){g.dims[i]->u.loop.var, g.dims[i]->u.loop.var, 1};
+        if (dep_may_conflict(c->k, w, w, rel, q)) {
+            xf_err(c, "%s may be reached at one element from two iterations of the loops inside %s (%s): a staged "
+                      "tile would keep them apart",
+                   b->name, l->u.loop.var->name, g.dims[i]->u.loop.var->name);
+            return false;
+        }
+    }
+    int64_t width[8], elems = 1;
+    for (int d = 0; d < g.n; d++) {
+        int64_t hi;
+        xf_const(c->k, g.dims[d]->u.loop.hi, &hi);
+        width[d] = hi - g.lo[d];
+        elems *= width[d];
+    }
+    if (elems > (1 << 24)) {
+        xf_err(c, "the gathered tile of %s in %s is too large to stage", b->name, l->u.loop.var->name);
+        return false;
+    }
+    if (c->dry)
+        return true;
+    Kernel *k = c->k;
+    if (g.n == 0)
+        width[0] = 1;
+    g.to = xf_add_temp(k, name, b->dtype, mem, g.n ? g.n : 1, width, l->span);
+    xf_set_private(k, g.to, l, true);
+    /* the copies through the first access's indices, guarded where any access was */
+    Expr *ld = ir_load(k, b, first->idx);
+    ld->u.load.guarded = guarded;
+    Node *st = ir_stmt(k, b, first->idx, SOP_ASSIGN, ir_int(k, 0), l->span);
+    st->u.stmt.guarded = guarded;
+    Node *in = copy_nest(&g, ld, NULL, l), *out = copy_nest(&g, NULL, st, l);
+    for (int i = 0; i < l->u.loop.body.n; i++) {
+        xf_visit_exprs(k, l->u.loop.body.v[i], redirect_cb, &g);
+        redirect_store(&g, l->u.loop.body.v[i]);
+    }
+    ir_list_insert(&l->u.loop.body, 0, in, l);
+    ir_list_push(&l->u.loop.body, out, l);
+    return true;
+}
+
 bool xf_gather(XfCtx *c)
 {
     Buffer *b = xf_arg_buffer(c, 0);
@@ -173,10 +329,12 @@ bool xf_gather(XfCtx *c)
             writes |= acc.v[i].write;
         }
     if (reads && writes) {
-        xf_err(c, "%s is both read and written inside %s; gather stages a buffer the loop only reads, or only "
-                  "writes",
-               b->name, l->u.loop.var->name);
-        ok = false;
+        const char *name = nm ? nm->name
+                              : xf_fresh_buffer_name(c->k, arena_printf(c->k->arena, "%s_%s", b->name,
+                                                                         l->u.loop.var->name));
+        bool r = gather_update(c, b, l, &acc, mem, name);
+        acc_free(&acc);
+        return r;
     }
     for (int i = 0; i < acc.n && ok; i++) {
         const Access *a = &acc.v[i];

@@ -22,7 +22,10 @@
  * gather (passes/xform_gather.c: per K step, one row of BK channels per pixel of
  * the tile, zeros where the tap falls in the padding: the im2col tile, never
  * materialised whole).  Pixels past the last (a tile of m padded past N*P*Q) write
- * nothing: the padded split proves it from the image index m / (P*Q). */
+ * nothing: the padded split proves it from the image index m / (P*Q).  The f32 sum
+ * is the temporary of a 16-bit result, which follows the collapse and is a matrix
+ * over (m, k), or an f32 result itself, whose tile of scattered pixel rows the
+ * templates stage with gather too (it proves the rows distinct). */
 #include <string.h>
 
 #include "rules_int.h"
@@ -89,7 +92,8 @@ const IgPlan *rules_igemm_read(const Kernel *u, Node *top, const NestInfo *const
         return NULL;
     const Buffer *out = ir_find_buffer(u, n->out);
     Node *s = reduction_stmt(top);
-    if (!out || out->kind != BUF_TEMP || !s || s->u.stmt.value->kind != IE_MUL)
+    /* the f32 sum: the temporary of a 16-bit result, or an f32 result itself */
+    if (!out || (out->kind != BUF_TEMP && out->kind != BUF_OUT) || !s || s->u.stmt.value->kind != IE_MUL)
         return NULL;
     const Expr *l0 = strip_cast(s->u.stmt.value->args[0]), *l1 = strip_cast(s->u.stmt.value->args[1]);
     if (l0->kind != IE_LOAD || l1->kind != IE_LOAD)

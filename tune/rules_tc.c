@@ -328,7 +328,10 @@ static void tc_tile(Builder *b, SLoop *i, SLoop *j, SBuf *out, SBuf *res, bool s
     SLoop *tl[4];
     (pad ? bld_tile_padded : bld_tile)(b, i, j, sv(bm), sv(bn), (const char *const[]){"io", "jo", "ii", "ji"}, tl);
     t->io = tl[0], t->jo = tl[1];
-    SBuf *acc = bld_cache_squeezed(b, out, t->jo, NULL, "acc", squeeze);
+    /* (an implicit GEMM's f32 result, its rows scattered pixels, is gathered; the
+     * temporary of a 16-bit one follows the collapse: a box) */
+    SBuf *acc = gather && !bld_is_temp(b, out) ? bld_gather(b, out, t->jo, NULL, "acc")
+                                                : bld_cache_squeezed(b, out, t->jo, NULL, "acc", squeeze);
     /* the result tile through shared memory (out_staged): the epilogue writes it from
      * the fragments, a copy nest the template maps writes it back in rows */
     if (res) {

@@ -67,6 +67,8 @@ for t in sm_80 sm_90a; do
   want_realign=A check bmm.pdl $t -D NB=8 -D M=200 -D N=130 -D K=101
   want_origin='implicit GEMM' check conv_nhwc.pdl $t -D N=2 -D H=9 -D W=7 -D C=64 -D K=24 -D U=2
   want_origin='implicit GEMM' check conv_nhwc.pdl $t -D N=1 -D H=7 -D W=7 -D C=16 -D K=8 -D R=1 -D S=1 -D P=0
+  # an f32 result: the accumulator tile of scattered pixel rows gathered
+  want_origin='implicit GEMM' check conv_nhwc.pdl $t -D N=2 -D H=9 -D W=7 -D C=64 -D K=24 -D V=f32
 done
 [ $fail = 0 ] && echo "padded tensor-core schedules: PTX and interpreter results checked"
 exit $fail
