@@ -334,11 +334,6 @@ bool bld_name_free(Builder *b, const char *name)
     return !ir_find_var(b->k, name) && !ir_find_buffer(b->k, name);
 }
 
-bool bld_is_temp(Builder *b, const SBuf *buf)
-{
-    const Buffer *x = buf ? ir_find_buffer(b->k, buf->name) : NULL;
-    return x && x->kind == BUF_TEMP;
-}
 
 SBuf *bld_buf(Builder *b, const char *name)
 {

@@ -67,8 +67,6 @@ static inline SVal sv(int64_t i) { return (SVal){i, NULL, -1}; }
 /* The loop named `name` now (a name read off the lowered nest), NULL when none. */
 SLoop *bld_loop(Builder *b, const char *name);
 SBuf *bld_buf(Builder *b, const char *name);
-/* Whether the buffer is a temporary of the kernel (not an input or output). */
-bool bld_is_temp(Builder *b, const SBuf *buf);
 /* Whether no loop variable (live or fused away) and no buffer is called name yet:
  * a name a template chooses for a new loop or buffer must be. */
 bool bld_name_free(Builder *b, const char *name);

@@ -142,6 +142,7 @@ const IgPlan *rules_igemm_read(const Kernel *u, Node *top, const NestInfo *const
     p->nred = nred;
     p->cred = cred;
     p->C = C;
+    p->sum_is_result = out->kind == BUF_OUT;
     p->ncons = nn - 1 < IG_MAX_CONS ? nn - 1 : IG_MAX_CONS;
     for (int e = 0; e < 1 + p->ncons; e++)
         for (int d = 0; d <= nm; d++)

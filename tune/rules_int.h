@@ -47,6 +47,8 @@ typedef struct IgPlan {
     const char *red[IG_MAX];              /* the reduction loops, outermost first */
     int nred, cred;                       /* cred: the one along A's and B's rows */
     int64_t C;                            /* its extent */
+    bool sum_is_result;                   /* the product accumulates into the f32 result
+                                             (else into the temporary of a 16-bit one) */
     NestInfo gemm;                        /* the product as M x N x K, operands 2-D */
 } IgPlan;
 

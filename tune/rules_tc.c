@@ -318,20 +318,28 @@ static void tc_fuse_consumers(Builder *b, const TcCtx *c)
             bld_fuse(b, bld_loop(b, n->loop[d]), bld_loop(b, c->ns[e]->loop[d]));
 }
 
+/* Stages an f32 sum per iteration of `at` in registers: with cache, or with gather
+ * for an implicit GEMM whose product accumulates into its f32 result (scattered:
+ * that result, split-K's partial planes of it; the temporary of a 16-bit result
+ * follows the collapse instead, a matrix over pixels and filters). */
+static SBuf *stage_sum(Builder *b, SBuf *sum, SLoop *at, const char *name, bool squeeze, bool scattered)
+{
+    if (scattered)
+        return bld_gather(b, sum, at, NULL, name);
+    return bld_cache_squeezed(b, sum, at, NULL, name, squeeze);
+}
+
 /* Tiles the product's rows i and columns j by bm x bn, stages its accumulator out
  * per block (squeeze: the dimensions a batch loop fixes left out) and distributes
  * the tile loops: one nest for the initialisation, one for the products, one per
  * consumer statement. */
-static void tc_tile(Builder *b, SLoop *i, SLoop *j, SBuf *out, SBuf *res, bool squeeze, bool gather, int bm, int bn,
-                    bool pad, TcNest *t)
+static void tc_tile(Builder *b, SLoop *i, SLoop *j, SBuf *out, SBuf *res, bool squeeze, bool gather, bool scattered,
+                    int bm, int bn, bool pad, TcNest *t)
 {
     SLoop *tl[4];
     (pad ? bld_tile_padded : bld_tile)(b, i, j, sv(bm), sv(bn), (const char *const[]){"io", "jo", "ii", "ji"}, tl);
     t->io = tl[0], t->jo = tl[1];
-    /* (an implicit GEMM's f32 result, its rows scattered pixels, is gathered; the
-     * temporary of a 16-bit one follows the collapse: a box) */
-    SBuf *acc = gather && !bld_is_temp(b, out) ? bld_gather(b, out, t->jo, NULL, "acc")
-                                                : bld_cache_squeezed(b, out, t->jo, NULL, "acc", squeeze);
+    SBuf *acc = stage_sum(b, out, t->jo, "acc", squeeze, scattered);
     /* the result tile through shared memory (out_staged): the epilogue writes it from
      * the fragments, a copy nest the template maps writes it back in rows */
     if (res) {
@@ -373,7 +381,8 @@ static bool tc_begin(Builder *b, const TcCtx *c, int bm, int bn, int bk, bool pa
         if (!rules_igemm_prelude(b, c->ig, bk, &g))
             return false;
         t->ko = g.ko, t->kt = g.kt;
-        tc_tile(b, g.m, g.j, bld_buf(b, n->out), stage_out ? bld_buf(b, n->wr) : NULL, false, true, bm, bn, pad, t);
+        tc_tile(b, g.m, g.j, bld_buf(b, n->out), stage_out ? bld_buf(b, n->wr) : NULL, false, true,
+                c->ig->sum_is_result, bm, bn, pad, t);
         return true;
     }
     int ia = n->nspatial - 2;
@@ -381,8 +390,8 @@ static bool tc_begin(Builder *b, const TcCtx *c, int bm, int bn, int bk, bool pa
     t->batch = ia ? bld_loop(b, n->loop[0]) : NULL;
     t->k = bld_loop(b, n->loop[n->nloops - 1]);
     SBuf *res = stage_out ? bld_buf(b, c->ns[c->nn - 1]->wr) : NULL;
-    tc_tile(b, bld_loop(b, n->loop[ia]), bld_loop(b, n->loop[ia + 1]), bld_buf(b, n->out), res, ia > 0, false, bm,
-            bn, pad, t);
+    tc_tile(b, bld_loop(b, n->loop[ia]), bld_loop(b, n->loop[ia + 1]), bld_buf(b, n->out), res, ia > 0, false, false,
+            bm, bn, pad, t);
     return true;
 }
 
@@ -463,13 +472,13 @@ static bool sk_begin(Builder *b, const TcCtx *c, int bm, int bn, int bk, bool pa
     bld_bind(b, i, "block.y");
     bld_bind(b, zx, "block.x");
     bld_bind(b, zt, "thread.x");
-    bld_cache(b, bld_buf(b, n->out), zt, NULL, sk_fresh(b, nzs));
+    stage_sum(b, bld_buf(b, n->out), zt, sk_fresh(b, nzs), false, c->ig && c->ig->sum_is_result);
     t->batch = zi;
     if (c->ig)
         t->ko = kr;
     else
         t->k = kr;
-    tc_tile(b, pi, pj, P, NULL, true, false, bm, bn, pad, t);
+    tc_tile(b, pi, pj, P, NULL, true, false, c->ig && c->ig->sum_is_result, bm, bn, pad, t);
     return true;
 }
 

@@ -69,6 +69,8 @@ for t in sm_80 sm_90a; do
   want_origin='implicit GEMM' check conv_nhwc.pdl $t -D N=1 -D H=7 -D W=7 -D C=16 -D K=8 -D R=1 -D S=1 -D P=0
   # an f32 result: the accumulator tile of scattered pixel rows gathered
   want_origin='implicit GEMM' check conv_nhwc.pdl $t -D N=2 -D H=9 -D W=7 -D C=64 -D K=24 -D V=f32
+  # and with split-K (a 5 x 5 image: few tiles), its partial planes gathered too
+  want_origin='split-K' check conv_nhwc.pdl $t -D N=1 -D H=5 -D W=5 -D C=128 -D K=32 -D V=f32
 done
 [ $fail = 0 ] && echo "padded tensor-core schedules: PTX and interpreter results checked"
 exit $fail
