@@ -330,9 +330,11 @@ static SBuf *stage_sum(Builder *b, SBuf *sum, SLoop *at, const char *name, bool 
 }
 
 /* Tiles the product's rows i and columns j by bm x bn, stages its accumulator out
- * per block (squeeze: the dimensions a batch loop fixes left out) and distributes
- * the tile loops: one nest for the initialisation, one for the products, one per
- * consumer statement. */
+ * per block (squeeze: the dimensions a batch loop fixes left out; scattered: an
+ * implicit GEMM's f32 result, gathered, stage_sum) and the result res through shared
+ * memory (gather: an implicit GEMM's, whose rows are scattered pixels), and
+ * distributes the tile loops: one nest for the initialisation, one for the
+ * products, one per consumer statement. */
 static void tc_tile(Builder *b, SLoop *i, SLoop *j, SBuf *out, SBuf *res, bool squeeze, bool gather, bool scattered,
                     int bm, int bn, bool pad, TcNest *t)
 {
