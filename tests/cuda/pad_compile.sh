@@ -9,7 +9,8 @@
 # input operands from realigned copies (`realign`, tune/rules_tc.c).  The NHWC
 # convolution (conv_nhwc.pdl) must get an implicit-GEMM template (tune/rules_igemm.c:
 # gather's im2col tiles, the output pixels collapsed and padded): 2 images of 9 x 7,
-# 64 channels to 24, stride 2, and a 1 x 1 convolution of 7 x 7, 16 channels to 8.
+# 64 channels to 24, stride 2, and a 1 x 1 convolution of 7 x 7, 16 channels to 8,
+# with 16-bit and f32 results (and split-K); and conv1d (NWC) and conv3d (NDHWC).
 # Usage: pad_compile.sh PERFC KERNEL_DIR [PTXAS]
 set -u
 perfc=$1; dir=$2; ptxas=${3:-}
@@ -71,6 +72,9 @@ for t in sm_80 sm_90a; do
   want_origin='implicit GEMM' check conv_nhwc.pdl $t -D N=2 -D H=9 -D W=7 -D C=64 -D K=24 -D V=f32
   # and with split-K (a 5 x 5 image: few tiles), its partial planes gathered too
   want_origin='split-K' check conv_nhwc.pdl $t -D N=1 -D H=5 -D W=5 -D C=128 -D K=32 -D V=f32
+  # a 1-D convolution (NWC) and a 3-D one (NDHWC, weights [a, b, e, c, k], f32 result)
+  want_origin='implicit GEMM' check conv1d_nwc.pdl $t -D N=2 -D L=50 -D C=16 -D K=24
+  want_origin='implicit GEMM' check conv3d_ndhwc.pdl $t -D N=1 -D D=4 -D H=5 -D W=5 -D C=16 -D K=16
 done
 [ $fail = 0 ] && echo "padded tensor-core schedules: PTX and interpreter results checked"
 exit $fail
