@@ -11,8 +11,8 @@
  *   - writes only past the end of a buffer: one index of its store is the loop's
  *     variable plus a constant c, in a dimension of size hi + c (C[i, j] under the
  *     loop over i < M, C being M rows), or that divided by a constant q in a
- *     dimension of size (hi + c) / q (Y[m / 196, ..] under a loop over the N*196
- *     output pixels of N images); the store is dropped;
+ *     dimension of at most (hi + c) / q (Y[m / 196, ..] under a loop over the
+ *     N*196 output pixels of N images); the store is dropped;
  *   - or adds zero: `X += a * b * ..`, each factor a load that lies past the end
  *     the same way (so it reads 0: a tail of k reads A[i, k] and B[k, j] past K) or
  *     a numeric constant, converted or not.  0 times anything finite is 0, and
@@ -21,8 +21,9 @@
  * range may carry out of their buffer are marked guarded; back ends test them (the
  * staging copies of cache carry the marks: zero-filled copies in, dropped copies
  * out). */
-#include "xform_int.h"
+#include "../ir/arith.h"
 #include "../ir/walk.h"
+#include "xform_int.h"
 
 /* idx - v + hi - size == 0: the index is v + c in a dimension of size hi + c, so it
  * lies past the end exactly when v does. */
@@ -36,14 +37,19 @@ static bool past_end_with(Kernel *k, const Expr *idx, const Var *v, const Expr *
     return xf_const(k, d, &z) && z == 0 && !ir_expr_uses_var(size, v);
 }
 
-/* idx = (v + c) / q with q > 0 in a dimension of size s, where s*q = hi + c: the
- * outermost index a collapsed loop leaves (`m / 196`, image n of output pixel m,
- * N images of 196 pixels), past the end exactly when v is. */
+/* idx = (v + c) / q with q > 0 in a dimension of size s, where (hi + c) / q >= s:
+ * the outermost index a collapsed loop leaves (`m / 196`, image n of output pixel
+ * m, N images of 196 pixels), past the end of the dimension whenever v is past
+ * its own (the quotient only grows with v).  With sizes not bound, s*q = hi + c
+ * exactly. */
 static bool past_end_div(Kernel *k, const Expr *idx, const Var *v, const Expr *hi, const Expr *size)
 {
-    int64_t q;
-    if (idx->kind != IE_DIV || !xf_const(k, idx->args[1], &q) || q <= 0)
+    int64_t q, c, h, sz;
+    if (idx->kind != IE_DIV || !xf_const(k, idx->args[1], &q) || q <= 0 || ir_expr_uses_var(size, v))
         return false;
+    Expr *d = xf_simplify_affine(k, ir_bin(k, IE_SUB, ir_clone_expr(k, idx->args[0]), ir_var(k, (Var *)v)));
+    if (xf_const(k, d, &c) && xf_const(k, hi, &h) && xf_const(k, size, &sz))
+        return ar_floordiv(h + c, q) >= sz;
     Expr *sq = ir_bin(k, IE_MUL, ir_clone_expr(k, size), ir_int(k, q));
     return past_end_with(k, idx->args[0], v, hi, sq);
 }
