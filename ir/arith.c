@@ -4,6 +4,7 @@
 #include "arith.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lang/checked.h"
@@ -371,4 +372,48 @@ bool ar_identity(StmtOp op, DType t, bool neg_zero, ArScalar *out)
     default:
         return false;
     }
+}
+
+/* ---- intervals over the loops' ranges ---- */
+
+typedef struct LoopRanges {
+    const Var *v[64];
+    int64_t lo[64], hi[64];
+    int n;
+} LoopRanges;
+
+static void ranges_of(const Kernel *k, const Node *n, LoopRanges *r)
+{
+    if (n->kind == N_LOOP && r->n < 64) {
+        int64_t lo, hi;
+        if (ar_const(k, n->u.loop.lo, &lo) && ar_const(k, n->u.loop.hi, &hi) && hi > lo)
+            r->v[r->n] = n->u.loop.var, r->lo[r->n] = lo, r->hi[r->n++] = hi - 1;
+    }
+    const NodeList *b = n->kind == N_STMT || n->kind == N_PREFETCH ? NULL : ir_body((Node *)n);
+    for (int i = 0; b && i < b->n; i++)
+        ranges_of(k, b->v[i], r);
+}
+
+static bool range_var(ArEnv *env, const Var *v, int64_t *lo, int64_t *hi)
+{
+    const LoopRanges *r = env->ctx;
+    for (int i = 0; i < r->n; i++)
+        if (r->v[i] == v) {
+            *lo = r->lo[i], *hi = r->hi[i];
+            return true;
+        }
+    return false;
+}
+
+bool ar_interval_loops(const Kernel *k, const Expr *e, int64_t *lo, int64_t *hi)
+{
+    LoopRanges *r = calloc(1, sizeof *r);
+    if (!r)
+        return false;
+    for (int i = 0; i < k->body.n; i++)
+        ranges_of(k, k->body.v[i], r);
+    ArEnv env = {.k = k, .var = range_var, .ctx = r};
+    bool ok = ar_interval(&env, e, lo, hi) && !env.overflow;
+    free(r);
+    return ok;
 }

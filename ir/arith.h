@@ -63,6 +63,12 @@ bool ar_const_extent(const Kernel *k, const Node *loop, int64_t *ext);
  * would leave int64 (the caller may report that as an error of its own). */
 bool ar_interval(ArEnv *env, const Expr *e, int64_t *lo, int64_t *hi);
 
+/* The range of an integer expression with every loop variable over its loop's
+ * constant range (the first 64 loops of the kernel with constant bounds; guards
+ * ignored, so the range holds wherever the expression is evaluated); false when
+ * unknown. */
+bool ar_interval_loops(const Kernel *k, const Expr *e, int64_t *lo, int64_t *hi);
+
 /* ---- affine forms ---- */
 
 #define AR_AFF_TERMS 16

@@ -109,35 +109,6 @@ static bool iter_var(ArEnv *env, const Var *v, int64_t *lo, int64_t *hi)
  * are exactly the pixels past the last image (dimension 0 out of range, the
  * others in range), which the box fills with zeros as the guarded read did. */
 
-typedef struct Ranges {
-    const Var *v[64];
-    int64_t lo[64], hi[64];
-    int n;
-} Ranges;
-
-static void ranges_of(const Kernel *k, const Node *n, Ranges *r)
-{
-    if (n->kind == N_LOOP && r->n < 64) {
-        int64_t lo, hi;
-        if (ar_const(k, n->u.loop.lo, &lo) && ar_const(k, n->u.loop.hi, &hi) && hi > lo) {
-            r->v[r->n] = n->u.loop.var, r->lo[r->n] = lo, r->hi[r->n++] = hi - 1;
-        }
-    }
-    const NodeList *b = n->kind == N_STMT || n->kind == N_PREFETCH ? NULL : ir_body((Node *)n);
-    for (int i = 0; b && i < b->n; i++) ranges_of(k, b->v[i], r);
-}
-
-static bool range_var(ArEnv *env, const Var *v, int64_t *lo, int64_t *hi)
-{
-    const Ranges *r = env->ctx;
-    for (int i = 0; i < r->n; i++)
-        if (r->v[i] == v) {
-            *lo = r->lo[i], *hi = r->hi[i];
-            return true;
-        }
-    return false;
-}
-
 /* Which side of the copy column c of sp is: 1 the copy's loops (and quotients of
  * them), 2 outside them, 3 both (a quotient of a sum of both). */
 static int col_side(const ArSpace *sp, int c, const Var *const *vs, int n)
@@ -186,12 +157,9 @@ static Expr *row_expr(Kernel *k, const ArSpace *sp, const ArRow *r)
 static bool flatten(Kernel *k, Expr *const *idx, int rank, const int64_t *shape, const Var *const *vs, int nv,
                     Expr **outer, Expr **inner)
 {
-    Ranges rg = {0};
-    for (int i = 0; i < k->body.n; i++) ranges_of(k, k->body.v[i], &rg);
-    ArEnv env = {.k = k, .var = range_var, .ctx = &rg};
     for (int d = 1; d + 1 < rank; d++) {
         int64_t lo, hi;
-        if (!ar_interval(&env, idx[d], &lo, &hi) || lo < 0 || hi >= shape[d]) return false;
+        if (!ar_interval_loops(k, idx[d], &lo, &hi) || lo < 0 || hi >= shape[d]) return false;
     }
     ArSpace sp;
     ar_space_init(&sp, k);

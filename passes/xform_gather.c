@@ -29,8 +29,9 @@
  * point: distinct points of those loops have distinct places in Xs, and the loops
  * the read does not use leave its indices, hence its value, unchanged.  Where a
  * guard lies between the loop and the read, some points were never read and their
- * copy may leave the buffer: only a guarded read (which gives its pad there) may be
- * staged from beneath one.
+ * copy may leave the buffer: only a guarded read (which gives its pad there), or one
+ * whose indices stay inside the buffer over the loops' whole ranges, may be staged
+ * from beneath one.
  *
  * A buffer the loop only writes, by one statement that replaces elements (`=`), is
  * staged the other way: the statement writes the tile (one dimension per loop that
@@ -58,6 +59,7 @@
  * copy inside a parallel loop, more than 8 dimensions or 2^24 elements. */
 #include <string.h>
 
+#include "../ir/arith.h"
 #include "xform_int.h"
 
 typedef struct Gather {
@@ -79,6 +81,18 @@ static void redirect_cb(Expr *e, void *p)
     e->u.load.buf = g->to;
     e->u.load.guarded = false;
     e->dtype = g->to->dtype;
+}
+
+/* Whether every index of a read of b lies inside b over the whole ranges of the
+ * loops (guards ignored): then the read may be performed at points a guard skipped. */
+static bool in_bounds(const Kernel *k, const Buffer *b, Expr *const *idx)
+{
+    for (int d = 0; d < b->rank; d++) {
+        int64_t lo, hi, n;
+        if (!ar_const(k, b->shape[d], &n) || !ar_interval_loops(k, idx[d], &lo, &hi) || lo < 0 || hi >= n)
+            return false;
+    }
+    return true;
 }
 
 /* The staged index of the read or store: the moving loops' variables, from 0. */
@@ -375,10 +389,11 @@ bool xf_gather(XfCtx *c)
                           "whole, elements the guard skipped included",
                        b->name, l->u.loop.var->name);
                 ok = false;
-            } else if (!first->load->u.load.guarded) {
+            } else if (!first->load->u.load.guarded && !in_bounds(c->k, b, first->idx)) {
                 xf_err(c, "the read of %s lies under a guard inside %s; staged for every point of the loops "
                           "around it, it could leave the buffer (only a guarded read, of a pad() input or a "
-                          "padded tile, can be gathered from there)",
+                          "padded tile, or one inside the buffer over the loops' whole ranges, can be gathered "
+                          "from there)",
                        b->name, l->u.loop.var->name);
                 ok = false;
             }
