@@ -235,18 +235,9 @@ bool xf_cache(XfCtx *c)
     Node *l = b ? xf_arg_loop(c, 1) : NULL;
     if (!l)
         return false;
-    MemSpace mem = MEM_LOCAL;
-    const SchedArg *m = xf_kwarg(c, "mem");
-    if (m) {
-        if (m->kind == SARG_NAME && strcmp(m->name, "local") == 0)
-            mem = MEM_LOCAL;
-        else if (m->kind == SARG_NAME && strcmp(m->name, "shared") == 0)
-            mem = MEM_SHARED;
-        else {
-            xf_err(c, "mem= takes local or shared");
-            return false;
-        }
-    }
+    MemSpace mem;
+    if (!xf_mem_kwarg(c, &mem))
+        return false;
     const SchedArg *nm = xf_kwarg(c, "name");
     if (nm && (nm->kind != SARG_NAME || ir_find_buffer(c->k, nm->name))) {
         xf_err(c, "name= needs a new buffer name");
@@ -417,6 +408,22 @@ bool xf_cache(XfCtx *c)
         ir_list_insert(&l->u.loop.body, 0, copy_nest(k, b, loc, &r, keep, true, l, lo_ok, hi_ok, padded), l);
     if (writes)
         ir_list_push(&l->u.loop.body, copy_nest(k, b, loc, &r, keep, false, l, lo_ok, hi_ok, padded), l);
+    return true;
+}
+
+/* mem=local|shared of a staging step (cache, gather): local when absent. */
+bool xf_mem_kwarg(XfCtx *c, MemSpace *mem)
+{
+    const SchedArg *m = xf_kwarg(c, "mem");
+    *mem = MEM_LOCAL;
+    if (!m)
+        return true;
+    if (m->kind == SARG_NAME && strcmp(m->name, "shared") == 0)
+        *mem = MEM_SHARED;
+    else if (!(m->kind == SARG_NAME && strcmp(m->name, "local") == 0)) {
+        xf_err(c, "mem= takes local or shared");
+        return false;
+    }
     return true;
 }
 

@@ -106,9 +106,10 @@ static Expr **staged_idx(Gather *g)
     return idx;
 }
 
-/* The copy nest: for c0 in 0..E0 { .. { to[c0, ..] = from?[idx with v_d := lo_d + c_d] } }, or
- * for a staged write (store != NULL) from[idx ..] = to[c0, ..], guarded as the store was. */
-static Node *copy_nest(Gather *g, const Expr *read, const Node *store, Node *at)
+/* The copy nest through the access's indices idx: for c0 in 0..E0 { .. { to[c0, ..] =
+ * from?[idx with v_d := lo_d + c_d] } }, or back (out) from?[idx ..] = to[c0, ..];
+ * guarded (the global side's range tested) when the access was. */
+static Node *copy_nest(Gather *g, Expr *const *idx, bool guarded, bool out, Node *at)
 {
     Kernel *k = g->k;
     Node *top = NULL, *cur = NULL;
@@ -131,20 +132,20 @@ static Node *copy_nest(Gather *g, const Expr *read, const Node *store, Node *at)
     Expr **gidx = arena_alloc(k->arena, sizeof(Expr *) * (size_t)g->from->rank);
     for (int d = 0; d < g->from->rank; d++)
         gidx[d] = xf_simplify_affine(
-            k, xf_subst_expr(k, store ? store->u.stmt.idx[d] : read->u.load.idx[d], vars, with, g->n));
+            k, xf_subst_expr(k, idx[d], vars, with, g->n));
     Expr **lidx = arena_alloc(k->arena, sizeof(Expr *) * (size_t)(g->n ? g->n : 1));
     for (int d = 0; d < g->n; d++)
         lidx[d] = ir_var(k, cv[d]);
     if (g->n == 0)
         lidx[0] = ir_int(k, 0);
     Node *s;
-    if (store) {
+    if (out) {
         Expr *ld = ir_cast(k, ir_load(k, g->to, lidx), dtype_compute(g->from->dtype));
         s = ir_stmt(k, g->from, gidx, SOP_ASSIGN, ld, at->span);
-        s->u.stmt.guarded = store->u.stmt.guarded;
+        s->u.stmt.guarded = guarded;
     } else {
         Expr *ld = ir_load(k, g->from, gidx);
-        ld->u.load.guarded = read->u.load.guarded;
+        ld->u.load.guarded = guarded;
         s = ir_stmt(k, g->to, lidx, SOP_ASSIGN, ir_cast(k, ld, dtype_compute(g->to->dtype)), at->span);
     }
     if (cur)
@@ -288,11 +289,7 @@ static bool gather_update(XfCtx *c, Buffer *b, Node *l, const AccVec *acc, MemSp
     g.to = xf_add_temp(k, name, b->dtype, mem, g.n ? g.n : 1, width, l->span);
     xf_set_private(k, g.to, l, true);
     /* the copies through the first access's indices, guarded where any access was */
-    Expr *ld = ir_load(k, b, first->idx);
-    ld->u.load.guarded = guarded;
-    Node *st = ir_stmt(k, b, first->idx, SOP_ASSIGN, ir_int(k, 0), l->span);
-    st->u.stmt.guarded = guarded;
-    Node *in = copy_nest(&g, ld, NULL, l), *out = copy_nest(&g, NULL, st, l);
+    Node *in = copy_nest(&g, first->idx, guarded, false, l), *out = copy_nest(&g, first->idx, guarded, true, l);
     for (int i = 0; i < l->u.loop.body.n; i++) {
         xf_visit_exprs(k, l->u.loop.body.v[i], redirect_cb, &g);
         redirect_store(&g, l->u.loop.body.v[i]);
@@ -308,16 +305,9 @@ bool xf_gather(XfCtx *c)
     Node *l = b ? xf_arg_loop(c, 1) : NULL;
     if (!l)
         return false;
-    MemSpace mem = MEM_LOCAL;
-    const SchedArg *m = xf_kwarg(c, "mem");
-    if (m) {
-        if (m->kind == SARG_NAME && strcmp(m->name, "shared") == 0)
-            mem = MEM_SHARED;
-        else if (!(m->kind == SARG_NAME && strcmp(m->name, "local") == 0)) {
-            xf_err(c, "mem= takes local or shared");
-            return false;
-        }
-    }
+    MemSpace mem;
+    if (!xf_mem_kwarg(c, &mem))
+        return false;
     const SchedArg *nm = xf_kwarg(c, "name");
     if (nm && (nm->kind != SARG_NAME || ir_find_buffer(c->k, nm->name) || ir_find_var(c->k, nm->name))) {
         xf_err(c, "name= needs a new buffer name");
@@ -476,7 +466,8 @@ bool xf_gather(XfCtx *c)
     g.to = xf_add_temp(k, name, b->dtype, mem, g.n ? g.n : 1, width, l->span);
     xf_set_private(k, g.to, l, true);
     /* the copy reads the original indices, so it is built before the redirection */
-    Node *cp = copy_nest(&g, read, store, l);
+    Node *cp = store ? copy_nest(&g, store->u.stmt.idx, store->u.stmt.guarded, true, l)
+                     : copy_nest(&g, read->u.load.idx, read->u.load.guarded, false, l);
     if (store) {
         store->u.stmt.idx = staged_idx(&g);
         store->u.stmt.buf = g.to;

@@ -1387,7 +1387,7 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
                     break;
                 ce++;
             }
-            const IgPlan *ig = ce == nn ? rules_igemm_read(u, ns[0].top, (const NestInfo *const *)infos, ce, a) : NULL;
+            const IgPlan *ig = ce == nn ? rules_igemm_read(u, ns[0].loops, ns[0].red, (const NestInfo *const *)infos, ce, a) : NULL;
             if (ig)
                 rules_tensor_cores_igemm(in, ig, target, a, sp);
         }

@@ -57,33 +57,8 @@ static int plain_dim(const Expr *ld, const Var *v)
     return at;
 }
 
-static Node *reduction_stmt(Node *n)
-{
-    if (n->kind == N_STMT)
-        return n->u.stmt.op == SOP_ADD ? n : NULL;
-    NodeList *b = ir_body(n);
-    for (int i = 0; b && i < b->n; i++) {
-        Node *r = reduction_stmt(b->v[i]);
-        if (r)
-            return r;
-    }
-    return NULL;
-}
-
-static Node *loop_named(Node *top, const char *name)
-{
-    if (top->kind == N_LOOP && strcmp(top->u.loop.var->name, name) == 0)
-        return top;
-    NodeList *b = top->kind == N_STMT || top->kind == N_PREFETCH ? NULL : ir_body(top);
-    for (int i = 0; b && i < b->n; i++) {
-        Node *r = loop_named(b->v[i], name);
-        if (r)
-            return r;
-    }
-    return NULL;
-}
-
-const IgPlan *rules_igemm_read(const Kernel *u, Node *top, const NestInfo *const *ns, int nn, Arena *a)
+const IgPlan *rules_igemm_read(const Kernel *u, Node *const *loops, const Node *s, const NestInfo *const *ns, int nn,
+                               Arena *a)
 {
     const NestInfo *n = ns[0];
     int nm = n->nspatial - 1, nred = n->nloops - n->nspatial;
@@ -91,20 +66,16 @@ const IgPlan *rules_igemm_read(const Kernel *u, Node *top, const NestInfo *const
         n->out_t != DT_F32)
         return NULL;
     const Buffer *out = ir_find_buffer(u, n->out);
-    Node *s = reduction_stmt(top);
     /* the f32 sum: the temporary of a 16-bit result, or an f32 result itself */
-    if (!out || (out->kind != BUF_TEMP && out->kind != BUF_OUT) || !s || s->u.stmt.value->kind != IE_MUL)
+    if (!out || (out->kind != BUF_TEMP && out->kind != BUF_OUT) || !s || s->u.stmt.op != SOP_ADD ||
+        s->u.stmt.value->kind != IE_MUL)
         return NULL;
     const Expr *l0 = strip_cast(s->u.stmt.value->args[0]), *l1 = strip_cast(s->u.stmt.value->args[1]);
     if (l0->kind != IE_LOAD || l1->kind != IE_LOAD)
         return NULL;
     const Var *v[16];
-    for (int i = 0; i < n->nloops; i++) {
-        Node *l = loop_named(top, n->loop[i]);
-        if (!l)
-            return NULL;
-        v[i] = l->u.loop.var;
-    }
+    for (int i = 0; i < n->nloops; i++)
+        v[i] = loops[i]->u.loop.var;
     const Var *vj = v[nm];
     const Expr *A = load_uses(l0, vj) ? l1 : l0, *B = A == l0 ? l1 : l0;
     if (load_uses(A, vj) || !load_uses(B, vj))

@@ -57,9 +57,11 @@ typedef struct IgLoops {
     SLoop *m, *j, *ko, *kt;
 } IgLoops;
 
-/* The plan for nest ns[0] (whose loop tree is top) and its consumers ns[1..nn), or
- * NULL when it is no implicit GEMM on 16-bit operands (or a plain GEMM). */
-const IgPlan *rules_igemm_read(const Kernel *u, Node *top, const NestInfo *const *ns, int nn, Arena *a);
+/* The plan for nest ns[0] (its chain of loops, outermost first, and its reduction
+ * statement s, as tune/rules.c read them) and its consumers ns[1..nn), or NULL when
+ * it is no implicit GEMM on 16-bit operands (or a plain GEMM). */
+const IgPlan *rules_igemm_read(const Kernel *u, Node *const *loops, const Node *s, const NestInfo *const *ns, int nn,
+                               Arena *a);
 /* The steps that make the nest the plan's product, K step bk; false when refused. */
 bool rules_igemm_prelude(Builder *b, const IgPlan *p, int bk, IgLoops *out);
 

@@ -36,9 +36,8 @@ const char em_tma_prelude[] =
 
 /* ---------------- the module's tensor maps ---------------- */
 
-static void map_of(const Kernel *k, const TmaCopy *t, CgTmap *m)
+static void map_of(const TmaCopy *t, CgTmap *m)
 {
-    (void)k;
     int r = t->rank;
     memset(m, 0, sizeof *m);
     m->buf = t->src->id;
@@ -63,19 +62,19 @@ int em_tmap_of(const CgTmap *maps, int n, const TmaCopy *t)
     return -1;
 }
 
-static void collect(const Kernel *k, const Node *n, CgCudaModule *m)
+static void collect(const Node *n, CgCudaModule *m)
 {
     if (n->kind == N_LOOP && n->u.loop.tma && em_tmap_of(m->tmaps, m->ntmaps, n->u.loop.tma) < 0) {
         m->tmaps = xrealloc(m->tmaps, sizeof *m->tmaps * (size_t)(m->ntmaps + 1));
-        map_of(k, n->u.loop.tma, &m->tmaps[m->ntmaps++]);
+        map_of(n->u.loop.tma, &m->tmaps[m->ntmaps++]);
     }
     const NodeList *b = ir_body((Node *)n);
-    for (int i = 0; b && i < b->n; i++) collect(k, b->v[i], m);
+    for (int i = 0; b && i < b->n; i++) collect(b->v[i], m);
 }
 
 void em_collect_tmaps(const Kernel *k, CgCudaModule *m)
 {
-    for (int i = 0; i < k->body.n; i++) collect(k, k->body.v[i], m);
+    for (int i = 0; i < k->body.n; i++) collect(k->body.v[i], m);
 }
 
 /* ---------------- the pipeline ---------------- */
