@@ -40,7 +40,7 @@ bool gpu_vector_pass(Kernel *k, Diags *d);     /* passes/gpu_vector.c */
 bool gpu_mma_pass(Kernel *k, const Target *target, Diags *d); /* passes/gpu_mma.c */
 /* Part of gpu-mma (passes/gpu_mma_rows.c): per-row vectors of an mma launch whose
  * lane pairs are marked, quad-rows loops and quad reductions. */
-bool gpu_mma_rows(Kernel *k, Node *top, Diags *d);
+bool gpu_mma_rows(Kernel *k, Node *top, bool wg, Diags *d);
 bool gpu_pipeline_pass(Kernel *k, Diags *d);   /* passes/gpu_pipeline.c */
 bool gpu_tma_pass(Kernel *k, const Target *target, Diags *d); /* passes/gpu_tma.c */
 bool gpu_barrier_pass(Kernel *k, Diags *d);    /* passes/gpu_barrier.c */

@@ -81,11 +81,11 @@ static const Expr *operand(const Expr *x)
     return x->kind == IE_LOAD ? x : NULL;
 }
 
-/* Operand A of an mma triple held in registers: a local buffer (a warp's own
- * results, privatised like the accumulator), not staged in shared memory. */
+/* Operand A of a tensor-core triple held in registers: a local buffer (a warp's
+ * or a warpgroup's own results, privatised like the accumulator and in its layout),
+ * not staged in shared memory. */
 static const Buffer *reg_operand(const Node *tc)
 {
-    if (tc->u.loop.kind != LOOP_MMA) return NULL;
     const Node *s = tc;
     for (int q = 0; q < 3 && s->kind == N_LOOP && s->u.loop.body.n == 1; q++)
         s = s->u.loop.body.v[0];
@@ -131,7 +131,7 @@ static void find_triples(Mc *c, Node *n, bool under_tx, bool under_if)
         c->any = true;
         s->u.stmt.buf->layout = w ? LAYOUT_WGMMA_ACC : LAYOUT_MMA_ACC;
         Buffer *ra = (Buffer *)reg_operand(n);
-        if (ra) ra->layout = LAYOUT_MMA_ACC; /* written in lane pairs, read as A fragments */
+        if (ra) ra->layout = w ? LAYOUT_WGMMA_ACC : LAYOUT_MMA_ACC; /* written in lane pairs, read as A fragments */
         if (w && s->u.stmt.value->kind == IE_MUL)
             for (int a = 0; a < 2; a++) {
                 const Expr *x = operand(s->u.stmt.value->args[a]);
@@ -309,6 +309,19 @@ static bool wg_operand(Mc *c, const Node *mn, const Expr *x, const Var *mv, cons
     const Buffer *b = x->u.load.buf;
     int r = b->rank;
     int64_t co, R = 0;
+    if (b->mem == MEM_LOCAL && b->layout == LAYOUT_WGMMA_ACC) {
+        /* operand A from registers: the warpgroup's rows over the triple's i, columns over its k */
+        if (r != 2 || !gpu_has_var(c->k, x->u.load.idx[0], mv, &co) || co != 1 ||
+            !gpu_has_var(c->k, x->u.load.idx[1], kv, &co) || co != 1 || ir_expr_uses_var(x->u.load.idx[0], kv) ||
+            ir_expr_uses_var(x->u.load.idx[1], mv)) {
+            diag_error(c->d, b->span, "wgmma operand %s is held in registers (a local buffer): it must be 2-D, "
+                       "indexed [row + i, col + k] by the triple's i and k", b->name);
+            return false;
+        }
+        *trans = false;
+        *lbo = 0;
+        return true;
+    }
     if (b->mem != MEM_SHARED || b->layout != LAYOUT_SWIZZLE128) {
         diag_error(c->d, b->span, "wgmma operand %s must be staged in shared memory (cache(%s, loop, "
                    "mem=shared)): wgmma reads both operands from there", b->name, b->name);
@@ -402,7 +415,7 @@ static void plan_group(Mc *c, Node **chain, int nc, Node *mn)
     g->opbuf[0] = A->u.load.buf;
     g->opbuf[1] = B->u.load.buf;
     g->prod = arena_alloc(k->arena, sizeof *g->prod * (size_t)total);
-    g->areg = !w && A->u.load.buf->mem == MEM_LOCAL;
+    g->areg = A->u.load.buf->mem == MEM_LOCAL;
     if (w ? !wg_operand(c, mn, A, vi, vk, &g->trans[0], &g->stride[0][0]) ||
                 !wg_operand(c, mn, B, vj, vk, &g->trans[1], &g->stride[1][0])
           : !mma_operand(c, A, vi, vk, &g->trans[0], g->stride[0]) ||
@@ -430,9 +443,10 @@ static void plan_group(Mc *c, Node **chain, int nc, Node *mn)
             c->ok = false;
             return;
         }
-        if (g->areg && (!gpu_mult_of(k, p->a[0], 16) || !gpu_mult_of(k, p->a[1], 16))) {
-            diag_error(c->d, mn->span, "mma loop %s: the tile of %s, read from registers, must start at a row "
-                       "and a column that are multiples of 16 (whole fragments)", vi->name, A->u.load.buf->name);
+        if (g->areg && (!gpu_mult_of(k, p->a[0], th) || !gpu_mult_of(k, p->a[1], 16))) {
+            diag_error(c->d, mn->span, "%s loop %s: the tile of %s, read from registers, must start at a row "
+                       "that is a multiple of %lld and a column that is a multiple of 16 (whole fragments)",
+                       w ? "wgmma" : "mma", vi->name, A->u.load.buf->name, (long long)th);
             c->ok = false;
             return;
         }
@@ -442,7 +456,7 @@ static void plan_group(Mc *c, Node **chain, int nc, Node *mn)
             c->ok = false;
             return;
         }
-        for (int o = 0; w && o < 2; o++) {
+        for (int o = g->areg ? 1 : 0; w && o < 2; o++) {
             Expr *const *ix = o ? p->b : p->a;
             int r = o ? rB : rA;
             const Expr *rowi = ix[r - 2], *coli = ix[r - 1];
@@ -645,7 +659,7 @@ bool gpu_mma_pass(Kernel *k, const Target *target, Diags *d)
         }
         find_groups(&c, top);
         mark_pairs(&c, top, false);
-        if (c.ok && !c.wg) c.ok = gpu_mma_rows(k, top, d);
+        if (c.ok) c.ok = gpu_mma_rows(k, top, c.wg, d);
     }
     /* a layout holds in every launch that touches the buffer: one that does not run
      * the triples cannot address it so */

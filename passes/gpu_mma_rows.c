@@ -19,6 +19,11 @@
  * would disagree on which column wrote last), a reduction over the rows (a row loop
  * inside the column loop), and a row loop over vectors that stores anything else.
  *
+ * A warpgroup's accumulator (wgmma) spreads the same way per 64 rows, warp w of
+ * the four holding rows 16 w to 16 w + 15 of each: there the vectors' row bases and
+ * row loops come in multiples of 64, so that every access names a row in the warp
+ * and register that hold it.
+ *
  * Legal because the spreading runs every iteration once in the lane that holds the
  * element, plus identical copies in the other lanes of the quad; a quad reduction
  * reassociates the update's operator, as every reduction may. */
@@ -30,6 +35,7 @@
 
 typedef struct Rows {
     Kernel *k;
+    int64_t g;                 /* rows a lane loop steps over: 8 (mma), 64 (wgmma) */
     Diags *d;
     bool ok;
     uint8_t *spread, *plain;   /* per buffer: accesses by a lane loop's row, and others */
@@ -44,12 +50,12 @@ static bool candidate(const Buffer *b)
            b->layout == LAYOUT_PLAIN;
 }
 
-/* idx is base + v, v's coefficient 1, base a multiple of 8 not naming the column. */
-static bool row_index(Kernel *k, const Expr *x, const Var *v, const Var *col)
+/* idx is base + v, v's coefficient 1, base a multiple of r->g not naming the column. */
+static bool row_index(const Rows *r, const Expr *x, const Var *v, const Var *col)
 {
     int64_t co;
-    return v && gpu_has_var(k, x, v, &co) && co == 1 && !(col && ir_expr_uses_var(x, col)) &&
-           gpu_mult_of(k, gpu_at_zero(k, x, v), 8);
+    return v && gpu_has_var(r->k, x, v, &co) && co == 1 && !(col && ir_expr_uses_var(x, col)) &&
+           gpu_mult_of(r->k, gpu_at_zero(r->k, x, v), r->g);
 }
 
 static bool is_pair(const Node *n)
@@ -61,7 +67,7 @@ static bool touches_candidate(Rows *r, const Expr *x, const Var *v)
 {
     if (!x) return false;
     if (x->kind == IE_LOAD) {
-        if (r->seed[x->u.load.buf->id] && row_index(r->k, x->u.load.idx[0], v, NULL)) return true;
+        if (r->seed[x->u.load.buf->id] && row_index(r, x->u.load.idx[0], v, NULL)) return true;
         for (int i = 0; i < x->u.load.buf->rank; i++)
             if (touches_candidate(r, x->u.load.idx[i], v)) return true;
         return false;
@@ -87,11 +93,11 @@ static void mark_quads(Rows *r, Node *n, bool under_tx)
             const Node *s = n->u.loop.body.v[i];
             stmts = s->kind == N_STMT;
             if (stmts)
-                hit |= (r->seed[s->u.stmt.buf->id] && row_index(r->k, s->u.stmt.idx[0], n->u.loop.var, NULL)) ||
+                hit |= (r->seed[s->u.stmt.buf->id] && row_index(r, s->u.stmt.idx[0], n->u.loop.var, NULL)) ||
                        touches_candidate(r, s->u.stmt.value, n->u.loop.var);
         }
         if (!under_tx && stmts && hit && (lk == LOOP_SERIAL || lk == LOOP_UNROLL) && n->u.loop.hint == HINT_NONE &&
-            gpu_loop_extent(r->k, n, &lo, &ext) && lo == 0 && ext % 8 == 0 && ext > 0) {
+            gpu_loop_extent(r->k, n, &lo, &ext) && lo == 0 && ext % r->g == 0 && ext > 0) {
             n->u.loop.hint = HINT_QUAD_ROWS;
             return;
         }
@@ -103,7 +109,7 @@ static void mark_quads(Rows *r, Node *n, bool under_tx)
 static void note(Rows *r, const Buffer *b, Expr *const *idx, const Var *row, const Var *col, Span sp, bool w)
 {
     if (!candidate(b)) return;
-    if (row_index(r->k, idx[0], row, col)) {
+    if (row_index(r, idx[0], row, col)) {
         r->spread[b->id] = 1;
         r->wrote[b->id] |= w;
     } else if (!r->plain[b->id]) {
@@ -197,9 +203,9 @@ static void check_updates(Rows *r, Node *n)
     for (int i = 0; b && i < b->n; i++) check_updates(r, b->v[i]);
 }
 
-bool gpu_mma_rows(Kernel *k, Node *top, Diags *d)
+bool gpu_mma_rows(Kernel *k, Node *top, bool wg, Diags *d)
 {
-    Rows r = {.k = k, .d = d, .ok = true};
+    Rows r = {.k = k, .g = wg ? 64 : 8, .d = d, .ok = true};
     int nb = k->nbufs;
     r.spread = xcalloc((size_t)nb * 4 + 1, 1);
     r.plain = r.spread + nb;
@@ -225,9 +231,9 @@ bool gpu_mma_rows(Kernel *k, Node *top, Diags *d)
                        "(one value per row, kept in the lanes that hold the row), and accessed here otherwise, "
                        "where a lane would see rows it does not keep", b->name);
             r.ok = false;
-        } else if (!gpu_cval(k, b->shape[0], &R) || R % 8) {
-            diag_error(d, b->span, "%s, one value per row of an mma accumulator, must have a multiple of 8 rows "
-                       "per warp", b->name);
+        } else if (!gpu_cval(k, b->shape[0], &R) || R % r.g) {
+            diag_error(d, b->span, "%s, one value per row of a tensor-core accumulator, must have a multiple of "
+                       "%lld rows per %s", b->name, (long long)r.g, wg ? "warpgroup" : "warp");
             r.ok = false;
         } else {
             b->layout = LAYOUT_MMA_ROWS;

@@ -1360,8 +1360,14 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
          * generator's default mapping (one thread per output element), which the
          * empty schedule stands for. */
         sp->kclass = ncontr ? "contraction (GPU)" : "default GPU mapping";
-        /* a softmax-then-product chain: flash attention on tensor cores first */
-        rules_attention(in, u, target, a, sp);
+        /* a softmax-then-product chain: flash attention on tensor cores (or the
+         * decoding template), and nothing else: the templates below would tile the
+         * chain's nests one by one around an S x S buffer of scores, tens of times
+         * slower, and a search would spend its budget timing them */
+        if (rules_attention(in, u, target, a, sp)) {
+            sp->kclass = "attention (GPU)";
+            return true;
+        }
         /* tensor-core templates first (f16 / bf16 products), each only when it
          * applies whole: a contraction alone, or followed by elementwise nests over
          * its output loops (an epilogue the templates fuse into the write-back) */

@@ -37,6 +37,8 @@ typedef struct AttnCtx {
     int nscore;                  /* stages before the maximum's */
     bool masked;                 /* the chain has a mask: its tiles sit in a skip guard */
     bool pad_rows;               /* rows not a multiple of 128: the last block runs past them */
+    int64_t dh;                  /* the head size */
+    bool wg;                     /* wgmma (sm_90a): a warpgroup of 128 threads per 64 rows */
 } AttnCtx;
 
 /* ---------------- reading the kernel ---------------- */
@@ -160,6 +162,7 @@ static bool read_fused(Kernel *c, AttnCtx *x, Arena *a)
         x->V = arena_strdup(a, V->name);
         x->dt = dtype_name(Q->dtype);
         x->nscore = q;
+        x->dh = dh;
         x->masked = masked;
         x->pad_rows = rows % 128 != 0;
         return true;
@@ -173,16 +176,16 @@ static bool read_fused(Kernel *c, AttnCtx *x, Arena *a)
  * same kernel); where it does not, it returns false: the template does not fit. */
 
 /* The copy of a staged operand tile by 16-byte vectors: rows x chunks collapsed,
- * 128 threads (4 warps of 32) at a time. */
-static void copy_map(Builder *b, SBuf *S)
+ * the block's threads at a time: 4 warps of 32 (mma), 2 warpgroups of 128 (wgmma). */
+static void copy_map(Builder *b, SBuf *S, bool wg)
 {
     if (!S || S->nnest < 1 || S->rank[0] != 2)
         return;
     SLoop *c, *v, *f, *o, *t, *y, *x;
     bld_split(b, S->nest[0][1], sv(8), &c, &v);
     bld_collapse(b, S->nest[0][0], c, NULL, &f);
-    bld_split(b, f, sv(128), &o, &t);
-    bld_split(b, t, sv(32), &y, &x);
+    bld_split(b, f, sv(wg ? 256 : 128), &o, &t);
+    bld_split(b, t, sv(wg ? 128 : 32), &y, &x);
     bld_bind(b, y, "thread.y");
     bld_bind(b, x, "thread.x");
     bld_vectorize(b, v);
@@ -190,10 +193,19 @@ static void copy_map(Builder *b, SBuf *S)
 }
 
 /* One tensor-core triple over rows r (32 a warp: two 16-row tiles), columns c (8 a
- * tile) and depth k (16 a step), the depth outermost. */
-static void triple(Builder *b, SLoop *r, SLoop *c, SLoop *k, bool unroll_k)
+ * tile) and depth k (16 a step), the depth outermost.  With wgmma one triple takes
+ * the warpgroup's 64 rows by all the columns, and the depth steps are unrolled into
+ * one group (issued together, waited for once). */
+static void triple(Builder *b, SLoop *r, SLoop *c, SLoop *k, bool unroll_k, bool wg)
 {
     SLoop *rt, *ri, *cj, *cn, *kk, *kd;
+    if (wg) {
+        bld_split(b, k, sv(16), &kk, &kd);
+        BLD_REORDER(b, kk, r, c, kd);
+        bld_wgmma(b, r, c, kd);
+        bld_unroll(b, kk);
+        return;
+    }
     bld_split(b, c, sv(8), &cj, &cn);
     bld_split(b, k, sv(16), &kk, &kd);
     bld_split(b, r, sv(16), &rt, &ri);
@@ -212,8 +224,8 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
         bld_factor_out(b, bld_loop(b, x->score_sum));
     /* the tuner's parameters: keys a tile and pipeline stages, stdlib's flash first
      * (measured variants landed within 8% of it: docs/benchmarks.md) */
-    static const int64_t key_tiles[] = {64, 32}, stages[] = {2, 3};
-    SVal kt = bld_param(b, "kt", key_tiles, 2), st = bld_param(b, "st", stages, 2);
+    static const int64_t key_tiles[] = {64, 32}, wg_tiles[] = {64, 128}, stages[] = {2, 3};
+    SVal kt = bld_param(b, "kt", x->wg ? wg_tiles : key_tiles, 2), st = bld_param(b, "st", stages, 2);
     bld_online_softmax(b, bld_buf(b, x->out), bld_loop(b, x->j), kt, "inf");
     SLoop *fio, *fii, *cp[8], *jo[4];
     if (x->pad_rows)
@@ -260,8 +272,9 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
             bld_fuse(b, pj[0], lj[0]);
     }
     bld_fuse(b, stg[0], ou);
+    int64_t wr = x->wg ? 64 : 32;   /* rows a warp (mma) or a warpgroup (wgmma) */
     SLoop *w, *r, *rs[32];
-    bld_split_named(b, stg[0], sv(32), "f_w", "f_r", &w, &r);
+    bld_split_named(b, stg[0], sv(wr), "f_w", "f_r", &w, &r);
     bld_bind(b, w, "thread.y");
     int nr = bld_distribute_all(b, r, rs, 32);
     if (nr < 3)
@@ -271,24 +284,26 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
     if (bld_children(b, rs[0], sj, 2) != 1 || bld_children(b, sj[0], sd, 2) != 1 ||
         bld_children(b, rs[nr - 1], vj, 2) != 1 || bld_children(b, vj[0], vd, 2) != 1)
         return false;
-    triple(b, rs[0], sj[0], sd[0], false);
-    triple(b, rs[nr - 1], vj[0], vd[0], true);
+    triple(b, rs[0], sj[0], sd[0], false, x->wg);
+    triple(b, rs[nr - 1], vj[0], vd[0], true, x->wg);
     /* the per-row initialisations, the normalisation */
     SLoop *iw, *ir, *nw, *nr2;
     bld_fuse(b, fii, cp[0]);
     bld_fuse(b, fii, cp[1]);
-    bld_split_named(b, fii, sv(32), "f_iw", "f_ir", &iw, &ir);
+    bld_split_named(b, fii, sv(wr), "f_iw", "f_ir", &iw, &ir);
     bld_bind(b, iw, "thread.y");
     SLoop *irs[4];
     bld_distribute_all(b, ir, irs, 4);
-    bld_split_named(b, cp[3], sv(32), "f_nw", "f_nr", &nw, &nr2);
+    bld_split_named(b, cp[3], sv(wr), "f_nw", "f_nr", &nw, &nr2);
     bld_bind(b, nw, "thread.y");
-    copy_map(b, Qs);
-    copy_map(b, Ks);
-    copy_map(b, Vs);
-    bld_padding(b, Qs, sv(8));
-    bld_padding(b, Ks, sv(8));
-    bld_padding(b, Vs, sv(8));
+    copy_map(b, Qs, x->wg);
+    copy_map(b, Ks, x->wg);
+    copy_map(b, Vs, x->wg);
+    if (!x->wg) { /* ldmatrix rows in distinct banks; wgmma's operands are swizzled instead */
+        bld_padding(b, Qs, sv(8));
+        bld_padding(b, Ks, sv(8));
+        bld_padding(b, Vs, sv(8));
+    }
     static const char *const axes[MAXB] = {"block.z", "block.y"};
     for (int i = 0; i < x->nbatch; i++)
         bld_bind(b, bld_loop(b, x->batch[i]), axes[MAXB - x->nbatch + i]);
@@ -297,10 +312,10 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
     return true;
 }
 
-void rules_attention(const TuneInput *in, const Kernel *u, const Target *target, Arena *a, TuneSpace *sp)
+bool rules_attention(const TuneInput *in, const Kernel *u, const Target *target, Arena *a, TuneSpace *sp)
 {
     if (!target_is_gpu(target) || !target->mma_sync || !target->cp_async)
-        return;
+        return false;
     /* the contraction is the last nest with a sum */
     for (int t = u->body.n - 1; t >= 0; t--) {
         Node *jl = rules_find_sum_loop(u->body.v[t]);
@@ -322,12 +337,20 @@ void rules_attention(const TuneInput *in, const Kernel *u, const Target *target,
         bool ok = rules_try_apply(c, "online_softmax", os, 4) && read_fused(c, x, a);
         ir_free(c);
         if (!ok)
-            return;
+            return false;
         /* a few query rows a head (decoding): the chain spread over the keys first,
          * where flash attention's 128-row tiles would be mostly padding */
         AttnNames an = {x->out, x->s, x->m, x->p, x->l, x->Q, x->K, x->V, x->score_sum};
+        int n0 = sp->n;
         rules_decode(in, u, &an, a, sp);
+        if (target->wgmma && x->dh % 64 == 0 && x->dh <= 256) {
+            AttnCtx *w = arena_alloc(a, sizeof *w);
+            *w = *x;
+            w->wg = true;
+            rules_offer(in, gpu_flash_b, w, a, sp, "rules: GPU tensor cores, flash attention (wgmma)", true);
+        }
         rules_offer(in, gpu_flash_b, x, a, sp, "rules: GPU tensor cores, flash attention (mma.sync)", true);
-        return;
+        return sp->n > n0;
     }
+    return false;
 }

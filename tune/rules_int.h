@@ -79,9 +79,10 @@ void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, 
  * fragments). */
 void rules_tensor_cores_igemm(const TuneInput *in, const IgPlan *p, const Target *target, Arena *a, TuneSpace *sp);
 
-/* The flash-attention template (tune/rules_attn.c) for a kernel whose nests form the
- * softmax-then-product chain online_softmax fuses; offers nothing otherwise. */
-void rules_attention(const TuneInput *in, const Kernel *u, const Target *target, Arena *a, TuneSpace *sp);
+/* The flash-attention templates (tune/rules_attn.c: wgmma on sm_90a, mma.sync) and
+ * the decoding template for a kernel whose nests form the softmax-then-product chain
+ * online_softmax fuses; offers nothing otherwise.  True when it offered one. */
+bool rules_attention(const TuneInput *in, const Kernel *u, const Target *target, Arena *a, TuneSpace *sp);
 
 /* What the flash template's reading of the chain found, by name: the tensors of the
  * chain (scores, maximum, exponentials, sum, output), the operands Q, K and V, and the

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Flash attention (plain and causal) on the GPU beside torch's scaled_dot_product_attention in the same
-# run: each row compiles an attention kernel with perfc, validates it on fresh random
+# run: each row compiles an attention kernel with perfc (no schedule: the tuner's
+# default, wgmma on sm_90a and mma.sync on sm_80; rows marked --flash take stdlib's
+# mma.sync `flash` schedule instead), validates it on fresh random
 # inputs and times it (`--run`), then times SDPA's default backend on the same shape
 # (bench/gpu/attention.py).  Prints one line per row: perfc's ms, SDPA's ms, the
 # ratio SDPA / perfc (above 1: perfc faster), validity and the golden used.
 #   bash bench/gpu/attention.sh [ROWS...]   (carry carry/gpu/perfc.xz)
 # Environment: TARGET (sm_90a), OUT (logs), SCHEDFILE (a file of schedule statements
-# applied with --no-schedule -s, instead of the default `--schedule flash`).
+# applied with --no-schedule -s, instead of the default).
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 O=${OUT:-/tmp/attention}; mkdir -p "$O" /tmp/pf
@@ -17,13 +19,13 @@ P=${PERFC:-/tmp/pf/perfc}
 T=${TARGET:-sm_90a}
 WANT="$*"
 want() { [ -z "$WANT" ] && return 0; for w in $WANT; do [ "$w" = "$1" ] && return 0; done; return 1; }
-row() {  # row LABEL SDPASPEC FILE [--default] [perfc args...]
+row() {  # row LABEL SDPASPEC FILE [--flash] [perfc args...]
   local label=$1 spec=$2 f=$3; shift 3
   want "$label" || return 0
   local t0 t1
   t0=$(date +%s.%N)
-  local how=(--schedule flash)
-  if [ "${1:-}" = --default ]; then how=(); shift; fi   # no schedule: the GPU default
+  local how=()   # no schedule: the GPU default
+  if [ "${1:-}" = --flash ]; then how=(--schedule flash); shift; fi
   if [ -n "${SCHEDFILE:-}" ]; then
     timeout 300 "$P" "$f" -target "$T" "$@" --no-schedule -s "$(cat "$SCHEDFILE")" --run --json --verbose \
         > "$O/$label-$T.json" 2> "$O/$label-$T.err"
@@ -59,28 +61,30 @@ row d128        4:16:16:2048:2048:128:bf16   $A -D B=4 -D H=16 -D S=2048 -D D=12
 row d64         4:16:16:2048:2048:64:bf16    $A -D B=4 -D H=16 -D S=2048 -D D=64
 row s4096       1:16:16:4096:4096:128:bf16   $A -D B=1 -D H=16 -D S=4096 -D D=128
 row s8192       1:16:16:8192:8192:128:bf16   $A -D B=1 -D H=16 -D S=8192 -D D=128
+# stdlib's hand-written schedule (mma.sync on every target), for comparison
+row flash-d128  4:16:16:2048:2048:128:bf16   $A --flash -D B=4 -D H=16 -D S=2048 -D D=128
 # written fresh by a user, no schedule: the tuner's flash template as the default
 U=bench/gpu/kernels/user_attention.pdl
-row user-f16    1:64:64:2048:2048:64:f16     $U --default -k attn -D NH=64 -D T=2048 -D E=64
-row user-head   1:1:1:4096:4096:128:bf16     $U --default -k head -D T=4096 -D E=128
-row stdlib-def  4:16:16:2048:2048:128:bf16   $A --default -D B=4 -D H=16 -D S=2048 -D D=128
+row user-f16    1:64:64:2048:2048:64:f16     $U -k attn -D NH=64 -D T=2048 -D E=64
+row user-head   1:1:1:4096:4096:128:bf16     $U -k head -D T=4096 -D E=128
 # causal: the mask as selects, key tiles above the block's last row skipped
 C=stdlib/attention_causal.pdl
 row c-d128      4:16:16:2048:2048:128:bf16:causal $C -D B=4 -D H=16 -D S=2048 -D D=128
 row c-d64       4:16:16:2048:2048:64:bf16:causal  $C -D B=4 -D H=16 -D S=2048 -D D=64
 row c-s8192     1:16:16:8192:8192:128:bf16:causal $C -D B=1 -D H=16 -D S=8192 -D D=128
-row c-user      1:64:64:2048:2048:64:f16:causal   $U --default -k causal -D NH=64 -D T=2048 -D E=64
+row c-flash     4:16:16:2048:2048:128:bf16:causal $C --flash -D B=4 -D H=16 -D S=2048 -D D=128
+row c-user      1:64:64:2048:2048:64:f16:causal   $U -k causal -D NH=64 -D T=2048 -D E=64
 # lengths no tile divides: a padded last block of rows, the last key tile masked
-row odd-head    1:1:1:1000:1000:64:bf16      $U --default -k head -D T=1000 -D E=64
-row odd-attn    1:16:16:1000:1000:64:f16     $U --default -k attn -D NH=16 -D T=1000 -D E=64
-row odd-causal  1:16:16:1000:1000:64:f16:causal $U --default -k causal -D NH=16 -D T=1000 -D E=64
+row odd-head    1:1:1:1000:1000:64:bf16      $U -k head -D T=1000 -D E=64
+row odd-attn    1:16:16:1000:1000:64:f16     $U -k attn -D NH=16 -D T=1000 -D E=64
+row odd-causal  1:16:16:1000:1000:64:f16:causal $U -k causal -D NH=16 -D T=1000 -D E=64
 # decoding: one query row against 8192 keys (the bar's shape), 8 sequences
-row decode      8:16:16:1:8192:128:bf16      $U --default -k cross -D B=8 -D H=16 -D SQ=1 -D SK=8192 -D D=128
+row decode      8:16:16:1:8192:128:bf16      $U -k cross -D B=8 -D H=16 -D SQ=1 -D SK=8192 -D D=128
 # decoding written other ways: head size 64, 4 new rows (speculative), a cache of
 # 5000 keys (no tile divides it), grouped-query heads (32 on 8)
-row dec-d64     8:16:16:1:8192:64:bf16       $U --default -k cross -D B=8 -D H=16 -D SQ=1 -D SK=8192 -D D=64
-row dec-sq4     8:16:16:4:8192:128:bf16      $U --default -k cross -D B=8 -D H=16 -D SQ=4 -D SK=8192 -D D=128
-row dec-odd     8:16:16:1:5000:128:bf16      $U --default -k cross -D B=8 -D H=16 -D SQ=1 -D SK=5000 -D D=128
-row dec-gqa     8:32:8:1:8192:128:bf16       $U --default -k gqa_dec -D B=8 -D H=32 -D KVH=8 -D SQ=1 -D SK=8192 -D D=128
+row dec-d64     8:16:16:1:8192:64:bf16       $U -k cross -D B=8 -D H=16 -D SQ=1 -D SK=8192 -D D=64
+row dec-sq4     8:16:16:4:8192:128:bf16      $U -k cross -D B=8 -D H=16 -D SQ=4 -D SK=8192 -D D=128
+row dec-odd     8:16:16:1:5000:128:bf16      $U -k cross -D B=8 -D H=16 -D SQ=1 -D SK=5000 -D D=128
+row dec-gqa     8:32:8:1:8192:128:bf16       $U -k gqa_dec -D B=8 -D H=32 -D KVH=8 -D SQ=1 -D SK=8192 -D D=128
 # grouped-query: 16 query heads on 4 key/value heads
-row gqa         4:16:4:2048:2048:128:bf16    $U --default -k gqa -D B=4 -D H=16 -D KVH=4 -D S=2048 -D D=128
+row gqa         4:16:4:2048:2048:128:bf16    $U -k gqa -D B=4 -D H=16 -D KVH=4 -D S=2048 -D D=128

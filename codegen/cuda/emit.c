@@ -477,7 +477,18 @@ void em_expr(Em *e, const Expr *x, StrBuf *o)
     case IE_NOT: sb_puts(o, "!"); em_sub(e, x->args[0], o); return;
     case IE_EXP: case IE_LOG: case IE_SQRT: case IE_RSQRT: case IE_TANH: case IE_ERF:
     case IE_LOG1P: case IE_EXPM1: case IE_FLOOR: case IE_CEIL: case IE_ROUND: case IE_POW:
-        /* Kernel.fast_exp: the results are 16-bit, the approximate exponential suffices */
+        /* Kernel.fast_exp: the results are 16-bit, the approximate exponential suffices;
+         * exp(a - b) as 2^(a log2e - b log2e), one fused multiply-add a value when b
+         * stays the same over a loop (a softmax's maximum) */
+        if (x->kind == IE_EXP && x->dtype == DT_F32 && e->k->fast_exp && x->args[0]->kind == IE_SUB &&
+            x->args[0]->dtype == DT_F32) {
+            sb_puts(o, "pf_fexpd(");
+            em_expr(e, x->args[0]->args[0], o);
+            sb_puts(o, ", ");
+            em_expr(e, x->args[0]->args[1], o);
+            sb_putc(o, ')');
+            return;
+        }
         sb_printf(o, "%s(", x->kind == IE_EXP && x->dtype == DT_F32 && e->k->fast_exp ? "pf_fexp"
                                                                                       : math_name(x->kind, x->dtype));
         em_expr(e, x->args[0], o);
@@ -1148,9 +1159,9 @@ static bool declare_staged(Em *e, const Node *top, CgLaunch *L)
             em_cval(e, b->shape[1], &fc);
         }
         if (frag && e->wg) {
-            em_line(e, "/* %s: f32[%" PRId64 "][%" PRId64 "] per warpgroup, as wgmma accumulator fragments: "
-                 "[row / 64][column / 8][4] per thread */", em_bn(e, b), fr, fc);
-            em_line(e, "float %s[%" PRId64 "][%" PRId64 "][4];", em_bn(e, b), fr / 64, fc / 8);
+            em_line(e, "/* %s: %s[%" PRId64 "][%" PRId64 "] per warpgroup, as wgmma accumulator fragments: "
+                 "[row / 64][column / 8][4] per thread */", em_bn(e, b), dtype_name(b->dtype), fr, fc);
+            em_line(e, "%s %s[%" PRId64 "][%" PRId64 "][4];", st, em_bn(e, b), fr / 64, fc / 8);
         } else if (frag) {
             em_line(e, "/* %s: %s[%" PRId64 "][%" PRId64 "] per warp, as mma.m16n8k16 accumulator fragments: "
                  "[row / 16][column / 8][4] per lane */", em_bn(e, b), dtype_name(b->dtype), fr, fc);
@@ -1437,7 +1448,8 @@ static const char prelude[] =
     "static __device__ __forceinline__ float pf_pickf(bool c, float v, float d) { return c ? v : d; }\n"
     "static __device__ __forceinline__ double pf_pickd(bool c, double v, double d) { return c ? v : d; }\n"
     "/* exp where the results are 16-bit (Kernel.fast_exp): one ex2.approx, results below 2^-126 flushed to 0 */\n"
-    "static __device__ __forceinline__ float pf_fexp(float x) { float y; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x * 1.4426950408889634f)); return y; }\n";
+    "static __device__ __forceinline__ float pf_fexp(float x) { float y; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x * 1.4426950408889634f)); return y; }\n"
+    "static __device__ __forceinline__ float pf_fexpd(float a, float b) { float y; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(fmaf(a, 1.4426950408889634f, -b * 1.4426950408889634f))); return y; }\n";
 /* then em_tc_prelude (emit_tc.c: tensor cores, cp.async), then: */
 
 static const char prelude_reduce[] =

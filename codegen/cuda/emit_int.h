@@ -43,7 +43,7 @@ typedef struct Em {
      * each folds into the register pf_lq<i> until the loop ends. */
     const Node *lred[8];
     int nlred;
-    uint8_t wgdone[2][33][4];   /* wgmma helpers written (dtype, N / 8, transposes) */
+    uint8_t wgdone[2][33][6];   /* wgmma helpers written (dtype, N / 8, transposes; 4 + B's with A in registers) */
     bool wgpre;
     StrBuf helpers;     /* helper functions the launch being emitted needs first */
     int wg_inflight;    /* wgmma groups left in flight at the end of a group (pipeline inflight=) */

@@ -423,6 +423,25 @@ static void wg_helper(Em *e, int ty, int64_t N, bool ta, bool tb)
     sb_puts(h, "\n        : \"l\"(a), \"l\"(b) : \"memory\");\n}\n");
 }
 
+/* The same with A from registers (four per thread: the m64k16 tile in the
+ * accumulator's layout, two 16-bit values a register) and B from shared memory. */
+static void wg_helper_areg(Em *e, int ty, int64_t N, bool tb)
+{
+    StrBuf *h = &e->helpers;
+    if (!e->wgpre) sb_puts(h, wg_prelude);
+    e->wgpre = true;
+    const char *t = ty ? "bf16" : "f16";
+    int64_t nr = N / 2;
+    sb_printf(h, "static __device__ __forceinline__ void pf_wgmma_%s_n%" PRId64 "_r%d(float *d, const unsigned *a, "
+              "unsigned long long b) {\n    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n\"\n"
+              "        \"wgmma.mma_async.sync.aligned.m64n%" PRId64 "k16.f32.%s.%s {", t, N, tb, N, t, t);
+    for (int64_t i = 0; i < nr; i++) sb_printf(h, "%s%%%" PRId64, i ? ", " : "", i);
+    sb_printf(h, "}, {%%%" PRId64 ", %%%" PRId64 ", %%%" PRId64 ", %%%" PRId64 "}, %%%" PRId64 ", p, 1, 1, %d;\\n}\\n\"\n        : ",
+              nr, nr + 1, nr + 2, nr + 3, nr + 4, tb);
+    for (int64_t i = 0; i < nr; i++) sb_printf(h, "%s\"+f\"(d[%" PRId64 "])", i ? ", " : "", i);
+    sb_puts(h, "\n        : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(b) : \"memory\");\n}\n");
+}
+
 /* The matrix descriptor of operand o at product indices idx: 8 rows of 128 bytes
  * (SBO 1024) per core-matrix group; the leading byte offset from the pass. */
 static void wg_desc(Em *e, const TcGroup *g, int o, Expr *const *idx, StrBuf *out)
@@ -445,21 +464,50 @@ static void wgmma_group(Em *e, const TcGroup *g, const Node *mn, const char *nam
     int64_t N = g->n;
     int ta = g->trans[0], tb = g->trans[1];
     em_line(e, "{   /* wgmma %s%s: %d warpgroup products m64n%" PRId64 "k16 (%s in, f32 accumulate), "
-            "operands from shared memory */", names, em_vn(e, mn->u.loop.var), g->nprod, N, ty ? "bf16" : "f16");
+            "%s */", names, em_vn(e, mn->u.loop.var), g->nprod, N, ty ? "bf16" : "f16",
+            g->areg ? "A from registers, B from shared memory" : "operands from shared memory");
     e->ind++;
-    if (!e->wgdone[ty][N / 8][ta * 2 + tb]) {
-        e->wgdone[ty][N / 8][ta * 2 + tb] = 1;
-        wg_helper(e, ty, N, ta, tb);
+    int hv = g->areg ? 4 + tb : ta * 2 + tb;
+    if (!e->wgdone[ty][N / 8][hv]) {
+        e->wgdone[ty][N / 8][hv] = 1;
+        if (g->areg)
+            wg_helper_areg(e, ty, N, tb);
+        else
+            wg_helper(e, ty, N, ta, tb);
     }
     int64_t regs = em_frag_regs(e, acc);
+    /* A in registers: each distinct tile packed once, before the fence, from the
+     * 8-column tiles c and c + 1 of its 16 columns (rows lane / 4 and + 8 of the
+     * warp's 16, as the accumulator holds them) */
+    for (int t = 0, na = 0; g->areg && t < g->nprod; t++) {
+        const TcProduct *p = &g->prod[t];
+        if (p->fa != na) continue;
+        StrBuf r = {0}, c = {0}, rg = {0};
+        em_expr(e, p->a[0], &r);
+        em_expr(e, p->a[1], &c);
+        for (int q = 0; q < 4; q++)
+            for (int h = 0; h < 2; h++)
+                sb_printf(&rg, "%s%s[(%s) >> 6][((%s) >> 3) + %d][%d]%s", h ? "" : q ? ", pf_pk16(" : "pf_pk16(",
+                          em_bn(e, g->opbuf[0]), r.s, c.s, q / 2, 2 * (q % 2) + h, h ? ")" : ", ");
+        em_line(e, "const unsigned pf_a%d[4] = {%s};", na, rg.s);
+        sb_free(&r);
+        sb_free(&c);
+        sb_free(&rg);
+        na++;
+    }
     em_line(e, "pf_wg_keep<%" PRId64 ">(&%s[0][0][0]);", regs, em_bn(e, acc));
     em_line(e, "pf_wg_fence();");
     for (int t = 0; t < g->nprod; t++) {
         StrBuf da = {0}, db = {0};
-        wg_desc(e, g, 0, g->prod[t].a, &da);
         wg_desc(e, g, 1, g->prod[t].b, &db);
-        em_line(e, "pf_wgmma_%s_n%" PRId64 "_%d%d(&%s[%" PRId64 "][%" PRId64 "][0], %s, %s);", ty ? "bf16" : "f16", N,
-                ta, tb, em_bn(e, acc), g->prod[t].row / 64, g->prod[t].col / 8, da.s, db.s);
+        if (g->areg) {
+            em_line(e, "pf_wgmma_%s_n%" PRId64 "_r%d(&%s[%" PRId64 "][%" PRId64 "][0], pf_a%d, %s);", ty ? "bf16" : "f16",
+                    N, tb, em_bn(e, acc), g->prod[t].row / 64, g->prod[t].col / 8, g->prod[t].fa, db.s);
+        } else {
+            wg_desc(e, g, 0, g->prod[t].a, &da);
+            em_line(e, "pf_wgmma_%s_n%" PRId64 "_%d%d(&%s[%" PRId64 "][%" PRId64 "][0], %s, %s);", ty ? "bf16" : "f16",
+                    N, ta, tb, em_bn(e, acc), g->prod[t].row / 64, g->prod[t].col / 8, da.s, db.s);
+        }
         sb_free(&da);
         sb_free(&db);
     }

@@ -48,7 +48,8 @@ for t in sm_80 sm_90a; do
   grep -q 'pf_quad<0>' "$tmp/k.cu" || bad "$t: no quad sum"
   grep -q 'const unsigned pf_a0\[4\] = {pf_pk16(pr\[' "$tmp/k.cu" || bad "$t: A not packed from registers"
   grep -q 'pf_ldsm_x2_t(pf_b0, pf_sb + ' "$tmp/k.cu" || bad "$t: ldmatrix not from shared addresses"
-  grep -q 'pf_fexp(' "$tmp/k.cu" || bad "$t: exact exp for a bf16 result"
+  # a call, not the prelude's definition: exp(s - m) as one fused multiply-add and ex2
+  grep -q '= pf_f2b(pf_fexpd(' "$tmp/k.cu" || bad "$t: exact exp for a bf16 result"
   grep -qE '(float|pf_bf16) \(\*(st|pt)\)' "$tmp/k.cu" && bad "$t: scores or probabilities in shared memory"
   "$perfc" "$a" --schedule flash "${big[@]}" -target $t -emit ptx -o "$tmp/k.ptx" 2> "$tmp/err"
   r=$?

@@ -36,6 +36,24 @@ check "$u" "-k gqa -D B=1 -D H=4 -D KVH=2 -D S=256 -D D=32" "-k gqa -D B=4 -D H=
 check "$u" "-k head -D T=200 -D E=32" "-k head -D T=1000 -D E=64"
 check "$u" "-k causal -D NH=2 -D T=130 -D E=16" "-k causal -D NH=16 -D T=1000 -D E=64"
 grep -q 'split(y.t, 128, f_io, f_ii, tail=pad)' "$tmp/sched" || bad "causal T=130: rows not padded"
+# head sizes a multiple of 64 on sm_90a: the warpgroup form (wgmma for both products,
+# P from registers as wgmma's A operand, the row vectors in the lanes of a warpgroup),
+# on the interpreter at sizes no tile divides; sm_80 keeps mma.sync
+p_wg() { # file big what target
+  # shellcheck disable=SC2086
+  "$perfc" "$1" $2 -target $4 -emit cuda -o "$tmp/k.cu" 2>&1 || { bad "$3 $4: -emit cuda"; return; }
+  if [ "$4" = sm_90a ]; then
+    grep -q 'A from registers, B from shared memory' "$tmp/k.cu" || bad "$3 $4: P·V not a wgmma with A in registers"
+    grep -qE 'pf_mma_b?f16\([A-Za-z_0-9]+\[' "$tmp/k.cu" && bad "$3 $4: an mma.sync product left"
+  else
+    grep -q 'wgmma.mma_async' "$tmp/k.cu" && bad "$3 $4: wgmma on sm_80"
+  fi
+  p_from_regs "$@"
+}
+check_wg() { dc_check 'flash attention (wgmma)' 4 p_wg "$@"; }
+check_wg "$root/stdlib/attention.pdl" "-D B=1 -D H=2 -D S=200 -D D=64" "-D B=4 -D H=16 -D S=2048 -D D=128"
+check_wg "$u" "-k causal -D NH=2 -D T=130 -D E=64" "-k causal -D NH=16 -D T=1000 -D E=64"
+check_wg "$u" "-k gqa -D B=1 -D H=4 -D KVH=2 -D S=256 -D D=128" "-k gqa -D B=4 -D H=16 -D KVH=4 -D S=2048 -D D=128"
 [ $fail = 0 ] && [ $nortc = 1 ] && exit 77
-[ $fail = 0 ] && echo "flash-attention default: eight kernels checked"
+[ $fail = 0 ] && echo "flash-attention default: eleven kernels checked"
 exit $fail

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Flash attention on a GPU (label gpu): the `flash` schedules of stdlib/attention.pdl
-# and attention_causal.pdl as
-# sm_80 and sm_90a code, head sizes 64 and 128, validated on fresh inputs by --run
+# and attention_causal.pdl as sm_80 and sm_90a code, and the tuner's default (wgmma
+# on sm_90a, mma.sync on sm_80), head sizes 64 and 128, validated on fresh inputs by --run
 # (sampled exact checks and the device's full-tensor golden), and the same kernel
 # under compute-sanitizer memcheck and racecheck at a small size when the tool is
 # there.  Exit 77 without a GPU.  Usage: flash_gpu.sh PERFC STDLIB_DIR
@@ -13,26 +13,32 @@ fail=0
 a="$dir/attention.pdl"
 c="$dir/attention_causal.pdl"
 for f in "$a" "$c"; do
-  for t in sm_80 sm_90a; do
-    for sz in "-D B=2 -D H=3 -D S=384 -D D=64" "-D B=1 -D H=2 -D S=640 -D D=128" "-D B=1 -D H=2 -D S=1000 -D D=64"; do
-      # shellcheck disable=SC2086
-      if "$perfc" "$f" --schedule flash $sz -target $t --run --quiet > "$tmp/r" 2>&1 && grep -q '^valid      yes' "$tmp/r"; then
-        echo "ok   ${f##*/} $t $sz: $(grep -m1 '^time' "$tmp/r" | awk '{print $3, $4}')"
-      else
-        echo "FAIL ${f##*/} $t $sz"; tail -5 "$tmp/r"; fail=1
-      fi
+  for how in "--schedule flash" ""; do
+    for t in sm_80 sm_90a; do
+      for sz in "-D B=2 -D H=3 -D S=384 -D D=64" "-D B=1 -D H=2 -D S=640 -D D=128" "-D B=1 -D H=2 -D S=1000 -D D=64"; do
+        # shellcheck disable=SC2086
+        if "$perfc" "$f" $how $sz -target $t --run --quiet > "$tmp/r" 2>&1 && grep -q '^valid      yes' "$tmp/r"; then
+          echo "ok   ${f##*/} ${how:-default} $t $sz: $(grep -m1 '^time' "$tmp/r" | awk '{print $3, $4}')"
+        else
+          echo "FAIL ${f##*/} ${how:-default} $t $sz"; tail -5 "$tmp/r"; fail=1
+        fi
+      done
     done
   done
 done
 cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -n "$cs" ]; then
   for f in "$a" "$c"; do
-    for tool in memcheck racecheck; do
-      "$cs" --tool $tool --error-exitcode 9 "$perfc" "$f" --schedule flash -D B=1 -D H=1 -D S=256 -D D=64 \
-          -target sm_90a --run --quiet > "$tmp/s" 2>&1
-      r=$?
-      if [ $r = 0 ] && grep -q 'ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards' "$tmp/s"; then echo "ok   ${f##*/} $tool clean"
-      else echo "FAIL ${f##*/} $tool (exit $r)"; grep -m5 -E 'ERROR|SUMMARY|hazard|Invalid' "$tmp/s"; fail=1; fi
+    for how in "--schedule flash" ""; do
+      for tool in memcheck racecheck; do
+        # shellcheck disable=SC2086
+        "$cs" --tool $tool --error-exitcode 9 "$perfc" "$f" $how -D B=1 -D H=1 -D S=200 -D D=64 \
+            -target sm_90a --run --quiet > "$tmp/s" 2>&1
+        r=$?
+        if [ $r = 0 ] && grep -q 'ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards' "$tmp/s"; then
+          echo "ok   ${f##*/} ${how:-default} $tool clean"
+        else echo "FAIL ${f##*/} ${how:-default} $tool (exit $r)"; grep -m5 -E 'ERROR|SUMMARY|hazard|Invalid' "$tmp/s"; fail=1; fi
+      done
     done
   done
 fi
