@@ -36,7 +36,8 @@ typedef struct AttnCtx {
     const char *dt;              /* the operands' type: the exponentials are stored so */
     int nscore;                  /* stages before the maximum's */
     bool masked;                 /* the chain has a mask: its tiles sit in a skip guard */
-    bool pad_rows;               /* rows not a multiple of 128: the last block runs past them */
+    bool pad_rows;               /* rows not a multiple of rb: the last block runs past them */
+    int64_t rb;                  /* query rows a block: 128, or 64 when 128 would leave SMs idle */
     int64_t dh;                  /* the head size */
     bool wg;                     /* wgmma (sm_90a): a warpgroup of 128 threads per 64 rows */
 } AttnCtx;
@@ -164,7 +165,17 @@ static bool read_fused(Kernel *c, AttnCtx *x, Arena *a)
         x->nscore = q;
         x->dh = dh;
         x->masked = masked;
-        x->pad_rows = rows % 128 != 0;
+        /* a grid of fewer blocks than a large GPU has SMs (about 100 to 140: one head
+         * of 4096 rows is 32 blocks of 128) gets blocks of 64 rows, twice as many */
+        int64_t nblk = (rows + 127) / 128, e;
+        for (int i = 0; i < nb; i++) {
+            Node *bl = c->body.v[t];
+            for (int j = 0; j < i; j++)
+                bl = bl->u.loop.body.v[0];
+            nblk *= rules_const_extent(c, bl, &e) ? e : 1;
+        }
+        x->rb = nblk < 128 ? 64 : 128;
+        x->pad_rows = rows % x->rb != 0;
         return true;
     }
     return false;
@@ -176,15 +187,16 @@ static bool read_fused(Kernel *c, AttnCtx *x, Arena *a)
  * same kernel); where it does not, it returns false: the template does not fit. */
 
 /* The copy of a staged operand tile by 16-byte vectors: rows x chunks collapsed,
- * the block's threads at a time: 4 warps of 32 (mma), 2 warpgroups of 128 (wgmma). */
-static void copy_map(Builder *b, SBuf *S, bool wg)
+ * the block's nt threads at a time, in rows of 32 (mma: the lanes of a warp) or 128
+ * (wgmma: the threads of a warpgroup). */
+static void copy_map(Builder *b, SBuf *S, bool wg, int64_t nt)
 {
     if (!S || S->nnest < 1 || S->rank[0] != 2)
         return;
     SLoop *c, *v, *f, *o, *t, *y, *x;
     bld_split(b, S->nest[0][1], sv(8), &c, &v);
     bld_collapse(b, S->nest[0][0], c, NULL, &f);
-    bld_split(b, f, sv(wg ? 256 : 128), &o, &t);
+    bld_split(b, f, sv(nt), &o, &t);
     bld_split(b, t, sv(wg ? 128 : 32), &y, &x);
     bld_bind(b, y, "thread.y");
     bld_bind(b, x, "thread.x");
@@ -224,14 +236,19 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
         bld_factor_out(b, bld_loop(b, x->score_sum));
     /* the tuner's parameters: keys a tile and pipeline stages, stdlib's flash first
      * (measured variants landed within 8% of it: docs/benchmarks.md) */
-    static const int64_t key_tiles[] = {64, 32}, wg_tiles[] = {64, 128}, stages[] = {2, 3};
-    SVal kt = bld_param(b, "kt", x->wg ? wg_tiles : key_tiles, 2), st = bld_param(b, "st", stages, 2);
+    static const int64_t key_tiles[] = {64, 32}, wg_tiles[] = {64, 128}, wg_small[] = {128, 64}, stages[] = {2, 3};
+    /* wgmma at head size 64 without a mask: tiles of 128 keys first (the same shared
+     * memory as 64 keys at 128, so two blocks an SM still fit: 4x16x2048x64 0.265 ms
+     * against 0.284); a causal mask wastes more of a diagonal tile of 128 (0.207
+     * against 0.188 ms), so masked chains keep 64 */
+    const int64_t *kts = !x->wg ? key_tiles : x->dh <= 64 && !x->masked ? wg_small : wg_tiles;
+    SVal kt = bld_param(b, "kt", kts, 2), st = bld_param(b, "st", stages, 2);
     bld_online_softmax(b, bld_buf(b, x->out), bld_loop(b, x->j), kt, "inf");
     SLoop *fio, *fii, *cp[8], *jo[4];
     if (x->pad_rows)
-        bld_split_padded(b, bld_loop(b, x->row), sv(128), "f_io", "f_ii", &fio, &fii);
+        bld_split_padded(b, bld_loop(b, x->row), sv(x->rb), "f_io", "f_ii", &fio, &fii);
     else
-        bld_split_named(b, bld_loop(b, x->row), sv(128), "f_io", "f_ii", &fio, &fii);
+        bld_split_named(b, bld_loop(b, x->row), sv(x->rb), "f_io", "f_ii", &fio, &fii);
     if (!fio)
         return false;
     if (bld_distribute_all(b, fii, cp, 8) != 4 || bld_children(b, cp[2], jo, 4) != 1)
@@ -296,9 +313,10 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
     bld_distribute_all(b, ir, irs, 4);
     bld_split_named(b, cp[3], sv(wr), "f_nw", "f_nr", &nw, &nr2);
     bld_bind(b, nw, "thread.y");
-    copy_map(b, Qs, x->wg);
-    copy_map(b, Ks, x->wg);
-    copy_map(b, Vs, x->wg);
+    int64_t nt = x->rb / wr * (x->wg ? 128 : 32);   /* threads a block */
+    copy_map(b, Qs, x->wg, nt);
+    copy_map(b, Ks, x->wg, nt);
+    copy_map(b, Vs, x->wg, nt);
     if (!x->wg) { /* ldmatrix rows in distinct banks; wgmma's operands are swizzled instead */
         bld_padding(b, Qs, sv(8));
         bld_padding(b, Ks, sv(8));
