@@ -327,6 +327,28 @@ static void smem_addr(Em *e, const Buffer *b, Expr *const *idx, const char *lane
     sb_free(&lin);
 }
 
+/* Operand A fragment na of a group whose A is in registers, packed from buffer A
+ * (an accumulator-layout local of 16-bit storage) at tile start a[0], a[1]: the C
+ * fragments of 8-column tiles c and c + 1 are the A fragment of their 16 columns
+ * (rows lane / 4 and lane / 4 + 8, columns 2 (lane % 4) + 0..1 and 8 more), for
+ * mma.sync and per warp of a warpgroup for wgmma alike; register q takes tile q / 2
+ * of the two, C registers 2 (q % 2) and + 1.  shift: log2 of a row tile (16: mma,
+ * 64: wgmma). */
+static void pack_a(Em *e, const Buffer *A, Expr *const *a, int shift, int na)
+{
+    StrBuf r = {0}, c = {0}, regs = {0};
+    em_expr(e, a[0], &r);
+    em_expr(e, a[1], &c);
+    for (int q = 0; q < 4; q++)
+        for (int h = 0; h < 2; h++)
+            sb_printf(&regs, "%s%s[(%s) >> %d][((%s) >> 3) + %d][%d]%s", h ? "" : q ? ", pf_pk16(" : "pf_pk16(",
+                      em_bn(e, A), r.s, shift, c.s, q / 2, 2 * (q % 2) + h, h ? ")" : ", ");
+    em_line(e, "const unsigned pf_a%d[4] = {%s};", na, regs.s);
+    sb_free(&r);
+    sb_free(&c);
+    sb_free(&regs);
+}
+
 /* An mma group: every distinct A and B fragment loaded once (ldmatrix), then the
  * products (the sums over k reassociated, as the mma mark allows). */
 static void mma_group(Em *e, const TcGroup *g, const Node *mn, const char *names)
@@ -350,20 +372,7 @@ static void mma_group(Em *e, const TcGroup *g, const Node *mn, const char *names
         const TcProduct *p = &g->prod[t];
         StrBuf sa = {0}, sbb = {0};
         if (p->fa == na && g->areg) {
-            /* the C fragments of 8-column tiles c and c + 1 are the A fragment of
-             * their 16 columns: rows lane / 4 and lane / 4 + 8, columns 2 (lane % 4)
-             * + 0..1 and 8 more */
-            StrBuf r = {0}, c = {0}, regs = {0};
-            em_expr(e, p->a[0], &r);
-            em_expr(e, p->a[1], &c);
-            for (int q = 0; q < 4; q++) /* register q: tile q / 2 of the two, C registers 2 (q % 2) and + 1 */
-                for (int h = 0; h < 2; h++)
-                    sb_printf(&regs, "%s%s[(%s) >> 4][((%s) >> 3) + %d][%d]%s", h ? "" : q ? ", pf_pk16(" : "pf_pk16(",
-                              em_bn(e, A), r.s, c.s, q / 2, 2 * (q % 2) + h, h ? ")" : ", ");
-            em_line(e, "const unsigned pf_a%d[4] = {%s};", na, regs.s);
-            sb_free(&r);
-            sb_free(&c);
-            sb_free(&regs);
+            pack_a(e, A, p->a, 4, na);
             na++;
         } else if (p->fa == na) {
             smem_addr(e, A, p->a, "pf_oa", &sa);
@@ -476,25 +485,10 @@ static void wgmma_group(Em *e, const TcGroup *g, const Node *mn, const char *nam
             wg_helper(e, ty, N, ta, tb);
     }
     int64_t regs = em_frag_regs(e, acc);
-    /* A in registers: each distinct tile packed once, before the fence, from the
-     * 8-column tiles c and c + 1 of its 16 columns (rows lane / 4 and + 8 of the
-     * warp's 16, as the accumulator holds them) */
-    for (int t = 0, na = 0; g->areg && t < g->nprod; t++) {
-        const TcProduct *p = &g->prod[t];
-        if (p->fa != na) continue;
-        StrBuf r = {0}, c = {0}, rg = {0};
-        em_expr(e, p->a[0], &r);
-        em_expr(e, p->a[1], &c);
-        for (int q = 0; q < 4; q++)
-            for (int h = 0; h < 2; h++)
-                sb_printf(&rg, "%s%s[(%s) >> 6][((%s) >> 3) + %d][%d]%s", h ? "" : q ? ", pf_pk16(" : "pf_pk16(",
-                          em_bn(e, g->opbuf[0]), r.s, c.s, q / 2, 2 * (q % 2) + h, h ? ")" : ", ");
-        em_line(e, "const unsigned pf_a%d[4] = {%s};", na, rg.s);
-        sb_free(&r);
-        sb_free(&c);
-        sb_free(&rg);
-        na++;
-    }
+    /* A in registers: each distinct tile packed once, before the fence */
+    for (int t = 0, na = 0; g->areg && t < g->nprod; t++)
+        if (g->prod[t].fa == na)
+            pack_a(e, g->opbuf[0], g->prod[t].a, 6, na++);
     em_line(e, "pf_wg_keep<%" PRId64 ">(&%s[0][0][0]);", regs, em_bn(e, acc));
     em_line(e, "pf_wg_fence();");
     for (int t = 0; t < g->nprod; t++) {
