@@ -13,6 +13,7 @@
  * learns a cost model from its own measurements (`predict`), and starts from the
  * tuner's templates (`hints`) unless told not to. */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,10 +44,22 @@ typedef struct Agent {
     int fitted_rows;
 } Agent;
 
-/* True when the budget of measurements or of wall time is used up. */
+/* Set by SIGINT or SIGTERM while an agent plays: it stops at its next check, as if
+ * its budget were spent, and still reports its best state and closes the record
+ * (a measurement under way finishes first). */
+static volatile sig_atomic_t agent_stop;
+
+static void on_agent_stop(int sig)
+{
+    (void)sig;
+    agent_stop = 1;
+}
+
+/* True when the budget of measurements or of wall time is used up, or a signal
+ * asked the agent to stop. */
 static bool spent(const Agent *a)
 {
-    return a->used >= a->o->budget || (a->deadline > 0 && now_seconds() > a->deadline);
+    return agent_stop || a->used >= a->o->budget || (a->deadline > 0 && now_seconds() > a->deadline);
 }
 
 /* ---- paths: a state is the list of moves from the start ---- */
@@ -1047,6 +1060,10 @@ int dojo_run_agent(DojoSession *s, const DojoAgentOpts *o)
     Agent a = {.s = s, .o = o, .best_ms = INFINITY};
     if (o->time_s > 0)
         a.deadline = now_seconds() + o->time_s;
+    struct sigaction sa = {0}, old_int, old_term;
+    sa.sa_handler = on_agent_stop;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
     rng_seed(&a.rng, dojo_seed(s) ^ 0x5eed);
     if (!strcmp(o->agent, "random"))
         play_random(&a);
@@ -1056,6 +1073,8 @@ int dojo_run_agent(DojoSession *s, const DojoAgentOpts *o)
         play_beam(&a);
     else {
         fprintf(stderr, "perfc: error: dojo: unknown agent '%s' (random, greedy, beam)\n", o->agent);
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
         return 1;
     }
     int rc = 0;
@@ -1076,6 +1095,10 @@ int dojo_run_agent(DojoSession *s, const DojoAgentOpts *o)
         fputs(t.s, stdout);
         sb_free(&t);
     }
+    if (agent_stop)
+        fprintf(stderr, "perfc: dojo: the agent was asked to stop; the best state so far is reported\n");
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
     for (int i = 0; i < a.nbest; i++)
         free(a.best_moves[i]);
     free(a.best_moves);

@@ -2,8 +2,8 @@
 # The built-in agents play small games through the session API: each must end on a
 # valid measured kernel and print a schedule that perfc accepts back; a recorded
 # agent game replays to the same kernel; the beam starts from the tuner's templates
-# (hints), not with --no-hints; a GPU target gives states and legal moves
-# without a GPU.
+# (hints), not with --no-hints; SIGTERM stops an agent with its best state reported;
+# a GPU target gives states and legal moves without a GPU.
 set -eu
 perfc=$1 root=$2 dir=$3
 rm -rf "$dir" && mkdir -p "$dir"
@@ -26,6 +26,20 @@ grep -q '^hint [0-9]* (rules: contraction' "$dir/beam.err"
   --width 2 --depth 2 --no-hints --no-db > "$dir/nohints.txt" 2>"$dir/nohints.err"
 grep -q '^agent      beam' "$dir/nohints.txt"
 if grep -q '^hint ' "$dir/nohints.err"; then exit 1; fi
+# SIGTERM (as `timeout` sends it) stops an agent at its next check: it still reports
+# its best state, and the record ends on it and replays
+"$perfc" dojo --agent beam "$root/stdlib/gemm.pdl" -k gemm -D M=64 -D N=64 -D K=64 --seed 3 --budget 100000 \
+  --width 2 --depth 1000 --db "$dir/t.db" --record "$dir/term.jsonl" > "$dir/term.txt" 2>"$dir/term.err" &
+pid=$!
+# once two states are measured (slow builds, ASan, take longer to get there)
+i=0
+while [ $i -lt 600 ] && ! grep -q '^ *\[ *1\]' "$dir/term.err"; do sleep 0.1; i=$((i + 1)); done
+sleep 1
+kill -TERM $pid
+wait $pid
+grep -q '^best ' "$dir/term.txt"
+grep -q 'asked to stop' "$dir/term.err"
+"$perfc" dojo --replay "$dir/term.jsonl" | grep -q "as recorded"
 # a GPU target: states and legal moves (bind among them) with no GPU needed
 printf '%s\n' '{"cmd":"reset","file":"'"$root"'/stdlib/gemm.pdl","kernel":"gemm","target":"sm_90","sizes":{"M":256,"N":256,"K":256}}' \
   '{"cmd":"actions"}' '{"cmd":"step","action":"bind(i, block.x)"}' '{"cmd":"close"}' |
