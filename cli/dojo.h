@@ -110,6 +110,10 @@ void dojo_actions_json(DojoSession *s, StrBuf *out);
  * when the transformation refused it (reason in err), the state unchanged. */
 bool dojo_step(DojoSession *s, int id, const char *text, bool *legal, StrBuf *err);
 int dojo_depth(const DojoSession *s);
+/* A wall-time deadline (now_seconds()) for the built-in agents: past it a GPU state's
+ * listing of moves stops checking them through the CUDA emitter and offers those it
+ * has checked; 0 (the default) for none. */
+void dojo_set_deadline(DojoSession *s, double t);
 const char *dojo_move(const DojoSession *s, int i);
 /* Takes back the last move; false when there is none. */
 bool dojo_undo(DojoSession *s);

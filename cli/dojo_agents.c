@@ -1060,6 +1060,7 @@ int dojo_run_agent(DojoSession *s, const DojoAgentOpts *o)
     Agent a = {.s = s, .o = o, .best_ms = INFINITY};
     if (o->time_s > 0)
         a.deadline = now_seconds() + o->time_s;
+    dojo_set_deadline(s, a.deadline);
     struct sigaction sa = {0}, old_int, old_term;
     sa.sa_handler = on_agent_stop;
     sigaction(SIGINT, &sa, &old_int);
@@ -1095,6 +1096,7 @@ int dojo_run_agent(DojoSession *s, const DojoAgentOpts *o)
         fputs(t.s, stdout);
         sb_free(&t);
     }
+    dojo_set_deadline(s, 0);
     if (agent_stop)
         fprintf(stderr, "perfc: dojo: the agent was asked to stop; the best state so far is reported\n");
     sigaction(SIGINT, &old_int, NULL);

@@ -52,6 +52,7 @@ struct DojoSession {
     int nacts;
     int dropped;               /* GPU: legal moves left out because the CUDA emitter refuses their state */
     double check_s;            /* GPU: seconds the last emitter check of every move took */
+    double deadline;           /* now_seconds() past which a listing stops checking moves; 0: none */
 
     /* the printed state and its hash, made on demand */
     bool fp_valid;
@@ -752,6 +753,10 @@ static void ensure_actions(DojoSession *s)
         SchedItem *it = all.v[i];
         if (!target_is_gpu(s->c.target) && is_gpu_only(it->name))
             continue;
+        /* an agent's wall-time budget is spent: the moves checked so far (on a GPU
+         * the emitter's check of every move can take tens of seconds a state) */
+        if (target_is_gpu(s->c.target) && s->deadline > 0 && now_seconds() > s->deadline)
+            break;
         /* a GPU state the back end cannot emit could be neither measured nor
          * compiled: such moves are not offered */
         if (target_is_gpu(s->c.target) && !gpu_emits(s, it, NULL)) {
@@ -773,6 +778,8 @@ static void ensure_actions(DojoSession *s)
     s->check_s = target_is_gpu(s->c.target) ? now_seconds() - t0 : 0;
     s->acts_valid = true;
 }
+
+void dojo_set_deadline(DojoSession *s, double t) { s->deadline = t; }
 
 int dojo_nactions(DojoSession *s)
 {
