@@ -102,8 +102,10 @@ static bool read_fused(Kernel *c, AttnCtx *x, Arena *a)
         Node *n = c->body.v[t];
         const char *batch[8];
         int nb = 0;
+        int64_t nbatch = 1, e; /* the batch loops' iterations: blocks of rows each */
         while (n->kind == N_LOOP && n->u.loop.body.n == 1 && n->u.loop.body.v[0]->kind == N_LOOP && nb < 8) {
             batch[nb++] = n->u.loop.var->name;
+            nbatch *= rules_const_extent(c, n, &e) ? e : 1;
             n = n->u.loop.body.v[0];
         }
         NodeList *rb = n->kind == N_LOOP ? &n->u.loop.body : NULL;
@@ -167,14 +169,7 @@ static bool read_fused(Kernel *c, AttnCtx *x, Arena *a)
         x->masked = masked;
         /* a grid of fewer blocks than a large GPU has SMs (about 100 to 140: one head
          * of 4096 rows is 32 blocks of 128) gets blocks of 64 rows, twice as many */
-        int64_t nblk = (rows + 127) / 128, e;
-        for (int i = 0; i < nb; i++) {
-            Node *bl = c->body.v[t];
-            for (int j = 0; j < i; j++)
-                bl = bl->u.loop.body.v[0];
-            nblk *= rules_const_extent(c, bl, &e) ? e : 1;
-        }
-        x->rb = nblk < 128 ? 64 : 128;
+        x->rb = nbatch * ((rows + 127) / 128) < 128 ? 64 : 128;
         x->pad_rows = rows % x->rb != 0;
         return true;
     }

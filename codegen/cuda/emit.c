@@ -1166,16 +1166,11 @@ static bool declare_staged(Em *e, const Node *top, CgLaunch *L)
             em_line(e, "/* %s: %s[%" PRId64 "][%" PRId64 "] per warp, as mma.m16n8k16 accumulator fragments: "
                  "[row / 16][column / 8][4] per lane */", em_bn(e, b), dtype_name(b->dtype), fr, fc);
             em_line(e, "%s %s[%" PRId64 "][%" PRId64 "][4];", st, em_bn(e, b), fr / 16, fc / 8);
-        } else if (e->frag && b->mem == MEM_LOCAL && b->layout == LAYOUT_MMA_ROWS && e->wg) {
-            em_cval(e, b->shape[0], &fr);
-            em_line(e, "/* %s: %s[%" PRId64 "] per warpgroup, one value per accumulator row: row r of each 64 in "
-                 "warp (r %% 64) / 16, register r / 8 of the lanes with lane / 4 == r %% 8 */", em_bn(e, b),
-                 dtype_name(b->dtype), fr);
-            em_line(e, "%s %s[%" PRId64 "];", st, em_bn(e, b), fr / 8);
         } else if (e->frag && b->mem == MEM_LOCAL && b->layout == LAYOUT_MMA_ROWS) {
             em_cval(e, b->shape[0], &fr);
-            em_line(e, "/* %s: %s[%" PRId64 "] per warp, one value per accumulator row: row r in register r / 8 "
-                 "of the lanes with lane / 4 == r %% 8 */", em_bn(e, b), dtype_name(b->dtype), fr);
+            em_line(e, "/* %s: %s[%" PRId64 "] per %s, one value per accumulator row: row r%s in register r / 8 "
+                 "of the lanes with lane / 4 == r %% 8 */", em_bn(e, b), dtype_name(b->dtype), fr,
+                 e->wg ? "warpgroup" : "warp", e->wg ? " of each 64 in warp (r % 64) / 16," : "");
             em_line(e, "%s %s[%" PRId64 "];", st, em_bn(e, b), fr / 8);
         } else if (b->mem == MEM_LOCAL) {
             em_line(e, "/* %s: %s%s, per-thread (registers when indexed by unrolled loops) */",

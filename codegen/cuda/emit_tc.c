@@ -415,40 +415,33 @@ static const char wg_prelude[] =
     "static __device__ __forceinline__ unsigned pf_swz(unsigned o) { return o ^ ((o >> 3) & 0x70u); }\n";
 
 /* Writes (once per module) the wgmma helper for dtype ty (1: bf16), width N and
- * the operands' majorness: one asm with the N / 2 accumulator registers. */
-static void wg_helper(Em *e, int ty, int64_t N, bool ta, bool tb)
+ * the operands' majorness: one asm with the N / 2 accumulator registers, then A
+ * (a matrix descriptor, or with areg four registers holding the m64k16 tile in the
+ * accumulator's layout, two 16-bit values each) and B's descriptor. */
+static void wg_helper(Em *e, int ty, int64_t N, bool areg, bool ta, bool tb)
 {
     StrBuf *h = &e->helpers;
     if (!e->wgpre) sb_puts(h, wg_prelude);
     e->wgpre = true;
     const char *t = ty ? "bf16" : "f16";
     int64_t nr = N / 2;
-    sb_printf(h, "static __device__ __forceinline__ void pf_wgmma_%s_n%" PRId64 "_%d%d(float *d, unsigned long long a, "
-              "unsigned long long b) {\n    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n\"\n"
-              "        \"wgmma.mma_async.sync.aligned.m64n%" PRId64 "k16.f32.%s.%s {", t, N, ta, tb, N, t, t);
+    if (areg)
+        sb_printf(h, "static __device__ __forceinline__ void pf_wgmma_%s_n%" PRId64 "_r%d(float *d, const unsigned *a, ",
+                  t, N, tb);
+    else
+        sb_printf(h, "static __device__ __forceinline__ void pf_wgmma_%s_n%" PRId64 "_%d%d(float *d, unsigned long long a, ",
+                  t, N, ta, tb);
+    sb_printf(h, "unsigned long long b) {\n    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n\"\n"
+              "        \"wgmma.mma_async.sync.aligned.m64n%" PRId64 "k16.f32.%s.%s {", N, t, t);
     for (int64_t i = 0; i < nr; i++) sb_printf(h, "%s%%%" PRId64, i ? ", " : "", i);
-    sb_printf(h, "}, %%%" PRId64 ", %%%" PRId64 ", p, 1, 1, %d, %d;\\n}\\n\"\n        : ", nr, nr + 1, ta, tb);
+    if (areg) /* the register form has no transpose of A */
+        sb_printf(h, "}, {%%%" PRId64 ", %%%" PRId64 ", %%%" PRId64 ", %%%" PRId64 "}, %%%" PRId64 ", p, 1, 1, %d;\\n}\\n\"\n        : ",
+                  nr, nr + 1, nr + 2, nr + 3, nr + 4, tb);
+    else
+        sb_printf(h, "}, %%%" PRId64 ", %%%" PRId64 ", p, 1, 1, %d, %d;\\n}\\n\"\n        : ", nr, nr + 1, ta, tb);
     for (int64_t i = 0; i < nr; i++) sb_printf(h, "%s\"+f\"(d[%" PRId64 "])", i ? ", " : "", i);
-    sb_puts(h, "\n        : \"l\"(a), \"l\"(b) : \"memory\");\n}\n");
-}
-
-/* The same with A from registers (four per thread: the m64k16 tile in the
- * accumulator's layout, two 16-bit values a register) and B from shared memory. */
-static void wg_helper_areg(Em *e, int ty, int64_t N, bool tb)
-{
-    StrBuf *h = &e->helpers;
-    if (!e->wgpre) sb_puts(h, wg_prelude);
-    e->wgpre = true;
-    const char *t = ty ? "bf16" : "f16";
-    int64_t nr = N / 2;
-    sb_printf(h, "static __device__ __forceinline__ void pf_wgmma_%s_n%" PRId64 "_r%d(float *d, const unsigned *a, "
-              "unsigned long long b) {\n    asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n\"\n"
-              "        \"wgmma.mma_async.sync.aligned.m64n%" PRId64 "k16.f32.%s.%s {", t, N, tb, N, t, t);
-    for (int64_t i = 0; i < nr; i++) sb_printf(h, "%s%%%" PRId64, i ? ", " : "", i);
-    sb_printf(h, "}, {%%%" PRId64 ", %%%" PRId64 ", %%%" PRId64 ", %%%" PRId64 "}, %%%" PRId64 ", p, 1, 1, %d;\\n}\\n\"\n        : ",
-              nr, nr + 1, nr + 2, nr + 3, nr + 4, tb);
-    for (int64_t i = 0; i < nr; i++) sb_printf(h, "%s\"+f\"(d[%" PRId64 "])", i ? ", " : "", i);
-    sb_puts(h, "\n        : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(b) : \"memory\");\n}\n");
+    sb_puts(h, areg ? "\n        : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(b) : \"memory\");\n}\n"
+                    : "\n        : \"l\"(a), \"l\"(b) : \"memory\");\n}\n");
 }
 
 /* The matrix descriptor of operand o at product indices idx: 8 rows of 128 bytes
@@ -479,10 +472,7 @@ static void wgmma_group(Em *e, const TcGroup *g, const Node *mn, const char *nam
     int hv = g->areg ? 4 + tb : ta * 2 + tb;
     if (!e->wgdone[ty][N / 8][hv]) {
         e->wgdone[ty][N / 8][hv] = 1;
-        if (g->areg)
-            wg_helper_areg(e, ty, N, tb);
-        else
-            wg_helper(e, ty, N, ta, tb);
+        wg_helper(e, ty, N, g->areg, ta, tb);
     }
     int64_t regs = em_frag_regs(e, acc);
     /* A in registers: each distinct tile packed once, before the fence */
