@@ -219,6 +219,8 @@ static void indent(Em *e)
 void em_line(Em *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void em_line(Em *e, const char *fmt, ...)
 {
+    if (e->fwd_buf && e->ind < e->fwd_ind)
+        e->fwd_buf = NULL;   /* the block of the forwarded value has closed */
     va_list ap;
     indent(e);
     va_start(ap, fmt);
@@ -354,6 +356,16 @@ void em_in_range(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
 
 static void load_value(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
 {
+    if (b == e->fwd_buf) {
+        StrBuf el = {0};
+        em_elem(e, b, idx, &el);
+        bool same = el.s && e->fwd_lv.s && strcmp(el.s, e->fwd_lv.s) == 0;
+        sb_free(&el);
+        if (same) {
+            sb_printf(o, "pf_fw%d", e->fwd_n);
+            return;
+        }
+    }
     const char *cv = b->dtype == DT_F16 ? "pf_h2f(" : b->dtype == DT_BF16 ? "pf_b2f(" : NULL;
     if (cv) sb_puts(o, cv);
     em_elem(e, b, idx, o);
@@ -610,6 +622,7 @@ static void emit_node(Em *e, const Node *n);
 static void emit_staged(Em *e, const Node *n)
 {
     const Buffer *b = n->u.stmt.buf;
+    if (b == e->fwd_buf) e->fwd_buf = NULL;
     StrBuf ix = {0}, lv = {0}, v = {0};
     int64_t span = 1;
     sb_printf(&ix, "%" PRId64, e->rnext);
@@ -731,7 +744,19 @@ static void emit_stmt(Em *e, const Node *n)
     else if (in.s)
         em_line(e, "if (%s)", in.s);
     if (one || in.s) e->ind++;
-    if (b->dtype == DT_F16 || b->dtype == DT_BF16)
+    if (b == e->fwd_buf)
+        e->fwd_buf = NULL;   /* this store replaces the forwarded element's value */
+    bool half = b->dtype == DT_F16 || b->dtype == DT_BF16;
+    if (half && b->mem == MEM_LOCAL && !one && !in.s && n->u.stmt.op == SOP_ASSIGN) {
+        /* keep the value before rounding for the loads of this element that follow */
+        e->fwd_n++;
+        em_line(e, "const float pf_fw%d = %s;", e->fwd_n, val.s);
+        em_line(e, "%s = %s(pf_fw%d);", lv.s, b->dtype == DT_F16 ? "pf_f2h" : "pf_f2b", e->fwd_n);
+        e->fwd_buf = b;
+        e->fwd_ind = e->ind;
+        sb_free(&e->fwd_lv);
+        sb_puts(&e->fwd_lv, lv.s);
+    } else if (half)
         em_line(e, "%s = %s(%s);", lv.s, b->dtype == DT_F16 ? "pf_f2h" : "pf_f2b", val.s);
     else if (n->u.stmt.op == SOP_ADD)
         em_line(e, "%s += %s;", lv.s, v.s);
@@ -1558,6 +1583,7 @@ static bool generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *
     }
     free(e.soff);
     sb_free(&e.helpers);
+    sb_free(&e.fwd_lv);
     arena_free(e.names);
     if (!ok) cg_cuda_module_free(m);
     return ok;

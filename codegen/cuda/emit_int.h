@@ -70,6 +70,14 @@ typedef struct Em {
     /* The module's tensor maps (passes/gpu_tma.c), passed after the buffers. */
     const CgTmap *tmaps;
     int ntmaps;
+    /* The last element of a 16-bit register buffer this thread stored (fwd_lv, its C
+     * lvalue) and the float pf_fw<fwd_n> that holds the value before rounding: a load
+     * of the same element further on in the same block reads that variable, as the
+     * interpreter reads stores unrounded (docs/schedules.md `storage`).  Cleared by
+     * any other store to the buffer and when the block closes (ind below fwd_ind). */
+    const Buffer *fwd_buf;
+    StrBuf fwd_lv;
+    int fwd_ind, fwd_n;
 } Em;
 
 /* emit.c */

@@ -5,13 +5,20 @@
  * cg_cuda_compile asks ptxas for its resource report (-Xptxas -v) and reads each
  * entry function's registers, stack frame and spills out of NVRTC's log, so the
  * numbers exist without a driver or GPU; the runtime cross-checks them with
- * cuFuncGetAttribute when it loads the cubin. */
+ * cuFuncGetAttribute when it loads the cubin.
+ *
+ * PERFC_CUDA_SOURCE=FILE (a developer's hook, for measuring a change to the emitter
+ * before writing it): FILE is compiled in place of the generated CUDA, which must
+ * declare the same kernels with the same parameters (a module whose kernels it does
+ * not declare, such as the f64 reference, is compiled as generated); the harness
+ * validates and times it as usual, and perfc says on stderr that it did so. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cg_cuda.h"
+#include "../../lang/util.h"
 
 typedef int nvrtcResult;
 typedef struct _nvrtcProgram *nvrtcProgram;
@@ -145,6 +152,28 @@ bool cg_cuda_compile(CgCudaModule *m, const char *arch, Diags *d)
     snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
     /* -lineinfo lets compute-sanitizer name source lines; it costs no speed */
     const char *opts[] = {archopt, "--std=c++17", "-Xptxas", "-v", "-lineinfo"};
+    const char *over = getenv("PERFC_CUDA_SOURCE");
+    if (over && *over) {
+        size_t len = 0;
+        char *text = read_file(over, &len);
+        if (!text) {
+            diag_plain(d, DIAG_ERROR, "PERFC_CUDA_SOURCE: cannot read '%s'", over);
+            return false;
+        }
+        /* only for the module whose kernels the file declares (not the f64 reference's) */
+        bool same = m->nlaunches > 0;
+        for (int i = 0; same && i < m->nlaunches; i++) {
+            char decl[128];
+            snprintf(decl, sizeof decl, " %s(", m->launches[i].name);
+            same = strstr(text, decl) != NULL;
+        }
+        if (same) {
+            fprintf(stderr, "perfc: compiling %s in place of the generated CUDA (PERFC_CUDA_SOURCE)\n", over);
+            sb_free(&m->src);
+            sb_puts(&m->src, text);
+        }
+        free(text);
+    }
     nvrtcProgram prog = NULL;
     char name[96];
     snprintf(name, sizeof name, "%s.cu", m->nlaunches ? m->launches[0].name : "perfc");

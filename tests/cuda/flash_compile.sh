@@ -49,7 +49,10 @@ for t in sm_80 sm_90a; do
   grep -q 'const unsigned pf_a0\[4\] = {pf_pk16(pr\[' "$tmp/k.cu" || bad "$t: A not packed from registers"
   grep -q 'pf_ldsm_x2_t(pf_b0, pf_sb + ' "$tmp/k.cu" || bad "$t: ldmatrix not from shared addresses"
   # a call, not the prelude's definition: exp(s - m) as one fused multiply-add and ex2
-  grep -q '= pf_f2b(pf_fexpd(' "$tmp/k.cu" || bad "$t: exact exp for a bf16 result"
+  grep -qE 'const float pf_fw[0-9]+ = pf_fexpd\(' "$tmp/k.cu" || bad "$t: exact exp for a bf16 result"
+  # the row sum adds the exponentials before their rounding to bf16 (the stored value
+  # forwarded, not read back: one conversion off the chain of every score)
+  grep -qE 'pf_lq0 = pf_rop<0>\(pf_lq0, pf_fw[0-9]+\);' "$tmp/k.cu" || bad "$t: the sum reads the rounded exponentials back"
   grep -qE '(float|pf_bf16) \(\*(st|pt)\)' "$tmp/k.cu" && bad "$t: scores or probabilities in shared memory"
   "$perfc" "$a" --schedule flash "${big[@]}" -target $t -emit ptx -o "$tmp/k.ptx" 2> "$tmp/err"
   r=$?
