@@ -283,15 +283,18 @@ extern "C" __global__ void __launch_bounds__(256) attention_0(const pf_bf16 *__r
                     #pragma unroll
                     for (idx_t pf_rh_f_r4 = 0; pf_rh_f_r4 < 16; pf_rh_f_r4 += 8) {
                         const idx_t f_r4 = pf_rf_f_r4 + pf_rh_f_r4 + pf_wrow + (pf_lane >> 2);
-                        float pf_lq0 = (-__int_as_float(0x7f800000));   /* this lane's columns of f_mw's row */
+                        float pf_lq0 = (-__int_as_float(0x7f800000)), pf_lq0_1 = (-__int_as_float(0x7f800000)), pf_lq0_2 = (-__int_as_float(0x7f800000)), pf_lq0_3 = (-__int_as_float(0x7f800000));
                         #pragma unroll
                         for (idx_t pf_cf_pfVm_dji = 0; pf_cf_pfVm_dji < 64; pf_cf_pfVm_dji += 8) {   /* pfVm_dji: accumulator columns, 2 * (lane % 4) + 0..1 each (fragment layout) */
                             #pragma unroll
                             for (idx_t pf_ch_pfVm_dji = 0; pf_ch_pfVm_dji < 2; ++pf_ch_pfVm_dji) {
                                 const idx_t pfVm_dji = pf_cf_pfVm_dji + ((pf_lane & 3) << 1) + pf_ch_pfVm_dji;
-                                pf_lq0 = pf_rop<2>(pf_lq0, f_sacc[(pf_rf_f_r4 + pf_rh_f_r4) >> 6][(pf_cf_pfVm_dji + pf_ch_pfVm_dji) >> 3][(((pf_rf_f_r4 + pf_rh_f_r4) >> 3) & 1) * 2 + ((pf_cf_pfVm_dji + pf_ch_pfVm_dji) & 1)]);
+                                switch ((pf_cf_pfVm_dji >> 3) % 4) { case 0: pf_lq0 = pf_rop<2>(pf_lq0, f_sacc[(pf_rf_f_r4 + pf_rh_f_r4) >> 6][(pf_cf_pfVm_dji + pf_ch_pfVm_dji) >> 3][(((pf_rf_f_r4 + pf_rh_f_r4) >> 3) & 1) * 2 + ((pf_cf_pfVm_dji + pf_ch_pfVm_dji) & 1)]); break; case 1: pf_lq0_1 = pf_rop<2>(pf_lq0_1, f_sacc[(pf_rf_f_r4 + pf_rh_f_r4) >> 6][(pf_cf_pfVm_dji + pf_ch_pfVm_dji) >> 3][(((pf_rf_f_r4 + pf_rh_f_r4) >> 3) & 1) * 2 + ((pf_cf_pfVm_dji + pf_ch_pfVm_dji) & 1)]); break; case 2: pf_lq0_2 = pf_rop<2>(pf_lq0_2, f_sacc[(pf_rf_f_r4 + pf_rh_f_r4) >> 6][(pf_cf_pfVm_dji + pf_ch_pfVm_dji) >> 3][(((pf_rf_f_r4 + pf_rh_f_r4) >> 3) & 1) * 2 + ((pf_cf_pfVm_dji + pf_ch_pfVm_dji) & 1)]); break; case 3: pf_lq0_3 = pf_rop<2>(pf_lq0_3, f_sacc[(pf_rf_f_r4 + pf_rh_f_r4) >> 6][(pf_cf_pfVm_dji + pf_ch_pfVm_dji) >> 3][(((pf_rf_f_r4 + pf_rh_f_r4) >> 3) & 1) * 2 + ((pf_cf_pfVm_dji + pf_ch_pfVm_dji) & 1)]); break; }
                             }
                         }
+                        pf_lq0 = pf_rop<2>(pf_lq0, pf_lq0_1);
+                        pf_lq0 = pf_rop<2>(pf_lq0, pf_lq0_2);
+                        pf_lq0 = pf_rop<2>(pf_lq0, pf_lq0_3);
                         f_mw[(pf_rf_f_r4 + pf_rh_f_r4) >> 3] = pf_rop<2>(f_mw[(pf_rf_f_r4 + pf_rh_f_r4) >> 3], pf_quad<2>(pf_lq0));
                     }
                 }
@@ -316,16 +319,20 @@ extern "C" __global__ void __launch_bounds__(256) attention_0(const pf_bf16 *__r
                     #pragma unroll
                     for (idx_t pf_rh_f_r7 = 0; pf_rh_f_r7 < 16; pf_rh_f_r7 += 8) {
                         const idx_t f_r7 = pf_rf_f_r7 + pf_rh_f_r7 + pf_wrow + (pf_lane >> 2);
-                        float pf_lq0 = 0.0f;   /* this lane's columns of f_lw's row */
+                        float pf_lq0 = 0.0f, pf_lq0_1 = 0.0f, pf_lq0_2 = 0.0f, pf_lq0_3 = 0.0f;
                         #pragma unroll
                         for (idx_t pf_cf_pfVp_dji = 0; pf_cf_pfVp_dji < 64; pf_cf_pfVp_dji += 8) {   /* pfVp_dji: accumulator columns, 2 * (lane % 4) + 0..1 each (fragment layout) */
                             #pragma unroll
                             for (idx_t pf_ch_pfVp_dji = 0; pf_ch_pfVp_dji < 2; ++pf_ch_pfVp_dji) {
                                 const idx_t pfVp_dji = pf_cf_pfVp_dji + ((pf_lane & 3) << 1) + pf_ch_pfVp_dji;
-                                { const float e_ = pf_fexpd(f_sacc[(pf_rf_f_r7 + pf_rh_f_r7) >> 6][(pf_cf_pfVp_dji + pf_ch_pfVp_dji) >> 3][(((pf_rf_f_r7 + pf_rh_f_r7) >> 3) & 1) * 2 + ((pf_cf_pfVp_dji + pf_ch_pfVp_dji) & 1)], ((f_mw[(pf_rf_f_r7 + pf_rh_f_r7) >> 3] == (-__int_as_float(0x7f800000))) ? 0.0f : f_mw[(pf_rf_f_r7 + pf_rh_f_r7) >> 3]));
-                                f_pr[(pf_rf_f_r7 + pf_rh_f_r7) >> 6][(pf_cf_pfVp_dji + pf_ch_pfVp_dji) >> 3][(((pf_rf_f_r7 + pf_rh_f_r7) >> 3) & 1) * 2 + ((pf_cf_pfVp_dji + pf_ch_pfVp_dji) & 1)] = pf_f2b(e_); pf_lq0 += e_; }
+                                const float pf_fw1 = pf_fexpd(f_sacc[(pf_rf_f_r7 + pf_rh_f_r7) >> 6][(pf_cf_pfVp_dji + pf_ch_pfVp_dji) >> 3][(((pf_rf_f_r7 + pf_rh_f_r7) >> 3) & 1) * 2 + ((pf_cf_pfVp_dji + pf_ch_pfVp_dji) & 1)], ((f_mw[(pf_rf_f_r7 + pf_rh_f_r7) >> 3] == (-__int_as_float(0x7f800000))) ? 0.0f : f_mw[(pf_rf_f_r7 + pf_rh_f_r7) >> 3]));
+                                f_pr[(pf_rf_f_r7 + pf_rh_f_r7) >> 6][(pf_cf_pfVp_dji + pf_ch_pfVp_dji) >> 3][(((pf_rf_f_r7 + pf_rh_f_r7) >> 3) & 1) * 2 + ((pf_cf_pfVp_dji + pf_ch_pfVp_dji) & 1)] = pf_f2b(pf_fw1);
+                                switch ((pf_cf_pfVp_dji >> 3) % 4) { case 0: pf_lq0 = pf_rop<0>(pf_lq0, pf_fw1); break; case 1: pf_lq0_1 = pf_rop<0>(pf_lq0_1, pf_fw1); break; case 2: pf_lq0_2 = pf_rop<0>(pf_lq0_2, pf_fw1); break; case 3: pf_lq0_3 = pf_rop<0>(pf_lq0_3, pf_fw1); break; }
                             }
                         }
+                        pf_lq0 = pf_rop<0>(pf_lq0, pf_lq0_1);
+                        pf_lq0 = pf_rop<0>(pf_lq0, pf_lq0_2);
+                        pf_lq0 = pf_rop<0>(pf_lq0, pf_lq0_3);
                         f_lw[(pf_rf_f_r7 + pf_rh_f_r7) >> 3] = pf_rop<0>(f_lw[(pf_rf_f_r7 + pf_rh_f_r7) >> 3], pf_quad<0>(pf_lq0));
                     }
                 }

@@ -322,8 +322,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_0(const pf_bf16 *__r
                             #pragma unroll
                             for (idx_t pf_ch_pfVp_dji = 0; pf_ch_pfVp_dji < 2; ++pf_ch_pfVp_dji) {
                                 const idx_t pfVp_dji = pf_cf_pfVp_dji + ((pf_lane & 3) << 1) + pf_ch_pfVp_dji;
-                                { const float e_ = pf_fexpd_c(f_sacc[(pf_rf_f_r7 + pf_rh_f_r7) >> 6][(pf_cf_pfVp_dji + pf_ch_pfVp_dji) >> 3][(((pf_rf_f_r7 + pf_rh_f_r7) >> 3) & 1) * 2 + ((pf_cf_pfVp_dji + pf_ch_pfVp_dji) & 1)], ((f_mw[(pf_rf_f_r7 + pf_rh_f_r7) >> 3] == (-__int_as_float(0x7f800000))) ? 0.0f : f_mw[(pf_rf_f_r7 + pf_rh_f_r7) >> 3]));
-                                f_pr[(pf_rf_f_r7 + pf_rh_f_r7) >> 6][(pf_cf_pfVp_dji + pf_ch_pfVp_dji) >> 3][(((pf_rf_f_r7 + pf_rh_f_r7) >> 3) & 1) * 2 + ((pf_cf_pfVp_dji + pf_ch_pfVp_dji) & 1)] = pf_f2b(e_); pf_lq0 += e_; }
+                                const float pf_fw1 = pf_fexpd_c(f_sacc[(pf_rf_f_r7 + pf_rh_f_r7) >> 6][(pf_cf_pfVp_dji + pf_ch_pfVp_dji) >> 3][(((pf_rf_f_r7 + pf_rh_f_r7) >> 3) & 1) * 2 + ((pf_cf_pfVp_dji + pf_ch_pfVp_dji) & 1)], ((f_mw[(pf_rf_f_r7 + pf_rh_f_r7) >> 3] == (-__int_as_float(0x7f800000))) ? 0.0f : f_mw[(pf_rf_f_r7 + pf_rh_f_r7) >> 3]));
+                                f_pr[(pf_rf_f_r7 + pf_rh_f_r7) >> 6][(pf_cf_pfVp_dji + pf_ch_pfVp_dji) >> 3][(((pf_rf_f_r7 + pf_rh_f_r7) >> 3) & 1) * 2 + ((pf_cf_pfVp_dji + pf_ch_pfVp_dji) & 1)] = pf_f2b(pf_fw1);
+                                pf_lq0 = pf_rop<0>(pf_lq0, pf_fw1);
                             }
                         }
                         f_lw[(pf_rf_f_r7 + pf_rh_f_r7) >> 3] = pf_rop<0>(f_lw[(pf_rf_f_r7 + pf_rh_f_r7) >> 3], pf_quad<0>(pf_lq0));
