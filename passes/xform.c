@@ -34,6 +34,7 @@ static bool (*const xf_fns[])(XfCtx *) = {
     xf_unmask_tiles,              /* xform_skip.c */
     xf_realign,                   /* xform_realign.c */
     xf_gather,                    /* xform_gather.c */
+    xf_exp_scale,                 /* xform_exp_scale.c */
 };
 _Static_assert(sizeof xf_fns / sizeof xf_fns[0] == XF_COUNT, "one function per transformation");
 

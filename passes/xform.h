@@ -48,7 +48,8 @@
     X(SKIP_TILES, "skip_tiles", "skip_tiles(loop)  # bound loop by the skip guard below it, and drop the guard") \
     X(UNMASK_TILES, "unmask_tiles", "unmask_tiles(loop)  # first the iterations where the selects' masks all hold, without them") \
     X(REALIGN, "realign", "realign(input, multiple)  # read the input from a copy whose rows are padded to a multiple of elements") \
-    X(GATHER, "gather", "gather(buffer, loop[, mem=local|shared][, name=N])  # stage one read (or write), shaped by the loops that move it (im2col)")
+    X(GATHER, "gather", "gather(buffer, loop[, mem=local|shared][, name=N])  # stage one read (or write), shaped by the loops that move it (im2col)") \
+    X(EXP_SCALE, "exp_scale", "exp_scale(scores)  # a positive scale of the scores moved into the exponentials of their softmax")
 
 typedef enum XformKind {
 #define X(k, s, syn) XF_##k,

@@ -219,6 +219,7 @@ bool xf_prefetch(XfCtx *c);
 bool xf_online_softmax(XfCtx *c);
 /* xform_factor.c */
 bool xf_factor_out(XfCtx *c);
+bool xf_exp_scale(XfCtx *c);
 /* xform_storage.c */
 bool xf_storage(XfCtx *c);
 /* xform_gather.c */

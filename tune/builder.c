@@ -599,6 +599,15 @@ bool bld_online_softmax(Builder *b, SBuf *out, SLoop *j, SVal tile, const char *
     return run(b, &c, &nv, &nb);
 }
 
+bool bld_exp_scale(Builder *b, SBuf *scores)
+{
+    Call c;
+    call_init(&c, "exp_scale");
+    put_buf(&c, scores);
+    int nv, nb;
+    return run(b, &c, &nv, &nb);
+}
+
 bool bld_storage(Builder *b, SBuf *buf, const char *dtype)
 {
     Call c;

@@ -501,6 +501,23 @@ void em_expr(Em *e, const Expr *x, StrBuf *o)
             sb_putc(o, ')');
             return;
         }
+        /* exp(c (a - b)), a scale moved into the exponent (exp_scale): the same with
+         * c log2e as the multiplier, so the scale costs nothing a value */
+        if (x->kind == IE_EXP && x->dtype == DT_F32 && e->k->fast_exp && x->args[0]->kind == IE_MUL &&
+            x->args[0]->dtype == DT_F32) {
+            const Expr *m = x->args[0];
+            int si = m->args[1]->kind == IE_SUB ? 1 : m->args[0]->kind == IE_SUB ? 0 : -1;
+            if (si >= 0 && m->args[si]->dtype == DT_F32) {
+                sb_puts(o, "pf_fexpds(");
+                em_expr(e, m->args[si]->args[0], o);
+                sb_puts(o, ", ");
+                em_expr(e, m->args[si]->args[1], o);
+                sb_puts(o, ", ");
+                em_expr(e, m->args[1 - si], o);
+                sb_putc(o, ')');
+                return;
+            }
+        }
         sb_printf(o, "%s(", x->kind == IE_EXP && x->dtype == DT_F32 && e->k->fast_exp ? "pf_fexp"
                                                                                       : math_name(x->kind, x->dtype));
         em_expr(e, x->args[0], o);
@@ -1475,7 +1492,8 @@ static const char prelude[] =
     "static __device__ __forceinline__ double pf_pickd(bool c, double v, double d) { return c ? v : d; }\n"
     "/* exp where the results are 16-bit (Kernel.fast_exp): one ex2.approx, results below 2^-126 flushed to 0 */\n"
     "static __device__ __forceinline__ float pf_fexp(float x) { float y; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x * 1.4426950408889634f)); return y; }\n"
-    "static __device__ __forceinline__ float pf_fexpd(float a, float b) { float y; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(fmaf(a, 1.4426950408889634f, -b * 1.4426950408889634f))); return y; }\n";
+    "static __device__ __forceinline__ float pf_fexpd(float a, float b) { float y; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(fmaf(a, 1.4426950408889634f, -b * 1.4426950408889634f))); return y; }\n"
+    "static __device__ __forceinline__ float pf_fexpds(float a, float b, float c) { const float k = c * 1.4426950408889634f; float y; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(fmaf(a, k, -b * k))); return y; }\n";
 /* then em_tc_prelude (emit_tc.c: tensor cores, cp.async), then: */
 
 static const char prelude_reduce[] =
