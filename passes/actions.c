@@ -204,6 +204,7 @@ static int enumerate(Kernel *k, Arena *a, SchedItem **out, bool unchecked)
             continue;
         SchedArg one[1] = {nm(buf->name)};
         try_item(&g, "inline", one, 1);
+        try_item(&g, "exp_scale", one, 1);
         /* a 16-bit temporary where the results are 16-bit (storage refuses coarser) */
         SchedArg st[2] = {nm(buf->name), nm("bf16")};
         try_item(&g, "storage", st, 2);
