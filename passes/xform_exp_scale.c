@@ -255,7 +255,9 @@ static void node(Es *s, Node *n)
         bool rec = s->record;
         uint8_t *entry = xmalloc((size_t)s->nb), *out = xmalloc((size_t)s->nb);
         memcpy(entry, s->st, (size_t)s->nb);
-        for (int it = 0; it < 8; it++) {
+        /* each buffer's entry state changes at most twice (a constant, then one
+         * state, then neither), so this reaches the fixed point */
+        for (int it = 0; it < 2 * s->nb + 2; it++) {
             memcpy(s->st, entry, (size_t)s->nb);
             s->record = false;
             list(s, &n->u.loop.body);
