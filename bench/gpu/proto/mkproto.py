@@ -1,3 +1,10 @@
+"""Hand edit of the warpgroup flash kernel's CUDA for bench/gpu/proto/fa3.sh:
+FlashAttention-3's rotation.  In the tile loop of the three-stage kernel, tile j's
+scores are issued, then tile j-1's P.V behind them (P packed into registers at the end
+of the previous iteration and kept live until its wait), the softmax of tile j runs
+while that product is in flight, and its wait sits before O is rescaled; the copies
+run one tile ahead instead of two, and the last tile's product follows the loop.
+    python3 mkproto.py IN.cu OUT.cu NTILES"""
 import sys
 src, dst, ntiles = sys.argv[1], sys.argv[2], int(sys.argv[3])
 L = open(src).read().split('\n')
