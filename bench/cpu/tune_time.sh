@@ -15,7 +15,9 @@
 #    from round to round, same seed within a round, default options (the model on).
 #    The load average before each run goes to $OUT/load.log and into the table.
 #
-#   bench/cpu/tune_time.sh          PERFC=build/perfc PERFC_BASE= BASE=9540db1 N=1024 REPS=3 THREADS=
+# 4. The same times judged by re-timed schedules (bench/tune_retime.py, ROUNDS=3; 0: off).
+#
+#   bench/cpu/tune_time.sh          PERFC=build/perfc PERFC_BASE= BASE=9540db1 N=1024 REPS=3 THREADS= ROUNDS=3
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PERFC=${PERFC:-build/perfc}
@@ -87,3 +89,9 @@ for ((r = 1; r <= REPS; r++)); do
 done
 echo "after: load $(cut -d' ' -f1-3 /proc/loadavg) at $(date -u +%H:%M:%S)" | tee -a "$OUT/load.log" >&2
 python3 bench/tune_model_report.py "$OUT" "$REPS" base new | tee "$OUT/table.txt"
+# the same judged by re-timed schedules (ROUNDS=0 skips it): one reading of a schedule
+# swings by 5-10% here, which decides "within 5%" more than the search does
+if [ "${ROUNDS:-3}" != 0 ]; then
+    ROUNDS=${ROUNDS:-3} python3 bench/tune_retime.py "$OUT" "$REPS" base="$PERFC_BASE" new="$PERFC" -- \
+        "$GEMM" -D M="$N" -D N="$N" -D K="$N" "${thr[@]}" | tee "$OUT/retimed.txt"
+fi
