@@ -1093,6 +1093,11 @@ static void emit_loop(Em *e, const Node *n)
 
 static void emit_node(Em *e, const Node *n)
 {
+    /* a value is forwarded only between statements that follow one another: a loop
+     * or a guard may hold writes that do not go through emit_stmt (tensor-core
+     * groups, staged copies) */
+    if (n->kind != N_STMT)
+        e->fwd_buf = NULL;
     switch (n->kind) {
     case N_STMT: emit_stmt(e, n); break;
     case N_LOOP: emit_loop(e, n); break;

@@ -74,7 +74,8 @@ typedef struct Em {
      * lvalue) and the float pf_fw<fwd_n> that holds the value before rounding: a load
      * of the same element further on in the same block reads that variable, as the
      * interpreter reads stores unrounded (docs/schedules.md `storage`).  Cleared by
-     * any other store to the buffer and when the block closes (ind below fwd_ind). */
+     * any other store to the buffer, by any node that is not a statement, and when
+     * the block closes (ind below fwd_ind). */
     const Buffer *fwd_buf;
     StrBuf fwd_lv;
     int fwd_ind, fwd_n;
