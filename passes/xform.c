@@ -276,6 +276,16 @@ int xf_index_in(Kernel *k, Node *n)
     die("node not in its parent's list");
 }
 
+bool xf_kernel_const(const Expr *e)
+{
+    if (!e || e->kind == IE_LOAD || e->kind == IE_VAR)
+        return !e;
+    for (int i = 0; i < 3; i++)
+        if (e->args[i] && !xf_kernel_const(e->args[i]))
+            return false;
+    return true;
+}
+
 bool xf_contains(const Node *anc, const Node *n)
 {
     for (; n; n = n->parent)

@@ -45,28 +45,17 @@ typedef struct {
     int nexp, capexp;
 } Es;
 
-static bool positive(const Kernel *k, const Expr *e)
+static bool positive(const Expr *e)
 {
     switch (e->kind) {
     case IE_FLT: return e->u.f > 0;
     case IE_INT: return e->u.i > 0;
     case IE_PARAM: return true;   /* sizes are at least 1 */
-    case IE_CAST: return positive(k, e->args[0]);
-    case IE_SQRT: case IE_RSQRT: case IE_EXP: return e->kind == IE_EXP || positive(k, e->args[0]);
-    case IE_MUL: case IE_DIV: return positive(k, e->args[0]) && positive(k, e->args[1]);
-    case IE_ADD: return positive(k, e->args[0]) && positive(k, e->args[1]);
+    case IE_EXP: return true;
+    case IE_CAST: case IE_SQRT: case IE_RSQRT: return positive(e->args[0]);
+    case IE_MUL: case IE_DIV: case IE_ADD: return positive(e->args[0]) && positive(e->args[1]);
     default: return false;
     }
-}
-
-static bool kconst(const Expr *e)
-{
-    if (e->kind == IE_LOAD || e->kind == IE_VAR)
-        return false;
-    for (int i = 0; i < 3; i++)
-        if (e->args[i] && !kconst(e->args[i]))
-            return false;
-    return true;
 }
 
 /* 0 or ±inf: the same value scaled or not. */
@@ -309,64 +298,6 @@ static bool find_scale(Node *n, void *p)
  * `s[.., i, j]` for j in 0..64 in the zeroing, the sum, the scale, the maximum and
  * the exponentials), and every other index is the same expression of loops above. */
 
-typedef struct {
-    const Buffer *b;
-    Node *acc[64];
-    Expr **idx[64];
-    int n;
-    bool overflow;
-} Acc;
-
-static void acc_expr(Acc *a, Node *st, Expr *e)
-{
-    if (!e)
-        return;
-    if (e->kind == IE_LOAD) {
-        if (e->u.load.buf == a->b) {
-            if (a->n == 64)
-                a->overflow = true;
-            else {
-                a->acc[a->n] = st;
-                a->idx[a->n++] = e->u.load.idx;
-            }
-        }
-        for (int i = 0; i < e->u.load.buf->rank; i++)
-            acc_expr(a, st, e->u.load.idx[i]);
-        return;
-    }
-    for (int i = 0; i < 3; i++)
-        acc_expr(a, st, e->args[i]);
-}
-
-static bool acc_node(Node *n, void *p)
-{
-    Acc *a = p;
-    if (n->kind == N_STMT) {
-        if (n->u.stmt.buf == a->b) {
-            if (a->n == 64)
-                a->overflow = true;
-            else {
-                a->acc[a->n] = n;
-                a->idx[a->n++] = n->u.stmt.idx;
-            }
-        }
-        for (int i = 0; i < n->u.stmt.buf->rank; i++)
-            acc_expr(a, n, n->u.stmt.idx[i]);
-        acc_expr(a, n, n->u.stmt.value);
-    } else if (n->kind == N_IF) {
-        acc_expr(a, n, n->u.guard.cond);
-    }
-    return true;
-}
-
-static bool is_ancestor(const Node *a, const Node *n)
-{
-    for (; n; n = n->parent)
-        if (n == a)
-            return true;
-    return false;
-}
-
 /* The loop below top (and above or at n) whose variable is v, or NULL. */
 static Node *loop_below(const Node *top, Node *n, const Var *v)
 {
@@ -387,45 +318,44 @@ static bool uses_loop_below(const Node *top, Node *n, const Expr *e)
 static bool uniform(XfCtx *c, const Buffer *b)
 {
     Kernel *k = c->k;
-    Acc a = {.b = b};
-    xf_walk(k, acc_node, &a);
-    if (a.overflow) {
-        xf_err(c, "%s is accessed in more than 64 places", b->name);
-        return false;
-    }
-    if (a.n < 2)
-        return true;
+    AccVec a = {0};
+    acc_collect(k, NULL, &a);
+    int n = 0;
+    for (int i = 0; i < a.n; i++)   /* b's accesses only, in program order */
+        if (a.v[i].buf == b)
+            a.v[n++] = a.v[i];
+    a.n = n;
+    bool ok = true;
     /* the common ancestor (NULL: the kernel's top level) */
-    Node *top = a.acc[0]->parent;
+    Node *top = a.n ? a.v[0].stmt->parent : NULL;
     for (int i = 1; i < a.n; i++)
-        while (top && !is_ancestor(top, a.acc[i]))
+        while (top && !xf_contains(top, a.v[i].stmt))
             top = top->parent;
-    for (int i = 0; i < a.n; i++) {
-        for (int d = 0; d < b->rank; d++) {
-            Expr *x = a.idx[i][d];
-            Node *l = x->kind == IE_VAR ? loop_below(top, a.acc[i], x->u.var) : NULL;
-            Expr *y = a.idx[0][d];
-            Node *m = y->kind == IE_VAR ? loop_below(top, a.acc[0], y->u.var) : NULL;
-            bool ok;
+    for (int i = 1; i < a.n && ok; i++) {
+        Node *si = a.v[i].stmt, *s0 = a.v[0].stmt;
+        for (int d = 0; d < b->rank && ok; d++) {
+            Expr *x = a.v[i].idx[d], *y = a.v[0].idx[d];
+            Node *l = x->kind == IE_VAR ? loop_below(top, si, x->u.var) : NULL;
+            Node *m = y->kind == IE_VAR ? loop_below(top, s0, y->u.var) : NULL;
             if (l || m)
                 ok = l && m && xf_expr_equal(k, l->u.loop.lo, m->u.loop.lo) &&
                      xf_expr_equal(k, l->u.loop.hi, m->u.loop.hi);
             else
-                ok = !uses_loop_below(top, a.acc[i], x) && xf_expr_equal(k, x, y);
+                ok = !uses_loop_below(top, si, x) && xf_expr_equal(k, x, y);
             /* a loop runs one dimension only */
             for (int e = 0; ok && l && e < d; e++)
-                ok = a.idx[i][e]->kind != IE_VAR || a.idx[i][e]->u.var != x->u.var;
+                ok = a.v[i].idx[e]->kind != IE_VAR || a.v[i].idx[e]->u.var != x->u.var;
             if (!ok) {
                 xf_err(c, "the accesses of %s do not all name the same elements (index %d), so a store need not "
                           "replace what a later read sees",
                        b->name, d + 1);
-                xf_note(c, a.acc[i]->span, "this access");
-                xf_note(c, a.acc[0]->span, "and this one");
-                return false;
+                xf_note(c, si->span, "this access");
+                xf_note(c, s0->span, "and this one");
             }
         }
     }
-    return true;
+    acc_free(&a);
+    return ok;
 }
 
 bool xf_exp_scale(XfCtx *c)
@@ -447,7 +377,7 @@ bool xf_exp_scale(XfCtx *c)
         return false;
     }
     Expr *f = s.scale->u.stmt.value;
-    if (s.scale->u.stmt.guarded || !kconst(f) || !positive(k, f)) {
+    if (s.scale->u.stmt.guarded || !xf_kernel_const(f) || !positive(f)) {
         xf_err(c, "the scale of %s is not a positive constant of the kernel", X->name);
         xf_note(c, s.scale->span, "the scale");
         return false;

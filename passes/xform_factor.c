@@ -50,17 +50,6 @@ static Expr *product(Kernel *k, const XfFactors *f, bool keep_inv, const bool *i
     return ir_bin(k, IE_DIV, num, den);
 }
 
-/* No load and no loop variable: the same value wherever the kernel computes it. */
-static bool kernel_const(const Expr *e)
-{
-    if (!e || e->kind == IE_LOAD || e->kind == IE_VAR)
-        return !e;
-    for (int i = 0; i < 3; i++)
-        if (e->args[i] && !kernel_const(e->args[i]))
-            return false;
-    return true;
-}
-
 static bool zero(const Expr *e) { return (e->kind == IE_FLT && e->u.f == 0) || (e->kind == IE_INT && e->u.i == 0); }
 
 bool xf_factor_out(XfCtx *c)
@@ -154,7 +143,7 @@ bool xf_factor_out(XfCtx *c)
      * more, within what reassociating the sum already allows) */
     bool any_den = false;
     for (int i = 0; i < f.n; i++)
-        any_den |= inv[i] && f.den[i] && !kernel_const(f.leaf[i]);
+        any_den |= inv[i] && f.den[i] && !xf_kernel_const(f.leaf[i]);
     Expr *idx[8];
     for (int d = 0; d < B->rank; d++)
         idx[d] = ir_clone_expr(k, s->u.stmt.idx[d]);

@@ -101,6 +101,8 @@ bool xf_region(Kernel *k, Node *l, const AccVec *acc, bool writes_only, Region *
 /* ---- xform.c: tree helpers ---- */
 NodeList *xf_list_of(Kernel *k, Node *n);           /* the list holding n */
 int xf_index_in(Kernel *k, Node *n);                /* n's position in that list */
+/* No load and no loop variable: the same value wherever the kernel computes it. */
+bool xf_kernel_const(const Expr *e);
 bool xf_contains(const Node *anc, const Node *n);   /* anc == n or an ancestor */
 int xf_preorder(const Kernel *k, const Node *n);    /* position in a pre-order walk */
 int xf_preorder_last(const Kernel *k, const Node *n); /* of the last node in n's subtree */

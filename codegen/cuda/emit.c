@@ -763,18 +763,18 @@ static void emit_stmt(Em *e, const Node *n)
     if (one || in.s) e->ind++;
     if (b == e->fwd_buf)
         e->fwd_buf = NULL;   /* this store replaces the forwarded element's value */
-    bool half = b->dtype == DT_F16 || b->dtype == DT_BF16;
-    if (half && b->mem == MEM_LOCAL && !one && !in.s && n->u.stmt.op == SOP_ASSIGN) {
+    const char *narrow = b->dtype == DT_F16 ? "pf_f2h" : b->dtype == DT_BF16 ? "pf_f2b" : NULL;
+    if (narrow && b->mem == MEM_LOCAL && !one && !in.s && n->u.stmt.op == SOP_ASSIGN) {
         /* keep the value before rounding for the loads of this element that follow */
         e->fwd_n++;
         em_line(e, "const float pf_fw%d = %s;", e->fwd_n, val.s);
-        em_line(e, "%s = %s(pf_fw%d);", lv.s, b->dtype == DT_F16 ? "pf_f2h" : "pf_f2b", e->fwd_n);
+        em_line(e, "%s = %s(pf_fw%d);", lv.s, narrow, e->fwd_n);
         e->fwd_buf = b;
         e->fwd_ind = e->ind;
         sb_free(&e->fwd_lv);
         sb_puts(&e->fwd_lv, lv.s);
-    } else if (half)
-        em_line(e, "%s = %s(%s);", lv.s, b->dtype == DT_F16 ? "pf_f2h" : "pf_f2b", val.s);
+    } else if (narrow)
+        em_line(e, "%s = %s(%s);", lv.s, narrow, val.s);
     else if (n->u.stmt.op == SOP_ADD)
         em_line(e, "%s += %s;", lv.s, v.s);
     else if (n->u.stmt.op == SOP_MUL)
