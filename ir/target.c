@@ -25,10 +25,11 @@
     {.name = n, .cls = TARGET_CPU, .arch = ar, .triple = tr, .cpu = c, .features = f, .abi = ab, \
      .needs = need, .fma = fm, .native_half = half, .vscale_min = vmin, .vscale_max = vmax, \
      .vector_width = vw, .vector_bytes = vb}
-#define GPU(n, s, a, smem, nsm) \
+#define GPU(n, s, a, smem, smsm, thsm, blsm, nsm) \
     {.name = n, .cls = TARGET_GPU, .sm = s, .arch_specific = a, .max_threads_block = 1024, \
-     .max_smem_block = smem, .regs_per_block = 65536, .max_regs_thread = 255, .mma_sync = true, \
-     .cp_async = true, .wgmma = a && s >= 90, .tma = s >= 90, .sms = nsm}
+     .max_smem_block = smem, .regs_per_block = 65536, .max_regs_thread = 255, .smem_sm = smsm, \
+     .threads_sm = thsm, .blocks_sm = blsm, .mma_sync = true, .cp_async = true, .wgmma = a && s >= 90, \
+     .tma = s >= 90, .sms = nsm}
 
 static const char *const X86 = "x86_64-unknown-linux-gnu", *const ARM = "aarch64-unknown-linux-gnu",
                          *const RV = "riscv64-unknown-linux-gnu";
@@ -52,11 +53,11 @@ static Target targets[] = {
     CPU("riscv64-v", ARCH_RISCV64, RV, "generic-rv64", "+m,+a,+f,+d,+c,+v", "lp64d", NULL, true, false, 2, 1024, 0,
         16),
     /* SM counts: A100, A40 / A10 class, L40 / RTX 4090 class, H100 SXM */
-    GPU("sm_80", 80, false, 163 * 1024, 108),
-    GPU("sm_86", 86, false, 99 * 1024, 84),
-    GPU("sm_89", 89, false, 99 * 1024, 128),
-    GPU("sm_90", 90, false, 227 * 1024, 132),
-    GPU("sm_90a", 90, true, 227 * 1024, 132),
+    GPU("sm_80", 80, false, 163 * 1024, 164 * 1024, 2048, 32, 108),
+    GPU("sm_86", 86, false, 99 * 1024, 100 * 1024, 1536, 16, 84),
+    GPU("sm_89", 89, false, 99 * 1024, 100 * 1024, 1536, 24, 128),
+    GPU("sm_90", 90, false, 227 * 1024, 228 * 1024, 2048, 32, 132),
+    GPU("sm_90a", 90, true, 227 * 1024, 228 * 1024, 2048, 32, 132),
     {.name = "interp", .cls = TARGET_INTERP},
 };
 enum { NTARGETS = sizeof targets / sizeof targets[0] };

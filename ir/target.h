@@ -48,6 +48,10 @@ typedef struct Target {
     int max_smem_block;     /* opt-in limit of dynamic shared memory, bytes */
     int regs_per_block;     /* 65536 */
     int max_regs_thread;    /* 255 */
+    int smem_sm;            /* shared memory of one SM, bytes (blocks share it, 1 KB
+                             * of it reserved per block) */
+    int threads_sm;         /* resident threads per SM (2048; 1536 on sm_86/89) */
+    int blocks_sm;          /* resident blocks per SM (32; 16 on sm_86/89) */
     bool mma_sync;          /* warp-level mma.sync tensor-core products */
     bool cp_async;          /* asynchronous global -> shared copies */
     bool wgmma;             /* warpgroup wgmma.mma_async (sm_90a only) */

@@ -86,6 +86,22 @@ static bool accessed_in(Kernel *k, Node *l, const Buffer *b)
     return r;
 }
 
+/* Whether a loop inside l runs a number of iterations that depends on l's variable
+ * (a triangle, a causal mask's key tiles): then the order of l's iterations is
+ * worth choosing (reverse). */
+static bool uneven_below(const Node *l, const Var *v)
+{
+    const NodeList *b = ir_body((Node *)l);
+    for (int i = 0; b && i < b->n; i++) {
+        const Node *n = b->v[i];
+        if (n->kind == N_LOOP && (ir_expr_uses_var(n->u.loop.lo, v) || ir_expr_uses_var(n->u.loop.hi, v)))
+            return true;
+        if ((n->kind == N_LOOP || n->kind == N_IF) && uneven_below(n, v))
+            return true;
+    }
+    return false;
+}
+
 static int enumerate(Kernel *k, Arena *a, SchedItem **out, bool unchecked)
 {
     Gen g = {.k = k, .a = a, .unchecked = unchecked};
@@ -119,6 +135,8 @@ static int enumerate(Kernel *k, Arena *a, SchedItem **out, bool unchecked)
         try_item(&g, "factor_out", one, 1);
         try_item(&g, "skip_tiles", one, 1);
         try_item(&g, "unmask_tiles", one, 1);
+        if (uneven_below(l, l->u.loop.var))
+            try_item(&g, "reverse", one, 1);
         if (l->u.loop.body.n > 1)
             try_item(&g, "distribute", one, 1);
         Node *ch = band_child(l);

@@ -35,6 +35,7 @@ static bool (*const xf_fns[])(XfCtx *) = {
     xf_realign,                   /* xform_realign.c */
     xf_gather,                    /* xform_gather.c */
     xf_exp_scale,                 /* xform_exp_scale.c */
+    xf_reverse,                   /* xform_loop.c */
 };
 _Static_assert(sizeof xf_fns / sizeof xf_fns[0] == XF_COUNT, "one function per transformation");
 
@@ -396,6 +397,8 @@ void xf_subst_tree(Kernel *k, Node *n, const Var *v, const Expr *with)
         n->u.guard.cond = subst1(k, n->u.guard.cond, v, with);
         for (int i = 0; i < n->u.guard.body.n; i++)
             xf_subst_tree(k, n->u.guard.body.v[i], v, with);
+        for (int i = 0; i < n->u.guard.els.n; i++)
+            xf_subst_tree(k, n->u.guard.els.v[i], v, with);
         break;
     case N_STMT:
         for (int i = 0; i < n->u.stmt.buf->rank; i++)

@@ -49,7 +49,8 @@
     X(UNMASK_TILES, "unmask_tiles", "unmask_tiles(loop)  # first the iterations where the selects' masks all hold, without them") \
     X(REALIGN, "realign", "realign(input, multiple)  # read the input from a copy whose rows are padded to a multiple of elements") \
     X(GATHER, "gather", "gather(buffer, loop[, mem=local|shared][, name=N])  # stage one read (or write), shaped by the loops that move it (im2col)") \
-    X(EXP_SCALE, "exp_scale", "exp_scale(scores)  # a positive scale of the scores moved into the exponentials of their softmax")
+    X(EXP_SCALE, "exp_scale", "exp_scale(scores)  # a positive scale of the scores moved into the exponentials of their softmax") \
+    X(REVERSE, "reverse", "reverse(loop)  # iterations last first (a loop that carries no dependence)")
 
 typedef enum XformKind {
 #define X(k, s, syn) XF_##k,

@@ -222,6 +222,7 @@ bool xf_online_softmax(XfCtx *c);
 /* xform_factor.c */
 bool xf_factor_out(XfCtx *c);
 bool xf_exp_scale(XfCtx *c);
+bool xf_reverse(XfCtx *c);
 /* xform_storage.c */
 bool xf_storage(XfCtx *c);
 /* xform_gather.c */

@@ -8,7 +8,8 @@
  * dependence's direction vector becomes lexicographically negative; fuse when no
  * conflict would run the second loop's instance before the first's; parallel and
  * vectorize when the loop carries no dependence at all (reductions included: two
- * threads adding into one element race).  Reductions into one element with the
+ * threads adding into one element race); reverse under the same condition as
+ * parallel.  Reductions into one element with the
  * same operator may be reordered among themselves (see docs/schedules.md). */
 #include <stdlib.h>
 #include <string.h>
@@ -686,6 +687,34 @@ static bool carried_free(XfCtx *c, Node *l, bool allow_private)
     xf_err(c, "loop %s carries a dependence", l->u.loop.var->name);
     xf_note_dep(c, &a, &b);
     return false;
+}
+
+/* ---------------- reverse ---------------- */
+
+/* reverse(l): l's iterations run last first.  Legal when l carries no dependence
+ * (then any order of its iterations computes the same).  The loop keeps its variable
+ * and bounds; the body reads the iteration it stands for as lo + hi - 1 - v.  Its use
+ * is where iteration order is a schedule, not a meaning: a block loop whose first
+ * blocks start first (the longest rows of a causal mask, docs/cuda.md). */
+bool xf_reverse(XfCtx *c)
+{
+    Node *l = xf_arg_loop(c, 0);
+    if (!l || !need_serial(c, l) || !carried_free(c, l, true))
+        return false;
+    if (c->dry)
+        return true;
+    Kernel *k = c->k;
+    /* lo + hi - 1 as a number where the sizes are bound, so that the indices it enters
+     * simplify against those staging made with the numbers */
+    Expr *last = ir_bin(k, IE_SUB, ir_bin(k, IE_ADD, ir_clone_expr(k, l->u.loop.lo), ir_clone_expr(k, l->u.loop.hi)),
+                        ir_int(k, 1));
+    int64_t n;
+    if (ir_eval_size(k, last, &n))
+        last = ir_int(k, n);
+    Expr *mirror = ir_simplify(k, ir_bin(k, IE_SUB, last, ir_var(k, l->u.loop.var)));
+    for (int i = 0; i < l->u.loop.body.n; i++)
+        xf_subst_tree(k, l->u.loop.body.v[i], l->u.loop.var, mirror);
+    return true;
 }
 
 bool xf_parallel(XfCtx *c)

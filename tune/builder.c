@@ -585,6 +585,7 @@ bool bld_unroll(Builder *b, SLoop *l) { return one_loop(b, "unroll", l); }
 bool bld_factor_out(Builder *b, SLoop *l) { return one_loop(b, "factor_out", l); }
 
 bool bld_skip_tiles(Builder *b, SLoop *l) { return one_loop(b, "skip_tiles", l); }
+bool bld_reverse(Builder *b, SLoop *l) { return one_loop(b, "reverse", l); }
 
 bool bld_online_softmax(Builder *b, SBuf *out, SLoop *j, SVal tile, const char *mask)
 {

@@ -130,6 +130,7 @@ bool bld_collapse(Builder *b, SLoop *outer, SLoop *inner, const char *name, SLoo
 /* mask: NULL (the default, guards), "guard" or "inf" */
 bool bld_online_softmax(Builder *b, SBuf *out, SLoop *j, SVal tile, const char *mask);
 bool bld_skip_tiles(Builder *b, SLoop *l);
+bool bld_reverse(Builder *b, SLoop *l);
 bool bld_factor_out(Builder *b, SLoop *l);
 bool bld_exp_scale(Builder *b, SBuf *scores);
 bool bld_storage(Builder *b, SBuf *buf, const char *dtype);

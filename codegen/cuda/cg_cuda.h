@@ -35,6 +35,9 @@ typedef struct CgLaunch {
     int shared_bytes;       /* dynamic shared memory passed at launch */
     /* Filled by cg_cuda_compile from the ptxas report (-1: not known). */
     int regs, stack_bytes, spill_stores, spill_loads;
+    int static_smem;        /* shared bytes the code declares itself (ptxas' "bytes smem") */
+    int min_blocks;         /* 0, or the blocks per SM its __launch_bounds__ asks ptxas
+                             * to fit (cg_cuda_compile, occupancy.c) */
 } CgLaunch;
 
 /* A tensor map the bulk tensor copies of passes/gpu_tma.c read: a box of a global
@@ -105,9 +108,22 @@ void cg_cuda_comment_text(const char *name, StrBuf *out);
 bool cg_nvrtc_available(char *why, size_t n);
 /* NVRTC's version, e.g. 13 0; false when not loadable. */
 bool cg_nvrtc_version(int *major, int *minor);
+
+/* ---- codegen/cuda/occupancy.c: blocks per SM ---- */
+/* Blocks of launch L one SM of t holds at `regs` registers per thread (all limits but
+ * registers when regs <= 0). */
+int cg_cuda_blocks_sm(const CgLaunch *L, const Target *t, int regs);
+/* The blocks per SM to ask of ptxas for launch L (compiled, L->regs known) when its
+ * registers are what holds it below the blocks its shared memory and threads admit
+ * and at most a sixth of them must go; 0 when none. */
+int cg_cuda_min_blocks(const CgLaunch *L, const Target *t);
 /* Compiles m->src for arch: fills ptx, cubin, log and each launch's regs / stack /
  * spills; refuses a launch whose registers x threads exceed the target's register
- * file.  Errors (NVRTC missing, compile errors with the log) go to d. */
+ * file.  When registers alone hold a launch below the blocks per SM its shared memory
+ * and threads admit, adds occupancy.c's minimum of blocks to the launch's
+ * __launch_bounds__ in m->src, compiles again and keeps that if ptxas spills next to
+ * nothing (so -emit cuda, which compiles nothing, shows the bounds without it).  Errors (NVRTC missing, compile errors with
+ * the log) go to d. */
 bool cg_cuda_compile(CgCudaModule *m, const char *arch, Diags *d);
 
 /* ---- codegen/cuda/emit.c: the -emit entry point ---- */

@@ -1646,6 +1646,9 @@ void cg_cuda_resources(const CgCudaModule *m, StrBuf *out)
                   "%d bytes stack, %d/%d bytes spilled (stores/loads)\n", L->name, L->grid[0], L->grid[1],
                   L->grid[2], L->block[0], L->block[1], L->block[2], L->regs, L->shared_bytes, L->stack_bytes,
                   L->spill_stores, L->spill_loads);
+        if (L->min_blocks > 0)
+            sb_printf(out, "  (__launch_bounds__ asks for %d blocks per SM, as shared memory admits)\n",
+                      L->min_blocks);
     }
 }
 

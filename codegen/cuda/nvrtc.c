@@ -132,48 +132,25 @@ static void parse_ptxas(CgCudaModule *m, const char *log)
             int r = 0;
             if (sscanf(q, "Used %d registers", &r) == 1)
                 cur->regs = r;
+            const char *sm = strstr(ln, " bytes smem");
+            if (sm) {   /* "..., 1024 bytes smem": the digits before it */
+                const char *b = sm;
+                while (b > ln && b[-1] >= '0' && b[-1] <= '9') b--;
+                cur->static_smem = atoi(b);
+            }
         }
         p = eol ? eol + 1 : NULL;
     }
 }
 
-bool cg_cuda_compile(CgCudaModule *m, const char *arch, Diags *d)
+/* One NVRTC compilation of m->src: replaces ptx, cubin and log and reads the ptxas
+ * report into the launches. */
+static bool build(CgCudaModule *m, const char *arch, Diags *d)
 {
-    const Target *a = cg_cuda_arch(arch);
-    if (!a) {
-        diag_plain(d, DIAG_ERROR, "unknown CUDA target '%s' (supported: %s)", arch ? arch : "", cg_cuda_targets());
-        return false;
-    }
-    if (!load()) {
-        diag_plain(d, DIAG_ERROR, "cannot compile CUDA for %s: %s", arch, nv.why);
-        return false;
-    }
     char archopt[64];
     snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
     /* -lineinfo lets compute-sanitizer name source lines; it costs no speed */
     const char *opts[] = {archopt, "--std=c++17", "-Xptxas", "-v", "-lineinfo"};
-    const char *over = getenv("PERFC_CUDA_SOURCE");
-    if (over && *over) {
-        size_t len = 0;
-        char *text = read_file(over, &len);
-        if (!text) {
-            diag_plain(d, DIAG_ERROR, "PERFC_CUDA_SOURCE: cannot read '%s'", over);
-            return false;
-        }
-        /* only for the module whose kernels the file declares (not the f64 reference's) */
-        bool same = m->nlaunches > 0;
-        for (int i = 0; same && i < m->nlaunches; i++) {
-            char decl[128];
-            snprintf(decl, sizeof decl, " %s(", m->launches[i].name);
-            same = strstr(text, decl) != NULL;
-        }
-        if (same) {
-            fprintf(stderr, "perfc: compiling %s in place of the generated CUDA (PERFC_CUDA_SOURCE)\n", over);
-            sb_free(&m->src);
-            sb_puts(&m->src, text);
-        }
-        free(text);
-    }
     nvrtcProgram prog = NULL;
     char name[96];
     snprintf(name, sizeof name, "%s.cu", m->nlaunches ? m->launches[0].name : "perfc");
@@ -219,7 +196,121 @@ bool cg_cuda_compile(CgCudaModule *m, const char *arch, Diags *d)
         diag_plain(d, DIAG_ERROR, "NVRTC produced no %s for %s", m->ptx ? "cubin" : "PTX", arch);
         return false;
     }
+    for (int i = 0; i < m->nlaunches; i++) {
+        CgLaunch *L = &m->launches[i];
+        L->regs = L->stack_bytes = L->spill_stores = L->spill_loads = L->static_smem = -1;
+    }
     parse_ptxas(m, m->log.s);
+    return true;
+}
+
+/* Where registers alone keep a launch below the blocks per SM its shared memory and
+ * threads admit, asks for those blocks in the launch's __launch_bounds__ (the line
+ * emit.c prints), compiles again and keeps that when no launch spills more than 64
+ * bytes a thread (stores and loads) beyond what it spilled before; else the first
+ * source and build stand. */
+static void raise_occupancy(CgCudaModule *m, const Target *a, const char *arch)
+{
+    StrBuf src = {0};
+    bool any = false;
+    sb_puts(&src, m->src.s ? m->src.s : "");
+    for (int i = 0; i < m->nlaunches; i++) {
+        CgLaunch *L = &m->launches[i];
+        int b = cg_cuda_min_blocks(L, a);
+        char from[160], to[160];
+        long long thr = (long long)L->block[0] * L->block[1] * L->block[2];
+        snprintf(from, sizeof from, "__launch_bounds__(%lld) %s(", thr, L->name);
+        snprintf(to, sizeof to, "__launch_bounds__(%lld, %d) %s(", thr, b, L->name);
+        char *at = b ? strstr(src.s, from) : NULL;
+        if (!at)
+            continue;
+        StrBuf t = {0};
+        sb_printf(&t, "%.*s%s%s", (int)(at - src.s), src.s, to, at + strlen(from));
+        sb_free(&src);
+        src = t;
+        L->min_blocks = b;
+        any = true;
+    }
+    if (!any) {
+        sb_free(&src);
+        return;
+    }
+    CgCudaModule first = *m;
+    size_t lbytes = (size_t)m->nlaunches * sizeof *m->launches;
+    CgLaunch *launches = xmalloc(lbytes);
+    memcpy(launches, m->launches, lbytes);
+    m->src = src;
+    m->ptx = NULL;
+    m->cubin = NULL;
+    m->log = (StrBuf){0};
+    Diags quiet;
+    diag_init(&quiet);
+    bool ok = build(m, arch, &quiet);
+    diag_free(&quiet);
+    for (int i = 0; ok && i < m->nlaunches; i++) {
+        const CgLaunch *L = &m->launches[i], *F = &launches[i];
+        ok = L->regs > 0 && L->spill_stores >= 0 && F->spill_stores >= 0 &&
+             L->spill_stores + L->spill_loads <= F->spill_stores + F->spill_loads + 64;
+    }
+    if (ok) {
+        sb_free(&first.src);
+        free(first.ptx);
+        free(first.cubin);
+        sb_free(&first.log);
+    } else {
+        sb_free(&m->src);
+        free(m->ptx);
+        free(m->cubin);
+        sb_free(&m->log);
+        m->src = first.src;
+        m->ptx = first.ptx;
+        m->ptx_len = first.ptx_len;
+        m->cubin = first.cubin;
+        m->cubin_len = first.cubin_len;
+        m->log = first.log;
+        memcpy(m->launches, launches, lbytes);
+        for (int i = 0; i < m->nlaunches; i++)
+            m->launches[i].min_blocks = 0;
+    }
+    free(launches);
+}
+
+bool cg_cuda_compile(CgCudaModule *m, const char *arch, Diags *d)
+{
+    const Target *a = cg_cuda_arch(arch);
+    if (!a) {
+        diag_plain(d, DIAG_ERROR, "unknown CUDA target '%s' (supported: %s)", arch ? arch : "", cg_cuda_targets());
+        return false;
+    }
+    if (!load()) {
+        diag_plain(d, DIAG_ERROR, "cannot compile CUDA for %s: %s", arch, nv.why);
+        return false;
+    }
+    const char *over = getenv("PERFC_CUDA_SOURCE");
+    if (over && *over) {
+        size_t len = 0;
+        char *text = read_file(over, &len);
+        if (!text) {
+            diag_plain(d, DIAG_ERROR, "PERFC_CUDA_SOURCE: cannot read '%s'", over);
+            return false;
+        }
+        /* only for the module whose kernels the file declares (not the f64 reference's) */
+        bool same = m->nlaunches > 0;
+        for (int i = 0; same && i < m->nlaunches; i++) {
+            char decl[128];
+            snprintf(decl, sizeof decl, " %s(", m->launches[i].name);
+            same = strstr(text, decl) != NULL;
+        }
+        if (same) {
+            fprintf(stderr, "perfc: compiling %s in place of the generated CUDA (PERFC_CUDA_SOURCE)\n", over);
+            sb_free(&m->src);
+            sb_puts(&m->src, text);
+        }
+        free(text);
+    }
+    if (!build(m, arch, d))
+        return false;
+    raise_occupancy(m, a, arch);
     bool ok = true;
     for (int i = 0; i < m->nlaunches; i++) {
         CgLaunch *L = &m->launches[i];

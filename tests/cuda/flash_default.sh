@@ -27,6 +27,15 @@ check "$u" "-k head -D T=256 -D E=32" "-k head -D T=4096 -D E=128"
 # causal: the mask as -inf / 0 selects, the key tiles bounded per block (skip_tiles)
 check "$root/stdlib/attention_causal.pdl" "-D B=1 -D H=2 -D S=384 -D D=32" "-D B=4 -D H=16 -D S=2048 -D D=128"
 grep -q 'skip_tiles' "$tmp/sched" || bad "stdlib causal: no skip_tiles in the default"
+grep -q 'reverse(f_io)' "$tmp/sched" || bad "stdlib causal: the row blocks with the most key tiles do not start first"
+grep -q 'bind(f_io, block.z)' "$tmp/sched" || bad "stdlib causal: the row blocks are not the slowest block index"
+# at 4x16x2048x128 on sm_90a ptxas (CUDA 13) gives this kernel 138 registers, one block
+# of 256 threads an SM where shared memory admits two: the compile asks for two
+# (codegen/cuda/occupancy.c), and the PTX carries the request
+if "$perfc" "$root/stdlib/attention_causal.pdl" -D B=4 -D H=16 -D S=2048 -D D=128 -target sm_90a -emit ptx \
+    -o "$tmp/c.ptx" 2> /dev/null; then
+  grep -q 'minnctapersm 2' "$tmp/c.ptx" || bad "causal 4x16x2048x128 sm_90a: no request for 2 blocks per SM"
+fi
 check "$u" "-k causal -D NH=3 -D T=256 -D E=48" "-k causal -D NH=64 -D T=2048 -D E=64"
 grep -qE 'online_softmax\(y, y.u, [a-z0-9]+, mask=inf\)' "$tmp/sched" || bad "user causal: not mask=inf"
 # grouped-query attention: K and V indexed by h / (H / KVH), staged per block all the same

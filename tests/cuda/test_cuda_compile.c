@@ -128,6 +128,37 @@ static void test_unscheduled_mapping(void)
     ir_free(k);
 }
 
+/* Occupancy arithmetic (occupancy.c) on launches described by hand: the flash kernel
+ * of 256 threads and 97 KB of shared memory holds two blocks an sm_90a SM by memory,
+ * one at 138 registers; 128 registers give the second (a cut under a sixth).  At 255
+ * registers the cut to 128 is too deep to ask for; a launch that shared memory
+ * already holds to one block asks for nothing. */
+static void test_occupancy(void)
+{
+    const Target *h = target_find("sm_90a"), *a = target_find("sm_80");
+    CgLaunch L = {.block = {128, 2, 1}, .shared_bytes = 99392, .static_smem = 1024, .regs = 138};
+    CHECK(cg_cuda_blocks_sm(&L, h, 0) == 2, "sm_90a: %d blocks by shared memory, not 2", cg_cuda_blocks_sm(&L, h, 0));
+    CHECK(cg_cuda_blocks_sm(&L, h, 138) == 1, "138 registers: %d blocks, not 1", cg_cuda_blocks_sm(&L, h, 138));
+    CHECK(cg_cuda_blocks_sm(&L, h, 128) == 2, "128 registers: %d blocks, not 2", cg_cuda_blocks_sm(&L, h, 128));
+    CHECK(cg_cuda_min_blocks(&L, h) == 2, "138 registers: asks for %d blocks, not 2", cg_cuda_min_blocks(&L, h));
+    L.regs = 122;
+    CHECK(cg_cuda_min_blocks(&L, h) == 0, "122 registers already fit two blocks");
+    L.regs = 255;
+    CHECK(cg_cuda_min_blocks(&L, h) == 0, "255 -> 128 registers is no modest cut");
+    L.regs = 200;
+    L.shared_bytes = 160 * 1024;
+    CHECK(cg_cuda_blocks_sm(&L, h, 0) == 1 && cg_cuda_min_blocks(&L, h) == 0, "one block by shared memory");
+    /* sm_80's smaller shared memory: blocks of 128 threads and 40 KB fit four by
+     * memory; 150 registers leave three, and 128 (under a sixth less) give four;
+     * from 160 the cut is too deep */
+    CgLaunch M = {.block = {128, 1, 1}, .shared_bytes = 40 * 1024, .static_smem = 0, .regs = 150};
+    CHECK(cg_cuda_blocks_sm(&M, a, 0) == 4, "sm_80: %d blocks by shared memory, not 4", cg_cuda_blocks_sm(&M, a, 0));
+    CHECK(cg_cuda_blocks_sm(&M, a, 150) == 3, "sm_80, 150 registers: %d blocks, not 3", cg_cuda_blocks_sm(&M, a, 150));
+    CHECK(cg_cuda_min_blocks(&M, a) == 4, "sm_80, 150 registers: asks for %d blocks, not 4", cg_cuda_min_blocks(&M, a));
+    M.regs = 160;
+    CHECK(cg_cuda_min_blocks(&M, a) == 0, "sm_80, 160 registers: asks for %d blocks, not none", cg_cuda_min_blocks(&M, a));
+}
+
 int main(int argc, char **argv)
 {
     ptxas = argc > 1 ? argv[1] : NULL;
@@ -142,6 +173,7 @@ int main(int argc, char **argv)
         printf("note: no ptxas; PTX is not assembled separately\n");
 
     test_unscheduled_mapping();
+    test_occupancy();
 
     Kernel *k = kb_gemm(DT_F16, DT_F32, 1, 64, 48, 40);
     const char *h[] = {"const pf_half *__restrict__ A", "pf_h2f(A[i * K + k])", NULL};
