@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cuda_driver.h"
+#include "../codegen/cuda/cg_cuda.h"
 
 static CudaDriver drv;
 static bool tried, loaded;
@@ -27,6 +28,7 @@ const CudaDriver *cuda_driver(char *why, size_t n)
 {
     if (!tried) {
         tried = true;
+        cg_cuda_no_compile_cache();   /* before the driver reads it */
         void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
         if (!h)
             h = dlopen("libcuda.so", RTLD_NOW | RTLD_LOCAL);

@@ -106,6 +106,10 @@ void cg_cuda_comment_text(const char *name, StrBuf *out);
 /* ---- codegen/cuda/nvrtc.c: NVRTC, loaded at run time ---- */
 /* True when libnvrtc could be loaded; otherwise why[] says what was tried. */
 bool cg_nvrtc_available(char *why, size_t n);
+/* Turns the CUDA compute cache off for this process (CUDA_CACHE_DISABLE=1 unless the
+ * user set it): perfc needs ptxas' report on every compile.  Call before the driver
+ * or NVRTC starts. */
+void cg_cuda_no_compile_cache(void);
 /* NVRTC's version, e.g. 13 0; false when not loadable. */
 bool cg_nvrtc_version(int *major, int *minor);
 

@@ -26,6 +26,14 @@ for f in "$a" "$c"; do
     done
   done
 done
+# where a driver is, NVRTC may answer a compile it has seen from the CUDA compute cache,
+# without ptxas' report, and the occupancy request (two blocks an SM for the causal
+# kernel at D = 128) was lost on every compile after the first: both compiles ask
+for n in 1 2; do
+  "$perfc" "$c" -D B=4 -D H=16 -D S=2048 -D D=128 -target sm_90a -emit ptx -o "$tmp/c$n.ptx" 2> /dev/null
+  if grep -q 'minnctapersm 2' "$tmp/c$n.ptx"; then echo "ok   causal 4x16x2048x128 compile $n asks for 2 blocks an SM"
+  else echo "FAIL causal 4x16x2048x128 compile $n: no request for 2 blocks an SM"; fail=1; fi
+done
 cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -n "$cs" ]; then
   for f in "$a" "$c"; do
