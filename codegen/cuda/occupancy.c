@@ -26,7 +26,7 @@ int cg_cuda_blocks_sm(const CgLaunch *L, const Target *t, int regs)
     int n = min2(t->blocks_sm, (int)(t->threads_sm / thr));
     long long smem = (long long)L->shared_bytes + (L->static_smem > 0 ? L->static_smem : 0) + RESERVED_SMEM;
     n = min2(n, (int)(t->smem_sm / smem));
-    if (regs > 0) {
+    if (regs > 0) {   /* an SM's register file is one block's limit (64K) on every sm_80+ target */
         long long warps = (thr + WARP - 1) / WARP;
         long long per_warp = ((long long)regs * WARP + REG_UNIT - 1) / REG_UNIT * REG_UNIT;
         n = min2(n, (int)(t->regs_per_block / (per_warp * warps)));
