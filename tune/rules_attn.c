@@ -327,9 +327,9 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
      * mask the last row blocks run the most key tiles: their loop, reversed, goes
      * on z, so they start first and the short ones fill the tail (largest job
      * first; 7% at 4x16x2048x128 on an H100, docs/cuda.md). */
-    static const char *const axes[MAXB] = {"block.z", "block.y"}, *const maxes[MAXB] = {"block.y", "block.x"};
+    static const char *const axes[MAXB] = {"block.z", "block.y"}, *const masked_axes[MAXB] = {"block.y", "block.x"};
     for (int i = 0; i < x->nbatch; i++)
-        bld_bind(b, bld_loop(b, x->batch[i]), (x->masked ? maxes : axes)[MAXB - x->nbatch + i]);
+        bld_bind(b, bld_loop(b, x->batch[i]), (x->masked ? masked_axes : axes)[MAXB - x->nbatch + i]);
     bld_bind(b, fio, x->masked ? "block.z" : "block.x");
     bld_pipeline(b, jo[0], st, false);
     return true;

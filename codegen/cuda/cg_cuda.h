@@ -121,13 +121,16 @@ int cg_cuda_blocks_sm(const CgLaunch *L, const Target *t, int regs);
  * registers are what holds it below the blocks its shared memory and threads admit
  * and at most a sixth of them must go; 0 when none. */
 int cg_cuda_min_blocks(const CgLaunch *L, const Target *t);
+/* Appends "__launch_bounds__(threads[, min_blocks]) name(": how a launch's function
+ * opens (emit.c), and what cg_cuda_compile finds to add the minimum of blocks to. */
+void cg_cuda_bounds(StrBuf *out, int64_t threads, int min_blocks, const char *name);
 /* Compiles m->src for arch: fills ptx, cubin, log and each launch's regs / stack /
  * spills; refuses a launch whose registers x threads exceed the target's register
  * file.  When registers alone hold a launch below the blocks per SM its shared memory
  * and threads admit, adds occupancy.c's minimum of blocks to the launch's
  * __launch_bounds__ in m->src, compiles again and keeps that if ptxas spills next to
- * nothing (so -emit cuda, which compiles nothing, shows the bounds without it).  Errors (NVRTC missing, compile errors with
- * the log) go to d. */
+ * nothing (so -emit cuda, which compiles nothing, shows the bounds without it).
+ * Errors (NVRTC missing, compile errors with the log) go to d. */
 bool cg_cuda_compile(CgCudaModule *m, const char *arch, Diags *d);
 
 /* ---- codegen/cuda/emit.c: the -emit entry point ---- */

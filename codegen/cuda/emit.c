@@ -1276,8 +1276,9 @@ static void open_function(Em *e, CgLaunch *L, int64_t nthreads)
 {
     StrBuf ps = {0};
     emit_params(e, &ps);
-    sb_printf(e->o, "extern \"C\" __global__ void __launch_bounds__(%" PRId64 ") %s(%s)\n{\n",
-              nthreads, L->name, ps.s ? ps.s : "");
+    sb_puts(e->o, "extern \"C\" __global__ void ");
+    cg_cuda_bounds(e->o, nthreads, 0, L->name);
+    sb_printf(e->o, "%s)\n{\n", ps.s ? ps.s : "");
     sb_free(&ps);
     e->ind = 1;
     /* The size parameters are constants of each function rather than globals: a

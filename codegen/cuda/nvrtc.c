@@ -224,34 +224,37 @@ static bool build(CgCudaModule *m, const char *arch, Diags *d)
  * source and build stand. */
 static void raise_occupancy(CgCudaModule *m, const Target *a, const char *arch)
 {
+    size_t lbytes = (size_t)m->nlaunches * sizeof *m->launches;
+    CgLaunch *launches = xmalloc(lbytes);   /* the first build's, restored if the second spills */
+    memcpy(launches, m->launches, lbytes);
     StrBuf src = {0};
-    bool any = false;
     sb_puts(&src, m->src.s ? m->src.s : "");
+    bool any = false;
     for (int i = 0; i < m->nlaunches; i++) {
         CgLaunch *L = &m->launches[i];
         int b = cg_cuda_min_blocks(L, a);
-        char from[160], to[160];
-        long long thr = (long long)L->block[0] * L->block[1] * L->block[2];
-        snprintf(from, sizeof from, "__launch_bounds__(%lld) %s(", thr, L->name);
-        snprintf(to, sizeof to, "__launch_bounds__(%lld, %d) %s(", thr, b, L->name);
-        char *at = b ? strstr(src.s, from) : NULL;
-        if (!at)
-            continue;
-        StrBuf t = {0};
-        sb_printf(&t, "%.*s%s%s", (int)(at - src.s), src.s, to, at + strlen(from));
-        sb_free(&src);
-        src = t;
-        L->min_blocks = b;
-        any = true;
+        int64_t thr = (int64_t)L->block[0] * L->block[1] * L->block[2];
+        StrBuf from = {0}, to = {0};
+        cg_cuda_bounds(&from, thr, 0, L->name);
+        cg_cuda_bounds(&to, thr, b, L->name);
+        char *at = b ? strstr(src.s, from.s) : NULL;
+        if (at) {
+            StrBuf t = {0};
+            sb_printf(&t, "%.*s%s%s", (int)(at - src.s), src.s, to.s, at + from.len);
+            sb_free(&src);
+            src = t;
+            L->min_blocks = b;
+            any = true;
+        }
+        sb_free(&from);
+        sb_free(&to);
     }
     if (!any) {
         sb_free(&src);
+        free(launches);
         return;
     }
     CgCudaModule first = *m;
-    size_t lbytes = (size_t)m->nlaunches * sizeof *m->launches;
-    CgLaunch *launches = xmalloc(lbytes);
-    memcpy(launches, m->launches, lbytes);
     m->src = src;
     m->ptx = NULL;
     m->cubin = NULL;
@@ -265,25 +268,14 @@ static void raise_occupancy(CgCudaModule *m, const Target *a, const char *arch)
         ok = L->regs > 0 && L->spill_stores >= 0 && F->spill_stores >= 0 &&
              L->spill_stores + L->spill_loads <= F->spill_stores + F->spill_loads + 64;
     }
-    if (ok) {
-        sb_free(&first.src);
-        free(first.ptx);
-        free(first.cubin);
-        sb_free(&first.log);
-    } else {
-        sb_free(&m->src);
-        free(m->ptx);
-        free(m->cubin);
-        sb_free(&m->log);
-        m->src = first.src;
-        m->ptx = first.ptx;
-        m->ptx_len = first.ptx_len;
-        m->cubin = first.cubin;
-        m->cubin_len = first.cubin_len;
-        m->log = first.log;
+    CgCudaModule *drop = ok ? &first : m;
+    sb_free(&drop->src);
+    free(drop->ptx);
+    free(drop->cubin);
+    sb_free(&drop->log);
+    if (!ok) {
+        *m = first;   /* the same launches array, refilled with the first build's */
         memcpy(m->launches, launches, lbytes);
-        for (int i = 0; i < m->nlaunches; i++)
-            m->launches[i].min_blocks = 0;
     }
     free(launches);
 }

@@ -12,6 +12,8 @@
  * so the CUDA and PTX perfc writes carry it.  A cut far below what ptxas wanted
  * spills heavily, so only modest cuts are proposed, and the caller keeps the
  * request only when ptxas then reports next to no spilling. */
+#include <inttypes.h>
+
 #include "cg_cuda.h"
 
 enum { RESERVED_SMEM = 1024, REG_UNIT = 256, WARP = 32 };
@@ -54,4 +56,12 @@ int cg_cuda_min_blocks(const CgLaunch *L, const Target *t)
             return b;
     }
     return 0;
+}
+
+void cg_cuda_bounds(StrBuf *out, int64_t threads, int min_blocks, const char *name)
+{
+    if (min_blocks > 0)
+        sb_printf(out, "__launch_bounds__(%" PRId64 ", %d) %s(", threads, min_blocks, name);
+    else
+        sb_printf(out, "__launch_bounds__(%" PRId64 ") %s(", threads, name);
 }

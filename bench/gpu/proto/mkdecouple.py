@@ -7,15 +7,16 @@ of the tile two ahead into it.  Both stages are filled before the loop.  No warp
 for another: only for its own copies to land.
     python3 mkdecouple.py IN.cu OUT.cu"""
 import re, sys
+from cuedit import block_end, indent
 src, dst = sys.argv[1], sys.argv[2]
 L = open(src).read().split('\n')
 # the barrier initialisation: a stage counter beside it, zeroed with it
 k = next(i for i, l in enumerate(L) if 'pf_mbar_init(&pf_full_' in l)
 var = re.search(r'pf_mbar_init\(&(pf_full_\w+)\[s\]', L[k]).group(1)
-ind = L[k][:len(L[k]) - len(L[k].lstrip())]
+ind = indent(L[k])
 L.insert(k + 1, ind + 'for (int s = 0; s < 2; ++s) pf_cnt[s] = 0u;')
 k = next(i for i, l in enumerate(L) if f'__shared__ __align__(8) unsigned long long {var}[2];' in l)
-L.insert(k + 1, L[k][:len(L[k]) - len(L[k].lstrip())] + '__shared__ unsigned pf_cnt[2];   /* warps done with each stage */')
+L.insert(k + 1, indent(L[k]) + '__shared__ unsigned pf_cnt[2];   /* warps done with each stage */')
 # both stages in the prologue
 k = next(i for i, l in enumerate(L) if 'for (idx_t pf_pre = 0; pf_pre < 1; ++pf_pre)' in l)
 L[k] = L[k].replace('pf_pre < 1', 'pf_pre < 2')
@@ -25,24 +26,14 @@ del L[k]
 m = re.search(r'if \(pf_issuer && (\w+) \+ 1 < (.*)\) \{$', L[k].strip())
 assert m, L[k]
 jv, n = m.group(1), m.group(2)
-depth, e = 0, k
-while True:
-    depth += L[e].count('{') - L[e].count('}')
-    if depth == 0:
-        break
-    e += 1
+e = block_end(L, k)
 block = L[k + 1:e]          # const idx_t pf_next = j + 1; { ... issue ... }
 del L[k:e + 1]
 block = [b.replace(f'const idx_t pf_next = {jv} + 1;', f'const idx_t pf_next = {jv} + 2;') for b in block]
 # the end of the loop body: the closing brace of the for over jv
 f = next(i for i, l in enumerate(L) if l.strip().startswith(f'for (idx_t {jv} = 0; {jv} <'))
-depth, e = 0, f
-while True:
-    depth += L[e].count('{') - L[e].count('}')
-    if depth == 0:
-        break
-    e += 1
-ind = L[f][:len(L[f]) - len(L[f].lstrip())] + '    '
+e = block_end(L, f)
+ind = indent(L[f]) + '    '
 tail = [ind + '__syncwarp();   /* this warp\'s products of the tile have been waited for */',
         ind + 'if ((threadIdx.x & 31) == 0) {',
         ind + f'    const unsigned pf_done = atomicAdd(&pf_cnt[(unsigned){jv} % 2u], 1u) + 1u;',

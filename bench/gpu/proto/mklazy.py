@@ -8,6 +8,7 @@ before any of them is written as a transformation:
   lpt    blocks are numbered so the longest rows of a causal kernel start first
     python3 mklazy.py IN.cu OUT.cu exact|thr[,lpt]"""
 import re, sys
+from cuedit import block_end, indent
 src, dst, what = sys.argv[1], sys.argv[2], sys.argv[3].split(',')
 L = open(src).read().split('\n')
 
@@ -16,28 +17,22 @@ def loop_of(pat):
     k = next(i for i, l in enumerate(L) if pat in l)
     while 'for (idx_t pf_rf_' not in L[k]:
         k -= 1
-    first, depth, e = k - 1, 0, k
-    while True:
-        depth += L[e].count('{') - L[e].count('}')
-        if depth == 0 and '}' in L[e]:
-            return first, e
-        e += 1
+    return k - 1, block_end(L, k)
 
 if 'exact' in what or 'thr' in what:
     if 'thr' in what:
         k = next(i for i, l in enumerate(L) if '= pf_rop<2>(f_mw[' in l and 'pf_quad<2>(pf_lq0)' in l)
         lhs = L[k].split(' = ')[0]
-        ind = lhs[:len(lhs) - len(lhs.lstrip())]
+        ind = indent(lhs)
         L[k] = (f'{ind}{{ const float pf_nm = pf_quad<2>(pf_lq0); '
                 f'if (!(pf_nm - {lhs.strip()} <= 8.0f * sqrtf((float)D))) {lhs.strip()} = fmaxf({lhs.strip()}, pf_nm); }}')
     # the old maximum is in f_mc until the exponential of the difference replaces it
     a0, a1 = loop_of('= pf_fexpds(f_mc[')
-    b0, b1 = loop_of('f_lw[') if False else (None, None)
     k = next(i for i, l in enumerate(L) if '*= f_mc[' in l and 'f_lw[' in l)
     b0, b1 = loop_of(L[k].strip())
     k = next(i for i, l in enumerate(L) if '*= f_mc[' in l and 'f_oacc[' in l)
     c0, c1 = loop_of(L[k].strip())
-    ind = L[a0][:len(L[a0]) - len(L[a0].lstrip())]
+    ind = indent(L[a0])
     for (s, e) in sorted([(a0, b1), (c0, c1)], reverse=True):
         L.insert(e + 1, ind + '}')
         L.insert(s, ind + 'if (pf_resc) {')
