@@ -28,6 +28,8 @@ enum { MAXB = 2 };
 
 typedef struct AttnCtx {
     const char *out, *j;         /* online_softmax's arguments */
+    const char *order[8];        /* the contraction nest's loops reordered so first (row_order) */
+    int norder;                  /* 0: already in the order the chain needs */
     const char *score_sum;       /* the score nest's sum loop, when factor_out applies; else NULL */
     bool exp_scale;              /* the scale then moves into the exponentials (exp_scale) */
     const char *batch[MAXB];
@@ -177,6 +179,74 @@ static bool read_fused(Kernel *c, AttnCtx *x, Arena *a)
     return false;
 }
 
+/* The product's loads indexed by the key loop j under the contraction's outer loops:
+ * the exponentials and V (an input), or false. */
+static bool product_loads(Node *jl, const Expr **p, const Expr **v)
+{
+    Node *st = only_stmt(jl);
+    const Expr *e = st && st->u.stmt.op == SOP_ADD ? st->u.stmt.value : NULL;
+    const Expr *ld[2];
+    int n = 0;
+    /* the product's factors, through multiplications, divisions and casts */
+    const Expr *stack[16];
+    int sp = 0;
+    if (e)
+        stack[sp++] = e;
+    while (sp > 0) {
+        const Expr *x = stack[--sp];
+        if (x->kind == IE_MUL || x->kind == IE_DIV) {
+            if (sp + 2 > 16)
+                return false;
+            stack[sp++] = x->args[0];
+            stack[sp++] = x->args[1];
+        } else if (x->kind == IE_CAST) {
+            stack[sp++] = x->args[0];
+        } else if (x->kind == IE_LOAD && ir_expr_uses_var(x, jl->u.loop.var)) {
+            if (n == 2)
+                return false;
+            ld[n++] = x;
+        }
+    }
+    if (n != 2 || (ld[0]->u.load.buf->kind == BUF_IN) == (ld[1]->u.load.buf->kind == BUF_IN))
+        return false;
+    *v = ld[0]->u.load.buf->kind == BUF_IN ? ld[0] : ld[1];
+    *p = *v == ld[0] ? ld[1] : ld[0];
+    return true;
+}
+
+/* online_softmax takes the innermost of the contraction nest's single loops for the
+ * rows.  Written batch-first, o[b, t, h, e] = sum(s) w[b, h, t, s] * v[b, s, h, e],
+ * the row loop t sits outside the head loop h, which would be read as the rows.
+ * The order the chain needs: the loops indexing both factors (the batch, the heads),
+ * then those indexing the exponentials alone (the rows), then the rest (the head
+ * size).  Fills order with that order and returns its length when the nest's own
+ * differs; 0 when it agrees or the nest is not read. */
+static int row_order(const Node *nest, Node *jl, const char **order, int cap, Arena *a)
+{
+    const Node *chain[8];
+    int n = 0;
+    for (const Node *x = nest; x && x->kind == N_LOOP && x != jl && n < 8;) {
+        chain[n++] = x;
+        const NodeList *b = &x->u.loop.body;
+        x = b->n == 1 ? b->v[0] : NULL;
+    }
+    const Expr *p, *v;
+    if (n < 2 || n > cap || !product_loads(jl, &p, &v))
+        return 0;
+    int k = 0;
+    bool moved = false;
+    for (int cls = 0; cls < 3; cls++)
+        for (int i = 0; i < n; i++) {
+            bool inp = ir_expr_uses_var(p, chain[i]->u.loop.var), inv = ir_expr_uses_var(v, chain[i]->u.loop.var);
+            int c = inp && inv ? 0 : inp ? 1 : 2;
+            if (c != cls)
+                continue;
+            moved |= k != i;
+            order[k++] = arena_strdup(a, chain[i]->u.loop.var->name);
+        }
+    return moved ? k : 0;
+}
+
 /* ---------------- the template ---------------- */
 
 /* The template re-finds by structure the nest read_fused read (the same moves on the
@@ -228,6 +298,12 @@ static void triple(Builder *b, SLoop *r, SLoop *c, SLoop *k, bool unroll_k, bool
 static bool gpu_flash_b(Builder *b, const void *vctx)
 {
     const AttnCtx *x = vctx;
+    if (x->norder) {
+        SLoop *o[8];
+        for (int i = 0; i < x->norder; i++)
+            o[i] = bld_loop(b, x->order[i]);
+        bld_reorder(b, o, x->norder);
+    }
     if (x->score_sum)
         bld_factor_out(b, bld_loop(b, x->score_sum));
     /* the tuner's parameters: keys a tile and pipeline stages, stdlib's flash first
@@ -349,6 +425,16 @@ bool rules_attention(const TuneInput *in, const Kernel *u, const Target *target,
         x->out = arena_strdup(a, out->name);
         x->j = arena_strdup(a, jl->u.loop.var->name);
         Kernel *c = ir_clone_kernel(u);
+        x->norder = row_order(c->body.v[t], rules_find_sum_loop(c->body.v[t]), x->order, 8, a);
+        if (x->norder) {
+            SchedArg ro[8];
+            for (int i = 0; i < x->norder; i++)
+                ro[i] = nm(x->order[i]);
+            if (!rules_try_apply(c, "reorder", ro, x->norder)) {
+                ir_free(c);
+                return false;
+            }
+        }
         /* the score's scale out of its sum, where one nest before the contraction has one */
         for (int s = 0; s < t && !x->score_sum; s++) {
             Node *sl = rules_find_sum_loop(c->body.v[s]);

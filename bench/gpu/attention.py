@@ -2,7 +2,9 @@
 the way perfc's harness times a kernel (bench/gpu/torch_matmul.py's time_ms: L2
 flushed, the GPU woken, CUDA events around the call, the median).  SDPA's default
 backend picks the kernel (flash or cuDNN on an H100).  One JSON line per row:
-  python3 bench/gpu/attention.py B:HQ:HKV:SQ:SKV:D:DT[:causal] ..."""
+  python3 bench/gpu/attention.py B:HQ:HKV:SQ:SKV:D:DT[:causal][:bthd] ...
+bthd: the tensors live batch-first, [B, S, H, D], and SDPA gets them as transposed
+views (what model code passes it; its flash and cuDNN kernels take the strides)."""
 import json
 import sys
 
@@ -17,10 +19,15 @@ def row(spec):
     p = spec.split(":")
     b, hq, hkv, sq, skv, d = (int(x) for x in p[:6])
     t = DT[p[6]]
-    causal = len(p) > 7 and p[7] == "causal"
-    q = torch.randn(b, hq, sq, d, device="cuda").to(t)
-    k = torch.randn(b, hkv, skv, d, device="cuda").to(t)
-    v = torch.randn(b, hkv, skv, d, device="cuda").to(t)
+    causal = "causal" in p[7:]
+    if "bthd" in p[7:]:
+        q = torch.randn(b, sq, hq, d, device="cuda").to(t).transpose(1, 2)
+        k = torch.randn(b, skv, hkv, d, device="cuda").to(t).transpose(1, 2)
+        v = torch.randn(b, skv, hkv, d, device="cuda").to(t).transpose(1, 2)
+    else:
+        q = torch.randn(b, hq, sq, d, device="cuda").to(t)
+        k = torch.randn(b, hkv, skv, d, device="cuda").to(t)
+        v = torch.randn(b, hkv, skv, d, device="cuda").to(t)
     gqa = hq != hkv
     fn = (lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)) if gqa else \
         (lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))

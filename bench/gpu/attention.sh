@@ -88,3 +88,8 @@ row dec-odd     8:16:16:1:5000:128:bf16      $U -k cross -D B=8 -D H=16 -D SQ=1 
 row dec-gqa     8:32:8:1:8192:128:bf16       $U -k gqa_dec -D B=8 -D H=32 -D KVH=8 -D SQ=1 -D SK=8192 -D D=128
 # grouped-query: 16 query heads on 4 key/value heads
 row gqa         4:16:4:2048:2048:128:bf16    $U -k gqa -D B=4 -D H=16 -D KVH=4 -D S=2048 -D D=128
+# batch-first [B, T, H, E], as FlashAttention's API and model code lay it out (SDPA
+# takes the same memory as transposed views)
+BT=bench/gpu/kernels/user_bthd.pdl
+row bthd        4:16:16:2048:2048:128:bf16:bthd        $BT -k plain_bthd -D B=4 -D T=2048 -D H=16 -D E=128
+row c-bthd      4:16:16:2048:2048:128:f16:causal:bthd  $BT -k causal_bthd -D B=4 -D T=2048 -D H=16 -D E=128
