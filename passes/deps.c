@@ -466,6 +466,17 @@ static bool moved_in(const Expr *e, const Node *l)
     return false;
 }
 
+/* Whether a loop inside l (not l itself: the region is one iteration of l, whose
+ * variable is a symbol there, as extreme() takes it) moves e. */
+static bool moved_inside(const Expr *e, const Node *l)
+{
+    const NodeList *b = ir_body((Node *)l);
+    for (int i = 0; b && i < b->n; i++)
+        if (b->v[i]->kind != N_STMT && moved_in(e, b->v[i]))
+            return true;
+    return false;
+}
+
 /* A subscript floor(E / c), E affine and c a positive constant, whose remainder
  * part (the terms whose coefficients are no multiple of c, and the constant's
  * remainder) stays within [0, c) over the loops inside l: exactly the quotient
@@ -521,7 +532,7 @@ bool xf_region(Kernel *k, Node *l, const AccVec *acc, bool writes_only, Region *
         }
         for (int d = 0; d < buf->rank; d++) {
             ArRow x, mn, mx;
-            if ((!have || fixed[d]) && !moved_in(a->idx[d], l) && !ar_row_of(&sp, a->idx[d], 0, &x)) {
+            if ((!have || fixed[d]) && !moved_inside(a->idx[d], l) && !ar_row_of(&sp, a->idx[d], 0, &x)) {
                 if (have && !xf_expr_equal(k, fixed[d], a->idx[d])) {
                     sb_printf(why, "the accesses to %s in %s differ in subscript %d, which is not affine", buf->name,
                               l->u.loop.var->name, d);

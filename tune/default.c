@@ -36,7 +36,7 @@ static bool fits(const Target *target, const TuneSpace *sp)
      * mask-bounds narrows instead; and elementwise transposes, tiled (a 2000 x 3001
      * f32 transpose 14.8 ms as written, 6.0 ms in 8 x 64 tiles) */
     if (target_is_cpu(target))
-        return (!strcmp(sp->kclass, "contraction") && strstr(o, "micro-kernel")) ||
+        return (!strcmp(sp->kclass, "contraction") && strstr(o, "micro-kernel")) || !strcmp(sp->kclass, "attention") ||
                (!strcmp(sp->kclass, "reduction") && (strstr(o, "column reduction") || strstr(o, "one element"))) ||
                (!strcmp(sp->kclass, "row-wise") && !strstr(o, "dropped") && !strstr(o, "masked")) ||
                (!strcmp(sp->kclass, "elementwise") && strstr(o, "transposed in tiles"));

@@ -1421,6 +1421,13 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
                                       : ncontr ? "rules: GPU register tiles" : "rules: default mapping");
         return true;
     }
+    /* a softmax-then-product chain: fused and register-tiled, and nothing else (the
+     * templates below would tile the chain's nests one by one around an S x S
+     * buffer of scores, about 30 times slower) */
+    if (rules_attention_cpu(in, u, target, a, sp)) {
+        sp->kclass = "attention";
+        return true;
+    }
     /* a direct NCHW convolution first (its own micro-kernel, the default) */
     ConvCtx *conv = nn == 1 && !in->nscheds ? conv_read(&ns[0], lanes, a) : NULL;
     if (conv) {

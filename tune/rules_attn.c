@@ -16,34 +16,15 @@
  * A mask (causal, a window) becomes values (online_softmax's mask=inf) and the key
  * tiles no row of a block needs are skipped (skip_tiles); keys past a multiple of 64
  * are masked the same way, rows past a multiple of 128 run in a padded last block.
- * It fits 16-bit Q, K and V (one type), head sizes a multiple of 16, at most two
- * batch loops; anything else keeps the other templates. */
+ * The GPU template fits 16-bit Q, K and V (one type), head sizes a multiple of 16, at
+ * most two batch loops; anything else keeps the other templates.  The reading serves
+ * the CPU template too (tune/rules_attn_cpu.c), which takes any type and head size. */
 #include <string.h>
 
 #include "../ir/walk.h"
 #include "../passes/xform.h"
 #include "rules_int.h"
 
-enum { MAXB = 2 };
-
-typedef struct AttnCtx {
-    const char *out, *j;         /* online_softmax's arguments */
-    const char *order[8];        /* the contraction nest's loops reordered so first (row_order) */
-    int norder;                  /* 0: already in the order the chain needs */
-    const char *score_sum;       /* the score nest's sum loop, when factor_out applies; else NULL */
-    bool exp_scale;              /* the scale then moves into the exponentials (exp_scale) */
-    const char *batch[MAXB];
-    int nbatch;
-    const char *row;
-    const char *Q, *K, *V, *s, *p, *m, *l, *ms, *acc;
-    const char *dt;              /* the operands' type: the exponentials are stored so */
-    int nscore;                  /* stages before the maximum's */
-    bool masked;                 /* the chain has a mask: its tiles sit in a skip guard */
-    bool pad_rows;               /* rows not a multiple of rb: the last block runs past them */
-    int64_t rb;                  /* query rows a block: 128, or 64 when 128 would leave SMs idle */
-    int64_t dh;                  /* the head size */
-    bool wg;                     /* wgmma (sm_90a): a warpgroup of 128 threads per 64 rows */
-} AttnCtx;
 
 /* ---------------- reading the kernel ---------------- */
 
@@ -145,13 +126,12 @@ static bool read_fused(Kernel *c, AttnCtx *x, Arena *a)
         const Expr *pv = upd->u.stmt.value;
         const Buffer *V = load_buf(pv->args[1]) == ps->u.stmt.buf ? load_buf(pv->args[0]) : load_buf(pv->args[1]);
         const Buffer *Q = load_buf(prod->u.stmt.value->args[0]), *K = load_buf(prod->u.stmt.value->args[1]);
-        if (!V || !Q || !K || Q->dtype != K->dtype || V->dtype != Q->dtype ||
-            (Q->dtype != DT_BF16 && Q->dtype != DT_F16) || V->kind != BUF_IN || Q->kind != BUF_IN || K->kind != BUF_IN)
+        if (!V || !Q || !K || Q->dtype != K->dtype || V->dtype != Q->dtype || V->kind != BUF_IN ||
+            Q->kind != BUF_IN || K->kind != BUF_IN)
             return false;
         int64_t rows, dh, ntiles, tile;
         if (!rules_const_extent(c, n, &rows) || !rules_const_extent(c, rb->v[2], &dh) ||
-            !rules_const_extent(c, jo, &ntiles) || !rules_const_extent(c, os->u.loop.body.v[1], &tile) || dh % 16 ||
-            tile != 64)
+            !rules_const_extent(c, jo, &ntiles) || !rules_const_extent(c, os->u.loop.body.v[1], &tile) || tile != 64)
             return false;
         for (int i = 0; i < nb; i++)
             x->batch[i] = arena_strdup(a, batch[i]);
@@ -167,9 +147,11 @@ static bool read_fused(Kernel *c, AttnCtx *x, Arena *a)
         x->K = arena_strdup(a, K->name);
         x->V = arena_strdup(a, V->name);
         x->dt = dtype_name(Q->dtype);
+        x->dtype = Q->dtype;
         x->nscore = q;
         x->dh = dh;
         x->masked = masked;
+        x->rows = rows;
         /* a grid of fewer blocks than a large GPU has SMs (about 100 to 140: one head
          * of 4096 rows is 32 blocks of 128) gets blocks of 64 rows, twice as many */
         x->rb = nbatch * ((rows + 127) / 128) < 128 ? 64 : 128;
@@ -411,17 +393,15 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
     return true;
 }
 
-bool rules_attention(const TuneInput *in, const Kernel *u, const Target *target, Arena *a, TuneSpace *sp)
+bool rules_attn_read(const Kernel *u, AttnCtx *x, Arena *a)
 {
-    if (!target_is_gpu(target) || !target->mma_sync || !target->cp_async)
-        return false;
     /* the contraction is the last nest with a sum */
     for (int t = u->body.n - 1; t >= 0; t--) {
         Node *jl = rules_find_sum_loop(u->body.v[t]);
         const Buffer *out = jl ? ir_last_written(u->body.v[t]) : NULL;
         if (!out)
             continue;
-        AttnCtx *x = arena_alloc(a, sizeof *x);
+        memset(x, 0, sizeof *x);
         x->out = arena_strdup(a, out->name);
         x->j = arena_strdup(a, jl->u.loop.var->name);
         Kernel *c = ir_clone_kernel(u);
@@ -443,7 +423,8 @@ bool rules_attention(const TuneInput *in, const Kernel *u, const Target *target,
                 x->score_sum = arena_strdup(a, fa[0].name);
         }
         SchedArg os[4] = {nm(x->out), nm(x->j), iv(64), {.kind = SARG_NAME, .key = "mask", .name = "inf"}};
-        bool ok = rules_try_apply(c, "online_softmax", os, 4) && read_fused(c, x, a);
+        x->fuses = rules_try_apply(c, "online_softmax", os, 4);
+        bool ok = x->fuses && read_fused(c, x, a);
         /* the scale of the scores into the exponentials where exp_scale proves it (one
          * multiplication a score fewer: 3-4% at 4x16x2048x128, docs/cuda.md); the
          * nest is read again, with one score stage fewer */
@@ -453,21 +434,30 @@ bool rules_attention(const TuneInput *in, const Kernel *u, const Target *target,
             ok = read_fused(c, x, a);
         }
         ir_free(c);
-        if (!ok)
-            return false;
-        /* a few query rows a head (decoding): the chain spread over the keys first,
-         * where flash attention's 128-row tiles would be mostly padding */
-        AttnNames an = {x->out, x->s, x->m, x->p, x->l, x->Q, x->K, x->V, x->score_sum};
-        int n0 = sp->n;
-        rules_decode(in, u, &an, a, sp);
-        if (target->wgmma && x->dh % 64 == 0 && x->dh <= 256) {
-            AttnCtx *w = arena_alloc(a, sizeof *w);
-            *w = *x;
-            w->wg = true;
-            rules_offer(in, gpu_flash_b, w, a, sp, "rules: GPU tensor cores, flash attention (wgmma)", true);
-        }
-        rules_offer(in, gpu_flash_b, x, a, sp, "rules: GPU tensor cores, flash attention (mma.sync)", true);
-        return sp->n > n0;
+        return ok;
     }
     return false;
+}
+
+bool rules_attention(const TuneInput *in, const Kernel *u, const Target *target, Arena *a, TuneSpace *sp)
+{
+    if (!target_is_gpu(target) || !target->mma_sync || !target->cp_async)
+        return false;
+    AttnCtx *x = arena_alloc(a, sizeof *x);
+    /* tensor cores: 16-bit operands, head sizes a multiple of their depth step */
+    if (!rules_attn_read(u, x, a) || (x->dtype != DT_BF16 && x->dtype != DT_F16) || x->dh % 16)
+        return false;
+    /* a few query rows a head (decoding): the chain spread over the keys first,
+     * where flash attention's 128-row tiles would be mostly padding */
+    AttnNames an = {x->out, x->s, x->m, x->p, x->l, x->Q, x->K, x->V, x->score_sum};
+    int n0 = sp->n;
+    rules_decode(in, u, &an, a, sp);
+    if (target->wgmma && x->dh % 64 == 0 && x->dh <= 256) {
+        AttnCtx *w = arena_alloc(a, sizeof *w);
+        *w = *x;
+        w->wg = true;
+        rules_offer(in, gpu_flash_b, w, a, sp, "rules: GPU tensor cores, flash attention (wgmma)", true);
+    }
+    rules_offer(in, gpu_flash_b, x, a, sp, "rules: GPU tensor cores, flash attention (mma.sync)", true);
+    return sp->n > n0;
 }

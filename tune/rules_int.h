@@ -84,6 +84,45 @@ void rules_tensor_cores_igemm(const TuneInput *in, const IgPlan *p, const Target
  * online_softmax fuses; offers nothing otherwise.  True when it offered one. */
 bool rules_attention(const TuneInput *in, const Kernel *u, const Target *target, Arena *a, TuneSpace *sp);
 
+/* The softmax-then-product chain as the attention templates read it (rules_attn_read):
+ * online_softmax's arguments, the loop order it needs, the tensors and loops of the
+ * fused nest by name, and what the GPU template decides from them. */
+enum { MAXB = 2 };
+
+typedef struct AttnCtx {
+    const char *out, *j;         /* online_softmax's arguments */
+    const char *order[8];        /* the contraction nest's loops reordered so first (row_order) */
+    int norder;                  /* 0: already in the order the chain needs */
+    bool fuses;                  /* online_softmax applies (set even where the rest is not read:
+                                    sizes not bound, a nest of another shape) */
+    const char *score_sum;       /* the score nest's sum loop, when factor_out applies; else NULL */
+    bool exp_scale;              /* the scale then moves into the exponentials (exp_scale) */
+    const char *batch[MAXB];
+    int nbatch;
+    const char *row;
+    const char *Q, *K, *V, *s, *p, *m, *l, *ms, *acc;
+    const char *dt;              /* the operands' type: the exponentials are stored so */
+    DType dtype;
+    int nscore;                  /* stages before the maximum's */
+    bool masked;                 /* the chain has a mask: its tiles sit in a skip guard */
+    bool pad_rows;               /* rows not a multiple of rb: the last block runs past them */
+    int64_t rb;                  /* query rows a block: 128, or 64 when 128 would leave SMs idle */
+    int64_t dh;                  /* the head size */
+    int64_t rows;                /* the query rows (the row loop's extent) */
+    bool wg;                     /* wgmma (sm_90a): a warpgroup of 128 threads per 64 rows */
+} AttnCtx;
+
+/* Reads the chain off a copy of u on which the template's first moves (row_order's
+ * reorder, factor_out, online_softmax, exp_scale) were applied; false when u holds
+ * none, or when the fused nest is not read whole (x->fuses tells whether online_softmax
+ * applied at all).  Shared by the GPU template (tune/rules_attn.c) and the CPU one
+ * (tune/rules_attn_cpu.c). */
+bool rules_attn_read(const Kernel *u, AttnCtx *x, Arena *a);
+
+/* The CPU template for the same chain (tune/rules_attn_cpu.c): fused, K staged
+ * transposed per head, register tiles of a few rows; true when it offered it. */
+bool rules_attention_cpu(const TuneInput *in, const Kernel *u, const Target *target, Arena *a, TuneSpace *sp);
+
 /* What the flash template's reading of the chain found, by name: the tensors of the
  * chain (scores, maximum, exponentials, sum, output), the operands Q, K and V, and the
  * score's sum loop when factor_out applies to it (else NULL). */

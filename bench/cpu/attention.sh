@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Attention on the CPU, unfused (the five lowered nests, two S x S temporaries:
-# --no-schedule) and fused (bench/cpu/attention.sched in place of the file's schedule:
-# online_softmax and a register-tiled schedule),
+# --no-schedule), fused by hand (bench/cpu/attention.sched: online_softmax and a
+# register-tiled schedule) and as the default gives it (no schedule: the tuner's
+# attention template, tune/rules_attn_cpu.c),
 # at B=1, H=1, S=2048, D=64, one thread (issue 14's CPU bar):
 #   - `perfc --run --threads 1`: validated against the f64 golden, timed by the harness;
 #     --plot gives the machine's measured f32 FMA peak (runtime/peak.c);
@@ -52,8 +53,12 @@ PY
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf "%-8s %10s %10s %10s %10s %8s %12s %s\n" form harness_ms driver_ms driver_min cpu_min GFLOP/s peak_rss_MB valid
 peak=""
-for form in unfused fused; do
-    if [ $form = fused ]; then sargs=(--no-schedule -s "$sched"); else sargs=(--no-schedule); fi
+for form in unfused fused default; do
+    case $form in
+    fused) sargs=(--no-schedule -s "$sched") ;;
+    unfused) sargs=(--no-schedule) ;;
+    default) sargs=() ;;
+    esac
     out=$("$PERFC" stdlib/attention.pdl "${defs[@]}" "${sargs[@]}" --threads 1 --run --plot "$tmp/$form.svg" 2>&1) || true
     valid=$(echo "$out" | awk '/^valid/ {print $2; exit}')
     hms=$(echo "$out" | awk '/^time/ {print $3; exit}')
@@ -71,4 +76,4 @@ for form in unfused fused; do
     eval "gf_$form=$gf"
 done
 echo "measured f32 FMA peak (1 thread): ${peak:-unknown} GFLOP/s"
-[ -n "$peak" ] && python3 -c "print('fused, by its best CPU time per call: %.2f of the FMA peak' % ($gf_fused / $peak))"
+[ -n "$peak" ] && python3 -c "print('by the best CPU time per call, of the FMA peak: fused %.2f, default %.2f' % ($gf_fused / $peak, $gf_default / $peak))"

@@ -32,6 +32,8 @@ typedef struct XoCase {
     char tol_why[96];
     char why[1400];   /* the first failure */
     unsigned failed;  /* bit t: failed on xo_targets[t]; bit 31: the JIT */
+    double *base;     /* per buffer of ref: the error of ref itself, JIT-compiled, on the
+                         same inputs (-1: not measured yet; measured on a failure only) */
 } XoCase;
 
 /* Takes ownership of k; runs ref in the interpreter on inputs drawn from seed.  id

@@ -1,0 +1,192 @@
+/* The CPU template for attention as a user writes it: the softmax-then-product chain
+ * tune/rules_attn.c reads (rules_attn_read), fused by online_softmax into one pass
+ * over tiles of keys with no S x S buffer, and register-tiled.  Without it the default
+ * tiled the chain's five nests one by one around two S x S temporaries: 0.02 of the
+ * FMA peak (docs/benchmarks.md "CPU attention").
+ *
+ * The form is bench/cpu/attention.sched's, read off the kernel and sized from the
+ * target rather than spelled for stdlib's names and an AVX-512 core:
+ *   - K is staged once per head transposed ([dim, key]) and V once per head, so the
+ *     score product reads a vector of keys and P·V a vector of the head dimension,
+ *     whatever the user's layout ([B, H, S, D], batch-first [B, S, H, D], grouped
+ *     heads);
+ *   - a block of R query rows runs each key tile's stages; the scores and the
+ *     exponentials of the block live in tile buffers (R x kt);
+ *   - both products are register tiles of R rows by A/R vectors, A being half the
+ *     SIMD registers (16 on AVX-512, AArch64 and RISC-V, 8 on AVX2): the score product
+ *     with the head dimension outermost, P·V with the key outermost, each over blocks
+ *     of that many vectors so a head size of 128 or an AVX2 core does not spill;
+ *   - the maximum and the sum are vectorised through rfactor, the exponentials
+ *     and the rescaling vectorised;
+ *   - the row blocks run on threads (their running state is indexed by row).
+ * A mask (causal, a window) becomes values (mask=inf) and the key tiles no row of a
+ * block needs are skipped (skip_tiles); keys past a multiple of the tile are masked
+ * the same way, rows past a multiple of R run in a padded last block. */
+#include <string.h>
+
+#include "blocking.h"
+#include "rules_int.h"
+
+typedef struct CpuAttnCtx {
+    AttnCtx x;
+    int64_t lanes;  /* f32 lanes a vector */
+    int64_t acc;    /* vector accumulators a register tile may hold */
+} CpuAttnCtx;
+
+/* split(l, L) and vectorize the lanes: a loop over keys or the head dimension */
+static void vec(Builder *b, SLoop *l, int64_t L)
+{
+    SLoop *o, *v;
+    if (l && bld_split(b, l, sv(L), &o, &v))
+        bld_vectorize(b, v);
+}
+
+/* The same for a reduction into one value a row: partial results a lane (rfactor) */
+static void vec_reduce(Builder *b, SLoop *l, int64_t L)
+{
+    SLoop *o, *v;
+    if (l && bld_split(b, l, sv(L), &o, &v) && bld_rfactor(b, v))
+        bld_vectorize(b, v);
+}
+
+/* The only loop directly under l, or NULL */
+static SLoop *child(Builder *b, SLoop *l)
+{
+    SLoop *c[2];
+    return l && bld_children(b, l, c, 2) == 1 ? c[0] : NULL;
+}
+
+/* A register tile: rows r (unrolled) by `cols` (blocks of w = nv vectors: the block
+ * loop outermost, then `outer`, the loop the tile accumulates over, then the rows and
+ * the vectors).  cols sits in r, outer in cols (or the reverse: outer_in_cols). */
+static bool reg_tile(Builder *b, SLoop *r, SLoop *cols, SLoop *outer, int64_t w, int64_t L)
+{
+    SLoop *cb, *cr, *co, *cv;
+    if (!bld_split(b, cols, sv(w), &cb, &cr) || !bld_split(b, cr, sv(L), &co, &cv))
+        return false;
+    if (!BLD_REORDER(b, cb, outer, r, co, cv))
+        return false;
+    bld_unroll(b, r);
+    bld_unroll(b, co);
+    bld_vectorize(b, cv);
+    return true;
+}
+
+static bool cpu_flash_b(Builder *b, const void *vctx)
+{
+    const CpuAttnCtx *c = vctx;
+    const AttnCtx *x = &c->x;
+    const int64_t L = c->lanes;
+    if (x->norder) {
+        SLoop *o[8];
+        for (int i = 0; i < x->norder; i++)
+            o[i] = bld_loop(b, x->order[i]);
+        bld_reorder(b, o, x->norder);
+    }
+    if (x->score_sum)
+        bld_factor_out(b, bld_loop(b, x->score_sum));
+    /* the tuner's parameters: rows a block (4 first: bench/cpu/attention.sched's) and
+     * keys a tile */
+    static const int64_t row_c[] = {4, 2, 8}, key_c[] = {64, 128};
+    SVal R = bld_param(b, "rb", row_c, 3), kt = bld_param(b, "kt", key_c, 2);
+    /* the tile's columns a register tile takes: A / R vectors, at most the tile */
+    int64_t nv = c->acc / R.i > 0 ? c->acc / R.i : 1, w = nv * L < kt.i ? nv * L : kt.i;
+    if (!bld_online_softmax(b, bld_buf(b, x->out), bld_loop(b, x->j), kt, "inf"))
+        return false;
+    if (x->exp_scale)
+        bld_exp_scale(b, bld_buf(b, x->s));
+    /* K transposed and V, once a head (the innermost batch loop); a kernel of one
+     * head stages them once, at a loop of one iteration split off the rows */
+    SLoop *row = bld_loop(b, x->row), *head, *fio, *fii;
+    if (x->nbatch)
+        head = bld_loop(b, x->batch[x->nbatch - 1]);
+    else if (!bld_split_named(b, row, sv(x->rows), "f_all", "f_t", &head, &row))
+        return false;
+    SBuf *Kt = bld_cache_squeezed(b, bld_buf(b, x->K), head, NULL, "f_Kt", true);
+    if (!Kt || Kt->rank[0] != 2 || !bld_layout(b, Kt, (const int[]){1, 0}, 2))
+        return false;
+    bld_cache_squeezed(b, bld_buf(b, x->V), head, NULL, "f_Vf", true);
+    if (x->rows % R.i || x->rows < R.i)
+        bld_split_padded(b, row, R, "f_io", "f_ii", &fio, &fii);
+    else
+        bld_split_named(b, row, R, "f_io", "f_ii", &fio, &fii);
+    SLoop *cp[8], *jo;
+    if (!fio || bld_distribute_all(b, fii, cp, 8) != 4 || !(jo = child(b, cp[2])))
+        return false; /* not the nest online_softmax leaves: the template does not fit */
+    BLD_REORDER(b, jo, cp[2]);
+    if (x->masked && !bld_skip_tiles(b, jo))
+        return false;
+    SLoop *stg[24];
+    int ns = bld_distribute_all(b, cp[2], stg + 1, 23) + 1;
+    stg[0] = cp[2];
+    if (ns != x->nscore + 7)
+        return false;
+    bld_cache_squeezed(b, bld_buf(b, x->s), jo, NULL, "f_st", true);
+    bld_cache_squeezed(b, bld_buf(b, x->p), jo, NULL, "f_pt", true);
+    /* the scores: zeroed, then R x w tiles with the head dimension outermost */
+    vec(b, child(b, stg[0]), L);
+    SLoop *sj = child(b, stg[1]), *sd = child(b, sj);
+    if (!sd || !reg_tile(b, stg[1], sj, sd, w, L))
+        return false;
+    for (int i = 2; i < x->nscore; i++) /* a scale stage exp_scale did not take */
+        vec(b, child(b, stg[i]), L);
+    int q = x->nscore;
+    vec_reduce(b, child(b, stg[q + 1]), L); /* the running maximum */
+    vec(b, child(b, stg[q + 4]), L);        /* the exponentials */
+    vec_reduce(b, child(b, stg[q + 5]), L); /* their sum */
+    /* the product stage: the rescaling apart, then P·V as R x w tiles, key outermost */
+    SLoop *od = child(b, stg[ns - 1]), *ou, *od1, *oj;
+    if (!od || !bld_distribute(b, od, &od1) || !bld_distribute(b, stg[ns - 1], &ou))
+        return false;
+    vec(b, od, L);
+    if (!(od1 = child(b, ou)) || !(oj = child(b, od1)))
+        return false;
+    int64_t wd = nv * L < x->dh ? nv * L : x->dh;
+    if (!reg_tile(b, ou, od1, oj, wd, L))
+        return false;
+    /* the accumulator's initialisation and the normalisation, vectorised */
+    vec(b, child(b, cp[1]), L);
+    vec(b, child(b, cp[3]), L);
+    bld_parallel(b, fio);
+    return true;
+}
+
+/* Where the sizes are not bound (a library's general variant) or the fused nest is
+ * of another shape: the chain fused alone, its rows on threads (no S x S buffer;
+ * about 30 times slower than the register tiles at S = 2048, D = 64). */
+static bool cpu_fused_b(Builder *b, const void *vctx)
+{
+    const AttnCtx *x = vctx;
+    if (x->norder) {
+        SLoop *o[8];
+        for (int i = 0; i < x->norder; i++)
+            o[i] = bld_loop(b, x->order[i]);
+        bld_reorder(b, o, x->norder);
+    }
+    SLoop *row = NULL;
+    if (!bld_online_softmax(b, bld_buf(b, x->out), bld_loop(b, x->j), sv(64), NULL))
+        return false;
+    /* the row loop: the innermost loop above the running maximum's initialisation */
+    SLoop *l = x->nbatch ? bld_loop(b, x->batch[x->nbatch - 1]) : NULL;
+    row = l ? child(b, l) : NULL;
+    return row ? bld_parallel(b, row) : true;
+}
+
+bool rules_attention_cpu(const TuneInput *in, const Kernel *u, const Target *target, Arena *a, TuneSpace *sp)
+{
+    if (!target_is_cpu(target))
+        return false;
+    CpuAttnCtx *c = arena_alloc(a, sizeof *c);
+    if (!rules_attn_read(u, &c->x, a)) {
+        if (!c->x.fuses)
+            return false;
+        int n0 = sp->n;
+        rules_offer(in, cpu_fused_b, &c->x, a, sp, "rules: attention, fused (online_softmax)", false);
+        return sp->n > n0;
+    }
+    c->lanes = tune_vector_lanes(target, DT_F32);
+    c->acc = blocking_vector_regs(target) / 2;
+    int n0 = sp->n;
+    rules_offer(in, cpu_flash_b, c, a, sp, "rules: attention, fused (online_softmax), register tiles", false);
+    return sp->n > n0;
+}
