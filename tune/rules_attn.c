@@ -25,6 +25,8 @@
 #include "../passes/xform.h"
 #include "rules_int.h"
 
+enum { GPU_MAXB = 2 }; /* batch loops the grid takes beside the row blocks */
+
 
 /* ---------------- reading the kernel ---------------- */
 
@@ -202,8 +204,9 @@ static bool product_loads(Node *jl, const Expr **p, const Expr **v)
  * The order the chain needs: the loops indexing both factors (the batch, the heads),
  * then those indexing the exponentials alone (the rows), then the rest (the head
  * size).  Fills order with that order and returns its length when the nest's own
- * differs; 0 when it agrees or the nest is not read. */
-static int row_order(const Node *nest, Node *jl, const char **order, int cap, Arena *a)
+ * differs; 0 when it agrees or the nest is not read.  *row: the innermost row loop
+ * (left alone when the nest is not read). */
+static int row_order(const Node *nest, Node *jl, const char **order, int cap, const char **row, Arena *a)
 {
     const Node *chain[8];
     int n = 0;
@@ -225,11 +228,23 @@ static int row_order(const Node *nest, Node *jl, const char **order, int cap, Ar
                 continue;
             moved |= k != i;
             order[k++] = arena_strdup(a, chain[i]->u.loop.var->name);
+            if (cls == 1)
+                *row = order[k - 1]; /* the last of them: the innermost row loop */
         }
     return moved ? k : 0;
 }
 
 /* ---------------- the template ---------------- */
+
+void rules_attn_order(Builder *b, const AttnCtx *x)
+{
+    if (!x->norder)
+        return;
+    SLoop *o[8];
+    for (int i = 0; i < x->norder; i++)
+        o[i] = bld_loop(b, x->order[i]);
+    bld_reorder(b, o, x->norder);
+}
 
 /* The template re-finds by structure the nest read_fused read (the same moves on the
  * same kernel); where it does not, it returns false: the template does not fit. */
@@ -280,12 +295,7 @@ static void triple(Builder *b, SLoop *r, SLoop *c, SLoop *k, bool unroll_k, bool
 static bool gpu_flash_b(Builder *b, const void *vctx)
 {
     const AttnCtx *x = vctx;
-    if (x->norder) {
-        SLoop *o[8];
-        for (int i = 0; i < x->norder; i++)
-            o[i] = bld_loop(b, x->order[i]);
-        bld_reorder(b, o, x->norder);
-    }
+    rules_attn_order(b, x);
     if (x->score_sum)
         bld_factor_out(b, bld_loop(b, x->score_sum));
     /* the tuner's parameters: keys a tile and pipeline stages, stdlib's flash first
@@ -385,9 +395,10 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
      * mask the last row blocks run the most key tiles: their loop, reversed, goes
      * on z, so they start first and the short ones fill the tail (largest job
      * first; 7% at 4x16x2048x128 on an H100, docs/cuda.md). */
-    static const char *const axes[MAXB] = {"block.z", "block.y"}, *const masked_axes[MAXB] = {"block.y", "block.x"};
+    static const char *const axes[GPU_MAXB] = {"block.z", "block.y"},
+                             *const masked_axes[GPU_MAXB] = {"block.y", "block.x"};
     for (int i = 0; i < x->nbatch; i++)
-        bld_bind(b, bld_loop(b, x->batch[i]), (x->masked ? masked_axes : axes)[MAXB - x->nbatch + i]);
+        bld_bind(b, bld_loop(b, x->batch[i]), (x->masked ? masked_axes : axes)[GPU_MAXB - x->nbatch + i]);
     bld_bind(b, fio, x->masked ? "block.z" : "block.x");
     bld_pipeline(b, jo[0], st, false);
     return true;
@@ -405,7 +416,7 @@ bool rules_attn_read(const Kernel *u, AttnCtx *x, Arena *a)
         x->out = arena_strdup(a, out->name);
         x->j = arena_strdup(a, jl->u.loop.var->name);
         Kernel *c = ir_clone_kernel(u);
-        x->norder = row_order(c->body.v[t], rules_find_sum_loop(c->body.v[t]), x->order, 8, a);
+        x->norder = row_order(c->body.v[t], rules_find_sum_loop(c->body.v[t]), x->order, 8, &x->rowloop, a);
         if (x->norder) {
             SchedArg ro[8];
             for (int i = 0; i < x->norder; i++)
@@ -445,7 +456,8 @@ bool rules_attention(const TuneInput *in, const Kernel *u, const Target *target,
         return false;
     AttnCtx *x = arena_alloc(a, sizeof *x);
     /* tensor cores: 16-bit operands, head sizes a multiple of their depth step */
-    if (!rules_attn_read(u, x, a) || (x->dtype != DT_BF16 && x->dtype != DT_F16) || x->dh % 16)
+    if (!rules_attn_read(u, x, a) || (x->dtype != DT_BF16 && x->dtype != DT_F16) || x->dh % 16 ||
+        x->nbatch > GPU_MAXB)
         return false;
     /* a few query rows a head (decoding): the chain spread over the keys first,
      * where flash attention's 128-row tiles would be mostly padding */

@@ -77,12 +77,7 @@ static bool cpu_flash_b(Builder *b, const void *vctx)
     const CpuAttnCtx *c = vctx;
     const AttnCtx *x = &c->x;
     const int64_t L = c->lanes;
-    if (x->norder) {
-        SLoop *o[8];
-        for (int i = 0; i < x->norder; i++)
-            o[i] = bld_loop(b, x->order[i]);
-        bld_reorder(b, o, x->norder);
-    }
+    rules_attn_order(b, x);
     if (x->score_sum)
         bld_factor_out(b, bld_loop(b, x->score_sum));
     /* the tuner's parameters: rows a block (4 first: bench/cpu/attention.sched's) and
@@ -151,24 +146,17 @@ static bool cpu_flash_b(Builder *b, const void *vctx)
     return true;
 }
 
-/* Where the sizes are not bound (a library's general variant) or the fused nest is
- * of another shape: the chain fused alone, its rows on threads (no S x S buffer;
- * about 30 times slower than the register tiles at S = 2048, D = 64). */
+/* Where online_softmax fuses the chain but the fused nest is not one the template
+ * reads (more than two batch loops): the chain fused alone, its rows on threads (no
+ * S x S buffer, the loops left to the code generator). */
 static bool cpu_fused_b(Builder *b, const void *vctx)
 {
     const AttnCtx *x = vctx;
-    if (x->norder) {
-        SLoop *o[8];
-        for (int i = 0; i < x->norder; i++)
-            o[i] = bld_loop(b, x->order[i]);
-        bld_reorder(b, o, x->norder);
-    }
-    SLoop *row = NULL;
-    if (!bld_online_softmax(b, bld_buf(b, x->out), bld_loop(b, x->j), sv(64), NULL))
+    rules_attn_order(b, x);
+    if (!bld_online_softmax(b, bld_buf(b, x->out), bld_loop(b, x->j), sv(64), "inf"))
         return false;
-    /* the row loop: the innermost loop above the running maximum's initialisation */
-    SLoop *l = x->nbatch ? bld_loop(b, x->batch[x->nbatch - 1]) : NULL;
-    row = l ? child(b, l) : NULL;
+    /* the rows on threads (online_softmax keeps the row loop's name) */
+    SLoop *row = x->rowloop ? bld_loop(b, x->rowloop) : NULL;
     return row ? bld_parallel(b, row) : true;
 }
 

@@ -87,14 +87,15 @@ bool rules_attention(const TuneInput *in, const Kernel *u, const Target *target,
 /* The softmax-then-product chain as the attention templates read it (rules_attn_read):
  * online_softmax's arguments, the loop order it needs, the tensors and loops of the
  * fused nest by name, and what the GPU template decides from them. */
-enum { MAXB = 2 };
+enum { MAXB = 4 }; /* batch loops read (the GPU template binds at most two: GPU_MAXB) */
 
 typedef struct AttnCtx {
     const char *out, *j;         /* online_softmax's arguments */
     const char *order[8];        /* the contraction nest's loops reordered so first (row_order) */
     int norder;                  /* 0: already in the order the chain needs */
-    bool fuses;                  /* online_softmax applies (set even where the rest is not read:
-                                    sizes not bound, a nest of another shape) */
+    const char *rowloop;         /* the contraction nest's row loop before online_softmax, or NULL */
+    bool fuses;                  /* online_softmax applies (set even where the fused nest is
+                                    not read: more than two batch loops) */
     const char *score_sum;       /* the score nest's sum loop, when factor_out applies; else NULL */
     bool exp_scale;              /* the scale then moves into the exponentials (exp_scale) */
     const char *batch[MAXB];
@@ -118,6 +119,10 @@ typedef struct AttnCtx {
  * applied at all).  Shared by the GPU template (tune/rules_attn.c) and the CPU one
  * (tune/rules_attn_cpu.c). */
 bool rules_attn_read(const Kernel *u, AttnCtx *x, Arena *a);
+
+/* The templates' first step: the contraction nest's loops in the order the reading
+ * found the chain in (nothing when they already are). */
+void rules_attn_order(Builder *b, const AttnCtx *x);
 
 /* The CPU template for the same chain (tune/rules_attn_cpu.c): fused, K staged
  * transposed per head, register tiles of a few rows; true when it offered it. */
