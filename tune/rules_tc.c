@@ -43,7 +43,7 @@
  * neither. */
 static bool operand_tile(int rank, int kdim, int sdim, int s_ext, int k_ext, int *R, int *C)
 {
-    if (rank < 2 || rank > 3 || kdim < 0 || sdim < 0 || kdim == sdim || (kdim != rank - 1 && sdim != rank - 1))
+    if (rank < 2 || rank > 6 || kdim < 0 || sdim < 0 || kdim == sdim || (kdim != rank - 1 && sdim != rank - 1))
         return false;
     *R = kdim > sdim ? s_ext : k_ext;
     *C = kdim > sdim ? k_ext : s_ext;
@@ -149,6 +149,11 @@ typedef struct TcCtx {
     int64_t slices[3];         /* split-K: the candidate slice lengths kc (K / S) */
     int nslices;               /* 0: no split-K */
     const IgPlan *ig;          /* an implicit GEMM (ns[0] is then its product as M x N x K) */
+    /* several batch loops (attention's scores, b and h): ns are the nests as the
+     * template sees them once the first ncol + 1 loops of each nest of orig are
+     * collapsed into one (0: none) */
+    const NestInfo *const *orig;
+    int ncol;
 } TcCtx;
 
 enum { MAX_EL = 8 };
@@ -386,6 +391,14 @@ static bool tc_begin(Builder *b, const TcCtx *c, int bm, int bn, int bk, bool pa
         tc_tile(b, g.m, g.j, bld_buf(b, n->out), stage_out ? bld_buf(b, n->wr) : NULL, false, true,
                 c->ig->sum_is_result, bm, bn, pad, t);
         return true;
+    }
+    for (int e = 0; e < c->nn && c->ncol; e++) {
+        SLoop *l = bld_loop(b, c->orig[e]->loop[0]);
+        for (int d = 1; d <= c->ncol && l; d++)
+            if (!bld_collapse(b, l, bld_loop(b, c->orig[e]->loop[d]), NULL, &l))
+                l = NULL;
+        if (!l || strcmp(l->name, c->ns[e]->loop[0]))
+            return false; /* the name the view expected */
     }
     int ia = n->nspatial - 2;
     tc_fuse_consumers(b, c);
@@ -928,8 +941,8 @@ static int add_family(TcOffer *o, int n, bool wg, bool splitk, bool thin_only, b
  * wgmma 128x256 took 128x4096x4096 from 0.39 to 0.32 of cuBLASLt on an H100.)
  * Products whose large tiles leave SMs idle and whose reduction is long get
  * those tiles with split-K first (add_family). */
-static void offer_all(const TuneInput *in, const NestInfo *const *ns, int nn, const IgPlan *ig, const Target *target,
-                      Arena *a, TuneSpace *sp)
+static void offer_all(const TuneInput *in, const NestInfo *const *ns, int nn, const IgPlan *ig,
+                      const NestInfo *const *orig, int ncol, const Target *target, Arena *a, TuneSpace *sp)
 {
     enum { NWG = sizeof wg_shapes / sizeof wg_shapes[0], NTC = sizeof tc_shapes / sizeof tc_shapes[0] };
     TcOffer o[2 * (NWG + NTC)];
@@ -942,7 +955,7 @@ static void offer_all(const TuneInput *in, const NestInfo *const *ns, int nn, co
     const char *kind = ig ? ", implicit GEMM" : "";
     for (int i = 0; i < n; i++) {
         TcCtx *x = arena_alloc(a, sizeof *x);
-        *x = (TcCtx){ns, nn, o[i].shape, {0}, o[i].nslices, ig};
+        *x = (TcCtx){ns, nn, o[i].shape, {0}, o[i].nslices, ig, orig, ncol};
         memcpy(x->slices, o[i].slices, sizeof x->slices);
         const char *sk = o[i].nslices ? arena_printf(a, ", split-K in %lld slices",
                                                      (long long)(ns[0]->ext[2] / o[i].slices[0]))
@@ -966,7 +979,37 @@ static void offer_all(const TuneInput *in, const NestInfo *const *ns, int nn, co
 void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, const Target *target, Arena *a,
                         TuneSpace *sp)
 {
-    offer_all(in, ns, nn, NULL, target, a, sp);
+    /* several batch loops outside the rows and columns (b and h of attention's
+     * scores, `bhqd,bhkd->bhqk`): the templates take one, so each nest's batch
+     * loops are collapsed into one first (collapse names it by joining theirs) and
+     * the templates see that view */
+    int ncol = ns[0]->nspatial - 3;
+    if (ncol <= 0) {
+        offer_all(in, ns, nn, NULL, NULL, 0, target, a, sp);
+        return;
+    }
+    const NestInfo **v = arena_alloc(a, sizeof *v * (size_t)nn);
+    for (int e = 0; e < nn; e++) {
+        const NestInfo *o = ns[e];
+        if (o->nspatial != ns[0]->nspatial)
+            return;
+        NestInfo *c = arena_alloc(a, sizeof *c);
+        *c = *o;
+        char *name = arena_strdup(a, o->loop[0]);
+        for (int d = 1; d <= ncol; d++) {
+            name = arena_printf(a, "%s%s", name, o->loop[d]);
+            c->ext[0] *= o->ext[d];
+        }
+        c->loop[0] = name;
+        for (int d = 1; d + ncol < o->nloops; d++) {
+            c->loop[d] = o->loop[d + ncol];
+            c->ext[d] = o->ext[d + ncol];
+        }
+        c->nloops -= ncol;
+        c->nspatial -= ncol;
+        v[e] = c;
+    }
+    offer_all(in, v, nn, NULL, ns, ncol, target, a, sp);
 }
 
 /* An implicit GEMM: its product as the templates' nest; the consumers are fused by
@@ -975,5 +1018,5 @@ void rules_tensor_cores_igemm(const TuneInput *in, const IgPlan *p, const Target
 {
     const NestInfo **ns = arena_alloc(a, sizeof *ns);
     ns[0] = &p->gemm;
-    offer_all(in, ns, 1, p, target, a, sp);
+    offer_all(in, ns, 1, p, NULL, 0, target, a, sp);
 }

@@ -53,6 +53,12 @@ def row(spec):
         bias = torch.randn(n, device=dev).to(t)
         fns = {"torch._addmm_activation(gelu)": lambda: torch._addmm_activation(bias, x, w.t(), use_gelu=True),
                "F.gelu(F.linear)": lambda: F.gelu(F.linear(x, w, bias))}
+    elif parts[0] == "scores":
+        # q @ k^T per (batch, head): M = N = the length, K the head size, p[4] batches, p[5] heads
+        heads = int(p[5]) if len(p) > 5 else 1
+        q = torch.randn(bsz, heads, m, k, device=dev).to(t)
+        kk = torch.randn(bsz, heads, n, k, device=dev).to(t)
+        fns = {"torch.matmul(q, k.transpose(-1, -2))": lambda: torch.matmul(q, kk.transpose(-1, -2))}
     elif parts[0] == "bmm":
         a, b = torch.randn(bsz, m, k, device=dev).to(t), torch.randn(bsz, k, n, device=dev).to(t)
         fns = {"torch.bmm": lambda: torch.bmm(a, b)}

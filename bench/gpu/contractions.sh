@@ -94,6 +94,9 @@ row klarge-lin   linear-bf16:1024:1024:16384         $C/linear.pdl -D M=1024 -D 
 row klarge-gelu  lingelu-bf16:1024:1024:16384        $C/linear_gelu.pdl -D M=1024 -D N=1024 -D K=16384
 row mm-2k-8k     mm-bf16-f32:2048:2048:8192          $C/mm.pdl -D M=2048 -D N=2048 -D K=8192
 row bmm          bmm-bf16:512:512:128:32             $C/bmm.pdl
+# two batch loops (attention's scores, einsum bhqd,bhkd->bhqk), collapsed into one
+row scores       scores-bf16:2048:2048:128:4:16      $C/scores.pdl
+row scores-odd   scores-bf16:1000:1000:64:2:12       $C/scores.pdl -D B=2 -D H=12 -D T=1000 -D E=64
 row linear       linear-bf16:4096:4096:4096          $C/linear.pdl
 row tn           tn-bf16:4096:4096:4096              $C/mm_tn.pdl
 row linear-gelu  lingelu-bf16:4096:4096:4096         $C/linear_gelu.pdl

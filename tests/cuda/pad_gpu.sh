@@ -5,7 +5,7 @@
 # past the edges and drops the stores there.  Every layout and result dtype the
 # templates read, row lengths that allow 16-byte, 8-byte and only one-element
 # copies (and, from 2^24 multiply-adds, operands read from realigned copies), a
-# batch and a fused epilogue; wgmma code (sm_90a) where the GPU has it,
+# batch (two batch loops, collapsed: scores.pdl) and a fused epilogue; wgmma code (sm_90a) where the GPU has it,
 # and mma.sync code (sm_80) on any GPU from sm_80 on.  Skipped (77) without a GPU.
 # Usage: pad_gpu.sh PERFC KERNEL_DIR (bench/gpu/contractions)
 set -u
@@ -38,6 +38,9 @@ for t in sm_80 sm_90a; do
   run $t bmm.pdl -D NB=8 -D M=200 -D N=130 -D K=101
   run $t linear_gelu.pdl -D M=1000 -D N=1001 -D K=999
   run $t mm.pdl -D T=f16 -D U=f16 -D M=700 -D N=333 -D K=264
+  # two batch loops collapsed into one (attention's scores), a length no tile divides
+  run $t scores.pdl -D B=2 -D H=3 -D T=200 -D E=64
+  run $t scores.pdl -D B=3 -D H=2 -D T=333 -D E=40
 done
 [ $ran = 1 ] || { echo "no GPU: skipped"; exit 77; }
 [ $fail = 0 ] && echo "padded tensor-core tiles validated on the GPU"
