@@ -182,6 +182,10 @@ static bool covered_first(Kernel *k, Node *l, Buffer *b, const AccVec *mine, con
     for (int d = 0; d < r->rank; d++) {
         if (used[d])
             continue;
+        /* a dimension fixed at l by a subscript that is not affine (the batch of
+         * collapsed loops, bh / H): the box's one element is that subscript */
+        if (r->width[d] == 1 && xf_expr_equal(k, s->u.stmt.idx[d], r->lo[d]))
+            continue;
         Expr *off = xf_simplify_affine(k, ir_bin(k, IE_SUB, ir_clone_expr(k, s->u.stmt.idx[d]),
                                                  ir_clone_expr(k, r->lo[d])));
         if (r->width[d] != 1 || off->kind != IE_INT || off->u.i != 0)
