@@ -41,7 +41,19 @@ struct Builder {
     int nrec, caprec;
     BParam par[MAX_PARAMS];
     int npar;
+    const char *prefix;        /* put before every name a template chooses (bld_set_prefix) */
 };
+
+/* A name the template chose, with the builder's prefix. */
+static const char *chosen(Builder *b, const char *name)
+{
+    return name && b->prefix ? arena_printf(b->a, "%s%s", b->prefix, name) : name;
+}
+
+void bld_set_prefix(Builder *b, const char *prefix)
+{
+    b->prefix = prefix && *prefix ? arena_strdup(b->a, prefix) : NULL;
+}
 
 /* ---- one statement ---- */
 
@@ -360,6 +372,7 @@ static int add_param(Builder *b, const char *name, int n)
     if (b->npar == MAX_PARAMS)
         die("builder: more than %d parameters", MAX_PARAMS);
     BParam *p = &b->par[b->npar];
+    name = chosen(b, name);
     p->name = arena_strdup(b->a, name);
     p->n = n;
     p->cands = arena_alloc(b->a, sizeof *p->cands * (size_t)(n + 1));
@@ -445,8 +458,8 @@ static bool split_named(Builder *b, SLoop *l, SVal factor, const char *oname, co
     put_loop(b, &c, NULL, l);
     put_val(b, &c, NULL, factor);
     if (oname) {
-        put_name(&c, NULL, oname);
-        put_name(&c, NULL, iname);
+        put_name(&c, NULL, chosen(b, oname));
+        put_name(&c, NULL, chosen(b, iname));
     }
     if (pad)
         put_val(b, &c, "tail", (SVal){0, "pad", -1});
@@ -485,7 +498,7 @@ static bool tile(Builder *b, SLoop *i, SLoop *j, SVal ti, SVal tj, const char *c
     put_val(b, &c, NULL, ti);
     put_val(b, &c, NULL, tj);
     for (int x = 0; names && x < 4; x++)
-        put_name(&c, NULL, names[x]);
+        put_name(&c, NULL, chosen(b, names[x]));
     if (pad)
         put_val(b, &c, "tail", (SVal){0, "pad", -1});
     int nv, nb;
@@ -648,7 +661,7 @@ SBuf *bld_rfactor_expanded(Builder *b, SLoop *l, const char *name, SLoop **init,
     call_init(&c, "rfactor");
     put_loop(b, &c, NULL, l);
     if (name)
-        put_name(&c, "name", name);
+        put_name(&c, "name", chosen(b, name));
     put_int(&c, "expand", 1);
     *init = *comb = NULL;
     int nv, nb;
@@ -677,7 +690,7 @@ static SBuf *staged(Builder *b, const char *op, SBuf *buf, SLoop *at, const char
     if (mem)
         put_name(&c, "mem", mem);
     if (name)
-        put_name(&c, "name", name);
+        put_name(&c, "name", chosen(b, name));
     if (squeeze)
         put_int(&c, "squeeze", 1);
     int nv, nb;
@@ -801,7 +814,7 @@ bool bld_collapse(Builder *b, SLoop *outer, SLoop *inner, const char *name, SLoo
     put_loop(b, &c, NULL, outer);
     put_loop(b, &c, NULL, inner);
     if (name)
-        put_name(&c, NULL, name);
+        put_name(&c, NULL, chosen(b, name));
     int nv, nb;
     *out = NULL;
     if (!run(b, &c, &nv, &nb))

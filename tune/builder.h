@@ -71,6 +71,11 @@ SBuf *bld_buf(Builder *b, const char *name);
  * a name a template chooses for a new loop or buffer must be. */
 bool bld_name_free(Builder *b, const char *name);
 
+/* Every name the template chooses from now on (new loops and buffers, parameters)
+ * starts with prefix (NULL or "": none): one template applied to several nests of a
+ * kernel, each with its own prefix, names nothing twice. */
+void bld_set_prefix(Builder *b, const char *prefix);
+
 /* ---- parameters ---- */
 SVal bld_param(Builder *b, const char *name, const int64_t *cands, int n);
 SVal bld_param_names(Builder *b, const char *name, const char *const *cands, int n);

@@ -1381,6 +1381,27 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
         }
         if (epi && ns[0].red->u.stmt.value->kind == IE_MUL)
             rules_tensor_cores(in, (const NestInfo *const *)infos, epi, target, a, sp);
+        /* several products, each followed by elementwise nests over its output loops
+         * (an MLP's gate and up projections, then their product): a template each */
+        int start[4], ng = 0;
+        bool groups = !epi && nn >= 2;
+        for (int e = 0; groups && e < nn; e++) {
+            bool prod = ns[e].red && ns[e].nspatial == ns[e].nloops - 1 && ns[e].red->u.stmt.value->kind == IE_MUL;
+            if (prod) {
+                if (ng == 4) {
+                    groups = false;
+                    break;
+                }
+                start[ng++] = e;
+                continue;
+            }
+            const Nest *g = ng ? &ns[start[ng - 1]] : NULL;
+            groups = g && !ns[e].red && ns[e].nloops == g->nspatial;
+            for (int d = 0; groups && d < g->nspatial; d++)
+                groups = ns[e].ext[d] == g->ext[d];
+        }
+        if (groups && ng >= 2)
+            rules_tensor_cores_groups(in, (const NestInfo *const *)infos, start, ng, nn, target, a, sp);
         /* a product over several row or reduction loops (a convolution) as an
          * implicit GEMM, its elementwise consumers as above */
         if (!epi && ns[0].red && ns[0].nspatial >= 2) {

@@ -75,6 +75,12 @@ void rules_offer(const TuneInput *in, TuneBuildFn fn, const void *ctx, Arena *a,
  * accumulator write-back.  Offers nothing when the nest is no 16-bit product. */
 void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, const Target *target, Arena *a,
                         TuneSpace *sp);
+/* The same templates for several contractions in one kernel, each followed by its
+ * elementwise consumers: ns[start[g]] the product of group g, the nests up to the
+ * next group's its consumers (nn nests in all); each group gets its own first
+ * template.  Offers nothing for fewer than two groups or more than four. */
+void rules_tensor_cores_groups(const TuneInput *in, const NestInfo *const *ns, const int *start, int ng, int nn,
+                               const Target *target, Arena *a, TuneSpace *sp);
 /* The same templates for an implicit GEMM (no split-K, the result written from the
  * fragments). */
 void rules_tensor_cores_igemm(const TuneInput *in, const IgPlan *p, const Target *target, Arena *a, TuneSpace *sp);

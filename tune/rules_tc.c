@@ -976,40 +976,109 @@ static void offer_all(const TuneInput *in, const NestInfo *const *ns, int nn, co
     }
 }
 
-void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, const Target *target, Arena *a,
-                        TuneSpace *sp)
+/* Several batch loops outside the rows and columns (b and h of attention's scores,
+ * `bhqd,bhkd->bhqk`): the templates take one, so each nest's batch loops are
+ * collapsed into one first (collapse names it by joining theirs) and the templates
+ * see that view: the nests with the collapsed loop first, *ncol the loops joined to
+ * the first (0: ns itself).  NULL when the nests' shapes differ. */
+static const NestInfo *const *batch_view(const NestInfo *const *ns, int nn, Arena *a, int *ncol)
 {
-    /* several batch loops outside the rows and columns (b and h of attention's
-     * scores, `bhqd,bhkd->bhqk`): the templates take one, so each nest's batch
-     * loops are collapsed into one first (collapse names it by joining theirs) and
-     * the templates see that view */
-    int ncol = ns[0]->nspatial - 3;
-    if (ncol <= 0) {
-        offer_all(in, ns, nn, NULL, NULL, 0, target, a, sp);
-        return;
+    *ncol = ns[0]->nspatial - 3;
+    if (*ncol <= 0) {
+        *ncol = 0;
+        return ns;
     }
     const NestInfo **v = arena_alloc(a, sizeof *v * (size_t)nn);
     for (int e = 0; e < nn; e++) {
         const NestInfo *o = ns[e];
         if (o->nspatial != ns[0]->nspatial)
-            return;
+            return NULL;
         NestInfo *c = arena_alloc(a, sizeof *c);
         *c = *o;
         char *name = arena_strdup(a, o->loop[0]);
-        for (int d = 1; d <= ncol; d++) {
+        for (int d = 1; d <= *ncol; d++) {
             name = arena_printf(a, "%s%s", name, o->loop[d]);
             c->ext[0] *= o->ext[d];
         }
         c->loop[0] = name;
-        for (int d = 1; d + ncol < o->nloops; d++) {
-            c->loop[d] = o->loop[d + ncol];
-            c->ext[d] = o->ext[d + ncol];
+        for (int d = 1; d + *ncol < o->nloops; d++) {
+            c->loop[d] = o->loop[d + *ncol];
+            c->ext[d] = o->ext[d + *ncol];
         }
-        c->nloops -= ncol;
-        c->nspatial -= ncol;
+        c->nloops -= *ncol;
+        c->nspatial -= *ncol;
         v[e] = c;
     }
-    offer_all(in, v, nn, NULL, ns, ncol, target, a, sp);
+    return v;
+}
+
+void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, const Target *target, Arena *a,
+                        TuneSpace *sp)
+{
+    int ncol;
+    const NestInfo *const *v = batch_view(ns, nn, a, &ncol);
+    if (v)
+        offer_all(in, v, nn, NULL, ncol ? ns : NULL, ncol, target, a, sp);
+}
+
+/* Several contractions, each followed by the elementwise nests that read it (an
+ * MLP's gate and up projections, then their product): each group gets the
+ * tensor-core template its own offers put first, one group after another, each
+ * under a name prefix of its own (bld_set_prefix: the templates choose the same
+ * names for every nest).  A consumer reading two products sits with the later. */
+enum { MAX_GROUPS = 4 };
+
+typedef struct TcMulti {
+    TcCtx g[MAX_GROUPS];
+    bool wg[MAX_GROUPS];
+    int ng;
+} TcMulti;
+
+static bool gpu_wg_b(Builder *b, const void *vctx);
+static bool gpu_tc_b(Builder *b, const void *vctx);
+
+static bool gpu_multi_b(Builder *b, const void *vctx)
+{
+    static const char *const prefix[MAX_GROUPS] = {NULL, "c1_", "c2_", "c3_"};
+    const TcMulti *m = vctx;
+    for (int i = 0; i < m->ng; i++) {
+        bld_set_prefix(b, prefix[i]);
+        if (!(m->wg[i] ? gpu_wg_b : gpu_tc_b)(b, &m->g[i]))
+            return false;
+    }
+    bld_set_prefix(b, NULL);
+    return true;
+}
+
+void rules_tensor_cores_groups(const TuneInput *in, const NestInfo *const *ns, const int *start, int ng, int nn,
+                               const Target *target, Arena *a, TuneSpace *sp)
+{
+    if (ng < 2 || ng > MAX_GROUPS)
+        return;
+    TcMulti *m = arena_alloc(a, sizeof *m);
+    m->ng = ng;
+    bool all_wg = true;
+    for (int i = 0; i < ng; i++) {
+        int n0 = start[i], cnt = (i + 1 < ng ? start[i + 1] : nn) - n0, ncol;
+        const NestInfo *const *v = batch_view(ns + n0, cnt, a, &ncol);
+        if (!v)
+            return;
+        enum { NWG = sizeof wg_shapes / sizeof wg_shapes[0], NTC = sizeof tc_shapes / sizeof tc_shapes[0] };
+        TcOffer o[2 * (NWG + NTC)];
+        int n = 0;
+        if (target->wgmma)
+            n = add_family(o, n, true, true, false, false, target, v[0]);
+        n = add_family(o, n, false, true, target->wgmma, false, target, v[0]);
+        if (!n)
+            return;
+        m->g[i] = (TcCtx){v, cnt, o[0].shape, {0}, o[0].nslices, NULL, ncol ? ns + n0 : NULL, ncol};
+        memcpy(m->g[i].slices, o[0].slices, sizeof m->g[i].slices);
+        m->wg[i] = o[0].wg;
+        all_wg &= o[0].wg;
+    }
+    rules_offer(in, gpu_multi_b, m, a, sp,
+                arena_printf(a, "rules: GPU %s, one per product (%d products)", all_wg ? "wgmma" : "tensor cores", ng),
+                true);
 }
 
 /* An implicit GEMM: its product as the templates' nest; the consumers are fused by

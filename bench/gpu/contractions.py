@@ -53,6 +53,10 @@ def row(spec):
         bias = torch.randn(n, device=dev).to(t)
         fns = {"torch._addmm_activation(gelu)": lambda: torch._addmm_activation(bias, x, w.t(), use_gelu=True),
                "F.gelu(F.linear)": lambda: F.gelu(F.linear(x, w, bias))}
+    elif parts[0] == "swiglu":
+        x = torch.randn(m, k, device=dev).to(t)
+        w1, w3 = torch.randn(n, k, device=dev).to(t), torch.randn(n, k, device=dev).to(t)
+        fns = {"F.silu(F.linear(x, w1)) * F.linear(x, w3)": lambda: F.silu(F.linear(x, w1)) * F.linear(x, w3)}
     elif parts[0] == "scores":
         # q @ k^T per (batch, head): M = N = the length, K the head size, p[4] batches, p[5] heads
         heads = int(p[5]) if len(p) > 5 else 1

@@ -97,6 +97,9 @@ row bmm          bmm-bf16:512:512:128:32             $C/bmm.pdl
 # two batch loops (attention's scores, einsum bhqd,bhkd->bhqk), collapsed into one
 row scores       scores-bf16:2048:2048:128:4:16      $C/scores.pdl
 row scores-odd   scores-bf16:1000:1000:64:2:12       $C/scores.pdl -D B=2 -D H=12 -D T=1000 -D E=64
+# two products in one kernel (an MLP's gate and up projections), one template each
+row swiglu       swiglu-bf16:2048:5632:2048          $C/swiglu.pdl
+row swiglu-odd   swiglu-bf16:1000:3000:1000          $C/swiglu.pdl -D M=1000 -D N=3000 -D K=1000
 row linear       linear-bf16:4096:4096:4096          $C/linear.pdl
 row tn           tn-bf16:4096:4096:4096              $C/mm_tn.pdl
 row linear-gelu  lingelu-bf16:4096:4096:4096         $C/linear_gelu.pdl

@@ -41,6 +41,8 @@ for t in sm_80 sm_90a; do
   # two batch loops collapsed into one (attention's scores), a length no tile divides
   run $t scores.pdl -D B=2 -D H=3 -D T=200 -D E=64
   run $t scores.pdl -D B=3 -D H=2 -D T=333 -D E=40
+  # two products in one kernel, a template each (the SiLU product fused into the second)
+  run $t swiglu.pdl -D M=200 -D N=300 -D K=136
 done
 [ $ran = 1 ] || { echo "no GPU: skipped"; exit 77; }
 [ $fail = 0 ] && echo "padded tensor-core tiles validated on the GPU"
