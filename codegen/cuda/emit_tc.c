@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "../../ir/walk.h"
 #include "emit_int.h"
 
 const char em_tc_prelude[] =
@@ -637,6 +638,14 @@ void em_pipeline_open(Em *e, const Node *n, const char *kind, const char *what, 
     e->pvar = n->u.loop.var;
 }
 
+static bool list_writes(const NodeList *l, const Buffer *b)
+{
+    for (int i = 0; i < l->n; i++)
+        if (ir_node_writes(l->v[i], b))
+            return true;
+    return false;
+}
+
 void em_pipeline_close(Em *e, EmPipe *p)
 {
     int64_t L = p->L;
@@ -644,8 +653,10 @@ void em_pipeline_close(Em *e, EmPipe *p)
     sb_free(&p->hi);
     if (L) {
         em_line(e, "pf_wg_wait<0>();   /* the last group */");
+        /* the accumulators this pipeline's products write: a kernel of several
+         * launches has one of its own in each */
         for (int b = 0; b < e->k->nbufs; b++)
-            if (e->k->bufs[b]->layout == LAYOUT_WGMMA_ACC)
+            if (e->k->bufs[b]->layout == LAYOUT_WGMMA_ACC && list_writes(&p->rest, e->k->bufs[b]))
                 em_line(e, "pf_wg_keep<%" PRId64 ">(&%s[0][0][0]);", em_frag_regs(e, e->k->bufs[b]),
                         em_bn(e, e->k->bufs[b]));
     }
