@@ -50,7 +50,14 @@ grep -q 'must run exactly 64 times' "$tmp/e4" || bad "shape refusal reason: $(ca
 grep -q 'f16 x f16 or bf16 x bf16' "$tmp/e5" || bad "dtype refusal reason: $(cat "$tmp/e5")"
 "$perfc" "$g" -k gemm -D T=f16 --no-schedule -target sm_90a -emit ir "${sz[@]}" -s "$base; pipeline(ko, 2, inflight=1)" >/dev/null 2>"$tmp/e6" && bad "2-stage inflight pipeline accepted"
 grep -q 'needs at least 3 stages' "$tmp/e6" || bad "inflight refusal reason: $(cat "$tmp/e6")"
+# a kernel of two products (two launches, each its own accumulator): each launch
+# keeps only its own alive after its pipeline (NVRTC rejected the other's name)
+sw="$dir/../bench/gpu/contractions/swiglu.pdl"
+"$perfc" "$sw" -D M=200 -D N=300 -D K=136 -target sm_90a -emit cuda -o "$tmp/sw.cu" || bad "swiglu emit cuda"
+awk '/__global__/ {n++} n == 1' "$tmp/sw.cu" | grep -q 'c1_acc' && bad "swiglu: the first launch names the second's accumulator"
+awk '/__global__/ {n++} n == 2' "$tmp/sw.cu" | grep -qE '[^_]acc\[0\]' && bad "swiglu: the second launch names the first's accumulator"
 if "$perfc" "$g" -k gemm -D T=f16 --schedule wg -D M=4096 -D N=4096 -D K=4096 -target sm_90a -emit ptx -o "$tmp/f16.ptx" 2>"$tmp/e7"; then
+  "$perfc" "$sw" -D M=200 -D N=300 -D K=136 -target sm_90a -emit ptx -o "$tmp/sw.ptx" || bad "swiglu sm_90a ptx"
   "$perfc" "$g" -k gemm -D T=bf16 --schedule wg -D M=4096 -D N=4096 -D K=4096 -target sm_90a -emit ptx -o "$tmp/bf16.ptx" || bad "bf16 sm_90a ptx"
   grep -q 'wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16' "$tmp/f16.ptx" || bad "f16 PTX without wgmma"
   grep -q 'wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16' "$tmp/bf16.ptx" || bad "bf16 PTX without wgmma"
