@@ -56,9 +56,10 @@ static SLoop *child(Builder *b, SLoop *l)
     return l && bld_children(b, l, c, 2) == 1 ? c[0] : NULL;
 }
 
-/* A register tile: rows r (unrolled) by `cols` (blocks of w = nv vectors: the block
- * loop outermost, then `outer`, the loop the tile accumulates over, then the rows and
- * the vectors).  cols sits in r, outer in cols (or the reverse: outer_in_cols). */
+/* A register tile: rows r (unrolled) by blocks of w columns of `cols` (w a whole
+ * number of vectors).  r holds cols, cols holds `outer`, the loop the tile
+ * accumulates over; they become: the column blocks, outer, the rows, the vectors
+ * of a block (unrolled), the lanes. */
 static bool reg_tile(Builder *b, SLoop *r, SLoop *cols, SLoop *outer, int64_t w, int64_t L)
 {
     SLoop *cb, *cr, *co, *cv;
@@ -147,8 +148,9 @@ static bool cpu_flash_b(Builder *b, const void *vctx)
 }
 
 /* Where online_softmax fuses the chain but the fused nest is not one the template
- * reads (more than two batch loops): the chain fused alone, its rows on threads (no
- * S x S buffer, the loops left to the code generator). */
+ * reads (more than four batch loops, stages of another shape): the chain fused
+ * alone, its rows on threads (no S x S buffer, the loops left to the code
+ * generator). */
 static bool cpu_fused_b(Builder *b, const void *vctx)
 {
     const AttnCtx *x = vctx;

@@ -101,7 +101,7 @@ typedef struct AttnCtx {
     int norder;                  /* 0: already in the order the chain needs */
     const char *rowloop;         /* the contraction nest's row loop before online_softmax, or NULL */
     bool fuses;                  /* online_softmax applies (set even where the fused nest is
-                                    not read: more than two batch loops) */
+                                    not read: more than MAXB batch loops, another shape) */
     const char *score_sum;       /* the score nest's sum loop, when factor_out applies; else NULL */
     bool exp_scale;              /* the scale then moves into the exponentials (exp_scale) */
     const char *batch[MAXB];
