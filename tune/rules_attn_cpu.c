@@ -24,6 +24,7 @@
  * the same way, rows past a multiple of R run in a padded last block. */
 #include <string.h>
 
+#include "../runtime/runtime.h"
 #include "blocking.h"
 #include "rules_int.h"
 
@@ -31,6 +32,7 @@ typedef struct CpuAttnCtx {
     AttnCtx x;
     int64_t lanes;  /* f32 lanes a vector */
     int64_t acc;    /* vector accumulators a register tile may hold */
+    int64_t parts;  /* masked chains: the row blocks dealt out in this many strided parts */
 } CpuAttnCtx;
 
 /* split(l, L) and vectorize the lanes: a loop over keys or the head dimension */
@@ -106,6 +108,16 @@ static bool cpu_flash_b(Builder *b, const void *vctx)
         bld_split_padded(b, row, R, "f_io", "f_ii", &fio, &fii);
     else
         bld_split_named(b, row, R, "f_io", "f_ii", &fio, &fii);
+    /* Under a causal mask the last row blocks run the most key tiles, and the pool
+     * hands each thread a contiguous range of iterations: dealt out instead in
+     * `parts` strided sets (blocks p, p + parts, ...), each part gets the same mix
+     * (at 1 x 4 x 2048 x 64 on two threads the contiguous split ran 1.27 times as
+     * fast as one thread).  Done while the chain's temporaries are still indexed by
+     * row: once the tile buffers are staged a block at a time, their reuse orders
+     * the blocks. */
+    SLoop *par = fio, *po, *pi;
+    if (fio && x->masked && c->parts > 1 && bld_split(b, fio, sv(c->parts), &po, &pi) && BLD_REORDER(b, pi, po))
+        par = pi;
     SLoop *cp[8], *jo;
     if (!fio || bld_distribute_all(b, fii, cp, 8) != 4 || !(jo = child(b, cp[2])))
         return false; /* not the nest online_softmax leaves: the template does not fit */
@@ -143,7 +155,7 @@ static bool cpu_flash_b(Builder *b, const void *vctx)
     /* the accumulator's initialisation and the normalisation, vectorised */
     vec(b, child(b, cp[1]), L);
     vec(b, child(b, cp[3]), L);
-    bld_parallel(b, fio);
+    bld_parallel(b, par);
     return true;
 }
 
@@ -176,6 +188,9 @@ bool rules_attention_cpu(const TuneInput *in, const Kernel *u, const Target *tar
     }
     c->lanes = tune_vector_lanes(target, DT_F32);
     c->acc = blocking_vector_regs(target) / 2;
+    /* a few parts a thread, and no more than the row blocks of the smallest tile */
+    int64_t blocks = (c->x.rows + 7) / 8;
+    c->parts = 4 * rt_cpu_count() < blocks ? 4 * rt_cpu_count() : blocks;
     int n0 = sp->n;
     rules_offer(in, cpu_flash_b, c, a, sp, "rules: attention, fused (online_softmax), register tiles", false);
     return sp->n > n0;
