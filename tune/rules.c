@@ -1383,12 +1383,12 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
             rules_tensor_cores(in, (const NestInfo *const *)infos, epi, target, a, sp);
         /* several products, each followed by elementwise nests over its output loops
          * (an MLP's gate and up projections, then their product): a template each */
-        int start[4], ng = 0;
+        int start[RULES_MAX_GROUPS], ng = 0;
         bool groups = !epi && nn >= 2;
         for (int e = 0; groups && e < nn; e++) {
             bool prod = ns[e].red && ns[e].nspatial == ns[e].nloops - 1 && ns[e].red->u.stmt.value->kind == IE_MUL;
             if (prod) {
-                if (ng == 4) {
+                if (ng == RULES_MAX_GROUPS) {
                     groups = false;
                     break;
                 }

@@ -236,6 +236,25 @@ static int row_order(const Node *nest, Node *jl, const char **order, int cap, co
 
 /* ---------------- the template ---------------- */
 
+bool rules_attn_tiles(Builder *b, const AttnCtx *x, SLoop *fii, SLoop *cp[4], SLoop **jo)
+{
+    SLoop *all[8], *t[2];
+    if (bld_distribute_all(b, fii, all, 8) != 4 || bld_children(b, all[2], t, 2) != 1)
+        return false; /* not the nest online_softmax leaves: the template does not fit */
+    memcpy(cp, all, sizeof *cp * 4);
+    *jo = t[0];
+    BLD_REORDER(b, *jo, cp[2]);
+    /* a masked chain: the block runs the key tiles some of its rows need */
+    return !x->masked || bld_skip_tiles(b, *jo);
+}
+
+int rules_attn_stages(Builder *b, const AttnCtx *x, SLoop *cp2, SLoop *stg[24])
+{
+    int ns = bld_distribute_all(b, cp2, stg + 1, 23) + 1;
+    stg[0] = cp2;
+    return ns == x->nscore + 7 ? ns : -1;
+}
+
 void rules_attn_order(Builder *b, const AttnCtx *x)
 {
     if (!x->norder)
@@ -310,26 +329,21 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
     bld_online_softmax(b, bld_buf(b, x->out), bld_loop(b, x->j), kt, "inf");
     if (x->exp_scale)
         bld_exp_scale(b, bld_buf(b, x->s));
-    SLoop *fio, *fii, *cp[8], *jo[4];
+    SLoop *fio, *fii, *cp[4], *jo;
     if (x->pad_rows)
         bld_split_padded(b, bld_loop(b, x->row), sv(x->rb), "f_io", "f_ii", &fio, &fii);
     else
         bld_split_named(b, bld_loop(b, x->row), sv(x->rb), "f_io", "f_ii", &fio, &fii);
     if (!fio)
         return false;
-    if (bld_distribute_all(b, fii, cp, 8) != 4 || bld_children(b, cp[2], jo, 4) != 1)
-        return false; /* not the nest online_softmax leaves: the template does not fit */
-    BLD_REORDER(b, jo[0], cp[2]);
-    /* a masked chain: the block runs the key tiles some of its rows need */
-    if (x->masked && !bld_skip_tiles(b, jo[0]))
+    if (!rules_attn_tiles(b, x, fii, cp, &jo))
         return false;
     /* the blocks with the most key tiles first (their binding, below) */
     if (x->masked && !bld_reverse(b, fio))
         return false;
     SLoop *stg[24];
-    int ns = bld_distribute_all(b, cp[2], stg + 1, 23) + 1;
-    stg[0] = cp[2];
-    if (ns != x->nscore + 7)
+    int ns = rules_attn_stages(b, x, cp[2], stg);
+    if (ns < 0)
         return false;
     /* the product stage: rescale and update apart */
     SLoop *od[2], *od1, *ou;
@@ -338,13 +352,13 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
     bld_distribute(b, od[0], &od1);
     bld_distribute(b, stg[ns - 1], &ou);
     SBuf *Qs = bld_cache_squeezed(b, bld_buf(b, x->Q), fio, "shared", "f_Qs", true);
-    SBuf *Ks = bld_cache_squeezed(b, bld_buf(b, x->K), jo[0], "shared", "f_Ks", true);
-    SBuf *Vs = bld_cache_squeezed(b, bld_buf(b, x->V), jo[0], "shared", "f_Vs", true);
-    bld_cache_squeezed(b, bld_buf(b, x->s), jo[0], NULL, "f_sacc", true);
-    SBuf *pr = bld_cache_squeezed(b, bld_buf(b, x->p), jo[0], NULL, "f_pr", true);
+    SBuf *Ks = bld_cache_squeezed(b, bld_buf(b, x->K), jo, "shared", "f_Ks", true);
+    SBuf *Vs = bld_cache_squeezed(b, bld_buf(b, x->V), jo, "shared", "f_Vs", true);
+    bld_cache_squeezed(b, bld_buf(b, x->s), jo, NULL, "f_sacc", true);
+    SBuf *pr = bld_cache_squeezed(b, bld_buf(b, x->p), jo, NULL, "f_pr", true);
     bld_cache_squeezed(b, bld_buf(b, x->m), fio, NULL, "f_mw", true);
     bld_cache_squeezed(b, bld_buf(b, x->l), fio, NULL, "f_lw", true);
-    bld_cache_squeezed(b, bld_buf(b, x->ms), jo[0], NULL, "f_mc", true);
+    bld_cache_squeezed(b, bld_buf(b, x->ms), jo, NULL, "f_mc", true);
     bld_cache_squeezed(b, bld_buf(b, x->acc), fio, NULL, "f_oacc", true);
     bld_storage(b, pr, x->dt);
     /* one row loop a tile: the stages fused, the exponentials' sum into their loop */
@@ -400,7 +414,7 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
     for (int i = 0; i < x->nbatch; i++)
         bld_bind(b, bld_loop(b, x->batch[i]), (x->masked ? masked_axes : axes)[GPU_MAXB - x->nbatch + i]);
     bld_bind(b, fio, x->masked ? "block.z" : "block.x");
-    bld_pipeline(b, jo[0], st, false);
+    bld_pipeline(b, jo, st, false);
     return true;
 }
 

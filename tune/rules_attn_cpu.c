@@ -118,16 +118,9 @@ static bool cpu_flash_b(Builder *b, const void *vctx)
     SLoop *par = fio, *po, *pi;
     if (fio && x->masked && c->parts > 1 && bld_split(b, fio, sv(c->parts), &po, &pi) && BLD_REORDER(b, pi, po))
         par = pi;
-    SLoop *cp[8], *jo;
-    if (!fio || bld_distribute_all(b, fii, cp, 8) != 4 || !(jo = child(b, cp[2])))
-        return false; /* not the nest online_softmax leaves: the template does not fit */
-    BLD_REORDER(b, jo, cp[2]);
-    if (x->masked && !bld_skip_tiles(b, jo))
-        return false;
-    SLoop *stg[24];
-    int ns = bld_distribute_all(b, cp[2], stg + 1, 23) + 1;
-    stg[0] = cp[2];
-    if (ns != x->nscore + 7)
+    SLoop *cp[4], *jo, *stg[24];
+    int ns;
+    if (!fio || !rules_attn_tiles(b, x, fii, cp, &jo) || (ns = rules_attn_stages(b, x, cp[2], stg)) < 0)
         return false;
     bld_cache_squeezed(b, bld_buf(b, x->s), jo, NULL, "f_st", true);
     bld_cache_squeezed(b, bld_buf(b, x->p), jo, NULL, "f_pt", true);

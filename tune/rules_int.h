@@ -75,10 +75,12 @@ void rules_offer(const TuneInput *in, TuneBuildFn fn, const void *ctx, Arena *a,
  * accumulator write-back.  Offers nothing when the nest is no 16-bit product. */
 void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, const Target *target, Arena *a,
                         TuneSpace *sp);
+enum { RULES_MAX_GROUPS = 4 }; /* products of one kernel the templates take */
+
 /* The same templates for several contractions in one kernel, each followed by its
  * elementwise consumers: ns[start[g]] the product of group g, the nests up to the
  * next group's its consumers (nn nests in all); each group gets its own first
- * template.  Offers nothing for fewer than two groups or more than four. */
+ * template.  Offers nothing for fewer than two groups or more than RULES_MAX_GROUPS. */
 void rules_tensor_cores_groups(const TuneInput *in, const NestInfo *const *ns, const int *start, int ng, int nn,
                                const Target *target, Arena *a, TuneSpace *sp);
 /* The same templates for an implicit GEMM (no split-K, the result written from the
@@ -129,6 +131,17 @@ bool rules_attn_read(const Kernel *u, AttnCtx *x, Arena *a);
 /* The templates' first step: the contraction nest's loops in the order the reading
  * found the chain in (nothing when they already are). */
 void rules_attn_order(Builder *b, const AttnCtx *x);
+
+/* The fused nest's shape, shared by the templates once the row loop is split (fii
+ * the rows of a block): the block's statements apart, cp[0..3] the running sum's and
+ * the accumulator's initialisations, the row loop holding the key tiles and the
+ * normalisation (fii keeps the maximum's initialisation); the key tile loop *jo
+ * moved outside the rows, and under a mask bounded to the tiles the block needs
+ * (skip_tiles).  False when the nest is not the one online_softmax leaves. */
+bool rules_attn_tiles(Builder *b, const AttnCtx *x, SLoop *fii, SLoop *cp[4], SLoop **jo);
+/* Then the tile's stages apart: stg[0] is cp2 itself; their number, or -1 when it is
+ * not the nscore + 7 the reading found. */
+int rules_attn_stages(Builder *b, const AttnCtx *x, SLoop *cp2, SLoop *stg[24]);
 
 /* The CPU template for the same chain (tune/rules_attn_cpu.c): fused, K staged
  * transposed per head, register tiles of a few rows; true when it offered it. */

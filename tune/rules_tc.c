@@ -1026,20 +1026,15 @@ void rules_tensor_cores(const TuneInput *in, const NestInfo *const *ns, int nn, 
  * tensor-core template its own offers put first, one group after another, each
  * under a name prefix of its own (bld_set_prefix: the templates choose the same
  * names for every nest).  A consumer reading two products sits with the later. */
-enum { MAX_GROUPS = 4 };
-
 typedef struct TcMulti {
-    TcCtx g[MAX_GROUPS];
-    bool wg[MAX_GROUPS];
+    TcCtx g[RULES_MAX_GROUPS];
+    bool wg[RULES_MAX_GROUPS];
     int ng;
 } TcMulti;
 
-static bool gpu_wg_b(Builder *b, const void *vctx);
-static bool gpu_tc_b(Builder *b, const void *vctx);
-
 static bool gpu_multi_b(Builder *b, const void *vctx)
 {
-    static const char *const prefix[MAX_GROUPS] = {NULL, "c1_", "c2_", "c3_"};
+    static const char *const prefix[RULES_MAX_GROUPS] = {NULL, "c1_", "c2_", "c3_"};
     const TcMulti *m = vctx;
     for (int i = 0; i < m->ng; i++) {
         bld_set_prefix(b, prefix[i]);
@@ -1053,7 +1048,7 @@ static bool gpu_multi_b(Builder *b, const void *vctx)
 void rules_tensor_cores_groups(const TuneInput *in, const NestInfo *const *ns, const int *start, int ng, int nn,
                                const Target *target, Arena *a, TuneSpace *sp)
 {
-    if (ng < 2 || ng > MAX_GROUPS)
+    if (ng < 2 || ng > RULES_MAX_GROUPS)
         return;
     TcMulti *m = arena_alloc(a, sizeof *m);
     m->ng = ng;

@@ -10,26 +10,19 @@ perfc=$1; root=$2
 command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || exit 77
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
+. "$(dirname "$0")/gpu_check.sh"
 u="$root/bench/gpu/kernels/user_attention.pdl"
 for t in sm_80 sm_90a; do
   for sz in "-k cross -D B=2 -D H=3 -D SQ=1 -D SK=3000 -D D=128" "-k cross -D B=2 -D H=2 -D SQ=4 -D SK=1000 -D D=64" \
             "-k gqa_dec -D B=2 -D H=8 -D KVH=2 -D SQ=1 -D SK=2048 -D D=128"; do
     # shellcheck disable=SC2086
-    if "$perfc" "$u" $sz -target $t --run --quiet > "$tmp/r" 2>&1 && grep -q '^valid      yes' "$tmp/r"; then
-      echo "ok   $t $sz: $(grep -m1 '^time' "$tmp/r" | awk '{print $3, $4}')"
-    else
-      echo "FAIL $t $sz"; tail -5 "$tmp/r"; fail=1
-    fi
+    valid "$t $sz" "$u" $sz -target $t
   done
 done
 cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 if [ -n "$cs" ]; then
   for tool in memcheck racecheck; do
-    "$cs" --tool $tool --error-exitcode 9 "$perfc" "$u" -k cross -D B=1 -D H=2 -D SQ=2 -D SK=700 -D D=64 \
-        -target sm_90a --run --quiet > "$tmp/s" 2>&1
-    r=$?
-    if [ $r = 0 ] && grep -q 'ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards' "$tmp/s"; then echo "ok   $tool clean"
-    else echo "FAIL $tool (exit $r)"; grep -m5 -E 'ERROR|SUMMARY|hazard|Invalid' "$tmp/s"; fail=1; fi
+    clean "$cs" $tool "cross" "$u" -k cross -D B=1 -D H=2 -D SQ=2 -D SK=700 -D D=64 -target sm_90a
   done
 fi
 exit $fail

@@ -10,6 +10,7 @@ perfc=$1; dir=$2
 command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || exit 77
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
+. "$(dirname "$0")/gpu_check.sh"
 a="$dir/attention.pdl"
 c="$dir/attention_causal.pdl"
 for f in "$a" "$c"; do
@@ -17,11 +18,7 @@ for f in "$a" "$c"; do
     for t in sm_80 sm_90a; do
       for sz in "-D B=2 -D H=3 -D S=384 -D D=64" "-D B=1 -D H=2 -D S=640 -D D=128" "-D B=1 -D H=2 -D S=1000 -D D=64"; do
         # shellcheck disable=SC2086
-        if "$perfc" "$f" $how $sz -target $t --run --quiet > "$tmp/r" 2>&1 && grep -q '^valid      yes' "$tmp/r"; then
-          echo "ok   ${f##*/} ${how:-default} $t $sz: $(grep -m1 '^time' "$tmp/r" | awk '{print $3, $4}')"
-        else
-          echo "FAIL ${f##*/} ${how:-default} $t $sz"; tail -5 "$tmp/r"; fail=1
-        fi
+        valid "${f##*/} ${how:-default} $t $sz" "$f" $how $sz -target $t
       done
     done
   done
@@ -32,11 +29,7 @@ bt="$dir/../tests/check/flash_bthd.pdl"
 for t in sm_80 sm_90a; do
   for sz in "-D B=2 -D T=200 -D H=8 -D E=64" "-D B=1 -D T=384 -D H=4 -D E=128"; do
     # shellcheck disable=SC2086
-    if "$perfc" "$bt" $sz -target $t --run --quiet > "$tmp/r" 2>&1 && grep -q '^valid      yes' "$tmp/r"; then
-      echo "ok   ${bt##*/} $t $sz: $(grep -m1 '^time' "$tmp/r" | awk '{print $3, $4}')"
-    else
-      echo "FAIL ${bt##*/} $t $sz"; tail -5 "$tmp/r"; fail=1
-    fi
+    valid "${bt##*/} $t $sz" "$bt" $sz -target $t
   done
 done
 # where a driver is, NVRTC may answer a compile it has seen from the CUDA compute cache,
@@ -53,22 +46,12 @@ if [ -n "$cs" ]; then
     for how in "--schedule flash" ""; do
       for tool in memcheck racecheck; do
         # shellcheck disable=SC2086
-        "$cs" --tool $tool --error-exitcode 9 "$perfc" "$f" $how -D B=1 -D H=1 -D S=200 -D D=64 \
-            -target sm_90a --run --quiet > "$tmp/s" 2>&1
-        r=$?
-        if [ $r = 0 ] && grep -q 'ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards' "$tmp/s"; then
-          echo "ok   ${f##*/} ${how:-default} $tool clean"
-        else echo "FAIL ${f##*/} ${how:-default} $tool (exit $r)"; grep -m5 -E 'ERROR|SUMMARY|hazard|Invalid' "$tmp/s"; fail=1; fi
+        clean "$cs" $tool "${f##*/} ${how:-default}" "$f" $how -D B=1 -D H=1 -D S=200 -D D=64 -target sm_90a
       done
     done
   done
   for tool in memcheck racecheck; do
-    "$cs" --tool $tool --error-exitcode 9 "$perfc" "$bt" -D B=1 -D T=200 -D H=4 -D E=64 \
-        -target sm_90a --run --quiet > "$tmp/s" 2>&1
-    r=$?
-    if [ $r = 0 ] && grep -q 'ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards' "$tmp/s"; then
-      echo "ok   ${bt##*/} $tool clean"
-    else echo "FAIL ${bt##*/} $tool (exit $r)"; grep -m5 -E 'ERROR|SUMMARY|hazard|Invalid' "$tmp/s"; fail=1; fi
+    clean "$cs" $tool "${bt##*/}" "$bt" -D B=1 -D T=200 -D H=4 -D E=64 -target sm_90a
   done
 fi
 exit $fail

@@ -129,28 +129,65 @@ void xo_case_free(XoCase *c)
     free(c);
 }
 
-/* The relative error of output buffer r of ref (its index) against the interpreter
- * (the Frobenius norm of the difference over that of the answer). */
-static double rel_error(const XoCase *c, int r, const double *got, int64_t n, int64_t *worst_at)
+/* The interpreter's values of output buffer r of ref (its index). */
+static const double *want_of(const XoCase *c, int r)
 {
     int64_t at = 0;
     for (int i = 0; i < r; i++)
         if (c->ref->bufs[i]->kind == BUF_OUT)
             at += ir_buffer_elems(c->ref, c->ref->bufs[i]);
-    const double *want = c->want + at;
+    return c->want + at;
+}
+
+/* The relative error of n values of output buffer r of ref against the interpreter
+ * (the Frobenius norm of the difference over that of the answer), the interpreter's
+ * own non-finite values left out; *worst_at the element furthest off. */
+static double rel_error(const XoCase *c, int r, const double *got, int64_t n, int64_t *worst_at)
+{
+    const double *want = want_of(c, r);
     double num = 0, den = 0, worst = -1;
+    *worst_at = 0;
     for (int64_t j = 0; j < n; j++) {
         if (!isfinite(want[j]))
             continue;
         double diff = got[j] - want[j];
         num += diff * diff;
         den += want[j] * want[j];
-        if (worst_at && fabs(diff) > worst) {
+        if (fabs(diff) > worst) {
             worst = fabs(diff);
             *worst_at = j;
         }
     }
     return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* Runs JIT-compiled kernel j of k (c->k or the reference) on the case's inputs, which
+ * the buffers of k find by name; the other buffers filled with NaN patterns.  The
+ * buffers, to read the outputs from and free with free_bufs. */
+static void **run_jit(const XoCase *c, const Kernel *k, JitKernel *j)
+{
+    void **mem = calloc((size_t)k->nbufs + 1, sizeof *mem);
+    for (int i = 0; i < k->nbufs; i++) {
+        const Buffer *b = k->bufs[i];
+        if (b->kind == BUF_TEMP && b->mem == MEM_LOCAL)
+            continue;
+        size_t n = (size_t)ir_buffer_elems(k, b) * (size_t)dtype_bytes(b->dtype);
+        size_t bytes = (n + CG_BUF_ALIGN) / CG_BUF_ALIGN * CG_BUF_ALIGN;
+        mem[i] = aligned_alloc(CG_BUF_ALIGN, bytes);
+        memset(mem[i], 0xff, bytes);
+        for (int kb = 0; kb < c->k->nbufs; kb++)
+            if (c->in[kb] && !strcmp(c->k->bufs[kb]->name, b->name))
+                memcpy(mem[i], c->in[kb], n);
+    }
+    cg_jit_run(j, mem);
+    return mem;
+}
+
+static void free_bufs(const Kernel *k, void **mem)
+{
+    for (int i = 0; i < k->nbufs; i++)
+        free(mem[i]);
+    free(mem);
 }
 
 /* The error of the unscheduled kernel itself, JIT-compiled, on the case's inputs,
@@ -182,31 +219,16 @@ static double baseline_error(XoCase *c, int r)
         ir_free(rk);
         return c->base[r];
     }
-    void **mem = calloc((size_t)rk->nbufs + 1, sizeof *mem);
-    for (int i = 0; i < rk->nbufs; i++) {
-        const Buffer *b = rk->bufs[i];
-        if (b->kind == BUF_TEMP && b->mem == MEM_LOCAL)
-            continue;
-        size_t n = (size_t)ir_buffer_elems(rk, b) * (size_t)dtype_bytes(b->dtype);
-        size_t bytes = (n + CG_BUF_ALIGN) / CG_BUF_ALIGN * CG_BUF_ALIGN;
-        mem[i] = aligned_alloc(CG_BUF_ALIGN, bytes);
-        memset(mem[i], 0xff, bytes);
-        for (int kb = 0; kb < c->k->nbufs; kb++)
-            if (c->in[kb] && !strcmp(c->k->bufs[kb]->name, b->name))
-                memcpy(mem[i], c->in[kb], n);
-    }
-    cg_jit_run(j, mem);
+    void **mem = run_jit(c, rk, j);
     for (int i = 0; i < rk->nbufs; i++)
         if (rk->bufs[i]->kind == BUF_OUT) {
-            int64_t n = ir_buffer_elems(rk, rk->bufs[i]);
+            int64_t n = ir_buffer_elems(rk, rk->bufs[i]), at;
             double *got = malloc(sizeof(double) * (size_t)(n + 1));
             rt_from_native(rk->bufs[i]->dtype, mem[i], got, n);
-            c->base[i] = rel_error(c, i, got, n, NULL);
+            c->base[i] = rel_error(c, i, got, n, &at);
             free(got);
         }
-    for (int i = 0; i < rk->nbufs; i++)
-        free(mem[i]);
-    free(mem);
+    free_bufs(rk, mem);
     cg_jit_free(j);
     ir_free(rk);
     return c->base[r];
@@ -223,31 +245,15 @@ static bool check_output(XoCase *c, int ob, const double *got, const char *where
     const Kernel *k = c->k;
     const Buffer *b = k->bufs[ob];
     int r = ref_index(c->ref, b);
-    int64_t at = 0;
-    for (int i = 0; i < r; i++)
-        if (c->ref->bufs[i]->kind == BUF_OUT)
-            at += ir_buffer_elems(c->ref, c->ref->bufs[i]);
-    const double *want = c->want + at;
-    int64_t n = ir_buffer_elems(k, b);
-    double num = 0, den = 0, worst = -1;
-    int64_t worst_at = 0;
-    for (int64_t j = 0; j < n; j++) {
-        if (!isfinite(want[j]))
-            continue; /* the interpreter's own non-finite values (none on these inputs) */
-        if (!isfinite(got[j])) {
+    const double *want = want_of(c, r);
+    int64_t n = ir_buffer_elems(k, b), worst_at;
+    for (int64_t j = 0; j < n; j++)
+        if (isfinite(want[j]) && !isfinite(got[j])) { /* the interpreter's own non-finite values are left out */
             snprintf(why, sizeof c->why, "%s: %s[%lld] is %g, expected %.9g (not written, or not finite)", where,
                      b->name, (long long)j, got[j], want[j]);
             return false;
         }
-        double diff = got[j] - want[j];
-        num += diff * diff;
-        den += want[j] * want[j];
-        if (fabs(diff) > worst) {
-            worst = fabs(diff);
-            worst_at = j;
-        }
-    }
-    double e = den > 0 ? sqrt(num / den) : sqrt(num);
+    double e = rel_error(c, r, got, n, &worst_at);
     if (!(e <= c->tol) && isfinite(e) && e <= 2 * baseline_error(c, r))
         return true; /* no worse than the kernel as written */
     if (!(e <= c->tol)) {
@@ -276,19 +282,7 @@ bool xo_jit(XoCase *c)
         return false;
     }
     diag_free(&d);
-    void **mem = calloc((size_t)k->nbufs + 1, sizeof *mem);
-    for (int i = 0; i < k->nbufs; i++) {
-        const Buffer *b = k->bufs[i];
-        if (b->kind == BUF_TEMP && b->mem == MEM_LOCAL)
-            continue;
-        size_t bytes = (c->bytes[i] + CG_BUF_ALIGN) / CG_BUF_ALIGN * CG_BUF_ALIGN;
-        mem[i] = aligned_alloc(CG_BUF_ALIGN, bytes);
-        if (c->in[i])
-            memcpy(mem[i], c->in[i], c->bytes[i]);
-        else
-            memset(mem[i], 0xff, bytes);
-    }
-    cg_jit_run(j, mem);
+    void **mem = run_jit(c, k, j);
     bool ok = true;
     for (int i = 0; i < k->nbufs && ok; i++)
         if (k->bufs[i]->kind == BUF_OUT) {
@@ -298,9 +292,7 @@ bool xo_jit(XoCase *c)
             ok = check_output(c, i, got, "JIT (host)");
             free(got);
         }
-    for (int i = 0; i < k->nbufs; i++)
-        free(mem[i]);
-    free(mem);
+    free_bufs(k, mem);
     cg_jit_free(j);
     if (!ok)
         c->failed |= 1u << 31;
