@@ -595,6 +595,16 @@ int bld_distribute_all(Builder *b, SLoop *l, SLoop **copies, int cap)
 }
 
 bool bld_unroll(Builder *b, SLoop *l) { return one_loop(b, "unroll", l); }
+
+bool bld_unroll_max(Builder *b, SLoop *l, int64_t max)
+{
+    Call c;
+    call_init(&c, "unroll");
+    put_loop(b, &c, NULL, l);
+    put_int(&c, "max", max);
+    int nv, nb;
+    return run(b, &c, &nv, &nb);
+}
 bool bld_factor_out(Builder *b, SLoop *l) { return one_loop(b, "factor_out", l); }
 
 bool bld_skip_tiles(Builder *b, SLoop *l) { return one_loop(b, "skip_tiles", l); }

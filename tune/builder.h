@@ -106,6 +106,8 @@ bool bld_distribute(Builder *b, SLoop *l, SLoop **copy);
  * first); the count, or -1 when it was not applied */
 int bld_distribute_all(Builder *b, SLoop *l, SLoop **copies, int cap);
 bool bld_unroll(Builder *b, SLoop *l);
+/* unroll with a larger bound than unroll's 64 (max=): a per-thread row of a head size */
+bool bld_unroll_max(Builder *b, SLoop *l, int64_t max);
 bool bld_vectorize(Builder *b, SLoop *l);
 bool bld_parallel(Builder *b, SLoop *l);
 /* mem: "local", "shared" or NULL (the default); name: NULL for cache's own */

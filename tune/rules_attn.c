@@ -16,8 +16,10 @@
  * A mask (causal, a window) becomes values (online_softmax's mask=inf) and the key
  * tiles no row of a block needs are skipped (skip_tiles); keys past a multiple of 64
  * are masked the same way, rows past a multiple of 128 run in a padded last block.
- * The GPU template fits 16-bit Q, K and V (one type), head sizes a multiple of 16, at
- * most two batch loops; anything else keeps the other templates.  The reading serves
+ * The GPU template fits 16-bit Q, K and V (one type) and head sizes a multiple of 8
+ * (the score product's depth padded to a multiple of 16); batch loops beyond the
+ * grid's two other axes are collapsed.  Anything else (f32, other head sizes) takes
+ * the template of one query row a thread (tune/rules_attn_simt.c).  The reading serves
  * the CPU template too (tune/rules_attn_cpu.c), which takes any type and head size. */
 #include <string.h>
 
@@ -25,7 +27,7 @@
 #include "../passes/xform.h"
 #include "rules_int.h"
 
-enum { GPU_MAXB = 2 }; /* batch loops the grid takes beside the row blocks */
+enum { GPU_MAXB = 2 }; /* batch loops the grid takes beside the row blocks (more are collapsed) */
 
 
 /* ---------------- reading the kernel ---------------- */
@@ -290,9 +292,19 @@ static void copy_map(Builder *b, SBuf *S, bool wg, int64_t nt)
  * tile) and depth k (16 a step), the depth outermost.  With wgmma one triple takes
  * the warpgroup's 64 rows by all the columns, and the depth steps are unrolled into
  * one group (issued together, waited for once). */
-static void triple(Builder *b, SLoop *r, SLoop *c, SLoop *k, bool unroll_k, bool wg)
+static void triple(Builder *b, SLoop *r, SLoop *c, SLoop *k, bool unroll_k, bool wg, SLoop *pad_k[2])
 {
     SLoop *rt, *ri, *cj, *cn, *kk, *kd;
+    if (pad_k) { /* the depth already split by 16, padded (mma.sync only) */
+        kk = pad_k[0], kd = pad_k[1];
+        bld_split(b, c, sv(8), &cj, &cn);
+        bld_split(b, r, sv(16), &rt, &ri);
+        BLD_REORDER(b, kk, rt, cj, ri, cn, kd);
+        bld_mma(b, ri, cn, kd);
+        bld_unroll(b, cj);
+        bld_unroll(b, rt);
+        return;
+    }
     if (wg) {
         bld_split(b, k, sv(16), &kk, &kd);
         BLD_REORDER(b, kk, r, c, kd);
@@ -345,6 +357,14 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
     int ns = rules_attn_stages(b, x, cp[2], stg);
     if (ns < 0)
         return false;
+    /* A head size that is not a multiple of the mma depth (40: a UNet's first
+     * blocks): the score product's depth split by 16 with the last step padded, so
+     * the staged Q and K tiles hold zeros past the head size and every step is a
+     * whole mma (P.V's columns need only a multiple of 8) */
+    SLoop *pad_k[2] = {NULL, NULL}, *pj0[2], *pd0[2];
+    if (x->dh % 16 && (bld_children(b, stg[1], pj0, 2) != 1 || bld_children(b, pj0[0], pd0, 2) != 1 ||
+                       !bld_split_padded(b, pd0[0], sv(16), NULL, NULL, &pad_k[0], &pad_k[1])))
+        return false;
     /* the product stage: rescale and update apart */
     SLoop *od[2], *od1, *ou;
     if (bld_children(b, stg[ns - 1], od, 2) != 1)
@@ -384,8 +404,8 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
     if (bld_children(b, rs[0], sj, 2) != 1 || bld_children(b, sj[0], sd, 2) != 1 ||
         bld_children(b, rs[nr - 1], vj, 2) != 1 || bld_children(b, vj[0], vd, 2) != 1)
         return false;
-    triple(b, rs[0], sj[0], sd[0], false, x->wg);
-    triple(b, rs[nr - 1], vj[0], vd[0], true, x->wg);
+    triple(b, rs[0], sj[0], sd[0], false, x->wg, pad_k[0] ? pad_k : NULL);
+    triple(b, rs[nr - 1], vj[0], vd[0], true, x->wg, NULL);
     /* the per-row initialisations, the normalisation */
     SLoop *iw, *ir, *nw, *nr2;
     bld_fuse(b, fii, cp[0]);
@@ -405,17 +425,36 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
         bld_padding(b, Ks, sv(8));
         bld_padding(b, Vs, sv(8));
     }
+    bld_pipeline(b, jo, st, false);
+    return rules_attn_grid(b, x, fio);
+}
+
+bool rules_attn_grid(Builder *b, const AttnCtx *x, SLoop *fio)
+{
+    /* more batch loops than the grid's two other axes: the outer ones collapsed
+     * into one ([A, B, G, H, T, E] runs A*B*G blocks on one axis) */
+    SLoop *bl[MAXB];
+    int nb = x->nbatch;
+    for (int i = 0; i < nb; i++)
+        bl[i] = bld_loop(b, x->batch[i]);
+    while (nb > GPU_MAXB) {
+        SLoop *f;
+        if (!bld_collapse(b, bl[0], bl[1], NULL, &f))
+            return false;
+        bl[0] = f;
+        for (int i = 1; i + 1 < nb; i++)
+            bl[i] = bl[i + 1];
+        nb--;
+    }
     /* Blocks start in the order of their linear index, x fastest.  Under a causal
      * mask the last row blocks run the most key tiles: their loop, reversed, goes
      * on z, so they start first and the short ones fill the tail (largest job
      * first; 7% at 4x16x2048x128 on an H100, docs/cuda.md). */
     static const char *const axes[GPU_MAXB] = {"block.z", "block.y"},
                              *const masked_axes[GPU_MAXB] = {"block.y", "block.x"};
-    for (int i = 0; i < x->nbatch; i++)
-        bld_bind(b, bld_loop(b, x->batch[i]), (x->masked ? masked_axes : axes)[GPU_MAXB - x->nbatch + i]);
-    bld_bind(b, fio, x->masked ? "block.z" : "block.x");
-    bld_pipeline(b, jo, st, false);
-    return true;
+    for (int i = 0; i < nb; i++)
+        bld_bind(b, bl[i], (x->masked ? masked_axes : axes)[GPU_MAXB - nb + i]);
+    return bld_bind(b, fio, x->masked ? "block.z" : "block.x");
 }
 
 bool rules_attn_read(const Kernel *u, AttnCtx *x, Arena *a)
@@ -466,13 +505,15 @@ bool rules_attn_read(const Kernel *u, AttnCtx *x, Arena *a)
 
 bool rules_attention(const TuneInput *in, const Kernel *u, const Target *target, Arena *a, TuneSpace *sp)
 {
-    if (!target_is_gpu(target) || !target->mma_sync || !target->cp_async)
+    if (!target_is_gpu(target))
         return false;
     AttnCtx *x = arena_alloc(a, sizeof *x);
-    /* tensor cores: 16-bit operands, head sizes a multiple of their depth step */
-    if (!rules_attn_read(u, x, a) || (x->dtype != DT_BF16 && x->dtype != DT_F16) || x->dh % 16 ||
-        x->nbatch > GPU_MAXB)
+    if (!rules_attn_read(u, x, a))
         return false;
+    /* tensor cores: 16-bit operands, head sizes a multiple of their depth step;
+     * anything else one query row a thread (tune/rules_attn_simt.c) */
+    if ((x->dtype != DT_BF16 && x->dtype != DT_F16) || x->dh % 8 || !target->mma_sync || !target->cp_async)
+        return rules_attention_simt(in, x, a, sp);
     /* a few query rows a head (decoding): the chain spread over the keys first,
      * where flash attention's 128-row tiles would be mostly padding */
     AttnNames an = {x->out, x->s, x->m, x->p, x->l, x->Q, x->K, x->V, x->score_sum};

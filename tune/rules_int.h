@@ -92,6 +92,11 @@ void rules_tensor_cores_igemm(const TuneInput *in, const IgPlan *p, const Target
  * online_softmax fuses; offers nothing otherwise.  True when it offered one. */
 bool rules_attention(const TuneInput *in, const Kernel *u, const Target *target, Arena *a, TuneSpace *sp);
 
+/* The GPU template for a chain tensor cores do not take (f32, head sizes not a
+ * multiple of 16): fused, one query row a thread (tune/rules_attn_simt.c). */
+struct AttnCtx;
+bool rules_attention_simt(const TuneInput *in, const struct AttnCtx *x, Arena *a, TuneSpace *sp);
+
 /* The softmax-then-product chain as the attention templates read it (rules_attn_read):
  * online_softmax's arguments, the loop order it needs, the tensors and loops of the
  * fused nest by name, and what the GPU template decides from them. */
@@ -142,6 +147,11 @@ bool rules_attn_tiles(Builder *b, const AttnCtx *x, SLoop *fii, SLoop *cp[4], SL
 /* Then the tile's stages apart: stg[0] is cp2 itself; their number, or -1 when it is
  * not the nscore + 7 the reading found. */
 int rules_attn_stages(Builder *b, const AttnCtx *x, SLoop *cp2, SLoop *stg[24]);
+
+/* The GPU templates' grid: the row blocks and the batch loops on the block axes (the
+ * row blocks on z under a mask, so the longest start first), batch loops beyond two
+ * collapsed into the outermost. */
+bool rules_attn_grid(Builder *b, const AttnCtx *x, SLoop *fio);
 
 /* The CPU template for the same chain (tune/rules_attn_cpu.c): fused, K staged
  * transposed per head, register tiles of a few rows; true when it offered it. */

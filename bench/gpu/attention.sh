@@ -93,3 +93,14 @@ row gqa         4:16:4:2048:2048:128:bf16    $U -k gqa -D B=4 -D H=16 -D KVH=4 -
 BT=bench/gpu/kernels/user_bthd.pdl
 row bthd        4:16:16:2048:2048:128:bf16:bthd        $BT -k plain_bthd -D B=4 -D T=2048 -D H=16 -D E=128
 row c-bthd      4:16:16:2048:2048:128:f16:causal:bthd  $BT -k causal_bthd -D B=4 -D T=2048 -D H=16 -D E=128
+# f32 as users first write it (no tensor cores: tune/rules_attn_simt.c, one query row
+# a thread), head sizes no mma depth step divides (40: a UNet's first blocks; padded)
+SM=bench/gpu/kernels/user_simt_attn.pdl
+row f32-d64     4:16:16:2048:2048:64:f32     $SM -k attn_f32 -D B=4 -D H=16 -D S=2048 -D D=64
+row f32-d128    4:16:16:2048:2048:128:f32    $SM -k attn_f32 -D B=4 -D H=16 -D S=2048 -D D=128
+row f32-c-odd   2:8:8:1000:1000:64:f32:causal:bthd  $SM -k causal_f32 -D B=2 -D T=1000 -D H=8 -D E=64
+row h40         1:16:16:4096:4096:40:f16     $SM -k head40 -D NH=16 -D T=4096 -D E=40
+row h40-c-odd   1:16:16:1000:1000:40:f16:causal  $U -k causal -D NH=16 -D T=1000 -D E=40
+# three batch loops (grouped-query heads as their own dimension): collapsed on the grid
+row gqa-3b      2:16:4:2048:2048:128:bf16    tests/check/flash_batch3.pdl -D B=2 -D HK=4 -D G=4 -D T=2048 -D E=128
+row h72-bthd    4:16:16:2048:2048:72:bf16:bthd   $BT -k plain_bthd -D B=4 -D T=2048 -D H=16 -D E=72
