@@ -556,6 +556,64 @@ static void show_size(const AstExpr *e, StrBuf *b)
     ast_print_expr(e, b);
 }
 
+
+/* Whether e names index ix anywhere (a deep expression counts as naming it: the
+ * callers warn, and would rather not than guess). */
+static bool uses_index(const AstExpr *body, const AstIndex *ix)
+{
+    const AstExpr *stack[64];
+    int sp = 0;
+    stack[sp++] = body;
+    while (sp) {
+        const AstExpr *e = stack[--sp];
+        switch (e->kind) {
+        case AST_NAME:
+            if (e->name.index == ix)
+                return true;
+            break;
+        case AST_ACCESS: for (int j = 0; j < e->access.nidx && sp < 63; j++) stack[sp++] = e->access.idx[j]; break;
+        case AST_CALL: for (int j = 0; j < e->call.nargs && sp < 63; j++) stack[sp++] = e->call.args[j]; break;
+        case AST_UNARY: stack[sp++] = e->unary.a; break;
+        case AST_BINARY: if (sp < 62) { stack[sp++] = e->binary.a; stack[sp++] = e->binary.b; } break;
+        default: break;
+        }
+        if (sp >= 62)
+            return true;
+    }
+    return false;
+}
+
+/* The terms of a sum's body added or subtracted at its top level that use none of
+ * the summed indices: one warning for the first, pointing at it. */
+static void warn_constant_terms(Sema *S, const AstStmt *s, const AstExpr *body)
+{
+    const AstExpr *stack[32];
+    int sp = 0;
+    stack[sp++] = body;
+    while (sp) {
+        const AstExpr *e = stack[--sp];
+        if (e->kind == AST_BINARY && (e->binary.op == OP_ADD || e->binary.op == OP_SUB) && sp < 30) {
+            stack[sp++] = e->binary.b;
+            stack[sp++] = e->binary.a;
+            continue;
+        }
+        if (e == body || e->kind == AST_INT || e->kind == AST_FLOAT)
+            continue; /* no top-level sum; a constant term is plainly meant */
+        bool uses = false;
+        for (int i = s->nlhs; i < s->nindices && !uses; i++)
+            uses = uses_index(e, s->indices[i]);
+        if (!uses) {
+            StrBuf t = {0};
+            ast_print_expr(e, &t);
+            diag_warning(S->d, e->span, "the term %s uses none of the summed indices: the sum adds it once for "
+                         "every term; to add it once, sum into a temporary and add it in a statement after",
+                         t.s ? t.s : "");
+            sb_free(&t);
+            return;
+        }
+    }
+}
+
 static bool check_stmt(Sema *S, AstStmt *s)
 {
     S->stmt = s;
@@ -715,31 +773,15 @@ static bool check_stmt(Sema *S, AstStmt *s)
         return false;
 
     /* Unused reduction indices multiply the result; almost always a slip. */
-    for (int i = s->nlhs; i < s->nindices; i++) {
-        bool used = false;
-        /* an index is used if some NAME refers to it; cheap re-walk */
-        AstExpr *stack[64];
-        int sp = 0;
-        stack[sp++] = body;
-        if (s->where)
-            stack[sp++] = s->where;
-        while (sp && !used) {
-            AstExpr *e = stack[--sp];
-            switch (e->kind) {
-            case AST_NAME: used = e->name.index == s->indices[i]; break;
-            case AST_ACCESS: for (int j = 0; j < e->access.nidx && sp < 63; j++) stack[sp++] = e->access.idx[j]; break;
-            case AST_CALL: for (int j = 0; j < e->call.nargs && sp < 63; j++) stack[sp++] = e->call.args[j]; break;
-            case AST_UNARY: stack[sp++] = e->unary.a; break;
-            case AST_BINARY: if (sp < 62) { stack[sp++] = e->binary.a; stack[sp++] = e->binary.b; } break;
-            default: break;
-            }
-            if (sp >= 62)
-                used = true; /* deep expression: do not warn rather than guess */
-        }
-        if (!used)
+    for (int i = s->nlhs; i < s->nindices; i++)
+        if (!uses_index(body, s->indices[i]) && !(s->where && uses_index(s->where, s->indices[i])))
             diag_warning(S->d, s->indices[i]->span, "reduction index %s is not used in the body: the result is "
                          "multiplied (or repeated) over its range", s->indices[i]->name);
-    }
+    /* A sum's body is the whole right-hand side, so a term added to the product
+     * that uses none of the summed indices (`sum(e) q[i, e] * k[j, e] + bias[i, j]`)
+     * is added once per term: a slip where the user meant it outside the sum. */
+    if (s->rhs->kind == AST_REDUCE && s->rhs->reduce.op == RED_SUM && s->nindices > s->nlhs)
+        warn_constant_terms(S, s, body);
 
     /* The result type, and the temporary's shape and dtype. */
     DType vt = body->dtype;

@@ -11,7 +11,9 @@
  *      access inside a thread.x loop; accumulator tiles of whole 16 x 8 (64 x 8)
  *      fragments; wgmma operands that can take the swizzled layout;
  *   2. sets the buffers' layouts: accumulators `mma-fragment`/`wgmma-fragment`,
- *      wgmma operands `swizzle128` (Buffer.layout);
+ *      and local 2-D buffers written element for element from them (a stage of
+ *      the scores: a bias added) the same; wgmma operands `swizzle128`
+ *      (Buffer.layout);
  *   3. spells out each group (the triple and the perfectly nested unrolled loops
  *      directly around it, at most 16) as its products: each product's operand
  *      indices with the group's loops at their values and the triple's at 0, its
@@ -384,6 +386,43 @@ static bool same_idx(Expr *const *a, Expr *const *b, int rank)
     return true;
 }
 
+/* A stage of the accumulator: a local 2-D buffer written element for element from a
+ * fragment buffer's element at the same index (`ss[r, c] = acc[r, c] / sqrt(E) +
+ * bias[..]`, attention's bias on its scores) takes the fragment layout too, so it
+ * lives in the same lanes' registers (step 4 then checks that every access of it
+ * sits in a pair of lane loops); held plainly, each thread kept the whole tile. */
+static bool frag_load_at(const Expr *x, Expr *const *idx, const Buffer **from)
+{
+    if (!x) return false;
+    if (x->kind == IE_LOAD && is_frag(x->u.load.buf) && x->u.load.buf->rank == 2 && same_idx(x->u.load.idx, idx, 2)) {
+        *from = x->u.load.buf;
+        return true;
+    }
+    for (int i = 0; i < ir_expr_arity(x->kind); i++)
+        if (frag_load_at(x->args[i], idx, from)) return true;
+    return false;
+}
+
+static bool spread_stages(Mc *c, Node *n)
+{
+    bool changed = false;
+    if (n->kind == N_STMT) {
+        Buffer *b = n->u.stmt.buf;
+        const Buffer *from;
+        if (b->kind == BUF_TEMP && b->mem == MEM_LOCAL && b->rank == 2 && dtype_is_float(b->dtype) && !is_frag(b) &&
+            b->layout == LAYOUT_PLAIN && n->u.stmt.op == SOP_ASSIGN &&
+            frag_load_at(n->u.stmt.value, n->u.stmt.idx, &from) && gpu_same_expr(b->shape[0], from->shape[0]) &&
+            gpu_same_expr(b->shape[1], from->shape[1])) {
+            b->layout = from->layout;
+            changed = true;
+        }
+        return changed;
+    }
+    NodeList *body = ir_body(n);
+    for (int i = 0; body && i < body->n; i++) changed |= spread_stages(c, body->v[i]);
+    return changed;
+}
+
 /* The group headed by the triple mn under chain[0..nc): its TcGroup on chain[0]
  * (or on mn when nc is 0). */
 static void plan_group(Mc *c, Node **chain, int nc, Node *mn)
@@ -651,6 +690,7 @@ bool gpu_mma_pass(Kernel *k, const Target *target, Diags *d)
         c.launch = t;
         find_triples(&c, top, false, false);
         if (!c.ok || !c.any) continue;
+        while (spread_stages(&c, top)) {}
         memset(c.touched, 0, (size_t)k->nbufs + 1);
         node_touch(top, c.touched);
         if (!check_launch(&c, top)) {

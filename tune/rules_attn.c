@@ -153,6 +153,12 @@ static bool read_fused(Kernel *c, AttnCtx *x, Arena *a)
         x->dt = dtype_name(Q->dtype);
         x->dtype = Q->dtype;
         x->nscore = q;
+        x->nsstage = 0;
+        for (int i = 0; i < q; i++) {
+            Node *ss = only_stmt(st->v[i]);
+            if (ss && ss->u.stmt.buf != prod->u.stmt.buf && ss->u.stmt.buf->kind == BUF_TEMP && x->nsstage < 4)
+                x->sstage[x->nsstage++] = arena_strdup(a, ss->u.stmt.buf->name);
+        }
         x->dh = dh;
         x->masked = masked;
         x->rows = rows;
@@ -255,6 +261,12 @@ int rules_attn_stages(Builder *b, const AttnCtx *x, SLoop *cp2, SLoop *stg[24])
     int ns = bld_distribute_all(b, cp2, stg + 1, 23) + 1;
     stg[0] = cp2;
     return ns == x->nscore + 7 ? ns : -1;
+}
+
+void rules_attn_stage_tiles(Builder *b, const AttnCtx *x, SLoop *jo)
+{
+    for (int i = 0; i < x->nsstage; i++)
+        bld_cache_squeezed(b, bld_buf(b, x->sstage[i]), jo, NULL, "f_ss", true);
 }
 
 void rules_attn_order(Builder *b, const AttnCtx *x)
@@ -375,6 +387,7 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
     SBuf *Ks = bld_cache_squeezed(b, bld_buf(b, x->K), jo, "shared", "f_Ks", true);
     SBuf *Vs = bld_cache_squeezed(b, bld_buf(b, x->V), jo, "shared", "f_Vs", true);
     bld_cache_squeezed(b, bld_buf(b, x->s), jo, NULL, "f_sacc", true);
+    rules_attn_stage_tiles(b, x, jo);
     SBuf *pr = bld_cache_squeezed(b, bld_buf(b, x->p), jo, NULL, "f_pr", true);
     bld_cache_squeezed(b, bld_buf(b, x->m), fio, NULL, "f_mw", true);
     bld_cache_squeezed(b, bld_buf(b, x->l), fio, NULL, "f_lw", true);
@@ -510,15 +523,17 @@ bool rules_attention(const TuneInput *in, const Kernel *u, const Target *target,
     AttnCtx *x = arena_alloc(a, sizeof *x);
     if (!rules_attn_read(u, x, a))
         return false;
-    /* tensor cores: 16-bit operands, head sizes a multiple of their depth step;
-     * anything else one query row a thread (tune/rules_attn_simt.c) */
-    if ((x->dtype != DT_BF16 && x->dtype != DT_F16) || x->dh % 8 || !target->mma_sync || !target->cp_async)
-        return rules_attention_simt(in, x, a, sp);
     /* a few query rows a head (decoding): the chain spread over the keys first,
      * where flash attention's 128-row tiles would be mostly padding */
     AttnNames an = {x->out, x->s, x->m, x->p, x->l, x->Q, x->K, x->V, x->score_sum};
     int n0 = sp->n;
     rules_decode(in, u, &an, a, sp);
+    /* tensor cores: 16-bit operands, head sizes a multiple of 8 (the score depth
+     * padded to 16); anything else one query row a thread (tune/rules_attn_simt.c) */
+    if ((x->dtype != DT_BF16 && x->dtype != DT_F16) || x->dh % 8 || !target->mma_sync || !target->cp_async) {
+        rules_attention_simt(in, x, a, sp);
+        return sp->n > n0;
+    }
     if (target->wgmma && x->dh % 64 == 0 && x->dh <= 256) {
         AttnCtx *w = arena_alloc(a, sizeof *w);
         *w = *x;

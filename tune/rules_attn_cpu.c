@@ -123,6 +123,7 @@ static bool cpu_flash_b(Builder *b, const void *vctx)
     if (!fio || !rules_attn_tiles(b, x, fii, cp, &jo) || (ns = rules_attn_stages(b, x, cp[2], stg)) < 0)
         return false;
     bld_cache_squeezed(b, bld_buf(b, x->s), jo, NULL, "f_st", true);
+    rules_attn_stage_tiles(b, x, jo);
     bld_cache_squeezed(b, bld_buf(b, x->p), jo, NULL, "f_pt", true);
     /* the scores: zeroed, then R x w tiles with the head dimension outermost */
     vec(b, child(b, stg[0]), L);

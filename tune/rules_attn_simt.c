@@ -112,6 +112,7 @@ static bool gpu_simt_flash_b(Builder *b, const void *vctx)
     bool qreg = x->dh <= 64;
     SBuf *Qr = bld_cache_squeezed(b, bld_buf(b, x->Q), fio, qreg ? NULL : "shared", "f_qr", true);
     bld_cache_squeezed(b, bld_buf(b, x->s), jo, NULL, "f_st", true);
+    rules_attn_stage_tiles(b, x, jo);
     bld_cache_squeezed(b, bld_buf(b, x->p), jo, NULL, "f_pt", true);
     bld_cache_squeezed(b, bld_buf(b, x->m), fio, NULL, "f_mr", true);
     bld_cache_squeezed(b, bld_buf(b, x->l), fio, NULL, "f_lr", true);

@@ -118,6 +118,9 @@ typedef struct AttnCtx {
     const char *dt;              /* the operands' type: the exponentials are stored so */
     DType dtype;
     int nscore;                  /* stages before the maximum's */
+    const char *sstage[4];       /* the score stages after the product (a bias, a scale
+                                    exp_scale did not take): their tile buffers */
+    int nsstage;
     bool masked;                 /* the chain has a mask: its tiles sit in a skip guard */
     bool pad_rows;               /* rows not a multiple of rb: the last block runs past them */
     int64_t rb;                  /* query rows a block: 128, or 64 when 128 would leave SMs idle */
@@ -147,6 +150,11 @@ bool rules_attn_tiles(Builder *b, const AttnCtx *x, SLoop *fii, SLoop *cp[4], SL
 /* Then the tile's stages apart: stg[0] is cp2 itself; their number, or -1 when it is
  * not the nscore + 7 the reading found. */
 int rules_attn_stages(Builder *b, const AttnCtx *x, SLoop *cp2, SLoop *stg[24]);
+
+/* The score stages after the product (x->sstage) staged a key tile at a time at jo,
+ * like the product's own tile: without it a bias stage's scores went through a
+ * buffer of rows x keys in global memory, 35x slower on a GPU. */
+void rules_attn_stage_tiles(Builder *b, const AttnCtx *x, SLoop *jo);
 
 /* The GPU templates' grid: the row blocks and the batch loops on the block axes (the
  * row blocks on z under a mask, so the longest start first), batch loops beyond two

@@ -2,9 +2,10 @@
 the way perfc's harness times a kernel (bench/gpu/torch_matmul.py's time_ms: L2
 flushed, the GPU woken, CUDA events around the call, the median).  SDPA's default
 backend picks the kernel (flash or cuDNN on an H100).  One JSON line per row:
-  python3 bench/gpu/attention.py B:HQ:HKV:SQ:SKV:D:DT[:causal][:bthd] ...
+  python3 bench/gpu/attention.py B:HQ:HKV:SQ:SKV:D:DT[:causal][:bthd][:bias] ...
 bthd: the tensors live batch-first, [B, S, H, D], and SDPA gets them as transposed
-views (what model code passes it; its flash and cuDNN kernels take the strides)."""
+views (what model code passes it; its flash and cuDNN kernels take the strides).
+bias: a float mask of [1, HQ, SQ, SKV] added to the scores (attn_mask)."""
 import json
 import sys
 
@@ -29,6 +30,9 @@ def row(spec):
         k = torch.randn(b, hkv, skv, d, device="cuda").to(t)
         v = torch.randn(b, hkv, skv, d, device="cuda").to(t)
     gqa = hq != hkv
+    if "bias" in p[7:]:  # a float bias on the scores, one [S, S] a head (broadcast over the batch)
+        bias = torch.randn(1, hq, sq, skv, device="cuda").to(t)
+        return {"spec": spec, "ms": time_ms(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=bias))}
     fn = (lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)) if gqa else \
         (lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
     return {"spec": spec, "ms": time_ms(fn)}

@@ -86,6 +86,10 @@ row dec-d64     8:16:16:1:8192:64:bf16       $U -k cross -D B=8 -D H=16 -D SQ=1 
 row dec-sq4     8:16:16:4:8192:128:bf16      $U -k cross -D B=8 -D H=16 -D SQ=4 -D SK=8192 -D D=128
 row dec-odd     8:16:16:1:5000:128:bf16      $U -k cross -D B=8 -D H=16 -D SQ=1 -D SK=5000 -D D=128
 row dec-gqa     8:32:8:1:8192:128:bf16       $U -k gqa_dec -D B=8 -D H=32 -D KVH=8 -D SQ=1 -D SK=8192 -D D=128
+# a bias on the scores as its own statement (SDPA given the same bias as attn_mask), and
+# ALiBi (its bias computed from the distance; SDPA's causal form for reference only)
+row bias        4:16:16:2048:2048:64:f16:bias  $U -k bias -D B=4 -D H=16 -D T=2048 -D E=64
+row alibi       4:16:16:2048:2048:128:bf16:causal $U -k alibi -D B=4 -D H=16 -D T=2048 -D E=128
 # grouped-query: 16 query heads on 4 key/value heads
 row gqa         4:16:4:2048:2048:128:bf16    $U -k gqa -D B=4 -D H=16 -D KVH=4 -D S=2048 -D D=128
 # batch-first [B, T, H, E], as FlashAttention's API and model code lay it out (SDPA
@@ -101,6 +105,7 @@ row f32-d128    4:16:16:2048:2048:128:f32    $SM -k attn_f32 -D B=4 -D H=16 -D S
 row f32-c-odd   2:8:8:1000:1000:64:f32:causal:bthd  $SM -k causal_f32 -D B=2 -D T=1000 -D H=8 -D E=64
 row h40         1:16:16:4096:4096:40:f16     $SM -k head40 -D NH=16 -D T=4096 -D E=40
 row h40-c-odd   1:16:16:1000:1000:40:f16:causal  $U -k causal -D NH=16 -D T=1000 -D E=40
+row dec-f32     8:16:16:1:8192:128:f32       $SM -k decode_f32 -D B=8 -D H=16 -D SQ=1 -D SK=8192 -D D=128
 # three batch loops (grouped-query heads as their own dimension): collapsed on the grid
 row gqa-3b      2:16:4:2048:2048:128:bf16    tests/check/flash_batch3.pdl -D B=2 -D HK=4 -D G=4 -D T=2048 -D E=128
 row h72-bthd    4:16:16:2048:2048:72:bf16:bthd   $BT -k plain_bthd -D B=4 -D T=2048 -D H=16 -D E=72

@@ -34,10 +34,12 @@ for t in sm_80 sm_90a; do
 done
 # what tensor cores do not take, or take padded: f32 attention (one query row a thread,
 # tune/rules_attn_simt.c; head sizes 64 and 72), a head size of 40 (the score depth
-# padded to 48), three batch loops (collapsed onto the grid)
+# padded to 48), three batch loops (collapsed onto the grid), a bias stage on the
+# scores (a bias tensor; ALiBi's distance term under a causal mask)
 chk="$dir/../tests/check"
 extra=("attn_simt.pdl -D B=2 -D T=300 -D H=4 -D E=64" "attn_simt.pdl -D B=1 -D T=200 -D H=3 -D E=72"
-       "flash_head40.pdl -D NH=3 -D T=333 -D E=40" "flash_batch3.pdl -D B=2 -D HK=2 -D G=3 -D T=200 -D E=64")
+       "flash_head40.pdl -D NH=3 -D T=333 -D E=40" "flash_batch3.pdl -D B=2 -D HK=2 -D G=3 -D T=200 -D E=64"
+       "attn_bias.pdl -k bias -D B=2 -D H=3 -D T=200 -D E=64" "attn_bias.pdl -k alibi -D B=1 -D H=2 -D T=333 -D E=128")
 for t in sm_80 sm_90a; do
   for e in "${extra[@]}"; do
     # shellcheck disable=SC2086
@@ -65,7 +67,8 @@ if [ -n "$cs" ]; then
   for tool in memcheck racecheck; do
     clean "$cs" $tool "${bt##*/}" "$bt" -D B=1 -D T=200 -D H=4 -D E=64 -target sm_90a
     for e in "attn_simt.pdl -D B=1 -D T=150 -D H=1 -D E=64" "attn_simt.pdl -D B=1 -D T=100 -D H=1 -D E=72" \
-             "flash_head40.pdl -D NH=1 -D T=150 -D E=40" "flash_batch3.pdl -D B=1 -D HK=1 -D G=2 -D T=130 -D E=64"; do
+             "flash_head40.pdl -D NH=1 -D T=150 -D E=40" "flash_batch3.pdl -D B=1 -D HK=1 -D G=2 -D T=130 -D E=64" \
+             "attn_bias.pdl -k bias -D B=1 -D H=1 -D T=150 -D E=64" "attn_bias.pdl -k alibi -D B=1 -D H=1 -D T=150 -D E=64"; do
       # shellcheck disable=SC2086
       clean "$cs" $tool "${e%% *}" "$chk/${e%% *}" ${e#* } -target sm_90a
     done
