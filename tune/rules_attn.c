@@ -83,6 +83,32 @@ bool rules_const_extent(const Kernel *k, const Node *l, int64_t *e)
     return ir_eval_size(k, l->u.loop.lo, &lo) && ir_eval_size(k, l->u.loop.hi, &hi) && lo == 0 && (*e = hi) > 0;
 }
 
+/* The inputs a score stage reads at an index naming its key loop kv and the row
+ * loop rv (a bias table of rows x keys; not a per-head slope, not a mask of keys
+ * alone, whose tile would be one row), at most two, each once. */
+static void stage_inputs(const Expr *e, const Var *kv, const Var *rv, AttnCtx *x, Arena *a)
+{
+    if (!e)
+        return;
+    if (e->kind == IE_LOAD) {
+        const Buffer *b = e->u.load.buf;
+        bool key = false, row = false;
+        for (int d = 0; d < b->rank; d++) {
+            key |= ir_expr_uses_var(e->u.load.idx[d], kv);
+            row |= ir_expr_uses_var(e->u.load.idx[d], rv);
+        }
+        key &= row;
+        bool seen = false;
+        for (int i = 0; i < x->nsin; i++)
+            seen |= strcmp(x->sin[i], b->name) == 0;
+        if (b->kind == BUF_IN && key && !seen && x->nsin < 2)
+            x->sin[x->nsin++] = arena_strdup(a, b->name);
+        return;
+    }
+    for (int i = 0; i < ir_expr_arity(e->kind); i++)
+        stage_inputs(e->args[i], kv, rv, x, a);
+}
+
 /* Reads the fused nest of a copy on which factor_out and online_softmax were applied. */
 static bool read_fused(Kernel *c, AttnCtx *x, Arena *a)
 {
@@ -156,8 +182,12 @@ static bool read_fused(Kernel *c, AttnCtx *x, Arena *a)
         x->nsstage = 0;
         for (int i = 0; i < q; i++) {
             Node *ss = only_stmt(st->v[i]);
-            if (ss && ss->u.stmt.buf != prod->u.stmt.buf && ss->u.stmt.buf->kind == BUF_TEMP && x->nsstage < 4)
-                x->sstage[x->nsstage++] = arena_strdup(a, ss->u.stmt.buf->name);
+            if (!ss || ss->u.stmt.buf == prod->u.stmt.buf || ss->u.stmt.buf->kind != BUF_TEMP || x->nsstage == 4)
+                continue;
+            x->sstage[x->nsstage++] = arena_strdup(a, ss->u.stmt.buf->name);
+            const Node *kl = ss->parent;
+            if (kl && kl->kind == N_LOOP)
+                stage_inputs(ss->u.stmt.value, kl->u.loop.var, n->u.loop.var, x, a);
         }
         x->dh = dh;
         x->masked = masked;
@@ -386,6 +416,12 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
     SBuf *Qs = bld_cache_squeezed(b, bld_buf(b, x->Q), fio, "shared", "f_Qs", true);
     SBuf *Ks = bld_cache_squeezed(b, bld_buf(b, x->K), jo, "shared", "f_Ks", true);
     SBuf *Vs = bld_cache_squeezed(b, bld_buf(b, x->V), jo, "shared", "f_Vs", true);
+    /* a bias table the score stages read by row and key: a tile of it a key tile,
+     * copied with K and V (a lane's fragment reads two elements, scattered across
+     * rows in global memory) */
+    SBuf *Bs[2] = {NULL, NULL};
+    for (int i = 0; i < x->nsin; i++)
+        Bs[i] = bld_cache_squeezed(b, bld_buf(b, x->sin[i]), jo, "shared", "f_Bs", true);
     bld_cache_squeezed(b, bld_buf(b, x->s), jo, NULL, "f_sacc", true);
     rules_attn_stage_tiles(b, x, jo);
     SBuf *pr = bld_cache_squeezed(b, bld_buf(b, x->p), jo, NULL, "f_pr", true);
@@ -433,6 +469,10 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
     copy_map(b, Qs, x->wg, nt);
     copy_map(b, Ks, x->wg, nt);
     copy_map(b, Vs, x->wg, nt);
+    for (int i = 0; i < x->nsin; i++) { /* rows padded: the fragment's 8 rows in distinct banks */
+        copy_map(b, Bs[i], x->wg, nt);
+        bld_padding(b, Bs[i], sv(8));
+    }
     if (!x->wg) { /* ldmatrix rows in distinct banks; wgmma's operands are swizzled instead */
         bld_padding(b, Qs, sv(8));
         bld_padding(b, Ks, sv(8));

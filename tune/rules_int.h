@@ -121,6 +121,9 @@ typedef struct AttnCtx {
     const char *sstage[4];       /* the score stages after the product (a bias, a scale
                                     exp_scale did not take): their tile buffers */
     int nsstage;
+    const char *sin[2];          /* inputs those stages read by row and key (a bias
+                                    table): staged in shared memory on GPUs */
+    int nsin;
     bool masked;                 /* the chain has a mask: its tiles sit in a skip guard */
     bool pad_rows;               /* rows not a multiple of rb: the last block runs past them */
     int64_t rb;                  /* query rows a block: 128, or 64 when 128 would leave SMs idle */
