@@ -333,20 +333,11 @@ static void copy_map(Builder *b, SBuf *S, bool wg, int64_t nt)
 /* One tensor-core triple over rows r (32 a warp: two 16-row tiles), columns c (8 a
  * tile) and depth k (16 a step), the depth outermost.  With wgmma one triple takes
  * the warpgroup's 64 rows by all the columns, and the depth steps are unrolled into
- * one group (issued together, waited for once). */
+ * one group (issued together, waited for once).  pad_k: the depth already split by
+ * 16 with its last step padded (a head size not a multiple of 16), its two loops. */
 static void triple(Builder *b, SLoop *r, SLoop *c, SLoop *k, bool unroll_k, bool wg, SLoop *pad_k[2])
 {
     SLoop *rt, *ri, *cj, *cn, *kk, *kd;
-    if (pad_k) { /* the depth already split by 16, padded (mma.sync only) */
-        kk = pad_k[0], kd = pad_k[1];
-        bld_split(b, c, sv(8), &cj, &cn);
-        bld_split(b, r, sv(16), &rt, &ri);
-        BLD_REORDER(b, kk, rt, cj, ri, cn, kd);
-        bld_mma(b, ri, cn, kd);
-        bld_unroll(b, cj);
-        bld_unroll(b, rt);
-        return;
-    }
     if (wg) {
         bld_split(b, k, sv(16), &kk, &kd);
         BLD_REORDER(b, kk, r, c, kd);
@@ -355,7 +346,10 @@ static void triple(Builder *b, SLoop *r, SLoop *c, SLoop *k, bool unroll_k, bool
         return;
     }
     bld_split(b, c, sv(8), &cj, &cn);
-    bld_split(b, k, sv(16), &kk, &kd);
+    if (pad_k) /* the depth already split by 16, its last step padded (mma.sync only) */
+        kk = pad_k[0], kd = pad_k[1];
+    else
+        bld_split(b, k, sv(16), &kk, &kd);
     bld_split(b, r, sv(16), &rt, &ri);
     BLD_REORDER(b, kk, rt, cj, ri, cn, kd);
     bld_mma(b, ri, cn, kd);
