@@ -101,8 +101,10 @@ static void stage_inputs(const Expr *e, const Var *kv, const Var *rv, AttnCtx *x
         bool seen = false;
         for (int i = 0; i < x->nsin; i++)
             seen |= strcmp(x->sin[i], b->name) == 0;
-        if (b->kind == BUF_IN && key && !seen && x->nsin < 2)
+        if (b->kind == BUF_IN && key && !seen && x->nsin < 2) {
+            x->sin_w[x->nsin] = 16 / dtype_bytes(b->dtype);
             x->sin[x->nsin++] = arena_strdup(a, b->name);
+        }
         return;
     }
     for (int i = 0; i < ir_expr_arity(e->kind); i++)
@@ -312,15 +314,15 @@ void rules_attn_order(Builder *b, const AttnCtx *x)
 /* The template re-finds by structure the nest read_fused read (the same moves on the
  * same kernel); where it does not, it returns false: the template does not fit. */
 
-/* The copy of a staged operand tile by 16-byte vectors: rows x chunks collapsed,
- * the block's nt threads at a time, in rows of 32 (mma: the lanes of a warp) or 128
- * (wgmma: the threads of a warpgroup). */
-static void copy_map(Builder *b, SBuf *S, bool wg, int64_t nt)
+/* The copy of a staged operand tile by 16-byte vectors of w elements: rows x chunks
+ * collapsed, the block's nt threads at a time, in rows of 32 (mma: the lanes of a
+ * warp) or 128 (wgmma: the threads of a warpgroup). */
+static void copy_map(Builder *b, SBuf *S, bool wg, int64_t nt, int64_t w)
 {
     if (!S || S->nnest < 1 || S->rank[0] != 2)
         return;
     SLoop *c, *v, *f, *o, *t, *y, *x;
-    bld_split(b, S->nest[0][1], sv(8), &c, &v);
+    bld_split(b, S->nest[0][1], sv(w), &c, &v);
     bld_collapse(b, S->nest[0][0], c, NULL, &f);
     bld_split(b, f, sv(nt), &o, &t);
     bld_split(b, t, sv(wg ? 128 : 32), &y, &x);
@@ -460,12 +462,12 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
     bld_split_named(b, cp[3], sv(wr), "f_nw", "f_nr", &nw, &nr2);
     bld_bind(b, nw, "thread.y");
     int64_t nt = x->rb / wr * (x->wg ? 128 : 32);   /* threads a block */
-    copy_map(b, Qs, x->wg, nt);
-    copy_map(b, Ks, x->wg, nt);
-    copy_map(b, Vs, x->wg, nt);
-    for (int i = 0; i < x->nsin; i++) { /* rows padded: the fragment's 8 rows in distinct banks */
-        copy_map(b, Bs[i], x->wg, nt);
-        bld_padding(b, Bs[i], sv(8));
+    copy_map(b, Qs, x->wg, nt, 8);
+    copy_map(b, Ks, x->wg, nt, 8);
+    copy_map(b, Vs, x->wg, nt, 8);
+    for (int i = 0; i < x->nsin; i++) { /* rows padded by 16 bytes: the fragment's 8 rows in distinct banks */
+        copy_map(b, Bs[i], x->wg, nt, x->sin_w[i]);
+        bld_padding(b, Bs[i], sv(x->sin_w[i]));
     }
     if (!x->wg) { /* ldmatrix rows in distinct banks; wgmma's operands are swizzled instead */
         bld_padding(b, Qs, sv(8));

@@ -124,6 +124,7 @@ typedef struct AttnCtx {
     const char *sin[2];          /* inputs those stages read by row and key (a bias
                                     table): staged in shared memory on GPUs */
     int nsin;
+    int64_t sin_w[2];            /* their elements in 16 bytes */
     bool masked;                 /* the chain has a mask: its tiles sit in a skip guard */
     bool pad_rows;               /* rows not a multiple of rb: the last block runs past them */
     int64_t rb;                  /* query rows a block: 128, or 64 when 128 would leave SMs idle */

@@ -89,6 +89,7 @@ row dec-gqa     8:32:8:1:8192:128:bf16       $U -k gqa_dec -D B=8 -D H=32 -D KVH
 # a bias on the scores as its own statement (SDPA given the same bias as attn_mask), and
 # ALiBi (its bias computed from the distance; SDPA's causal form for reference only)
 row bias        4:16:16:2048:2048:64:f16:bias  $U -k bias -D B=4 -D H=16 -D T=2048 -D E=64
+row bias32      4:16:16:2048:2048:64:bf16:bias tests/check/attn_bias.pdl -k bias32 -D B=4 -D H=16 -D T=2048 -D E=64
 row alibi       4:16:16:2048:2048:128:bf16:causal $U -k alibi -D B=4 -D H=16 -D T=2048 -D E=128
 # grouped-query: 16 query heads on 4 key/value heads
 row gqa         4:16:4:2048:2048:128:bf16    $U -k gqa -D B=4 -D H=16 -D KVH=4 -D S=2048 -D D=128

@@ -40,7 +40,7 @@ chk="$dir/../tests/check"
 extra=("attn_simt.pdl -D B=2 -D T=300 -D H=4 -D E=64" "attn_simt.pdl -D B=1 -D T=200 -D H=3 -D E=72"
        "flash_head40.pdl -D NH=3 -D T=333 -D E=40" "flash_batch3.pdl -D B=2 -D HK=2 -D G=3 -D T=200 -D E=64"
        "attn_bias.pdl -k bias -D B=2 -D H=3 -D T=200 -D E=64" "attn_bias.pdl -k alibi -D B=1 -D H=2 -D T=333 -D E=128"
-       "attn_bias.pdl -k kpm -D B=2 -D H=2 -D T=300 -D E=64")
+       "attn_bias.pdl -k kpm -D B=2 -D H=2 -D T=300 -D E=64" "attn_bias.pdl -k bias32 -D B=1 -D H=2 -D T=333 -D E=64")
 for t in sm_80 sm_90a; do
   for e in "${extra[@]}"; do
     # shellcheck disable=SC2086
