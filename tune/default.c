@@ -19,8 +19,9 @@
 
 /* The first template is one the default may take: on a CPU the register-blocked
  * micro-kernel (GEMM-like or direct convolution) or one of the templates below; on a GPU a tensor-core template (wgmma, mma.sync) for a 16-bit
- * product, for f32 the pipelined shared-memory tiles, or attention's templates
- * (flash attention, decoding: tune/rules_attn.c), each kept whole. */
+ * product, for f32 the pipelined shared-memory tiles, attention's templates
+ * (flash attention, decoding: tune/rules_attn.c) or row-wise chains' (a row a block:
+ * tune/rules_rows.c), each kept whole. */
 static bool fits(const Target *target, const TuneSpace *sp)
 {
     const char *o = sp->t[0].origin;
@@ -42,7 +43,7 @@ static bool fits(const Target *target, const TuneSpace *sp)
                (!strcmp(sp->kclass, "elementwise") && strstr(o, "transposed in tiles"));
     return (!strncmp(sp->kclass, "contraction (GPU", 16) &&
             (strstr(o, "GPU wgmma") || strstr(o, "GPU tensor cores") || strstr(o, "cp.async pipeline"))) ||
-           !strcmp(sp->kclass, "attention (GPU)");
+           !strcmp(sp->kclass, "attention (GPU)") || !strcmp(sp->kclass, "rows (GPU)");
 }
 
 char *tune_default_schedule(const TuneInput *in, const Kernel *u, const Target *target, char *origin, size_t cap)

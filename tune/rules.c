@@ -1368,6 +1368,12 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
             sp->kclass = "attention (GPU)";
             return true;
         }
+        /* row-wise chains (RMSNorm, softmax, layernorm as users write them): a row a
+         * block, the row reductions block-wide (tune/rules_rows.c) */
+        if (rules_rows_gpu(in, u, (const NestInfo *const *)infos, nn, a, sp)) {
+            sp->kclass = "rows (GPU)";
+            return true;
+        }
         /* tensor-core templates first (f16 / bf16 products), each only when it
          * applies whole: a contraction alone, or followed by elementwise nests over
          * its output loops (an epilogue the templates fuse into the write-back) */

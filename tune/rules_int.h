@@ -92,6 +92,12 @@ void rules_tensor_cores_igemm(const TuneInput *in, const IgPlan *p, const Target
  * online_softmax fuses; offers nothing otherwise.  True when it offered one. */
 bool rules_attention(const TuneInput *in, const Kernel *u, const Target *target, Arena *a, TuneSpace *sp);
 
+/* The GPU template for row-wise chains (tune/rules_rows.c): every nest over the same
+ * rows, reducing, computing one value or mapping a row; a row a block.  True when
+ * it offered it. */
+bool rules_rows_gpu(const TuneInput *in, const Kernel *u, const NestInfo *const *infos, int nn, Arena *a,
+                    TuneSpace *sp);
+
 /* The GPU template for a chain tensor cores do not take (f32, head sizes not a
  * multiple of 16): fused, one query row a thread (tune/rules_attn_simt.c). */
 struct AttnCtx;
