@@ -661,6 +661,12 @@ int bld_children(Builder *b, SLoop *l, SLoop **out, int cap)
         children(b, &n->u.loop.body, out, cap, &k);
     return k;
 }
+
+SLoop *bld_child(Builder *b, SLoop *l)
+{
+    SLoop *c[2];
+    return l && bld_children(b, l, c, 2) == 1 ? c[0] : NULL;
+}
 bool bld_vectorize(Builder *b, SLoop *l) { return one_loop(b, "vectorize", l); }
 bool bld_parallel(Builder *b, SLoop *l) { return one_loop(b, "parallel", l); }
 bool bld_rfactor(Builder *b, SLoop *l) { return one_loop(b, "rfactor", l); }

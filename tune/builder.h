@@ -145,6 +145,8 @@ bool bld_storage(Builder *b, SBuf *buf, const char *dtype);
 /* ---- reading the nest ---- */
 /* The loops directly in l's body (through guards), in order; their number. */
 int bld_children(Builder *b, SLoop *l, SLoop **out, int cap);
+/* The only loop directly under l, or NULL (none, several, or l NULL) */
+SLoop *bld_child(Builder *b, SLoop *l);
 
 /* ---- templates ---- */
 /* A template: false when it does not fit the kernel (nothing to offer). */

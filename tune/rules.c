@@ -56,13 +56,13 @@ typedef struct Nest {
 } Nest;
 
 
-static Node *find_reduction(Node *n)
+Node *rules_find_reduction(Node *n)
 {
     if (n->kind == N_STMT)
         return n->u.stmt.op != SOP_ASSIGN ? n : NULL;
     NodeList *b = ir_body(n);
     for (int i = 0; b && i < b->n; i++) {
-        Node *r = find_reduction(b->v[i]);
+        Node *r = rules_find_reduction(b->v[i]);
         if (r)
             return r;
     }
@@ -73,7 +73,7 @@ static bool read_nest(const Kernel *k, Node *top, Nest *n)
 {
     memset(n, 0, sizeof *n);
     n->top = top;
-    n->red = find_reduction(top);
+    n->red = rules_find_reduction(top);
     /* Follow loops down: through a loop's last loop child (the reduction loop sits
      * after the initialisation), stopping at statements and guards. */
     Node *l = top;

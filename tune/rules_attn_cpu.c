@@ -51,13 +51,6 @@ static void vec_reduce(Builder *b, SLoop *l, int64_t L)
         bld_vectorize(b, v);
 }
 
-/* The only loop directly under l, or NULL */
-static SLoop *child(Builder *b, SLoop *l)
-{
-    SLoop *c[2];
-    return l && bld_children(b, l, c, 2) == 1 ? c[0] : NULL;
-}
-
 /* A register tile: rows r (unrolled) by blocks of w columns of `cols` (w a whole
  * number of vectors).  r holds cols, cols holds `outer`, the loop the tile
  * accumulates over; they become: the column blocks, outer, the rows, the vectors
@@ -126,29 +119,29 @@ static bool cpu_flash_b(Builder *b, const void *vctx)
     rules_attn_stage_tiles(b, x, jo);
     bld_cache_squeezed(b, bld_buf(b, x->p), jo, NULL, "f_pt", true);
     /* the scores: zeroed, then R x w tiles with the head dimension outermost */
-    vec(b, child(b, stg[0]), L);
-    SLoop *sj = child(b, stg[1]), *sd = child(b, sj);
+    vec(b, bld_child(b, stg[0]), L);
+    SLoop *sj = bld_child(b, stg[1]), *sd = bld_child(b, sj);
     if (!sd || !reg_tile(b, stg[1], sj, sd, w, L))
         return false;
     for (int i = 2; i < x->nscore; i++) /* a scale stage exp_scale did not take */
-        vec(b, child(b, stg[i]), L);
+        vec(b, bld_child(b, stg[i]), L);
     int q = x->nscore;
-    vec_reduce(b, child(b, stg[q + 1]), L); /* the running maximum */
-    vec(b, child(b, stg[q + 4]), L);        /* the exponentials */
-    vec_reduce(b, child(b, stg[q + 5]), L); /* their sum */
+    vec_reduce(b, bld_child(b, stg[q + 1]), L); /* the running maximum */
+    vec(b, bld_child(b, stg[q + 4]), L);        /* the exponentials */
+    vec_reduce(b, bld_child(b, stg[q + 5]), L); /* their sum */
     /* the product stage: the rescaling apart, then P·V as R x w tiles, key outermost */
-    SLoop *od = child(b, stg[ns - 1]), *ou, *od1, *oj;
+    SLoop *od = bld_child(b, stg[ns - 1]), *ou, *od1, *oj;
     if (!od || !bld_distribute(b, od, &od1) || !bld_distribute(b, stg[ns - 1], &ou))
         return false;
     vec(b, od, L);
-    if (!(od1 = child(b, ou)) || !(oj = child(b, od1)))
+    if (!(od1 = bld_child(b, ou)) || !(oj = bld_child(b, od1)))
         return false;
     int64_t wd = nv * L < x->dh ? nv * L : x->dh;
     if (!reg_tile(b, ou, od1, oj, wd, L))
         return false;
     /* the accumulator's initialisation and the normalisation, vectorised */
-    vec(b, child(b, cp[1]), L);
-    vec(b, child(b, cp[3]), L);
+    vec(b, bld_child(b, cp[1]), L);
+    vec(b, bld_child(b, cp[3]), L);
     bld_parallel(b, par);
     return true;
 }

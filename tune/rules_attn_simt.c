@@ -19,17 +19,10 @@
  *     a row of K, P.V adds a row of V scaled by the thread's exponential.
  * A mask (causal, a window) becomes values (mask=inf) and the key tiles no row of a
  * block needs are skipped (skip_tiles); keys past a multiple of the tile are masked
- * the same way, rows past a multiple of rb run in a padded last block.  What bounds
- * it: two shared-memory reads of four elements for every eight multiply-adds,
- * docs/cuda.md "Attention without tensor cores". */
+ * the same way, rows past a multiple of rb run in a padded last block.  What should
+ * bound it (not profiled): a shared-memory read of four elements for every four
+ * multiply-adds, docs/cuda.md "Attention without tensor cores". */
 #include "rules_int.h"
-
-/* The only loop directly under l, or NULL */
-static SLoop *child(Builder *b, SLoop *l)
-{
-    SLoop *c[2];
-    return l && bld_children(b, l, c, 2) == 1 ? c[0] : NULL;
-}
 
 /* Every loop at and under l unrolled: the loops over a tile's keys and the head
  * dimension, whose indices must be constants for the per-thread buffers to be
@@ -46,17 +39,18 @@ static void unroll_all(Builder *b, SLoop *l)
 
 /* The copy of a staged tile: rows x columns collapsed, nt threads at a time, w
  * elements (16 bytes) a copy where the row holds a multiple of w */
-static bool copy_map(Builder *b, SBuf *S, int64_t nt, int64_t dh, int64_t w)
+static void copy_map(Builder *b, SBuf *S, int64_t nt, int64_t dh, int64_t w)
 {
     if (!S || S->nnest < 1 || S->rank[0] != 2)
-        return false;
+        return;
     SLoop *c = S->nest[0][1], *v = NULL, *f, *o, *t;
     if (dh % w == 0)
         bld_split(b, S->nest[0][1], sv(w), &c, &v);
     bld_collapse(b, S->nest[0][0], c, NULL, &f);
     bld_split(b, f, sv(nt), &o, &t);
     bld_bind(b, t, "thread.x");
-    return v && bld_vectorize(b, v);
+    if (v)
+        bld_vectorize(b, v);
 }
 
 /* The loops under l unrolled and l, a loop over a block's rows, on thread.x */
@@ -106,10 +100,10 @@ static bool gpu_simt_flash_b(Builder *b, const void *vctx)
         return false;
     /* the product stage: the rescale apart, then P.V with the key outermost (a row
      * of V a step, added to the whole accumulator) */
-    SLoop *od = child(b, stg[ns - 1]), *ou, *od1, *oj;
+    SLoop *od = bld_child(b, stg[ns - 1]), *ou, *od1, *oj;
     if (!od || !bld_distribute(b, od, &od1) || !bld_distribute(b, stg[ns - 1], &ou))
         return false;
-    if (!(od1 = child(b, ou)) || !(oj = child(b, od1)) || !BLD_REORDER(b, oj, od1))
+    if (!(od1 = bld_child(b, ou)) || !(oj = bld_child(b, od1)) || !BLD_REORDER(b, oj, od1))
         return false;
     /* (an f32 output is its own accumulator: staged, it keeps a copy-in that the
      * initialisation overwrites, one read of the output, under 1% at 4x16x2048) */
@@ -141,8 +135,8 @@ static bool gpu_simt_flash_b(Builder *b, const void *vctx)
     rows_on_threads(b, cp[3]);
     /* 16-byte copies where a row holds whole ones (w elements).  Not a pipeline:
      * copies a tile ahead by cp.async ran 6-13% slower at 4x16x2048 f32 on an H200
-     * (7% faster on a causal T = 1000): the loop is bound by the shared-memory reads
-     * of the products, not by the loads */
+     * (7% faster on a causal T = 1000): the loads are not what holds the loop back
+     * (the shared-memory reads of the products should be; not profiled) */
     int64_t w = 16 / dtype_bytes(x->dtype);
     if (qreg) {
         thread_nest(b, Qr);
@@ -156,9 +150,7 @@ static bool gpu_simt_flash_b(Builder *b, const void *vctx)
     return rules_attn_grid(b, x, fio);
 }
 
-bool rules_attention_simt(const TuneInput *in, const AttnCtx *x, Arena *a, TuneSpace *sp)
+void rules_attention_simt(const TuneInput *in, const AttnCtx *x, Arena *a, TuneSpace *sp)
 {
-    int n0 = sp->n;
     rules_offer(in, gpu_simt_flash_b, x, a, sp, "rules: GPU attention, one row a thread (online_softmax)", true);
-    return sp->n > n0;
 }

@@ -80,20 +80,6 @@ static bool rows_b(Builder *b, const void *vctx)
     return bld_bind(b, row[0], "block.x");
 }
 
-/* The first reducing statement under n (op other than `=`), or NULL */
-static const Node *reduction(const Node *n)
-{
-    if (n->kind == N_STMT)
-        return n->u.stmt.op != SOP_ASSIGN ? n : NULL;
-    const NodeList *b = ir_body((Node *)n);
-    for (int i = 0; b && i < b->n; i++) {
-        const Node *r = reduction(b->v[i]);
-        if (r)
-            return r;
-    }
-    return NULL;
-}
-
 /* Whether every load in e names every row variable: a row's own reduction (x * x,
  * a row's maximum), not a product with an operand shared by the rows (a
  * matrix-vector or matrix product, which the contraction templates take) */
@@ -160,7 +146,7 @@ bool rules_rows_gpu(const TuneInput *in, const Kernel *u, const NestInfo *const 
                     return false;
                 rv[i] = l->u.loop.var;
             }
-            const Node *r = reduction(u->body.v[t]);
+            const Node *r = rules_find_reduction(u->body.v[t]);
             if (!r || !row_local(r->u.stmt.value, rv, c->k))
                 return false;
         }

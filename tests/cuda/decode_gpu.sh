@@ -7,10 +7,7 @@
 # Usage: decode_gpu.sh PERFC ROOT
 set -u
 perfc=$1; root=$2
-command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || exit 77
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail=0
-. "$(dirname "$0")/gpu_check.sh"
+. "$(dirname "$0")/gpu_check.sh"   # exits 77 without a GPU; sets tmp and fail
 u="$root/bench/gpu/kernels/user_attention.pdl"
 for t in sm_80 sm_90a; do
   for sz in "-k cross -D B=2 -D H=3 -D SQ=1 -D SK=3000 -D D=128" "-k cross -D B=2 -D H=2 -D SQ=4 -D SK=1000 -D D=64" \

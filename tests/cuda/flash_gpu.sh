@@ -7,10 +7,7 @@
 # there.  Exit 77 without a GPU.  Usage: flash_gpu.sh PERFC STDLIB_DIR
 set -u
 perfc=$1; dir=$2
-command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || exit 77
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail=0
-. "$(dirname "$0")/gpu_check.sh"
+. "$(dirname "$0")/gpu_check.sh"   # exits 77 without a GPU; sets tmp and fail
 a="$dir/attention.pdl"
 c="$dir/attention_causal.pdl"
 for f in "$a" "$c"; do

@@ -1,6 +1,11 @@
-# Sourced by the GPU test scripts (flash_gpu.sh, decode_gpu.sh): one kernel run and
-# validated, or run under a compute-sanitizer tool, each printing one ok / FAIL line
-# and setting fail=1 on a failure.  Needs perfc, tmp and fail set by the caller.
+# Sourced by the GPU test scripts (flash_gpu.sh, decode_gpu.sh, rows_gpu.sh) after they
+# set perfc: exits 77 (skipped) without a GPU, makes the scratch folder tmp (removed on
+# exit) and fail=0, and defines the checks, one kernel run and validated, or run under
+# a compute-sanitizer tool, each printing one ok / FAIL line and setting fail=1 on a
+# failure.
+command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || exit 77
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
 
 # valid LABEL FILE ARGS...: `perfc FILE ARGS --run` validates on fresh inputs
 valid() {

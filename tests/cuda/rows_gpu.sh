@@ -7,10 +7,7 @@
 # Exit 77 without a GPU.  Usage: rows_gpu.sh PERFC REPO_DIR
 set -u
 perfc=$1; dir=$2
-command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1 || exit 77
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail=0
-. "$(dirname "$0")/gpu_check.sh"
+. "$(dirname "$0")/gpu_check.sh"   # exits 77 without a GPU; sets tmp and fail
 f="$dir/bench/gpu/kernels/user_rows.pdl"
 rows=("-k rmsnorm -D N=300 -D D=4096" "-k rmsnorm -D N=77 -D D=1000" "-k softmax_rows -D N=333 -D C=1000"
       "-k softmax_rows -D N=64 -D C=8192" "-k layernorm3 -D B=2 -D T=100 -D D=768" "-k causal_softmax -D N=1000")
