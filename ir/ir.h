@@ -270,6 +270,12 @@ struct Node {
              * thread into registers before the body and store them after it, so
              * their latency hides behind the body's work.  0: copied in place. */
             int reg_staged;
+            /* Set by the GPU target lowering (passes/gpu_frag_ahead.c) on the loop
+             * over 16-deep slices of a pipeline's stage around one mma group: the
+             * back end reads each slice's fragments while the slice before issues
+             * its products, and admits the next stage before the last slice's
+             * products.  No meaning for the serial IR. */
+            bool frag_ahead;
             /* The head of a tensor-core group (passes/gpu_mma.c): this loop is an
              * mma/wgmma triple or the outermost of the unrolled loops directly
              * around one, and the group's products are spelled out here. */

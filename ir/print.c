@@ -231,6 +231,8 @@ static void put_nodes(const Kernel *k, const NodeList *l, int depth, StrBuf *out
                 sb_printf(out, " stages %d copies %d", n->u.loop.stages, n->u.loop.ncopies);
             if (n->u.loop.reg_staged)
                 sb_printf(out, " through %d registers", n->u.loop.reg_staged);
+            if (n->u.loop.frag_ahead)
+                sb_puts(out, " fragments ahead");
             if (n->u.loop.tc)
                 put_tc(k, n->u.loop.tc, depth + 1, out);
             if (n->u.loop.tma)

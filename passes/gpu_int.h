@@ -43,6 +43,7 @@ bool gpu_mma_pass(Kernel *k, const Target *target, Diags *d); /* passes/gpu_mma.
 bool gpu_mma_rows(Kernel *k, Node *top, bool wg, Diags *d);
 bool gpu_pipeline_pass(Kernel *k, Diags *d);   /* passes/gpu_pipeline.c */
 bool gpu_tma_pass(Kernel *k, const Target *target, Diags *d); /* passes/gpu_tma.c */
+bool gpu_frag_ahead_pass(Kernel *k, Diags *d); /* passes/gpu_frag_ahead.c */
 bool gpu_barrier_pass(Kernel *k, Diags *d);    /* passes/gpu_barrier.c */
 
 #endif

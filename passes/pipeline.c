@@ -33,6 +33,8 @@
  *                  their wide copies marked cp.async (passes/gpu_pipeline.c)
  *   gpu-tma        pipeline copies that are one box of a global tensor issued
  *                  as bulk tensor copies on sm_90+ (passes/gpu_tma.c)
+ *   gpu-frag-ahead the slice loop of a pipelined mma.sync group marked to read
+ *                  its fragments one slice ahead (passes/gpu_frag_ahead.c)
  *   gpu-barrier    block-wide barriers placed between the block-level steps of
  *                  scheduled launches that hand memory over (passes/gpu_barrier.c)
  * The IR is verified after every pass.
@@ -279,6 +281,11 @@ static bool pass_gpu_tma(Kernel *k, const PipelineOpts *o, Diags *d)
     return !is_gpu(o) || gpu_tma_pass(k, o->target, d);
 }
 
+static bool pass_gpu_frag_ahead(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    return !is_gpu(o) || gpu_frag_ahead_pass(k, d);
+}
+
 /* The last GPU pass: the kernel is what codegen/cuda translates. */
 static bool pass_gpu_barrier(Kernel *k, const PipelineOpts *o, Diags *d)
 {
@@ -325,6 +332,7 @@ static const struct {
     {"gpu-mma", pass_gpu_mma, true},
     {"gpu-pipeline", pass_gpu_pipeline, true},
     {"gpu-tma", pass_gpu_tma, true},
+    {"gpu-frag-ahead", pass_gpu_frag_ahead, true},
     {"gpu-barrier", pass_gpu_barrier, true},
     /* CPU targets: legalisation, then lowering */
     {"scan-blocks", pass_scan_blocks, true},

@@ -93,6 +93,10 @@ const char *em_bn(const Em *e, const Buffer *b);
 const char *em_vn(const Em *e, const Var *v);
 const char *em_storage_type(DType t, bool idx64);
 bool em_cval(const Em *e, const Expr *x, int64_t *out);
+/* The 32-bit shared-window address of element idx of staged buffer b plus `lane`
+ * elements (an expression): pf_sb + the buffer's offset + the element's
+ * (codegen/cuda/emit_tc.c; kernels whose staged buffers mma.sync reads). */
+void em_smem_addr(Em *e, const Buffer *b, Expr *const *idx, const char *lane, StrBuf *o);
 bool em_extent(const Em *e, const Node *l, int64_t *lo, int64_t *ext);
 
 /* emit_tc.c */

@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "../../ir/gpu.h"
 #include "../../ir/walk.h"
 #include "emit_int.h"
 
@@ -34,6 +35,12 @@ const char em_tc_prelude[] =
     "static __device__ __forceinline__ void pf_cp_async8(void *s, const void *g) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8;\" :: \"r\"(pf_saddr(s)), \"l\"(g) : \"memory\"); }\n"
     "static __device__ __forceinline__ void pf_cp_async16z(void *s, const void *g, bool ok) { asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(pf_saddr(s)), \"l\"(g), \"r\"(ok ? 16 : 0) : \"memory\"); }\n"
     "static __device__ __forceinline__ void pf_cp_async8z(void *s, const void *g, bool ok) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8, %2;\" :: \"r\"(pf_saddr(s)), \"l\"(g), \"r\"(ok ? 8 : 0) : \"memory\"); }\n"
+    "/* ... the same, to a shared address given as the 32-bit offset into the shared window (pf_sb + bytes): no\n"
+    " * conversion of a generic pointer per copy, and the stage's address one add from the last */\n"
+    "static __device__ __forceinline__ void pf_cp_async16a(unsigned s, const void *g) { asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\" :: \"r\"(s), \"l\"(g) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_cp_async8a(unsigned s, const void *g) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8;\" :: \"r\"(s), \"l\"(g) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_cp_async16za(unsigned s, const void *g, bool ok) { asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(s), \"l\"(g), \"r\"(ok ? 16 : 0) : \"memory\"); }\n"
+    "static __device__ __forceinline__ void pf_cp_async8za(unsigned s, const void *g, bool ok) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8, %2;\" :: \"r\"(s), \"l\"(g), \"r\"(ok ? 8 : 0) : \"memory\"); }\n"
     "static __device__ __forceinline__ void pf_cp_commit() { asm volatile(\"cp.async.commit_group;\" ::: \"memory\"); }\n"
     "template <int N> static __device__ __forceinline__ void pf_cp_wait() { asm volatile(\"cp.async.wait_group %0;\" :: \"n\"(N) : \"memory\"); }\n"
     "static __device__ __forceinline__ unsigned pf_pk16(unsigned short lo, unsigned short hi) { return (unsigned)lo | ((unsigned)hi << 16); }\n"
@@ -310,7 +317,7 @@ static void lane_offset(const TcGroup *g, int o, StrBuf *off)
  * pf_sb (the dynamic area's address) + the buffer's offset + the element's, as
  * unsigned arithmetic the compiler folds into the ldmatrix's immediate offset
  * (a generic pointer converted per load costs several instructions). */
-static void smem_addr(Em *e, const Buffer *b, Expr *const *idx, const char *lane, StrBuf *o)
+void em_smem_addr(Em *e, const Buffer *b, Expr *const *idx, const char *lane, StrBuf *o)
 {
     StrBuf lin = {0};
     sb_putc(&lin, '0');
@@ -350,25 +357,36 @@ static void pack_a(Em *e, const Buffer *A, Expr *const *a, int shift, int na)
     sb_free(&regs);
 }
 
-/* An mma group: every distinct A and B fragment loaded once (ldmatrix), then the
- * products (the sums over k reassociated, as the mma mark allows). */
-static void mma_group(Em *e, const TcGroup *g, const Node *mn, const char *names)
+/* The lanes' ldmatrix row offsets of group g (pf_oa in A, pf_ob in B). */
+static void lane_offsets(Em *e, const TcGroup *g)
 {
-    const Node *s = mn->u.loop.body.v[0]->u.loop.body.v[0]->u.loop.body.v[0];
-    const Buffer *acc = s->u.stmt.buf, *A = g->opbuf[0], *B = g->opbuf[1];
-    const char *ty = A->dtype == DT_BF16 ? "bf16" : "f16";
-    em_line(e, "{   /* mma %s%s: %d tensor-core products m16n8k16 (%s in, f32 accumulate) */", names,
-            em_vn(e, mn->u.loop.var), g->nprod, ty);
-    e->ind++;
     StrBuf oa = {0}, ob = {0};
     lane_offset(g, 0, &oa);
     lane_offset(g, 1, &ob);
     if (!g->areg)
-        em_line(e, "const int pf_oa = %s;   /* this lane's ldmatrix row in %s */", oa.s, em_bn(e, A));
-    em_line(e, "const int pf_ob = %s;   /* ... and in %s */", ob.s, em_bn(e, B));
+        em_line(e, "const int pf_oa = %s;   /* this lane's ldmatrix row in %s */", oa.s, em_bn(e, g->opbuf[0]));
+    em_line(e, "const int pf_ob = %s;   /* ... and in %s */", ob.s, em_bn(e, g->opbuf[1]));
     sb_free(&oa);
     sb_free(&ob);
+}
+
+/* The fragment registers: pf_a3, or of register set `set` (fragments ahead)
+ * pf_a3_1. */
+static void frag_name(char *o, size_t n, char op, int f, int set)
+{
+    if (set < 0)
+        snprintf(o, n, "pf_%c%d", op, f);
+    else
+        snprintf(o, n, "pf_%c%d_%d", op, f, set);
+}
+
+/* Every distinct A and B fragment of group g loaded once (ldmatrix), into fresh
+ * registers (set < 0) or into register set `set`, declared by the pipeline. */
+static void mma_loads(Em *e, const TcGroup *g, int set)
+{
+    const Buffer *A = g->opbuf[0], *B = g->opbuf[1];
     int na = 0, nb = 0;
+    char r[32];
     for (int t = 0; t < g->nprod; t++) {
         const TcProduct *p = &g->prod[t];
         StrBuf sa = {0}, sbb = {0};
@@ -376,22 +394,53 @@ static void mma_group(Em *e, const TcGroup *g, const Node *mn, const char *names
             pack_a(e, A, p->a, 4, na);
             na++;
         } else if (p->fa == na) {
-            smem_addr(e, A, p->a, "pf_oa", &sa);
-            em_line(e, "unsigned pf_a%d[4];  pf_ldsm_x4%s(pf_a%d, %s);", na, g->trans[0] ? "_t" : "", na, sa.s);
+            em_smem_addr(e, A, p->a, "pf_oa", &sa);
+            frag_name(r, sizeof r, 'a', na, set);
+            if (set < 0)
+                em_line(e, "unsigned %s[4];  pf_ldsm_x4%s(%s, %s);", r, g->trans[0] ? "_t" : "", r, sa.s);
+            else
+                em_line(e, "pf_ldsm_x4%s(%s, %s);", g->trans[0] ? "_t" : "", r, sa.s);
             na++;
         }
         if (p->fb == nb) {
-            smem_addr(e, B, p->b, "pf_ob", &sbb);
-            em_line(e, "unsigned pf_b%d[2];  pf_ldsm_x2%s(pf_b%d, %s);", nb, g->trans[1] ? "_t" : "", nb, sbb.s);
+            em_smem_addr(e, B, p->b, "pf_ob", &sbb);
+            frag_name(r, sizeof r, 'b', nb, set);
+            if (set < 0)
+                em_line(e, "unsigned %s[2];  pf_ldsm_x2%s(%s, %s);", r, g->trans[1] ? "_t" : "", r, sbb.s);
+            else
+                em_line(e, "pf_ldsm_x2%s(%s, %s);", g->trans[1] ? "_t" : "", r, sbb.s);
             nb++;
         }
         sb_free(&sa);
         sb_free(&sbb);
     }
-    for (int t = 0; t < g->nprod; t++)
-        em_line(e, "pf_mma_%s(%s[%" PRId64 "][%" PRId64 "], pf_a%d, pf_b%d);", ty, em_bn(e, acc), g->prod[t].row / 16,
-                g->prod[t].col / 8, g->prod[t].fa, g->prod[t].fb);
+}
+
+/* The products of group g (the sums over k reassociated, as the mma mark allows),
+ * from the fragments of mma_loads with the same set. */
+static void mma_products(Em *e, const TcGroup *g, const Node *mn, int set)
+{
+    const Node *s = mn->u.loop.body.v[0]->u.loop.body.v[0]->u.loop.body.v[0];
+    const char *ty = g->opbuf[0]->dtype == DT_BF16 ? "bf16" : "f16";
+    char ra[32], rb[32];
+    for (int t = 0; t < g->nprod; t++) {
+        frag_name(ra, sizeof ra, 'a', g->prod[t].fa, g->areg ? -1 : set);
+        frag_name(rb, sizeof rb, 'b', g->prod[t].fb, set);
+        em_line(e, "pf_mma_%s(%s[%" PRId64 "][%" PRId64 "], %s, %s);", ty, em_bn(e, s->u.stmt.buf),
+                g->prod[t].row / 16, g->prod[t].col / 8, ra, rb);
+    }
     e->nmma += g->nprod;
+}
+
+/* An mma group: every distinct A and B fragment loaded once, then the products. */
+static void mma_group(Em *e, const TcGroup *g, const Node *mn, const char *names)
+{
+    em_line(e, "{   /* mma %s%s: %d tensor-core products m16n8k16 (%s in, f32 accumulate) */", names,
+            em_vn(e, mn->u.loop.var), g->nprod, g->opbuf[0]->dtype == DT_BF16 ? "bf16" : "f16");
+    e->ind++;
+    lane_offsets(e, g);
+    mma_loads(e, g, -1);
+    mma_products(e, g, mn, -1);
     e->ind--;
     em_line(e, "}");
 }
@@ -542,6 +591,155 @@ static DType staged_dtype(const NodeList *l)
     return DT_COUNT;
 }
 
+/* ---------------- fragments ahead ----------------
+ * A pipeline whose slice loop pass gpu-frag-ahead marked: with KS slices of
+ * fragments in two register sets (slice s in set s % 2),
+ *     copies of iterations 0 .. S-2; wait, barrier; slice 0 of iteration 0 read
+ *     for v: slice s = 0 .. KS-1:
+ *              s < KS-1: read slice s + 1        s = KS-1: wait, barrier (stage
+ *              s = 0: copies of v + S-1, commit      v + 1 admitted), read its slice 0
+ *              the products of slice s
+ * The thread loops above the slice loop (unguarded, passes/gpu_frag_ahead.c) are
+ * opened around each piece, so the copies and barriers stand outside them. */
+
+/* The slice loop under pipeline body `rest` and the thread loops above it. */
+static const Node *ahead_slices(const NodeList *rest, const Node **chain, int *nc)
+{
+    *nc = 0;
+    if (rest->n != 1) return NULL;
+    const Node *x = rest->v[0];
+    while (x->kind == N_LOOP && !x->u.loop.frag_ahead && *nc < 3 && x->u.loop.body.n == 1) {
+        chain[(*nc)++] = x;
+        x = x->u.loop.body.v[0];
+    }
+    return x->kind == N_LOOP && x->u.loop.frag_ahead ? x : NULL;
+}
+
+static void open_threads(Em *e, const Node *const *chain, int nc)
+{
+    static const char xyz[] = "xyz";
+    for (int i = 0; i < nc; i++) {
+        const char *v = em_vn(e, chain[i]->u.loop.var);
+        em_line(e, "{   /* %s: %s */", v, loop_kind_name(chain[i]->u.loop.kind));
+        e->ind++;
+        em_line(e, "const idx_t %s = (idx_t)threadIdx.%c;", v, xyz[gpu_dim(chain[i]->u.loop.kind)]);
+    }
+    e->tdepth += nc;
+}
+
+static void close_threads(Em *e, int nc)
+{
+    e->tdepth -= nc;
+    for (int i = 0; i < nc; i++) {
+        e->ind--;
+        em_line(e, "}");
+    }
+}
+
+/* Slice `s` of the slice loop ks (start lo) read into register set s % 2, in a
+ * block that binds ks (and, with pv, the pipeline variable to pv). */
+static void ahead_loads(Em *e, const Node *ks, int64_t lo, int64_t s, const char *pv, const char *vs)
+{
+    const TcGroup *g = ks->u.loop.body.v[0]->u.loop.tc;
+    em_line(e, "{");
+    e->ind++;
+    if (pv) em_line(e, "const idx_t %s = %s;", vs, pv);
+    em_line(e, "const idx_t %s = %" PRId64 ";   /* slice %" PRId64 " into set %d */", em_vn(e, ks->u.loop.var),
+            lo + s, s, (int)(s % 2));
+    mma_loads(e, g, (int)(s % 2));
+    e->ind--;
+    em_line(e, "}");
+}
+
+static void em_pipeline_ahead(Em *e, EmPipe *p, const Node *const *chain, int nc, const Node *ks)
+{
+    const Node *head = ks->u.loop.body.v[0];
+    const TcGroup *g = head->u.loop.tc;
+    StrBuf names = {0};
+    const Node *mn = group_triple(e, head, &names);
+    int64_t lo = 0, KS = 0;
+    em_extent(e, ks, &lo, &KS);
+    const char *vs = p->vs, *plo = p->lo.s, *hi = p->hi.s;
+    int64_t S = p->S;
+    em_line(e, "/* mma %s%s: %d products a slice of %s, fragments read a slice ahead into two register sets */",
+            names.s ? names.s : "", em_vn(e, mn->u.loop.var), g->nprod, em_vn(e, ks->u.loop.var));
+    char r[32];
+    for (int set = 0; set < 2; set++) {
+        for (int f = 0; f < g->nfa; f++) {
+            frag_name(r, sizeof r, 'a', f, set);
+            em_line(e, "unsigned %s[4];", r);
+        }
+        for (int f = 0; f < g->nfb; f++) {
+            frag_name(r, sizeof r, 'b', f, set);
+            em_line(e, "unsigned %s[2];", r);
+        }
+    }
+    lane_offsets(e, g);
+    em_line(e, "#pragma unroll");
+    em_line(e, "for (idx_t pf_pre = 0; pf_pre < %" PRId64 "; ++pf_pre) {", S - 1);
+    e->ind++;
+    em_line(e, "const idx_t %s = %s + pf_pre;", vs, plo);
+    em_line(e, "if (%s < %s) {", vs, hi);
+    e->ind++;
+    em_nodes(e, &p->copies);
+    e->ind--;
+    em_line(e, "}");
+    em_line(e, "pf_cp_commit();");
+    e->ind--;
+    em_line(e, "}");
+    em_line(e, "pf_cp_wait<%" PRId64 ">();   /* the first stage has landed in this thread's copies */", S - 2);
+    em_line(e, "__syncthreads();   /* ... and in everyone's */");
+    open_threads(e, chain, nc);
+    ahead_loads(e, ks, lo, 0, plo, vs);
+    close_threads(e, nc);
+    em_line(e, "for (idx_t %s = %s; %s < %s; ++%s) {", vs, plo, vs, hi, vs);
+    e->ind++;
+    for (int64_t s = 0; s < KS; s++) {
+        if (s + 1 < KS) {
+            open_threads(e, chain, nc);
+            ahead_loads(e, ks, lo, s + 1, NULL, vs);
+            close_threads(e, nc);
+        } else {
+            em_line(e, "pf_cp_wait<%" PRId64 ">();   /* this thread's copies of %s + 1 have landed */", S - 2, vs);
+            em_line(e, "__syncthreads();   /* everyone's have, and everyone has read stage %s %% %" PRId64
+                    " but this slice */", vs, S);
+            em_line(e, "if (%s + 1 < %s) {", vs, hi);
+            e->ind++;
+            em_line(e, "const idx_t pf_nv = %s + 1;", vs);
+            open_threads(e, chain, nc);
+            ahead_loads(e, ks, lo, 0, "pf_nv", vs);
+            close_threads(e, nc);
+            e->ind--;
+            em_line(e, "}");
+        }
+        if (s == 0) { /* stage (v - 1) % S: every read of it preceded the barrier closing iteration v - 1 */
+            em_line(e, "{");
+            e->ind++;
+            em_line(e, "const idx_t pf_next = %s + %" PRId64 ";", vs, S - 1);
+            em_line(e, "if (pf_next < %s) {", hi);
+            e->ind++;
+            em_line(e, "const idx_t %s = pf_next;", vs);
+            em_nodes(e, &p->copies);
+            e->ind--;
+            em_line(e, "}");
+            em_line(e, "pf_cp_commit();");
+            e->ind--;
+            em_line(e, "}");
+        }
+        open_threads(e, chain, nc);
+        em_line(e, "{   /* the products of slice %" PRId64 " (set %d) */", s, (int)(s % 2));
+        e->ind++;
+        mma_products(e, g, mn, (int)(s % 2));
+        e->ind--;
+        em_line(e, "}");
+        close_threads(e, nc);
+    }
+    e->ind--;
+    em_line(e, "}");
+    em_line(e, "pf_cp_wait<0>();");
+    sb_free(&names);
+}
+
 void em_pipeline(Em *e, const Node *n)
 {
     if (n->u.loop.ncopies && n->u.loop.body.v[0]->kind == N_LOOP && n->u.loop.body.v[0]->u.loop.tma) {
@@ -550,6 +748,14 @@ void em_pipeline(Em *e, const Node *n)
     }
     EmPipe p;
     em_pipeline_open(e, n, "", "the copies", &p);
+    const Node *chain[3];
+    int nc;
+    const Node *ks = ahead_slices(&p.rest, chain, &nc);
+    if (ks) {
+        em_pipeline_ahead(e, &p, chain, nc, ks);
+        em_pipeline_close(e, &p);
+        return;
+    }
     const char *vs = p.vs;
     int64_t S = p.S, L = p.L;
     const char *lo = p.lo.s, *hi = p.hi.s;

@@ -60,7 +60,7 @@ tc=(--schedule tc -D M=4096 -D N=4096 -D K=4096)
 for t in f16 bf16; do
   kk=tc-$t
   "$perfc" "$g" -D T=$t "${tc[@]}" -target sm_90 -emit cuda -o "$tmp/$kk.cu" || bad "$kk emit cuda"
-  grep -q 'pf_cp_async16(&As\[.*(af >> 2).*(af & 3)' "$tmp/$kk.cu" || bad "$kk: A copies not along rows"
+  grep -q 'pf_cp_async16a(pf_sb + 0u + .*(af >> 2).*(af & 3)' "$tmp/$kk.cu" || bad "$kk: A copies not along rows"
   grep -q 'make_float2(pf_st\[0\], pf_st\[1\])' "$tmp/$kk.cu" || bad "$kk: C not stored in 8-byte pairs"
   # the copy-in of the accumulator is there after simplify, gone after gpu-dead-fill
   "$perfc" "$g" -D T=$t "${tc[@]}" -target sm_90 -dump-after=simplify 2>&1 | grep -q '^| | | | | | acc\[.*\] = C\[' || bad "$kk: no copy-in to drop"

@@ -30,7 +30,7 @@ for t in f16 bf16; do
   "$perfc" "$g" -D T=$t --schedule tc "${big[@]}" -target sm_90 -emit cuda -o "$tmp/$k.cu" || bad "$k emit cuda"
   grep -q 'As: .*\[4\]\[128\]\[40\] staged in shared memory' "$tmp/$k.cu" || bad "$k: As has no stage dimension"
   grep -q '4-stage pipeline' "$tmp/$k.cu" || bad "$k: loop not pipelined"
-  grep -q 'pf_cp_async16(&As\[' "$tmp/$k.cu" || bad "$k: A not copied with cp.async"
+  grep -q 'pf_cp_async16a(pf_sb + 0u + ' "$tmp/$k.cu" || bad "$k: A (bytes 0..) not copied with cp.async"
   grep -q 'pf_cp_wait<2>();' "$tmp/$k.cu" || bad "$k: no wait for S-2 pending groups"
   grep -q 'pf_cp_commit();' "$tmp/$k.cu" || bad "$k: no commit group"
 done
@@ -39,7 +39,7 @@ done
 nopipe=$(mktemp "$tmp/np_XXXX.pdl")
 sed '/pipeline(ko, 4)/d' "$g" >"$nopipe"
 "$perfc" "$nopipe" -D T=f16 --schedule tc "${big[@]}" -target sm_90 -emit cuda -o "$tmp/np.cu" || bad "unpipelined emit"
-grep -q 'pf_cp_async16(&' "$tmp/np.cu" && bad "cp.async without a pipeline"
+grep -q 'pf_cp_async16(&\|pf_cp_async16a(pf_sb' "$tmp/np.cu" && bad "cp.async without a pipeline"
 # Refusals.
 sed 's/pipeline(ko, 4)/pipeline(ko, 1)/' "$g" >"$tmp/r1.pdl"
 "$perfc" "$tmp/r1.pdl" -D T=f16 --schedule tc "${big[@]}" -target sm_90 -emit cuda >/dev/null 2>"$tmp/e1" && bad "1 stage accepted"
