@@ -896,9 +896,12 @@ static void emit_wide_copy_body(Em *e, const Node *n)
      * instructions before each one, on the path from a stage's barrier to its
      * products (bf16 4096^3 in 128 x 256 tiles as sm_80 code on an H100: 0.427 ->
      * 0.385 ms; in the hand-written loop of bench/gpu/proto/mkmm80.py 0.382 -> 0.333) */
-    bool saddr = n->u.loop.hint == HINT_ASYNC && e->frag && !e->wg && e->soff[d->id] >= 0 &&
-                 d->layout != LAYOUT_SWIZZLE128;
-    if (saddr)
+    bool swz = n->u.loop.hint == HINT_ASYNC && e->swz && d->layout == LAYOUT_SWIZZLE128 && e->soff[d->id] >= 0;
+    bool saddr = swz || (n->u.loop.hint == HINT_ASYNC && e->frag && !e->wg && e->soff[d->id] >= 0 &&
+                         d->layout != LAYOUT_SWIZZLE128);
+    if (swz) /* wgmma's operands, the implicit GEMM's gathers among them */
+        em_swz_addr(e, d, di, &dt);
+    else if (saddr)
         em_smem_addr(e, d, di, "0", &dt);
     else
         em_elem(e, d, di, &dt);
@@ -1239,6 +1242,7 @@ static bool declare_staged(Em *e, const Node *top, CgLaunch *L)
                 /* the swizzle is a function of address bits 7-9: buffers start 1024-aligned */
                 em_line(e, "extern __shared__ __align__(1024) unsigned char pf_smem_raw[];");
                 em_line(e, "unsigned char *pf_smem = pf_smem_raw + ((1024u - (pf_saddr(pf_smem_raw) & 1023u)) & 1023u);");
+                em_line(e, "const unsigned pf_sb = pf_saddr(pf_smem);   /* cp.async's destinations: this plus offsets */");
             } else if (!any_shared) {
                 em_line(e, "extern __shared__ __align__(16) unsigned char pf_smem[];");
                 if (e->frag && !e->wg) /* ldmatrix addresses: this base plus byte offsets the compiler folds */

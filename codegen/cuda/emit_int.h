@@ -97,6 +97,8 @@ bool em_cval(const Em *e, const Expr *x, int64_t *out);
  * elements (an expression): pf_sb + the buffer's offset + the element's
  * (codegen/cuda/emit_tc.c; kernels whose staged buffers mma.sync reads). */
 void em_smem_addr(Em *e, const Buffer *b, Expr *const *idx, const char *lane, StrBuf *o);
+/* ... and of an element of a buffer in the 128-byte swizzled layout (wgmma operands). */
+void em_swz_addr(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o);
 bool em_extent(const Em *e, const Node *l, int64_t *lo, int64_t *ext);
 
 /* emit_tc.c */

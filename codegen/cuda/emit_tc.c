@@ -129,6 +129,16 @@ static void swz_lin(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
     sb_free(&c);
 }
 
+/* The 32-bit shared-window address of element idx of swizzled buffer b: pf_sb +
+ * the buffer's offset (1024-aligned) + the swizzled offset in it. */
+void em_swz_addr(Em *e, const Buffer *b, Expr *const *idx, StrBuf *o)
+{
+    StrBuf lin = {0};
+    swz_lin(e, b, idx, &lin);
+    sb_printf(o, "pf_sb + %" PRId64 "u + pf_swz(%s)", e->soff[b->id], lin.s);
+    sb_free(&lin);
+}
+
 /* The 16-byte chunks of each 128-byte row permuted by the row's index modulo 8
  * (bits 4-6 of the offset xor bits 7-9), the swizzle wgmma applies to the same
  * addresses; the buffer starts 1024-aligned. */
