@@ -601,6 +601,23 @@ static DType staged_dtype(const NodeList *l)
     return DT_COUNT;
 }
 
+/* The copies of the pipeline's first n iterations, one commit group each. */
+static void pipe_prologue(Em *e, const EmPipe *p, int64_t n)
+{
+    em_line(e, "#pragma unroll");
+    em_line(e, "for (idx_t pf_pre = 0; pf_pre < %" PRId64 "; ++pf_pre) {", n);
+    e->ind++;
+    em_line(e, "const idx_t %s = %s + pf_pre;", p->vs, p->lo.s);
+    em_line(e, "if (%s < %s) {", p->vs, p->hi.s);
+    e->ind++;
+    em_nodes(e, &p->copies);
+    e->ind--;
+    em_line(e, "}");
+    em_line(e, "pf_cp_commit();");
+    e->ind--;
+    em_line(e, "}");
+}
+
 /* ---------------- fragments ahead ----------------
  * A pipeline whose slice loop pass gpu-frag-ahead marked: with KS slices of
  * fragments in two register sets (slice s in set s % 2),
@@ -618,7 +635,8 @@ static const Node *ahead_slices(const NodeList *rest, const Node **chain, int *n
     *nc = 0;
     if (rest->n != 1) return NULL;
     const Node *x = rest->v[0];
-    while (x->kind == N_LOOP && !x->u.loop.frag_ahead && *nc < 3 && x->u.loop.body.n == 1) {
+    while (x->kind == N_LOOP && !x->u.loop.frag_ahead && gpu_is_thread(x->u.loop.kind) && *nc < 3 &&
+           x->u.loop.body.n == 1) {
         chain[(*nc)++] = x;
         x = x->u.loop.body.v[0];
     }
@@ -685,18 +703,7 @@ static void em_pipeline_ahead(Em *e, EmPipe *p, const Node *const *chain, int nc
         }
     }
     lane_offsets(e, g);
-    em_line(e, "#pragma unroll");
-    em_line(e, "for (idx_t pf_pre = 0; pf_pre < %" PRId64 "; ++pf_pre) {", S - 1);
-    e->ind++;
-    em_line(e, "const idx_t %s = %s + pf_pre;", vs, plo);
-    em_line(e, "if (%s < %s) {", vs, hi);
-    e->ind++;
-    em_nodes(e, &p->copies);
-    e->ind--;
-    em_line(e, "}");
-    em_line(e, "pf_cp_commit();");
-    e->ind--;
-    em_line(e, "}");
+    pipe_prologue(e, p, S - 1);
     em_line(e, "pf_cp_wait<%" PRId64 ">();   /* the first stage has landed in this thread's copies */", S - 2);
     em_line(e, "__syncthreads();   /* ... and in everyone's */");
     open_threads(e, chain, nc);
@@ -770,18 +777,7 @@ void em_pipeline(Em *e, const Node *n)
     int64_t S = p.S, L = p.L;
     const char *lo = p.lo.s, *hi = p.hi.s;
     NodeList copies = p.copies, rest = p.rest;
-    em_line(e, "#pragma unroll");
-    em_line(e, "for (idx_t pf_pre = 0; pf_pre < %" PRId64 "; ++pf_pre) {", S - 1 - L);
-    e->ind++;
-    em_line(e, "const idx_t %s = %s + pf_pre;", vs, lo);
-    em_line(e, "if (%s < %s) {", vs, hi);
-    e->ind++;
-    em_nodes(e, &copies);
-    e->ind--;
-    em_line(e, "}");
-    em_line(e, "pf_cp_commit();");
-    e->ind--;
-    em_line(e, "}");
+    pipe_prologue(e, &p, S - 1 - L);
     em_line(e, "for (idx_t %s = %s; %s < %s; ++%s) {", vs, lo, vs, hi, vs);
     e->ind++;
     em_line(e, "pf_cp_wait<%" PRId64 ">();   /* this thread's copies of %s have landed */", S - 2 - L, vs);
