@@ -20,8 +20,9 @@
  * only a stage its barrier admitted, and the copies that overwrite a stage still
  * follow the barrier after the last read of it.
  *
- * Marked when: the pipeline is an accepted cp.async ring (stages >= 2; not TMA,
- * no registers staging, no products in flight: wgmma has its own asynchrony);
+ * Marked when: the pipeline is accepted (stages >= 2; copies not TMA and not
+ * staged through registers, no products in flight: wgmma has its own asynchrony;
+ * synchronous copies are fine, they too write the stage freed a barrier earlier);
  * after the copies comes exactly one node, a chain of thread loops each covering
  * its whole block dimension (every thread reaches the moved barrier) around the
  * slice loop; the slice loop has a constant start and an even constant extent
