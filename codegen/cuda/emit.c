@@ -896,9 +896,9 @@ static void emit_wide_copy_body(Em *e, const Node *n)
      * instructions before each one, on the path from a stage's barrier to its
      * products (bf16 4096^3 in 128 x 256 tiles as sm_80 code on an H100: 0.427 ->
      * 0.385 ms; in the hand-written loop of bench/gpu/proto/mkmm80.py 0.382 -> 0.333) */
-    bool swz = n->u.loop.hint == HINT_ASYNC && e->swz && d->layout == LAYOUT_SWIZZLE128 && e->soff[d->id] >= 0;
-    bool saddr = swz || (n->u.loop.hint == HINT_ASYNC && e->frag && !e->wg && e->soff[d->id] >= 0 &&
-                         d->layout != LAYOUT_SWIZZLE128);
+    bool async = n->u.loop.hint == HINT_ASYNC && e->soff[d->id] >= 0;
+    bool swz = async && e->swz && d->layout == LAYOUT_SWIZZLE128;
+    bool saddr = swz || (async && e->frag && !e->wg && d->layout != LAYOUT_SWIZZLE128);
     if (swz) /* wgmma's operands, the implicit GEMM's gathers among them */
         em_swz_addr(e, d, di, &dt);
     else if (saddr)

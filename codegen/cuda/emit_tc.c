@@ -390,39 +390,36 @@ static void frag_name(char *o, size_t n, char op, int f, int set)
         snprintf(o, n, "pf_%c%d_%d", op, f, set);
 }
 
-/* Every distinct A and B fragment of group g loaded once (ldmatrix), into fresh
- * registers (set < 0) or into register set `set`, declared by the pipeline. */
+/* One fragment of operand op ('a': ldmatrix .x4, four registers; 'b': .x2, two)
+ * read from staged buffer b at idx (lanes at offset `lane`), into fresh registers
+ * (set < 0) or into register set `set`, declared by the pipeline. */
+static void ldsm_frag(Em *e, const Buffer *b, Expr *const *idx, const char *lane, char op, int f, int set, bool trans)
+{
+    StrBuf a = {0};
+    char r[32];
+    int x = op == 'a' ? 4 : 2;
+    em_smem_addr(e, b, idx, lane, &a);
+    frag_name(r, sizeof r, op, f, set);
+    if (set < 0)
+        em_line(e, "unsigned %s[%d];  pf_ldsm_x%d%s(%s, %s);", r, x, x, trans ? "_t" : "", r, a.s);
+    else
+        em_line(e, "pf_ldsm_x%d%s(%s, %s);", x, trans ? "_t" : "", r, a.s);
+    sb_free(&a);
+}
+
+/* Every distinct A and B fragment of group g loaded once, in the order the
+ * products first use them (A packed from registers where g->areg). */
 static void mma_loads(Em *e, const TcGroup *g, int set)
 {
-    const Buffer *A = g->opbuf[0], *B = g->opbuf[1];
     int na = 0, nb = 0;
-    char r[32];
     for (int t = 0; t < g->nprod; t++) {
         const TcProduct *p = &g->prod[t];
-        StrBuf sa = {0}, sbb = {0};
-        if (p->fa == na && g->areg) {
-            pack_a(e, A, p->a, 4, na);
-            na++;
-        } else if (p->fa == na) {
-            em_smem_addr(e, A, p->a, "pf_oa", &sa);
-            frag_name(r, sizeof r, 'a', na, set);
-            if (set < 0)
-                em_line(e, "unsigned %s[4];  pf_ldsm_x4%s(%s, %s);", r, g->trans[0] ? "_t" : "", r, sa.s);
-            else
-                em_line(e, "pf_ldsm_x4%s(%s, %s);", g->trans[0] ? "_t" : "", r, sa.s);
-            na++;
-        }
-        if (p->fb == nb) {
-            em_smem_addr(e, B, p->b, "pf_ob", &sbb);
-            frag_name(r, sizeof r, 'b', nb, set);
-            if (set < 0)
-                em_line(e, "unsigned %s[2];  pf_ldsm_x2%s(%s, %s);", r, g->trans[1] ? "_t" : "", r, sbb.s);
-            else
-                em_line(e, "pf_ldsm_x2%s(%s, %s);", g->trans[1] ? "_t" : "", r, sbb.s);
-            nb++;
-        }
-        sb_free(&sa);
-        sb_free(&sbb);
+        if (p->fa == na && g->areg)
+            pack_a(e, g->opbuf[0], p->a, 4, na++);
+        else if (p->fa == na)
+            ldsm_frag(e, g->opbuf[0], p->a, "pf_oa", 'a', na++, set, g->trans[0]);
+        if (p->fb == nb)
+            ldsm_frag(e, g->opbuf[1], p->b, "pf_ob", 'b', nb++, set, g->trans[1]);
     }
 }
 
