@@ -375,6 +375,9 @@ typedef struct TcGroup {
      * instead of loaded: the C fragments of two adjacent 8-column tiles are the A
      * fragment of their 16 columns. */
     bool areg;
+    /* mma: B fragments 2i and 2i + 1 lie 8 apart along N in the same k slice (every
+     * pair, nfb even), so one ldmatrix .x4 reads both. */
+    bool bpairs;
 } TcGroup;
 
 /* A staging copy that passes/gpu_tma.c proved to be one box of a global tensor:

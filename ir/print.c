@@ -175,8 +175,9 @@ static void indent(int depth, StrBuf *out)
  * then one line per product: `* acc tile (row, col) += A[..] B[..]`. */
 static void put_tc(const Kernel *k, const TcGroup *g, int depth, StrBuf *out)
 {
-    sb_printf(out, " group(%d products; A %d fragments%s, B %d fragments%s)", g->nprod, g->nfa,
-              g->areg ? " from registers" : g->trans[0] ? " trans" : "", g->nfb, g->trans[1] ? " trans" : "");
+    sb_printf(out, " group(%d products; A %d fragments%s, B %d fragments%s%s)", g->nprod, g->nfa,
+              g->areg ? " from registers" : g->trans[0] ? " trans" : "", g->nfb, g->trans[1] ? " trans" : "",
+              g->bpairs ? " in pairs" : "");
     for (int t = 0; t < g->nprod; t++) {
         sb_putc(out, '\n');
         indent(depth, out);

@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "gpu_int.h"
+#include "../ir/walk.h"
 
 #define MMA_MAX 256  /* products per mma group */
 #define WG_MAX 64    /* per wgmma group */
@@ -423,6 +424,36 @@ static bool spread_stages(Mc *c, Node *n)
     return changed;
 }
 
+/* Whether B fragments 2i + 1 start 8 elements after 2i along N (the dimension the
+ * triple's j indexes) and at the same place in every other dimension, for every i:
+ * then one ldmatrix .x4 reads both (lanes 16..31 name the second's rows). */
+static bool b_pairs(const Kernel *k, const TcGroup *g, const Expr *B, const Var *vj)
+{
+    const Buffer *b = B->u.load.buf;
+    int64_t co;
+    int dn = -1;
+    for (int d = b->rank - 2; d < b->rank; d++)
+        if (gpu_has_var(k, B->u.load.idx[d], vj, &co)) dn = d;
+    if (dn < 0 || g->nfb % 2) return false;
+    for (int f = 0; f < g->nfb; f += 2) {
+        const TcProduct *p0 = NULL, *p1 = NULL;
+        for (int t = 0; t < g->nprod; t++) {
+            if (!p0 && g->prod[t].fb == f) p0 = &g->prod[t];
+            if (!p1 && g->prod[t].fb == f + 1) p1 = &g->prod[t];
+        }
+        if (!p0 || !p1) return false;
+        for (int d = 0; d < b->rank; d++) {
+            ArAff a0, a1;
+            int64_t diff;
+            if (d != dn ? !gpu_same_expr(p0->b[d], p1->b[d])
+                        : !ar_aff_of(k, p0->b[d], &a0) || !ar_aff_of(k, p1->b[d], &a1) ||
+                              !ar_aff_diff_const(&a1, &a0, &diff) || diff != 8)
+                return false;
+        }
+    }
+    return true;
+}
+
 /* The group headed by the triple mn under chain[0..nc): its TcGroup on chain[0]
  * (or on mn when nc is 0). */
 static void plan_group(Mc *c, Node **chain, int nc, Node *mn)
@@ -521,6 +552,7 @@ static void plan_group(Mc *c, Node **chain, int nc, Node *mn)
         if (p->fa < 0) p->fa = g->nfa++;
         if (p->fb < 0) p->fb = g->nfb++;
     }
+    g->bpairs = !w && b_pairs(k, g, B, vj);
     (nc ? chain[0] : mn)->u.loop.tc = g;
 }
 
@@ -617,9 +649,19 @@ static bool dist_ok(Mc *c, const Node *n, int q, const FragAcc *f)
  * `base + column` (base even, rows of even length): one 8-byte store per lane. */
 static bool store2_ok(Mc *c, const Node *m)
 {
-    if (m->u.loop.body.n != 1 || m->u.loop.body.v[0]->kind != N_STMT) return false;
-    const Node *s = m->u.loop.body.v[0];
+    int n = m->u.loop.body.n;
+    if (n < 1 || m->u.loop.body.v[n - 1]->kind != N_STMT) return false;
+    const Node *s = m->u.loop.body.v[n - 1];
     const Buffer *g = s->u.stmt.buf;
+    /* Statements before the store run for both columns before it (the pair is
+     * stored once, after them): they may only update fragments, element by element,
+     * and must not read what the store writes (an attention's normalisation in
+     * place, then its write-back). */
+    for (int i = 0; i + 1 < n; i++) {
+        const Node *t = m->u.loop.body.v[i];
+        if (t->kind != N_STMT || t->u.stmt.lane_reduce || !is_frag(t->u.stmt.buf) || ir_node_reads(t, g))
+            return false;
+    }
     const Var *cv = m->u.loop.var;
     int64_t rowlen, co;
     if (s->u.stmt.op != SOP_ASSIGN || (g->mem != MEM_GLOBAL && !(g->mem == MEM_SHARED && g->layout == LAYOUT_PLAIN)) ||

@@ -195,12 +195,15 @@ static void dist_close(Em *e, int q)
     e->dvar[q] = NULL;
 }
 
-/* Column loop m marked lane-cols2: its one store writes a lane's two adjacent
- * columns (2 * (lane % 4) + 0, 1) as one access, both values computed first: 8
- * bytes of f32, or 4 bytes of two f16/bf16 (the lower column in the low half). */
+/* Column loop m marked lane-cols2: its last statement, a store, writes a lane's two
+ * adjacent columns (2 * (lane % 4) + 0, 1) as one access, both values computed
+ * first (with the fragment updates before it, pass gpu-mma): 8 bytes of f32, or 4
+ * bytes of two f16/bf16 (the lower column in the low half). */
 static void frag_store2(Em *e, const Node *m)
 {
-    const Node *s = m->u.loop.body.v[0];
+    const NodeList *body = &m->u.loop.body;
+    const Node *s = body->v[body->n - 1];
+    const NodeList lead = {.v = body->v, .n = body->n - 1};
     const Var *cv = m->u.loop.var;
     const char *v = em_vn(e, cv);
     int64_t lo, ext;
@@ -217,6 +220,7 @@ static void frag_store2(Em *e, const Node *m)
     snprintf(e->dname[1], sizeof e->dname[1], "(pf_cf_%s + pf_ch_%s)", v, v);
     e->dvar[1] = cv;
     em_line(e, "const idx_t %s = pf_cf_%s + ((pf_lane & 3) << 1) + pf_ch_%s;", v, v, v);
+    em_nodes(e, &lead);
     StrBuf val = {0}, dst = {0};
     em_expr(e, s->u.stmt.value, &val);
     em_line(e, "pf_st[pf_ch_%s] = %s;", v, val.s);
@@ -319,8 +323,8 @@ static void lane_offset(const TcGroup *g, int o, StrBuf *off)
         sb_printf(off, "(%s8 * (%s & 1)) * %" PRId64 " + (%s8 * (%s >> 1)) * %" PRId64,
                   t ? "" : "(pf_lane & 7) + ", m, sr, t ? "(pf_lane & 7) + " : "", m, sk);
     else
-        sb_printf(off, "(%s) * %" PRId64 " + (%s8 * %s) * %" PRId64, t ? "0" : "pf_lane & 7", sr,
-                  t ? "(pf_lane & 7) + " : "", m, sk);
+        sb_printf(off, "(%s%s) * %" PRId64 " + (%s8 * %s) * %" PRId64, t ? "0" : g->bpairs ? "(pf_lane & 7)" : "pf_lane & 7",
+                  g->bpairs ? " + 8 * ((pf_lane >> 4) & 1)" : "", sr, t ? "(pf_lane & 7) + " : "", m, sk);
 }
 
 /* The shared-window address of element idx of staged buffer b plus lane elements:
@@ -407,8 +411,26 @@ static void ldsm_frag(Em *e, const Buffer *b, Expr *const *idx, const char *lane
     sb_free(&a);
 }
 
+/* B fragments f and f + 1 (g->bpairs) read by one ldmatrix .x4: lanes 16..31 name
+ * the rows of f + 1, 8 further along N (pf_ob, lane_offset). */
+static void ldsm_pair(Em *e, const Buffer *b, Expr *const *idx, int f, int set, bool trans)
+{
+    StrBuf a = {0};
+    char r0[32], r1[32];
+    em_smem_addr(e, b, idx, "pf_ob", &a);
+    frag_name(r0, sizeof r0, 'b', f, set);
+    frag_name(r1, sizeof r1, 'b', f + 1, set);
+    char decl[96] = "";
+    if (set < 0) /* fresh registers; a set's are declared by the pipeline */
+        snprintf(decl, sizeof decl, "unsigned %s[2], %s[2];  ", r0, r1);
+    em_line(e, "%s{ unsigned pf_q[4];  pf_ldsm_x4%s(pf_q, %s);  %s[0] = pf_q[0];  %s[1] = pf_q[1];  "
+            "%s[0] = pf_q[2];  %s[1] = pf_q[3]; }", decl, trans ? "_t" : "", a.s, r0, r0, r1, r1);
+    sb_free(&a);
+}
+
 /* Every distinct A and B fragment of group g loaded once, in the order the
- * products first use them (A packed from registers where g->areg). */
+ * products first use them (A packed from registers where g->areg; B two at a
+ * time where g->bpairs). */
 static void mma_loads(Em *e, const TcGroup *g, int set)
 {
     int na = 0, nb = 0;
@@ -418,8 +440,12 @@ static void mma_loads(Em *e, const TcGroup *g, int set)
             pack_a(e, g->opbuf[0], p->a, 4, na++);
         else if (p->fa == na)
             ldsm_frag(e, g->opbuf[0], p->a, "pf_oa", 'a', na++, set, g->trans[0]);
-        if (p->fb == nb)
+        if (p->fb == nb && g->bpairs) {
+            ldsm_pair(e, g->opbuf[1], p->b, nb, set, g->trans[1]);
+            nb += 2;
+        } else if (p->fb == nb) {
             ldsm_frag(e, g->opbuf[1], p->b, "pf_ob", 'b', nb++, set, g->trans[1]);
+        }
     }
 }
 

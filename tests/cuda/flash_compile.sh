@@ -47,7 +47,7 @@ for t in sm_80 sm_90a; do
   grep -q 'pf_quad<2>' "$tmp/k.cu" || bad "$t: no quad maximum"
   grep -q 'pf_quad<0>' "$tmp/k.cu" || bad "$t: no quad sum"
   grep -q 'const unsigned pf_a0\[4\] = {pf_pk16(pr\[' "$tmp/k.cu" || bad "$t: A not packed from registers"
-  grep -q 'pf_ldsm_x2_t(pf_b0, pf_sb + ' "$tmp/k.cu" || bad "$t: ldmatrix not from shared addresses"
+  grep -q 'pf_ldsm_x4_t(pf_q, pf_sb + .*pf_b1\[1\] = pf_q\[3\]' "$tmp/k.cu" || bad "$t: V's fragment pairs not read by ldmatrix .x4 from shared addresses"
   # a call, not the prelude's definition: exp(s - m) as one fused multiply-add and ex2
   grep -qE 'const float pf_fw[0-9]+ = pf_fexpd\(' "$tmp/k.cu" || bad "$t: exact exp for a bf16 result"
   # the row sum adds the exponentials before their rounding to bf16 (the stored value
