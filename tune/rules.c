@@ -559,7 +559,16 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
     if (variant == 3) {
         /* Short reductions: the initialisation stays with each block of MR rows,
          * so C is written once from cache, not zeroed in a pass of its own. */
-        SVal mr = bld_param(b, pm, cm, nm), nr = bld_param(b, pnr, cn, nn);
+        /* the row blocks are distributed, which a guarded tail (the model's 6 rows
+         * on AVX2 against M = 256) would not allow: only MRs that divide the rows */
+        int64_t cm3[8];
+        int nm3 = 0;
+        for (int i = 0; i < nm; i++)
+            if (n->ext[ia] % cm[i] == 0)
+                cm3[nm3++] = cm[i];
+        if (nm3 == 0)
+            return false;
+        SVal mr = bld_param(b, pm, cm3, nm3), nr = bld_param(b, pnr, cn, nn);
         SLoop *ao, *ai, *ai1, *b1o, *b1i;
         bld_split(b, a, mr, &ao, &ai);
         bld_distribute(b, ai, &ai1);
