@@ -369,12 +369,13 @@ static bool gpu_flash_b(Builder *b, const void *vctx)
         bld_factor_out(b, bld_loop(b, x->score_sum));
     /* the tuner's parameters: keys a tile and pipeline stages, stdlib's flash first
      * (measured variants landed within 8% of it: docs/benchmarks.md) */
-    static const int64_t key_tiles[] = {64, 32}, wg_tiles[] = {64, 128}, wg_small[] = {128, 64}, stages[] = {2, 3};
-    /* wgmma at head size 64 without a mask: tiles of 128 keys first (the same shared
-     * memory as 64 keys at 128, so two blocks an SM still fit: 4x16x2048x64 0.265 ms
-     * against 0.284); a causal mask wastes more of a diagonal tile of 128 (0.207
-     * against 0.188 ms), so masked chains keep 64 */
-    const int64_t *kts = !x->wg ? key_tiles : x->dh <= 64 && !x->masked ? wg_small : wg_tiles;
+    static const int64_t key_tiles[] = {64, 32}, wg_tiles[] = {64, 128}, stages[] = {2, 3};
+    /* wgmma: 64 keys a tile first at every head size.  At head size 64 tiles of 128
+     * keys once led (4x16x2048x64 0.265 ms against 0.284); since the write-back
+     * stores lane pairs 64 is ahead: 0.1862 ms against 0.1992 (H100, the tuner's
+     * measurements in one run, 2026-11-26).  A causal mask wastes more of a
+     * diagonal tile of 128 (0.207 against 0.188 ms). */
+    const int64_t *kts = !x->wg ? key_tiles : wg_tiles;
     SVal kt = bld_param(b, "kt", kts, 2), st = bld_param(b, "st", stages, 2);
     bld_online_softmax(b, bld_buf(b, x->out), bld_loop(b, x->j), kt, "inf");
     if (x->exp_scale)

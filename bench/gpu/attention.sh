@@ -8,7 +8,8 @@
 # ratio SDPA / perfc (above 1: perfc faster), validity and the golden used.
 #   bash bench/gpu/attention.sh [ROWS...]   (carry carry/gpu/perfc.xz)
 # Environment: TARGET (sm_90a), OUT (logs), SCHEDFILE (a file of schedule statements
-# applied with --no-schedule -s, instead of the default).
+# applied with --no-schedule -s, instead of the default), TUNE (a budget: the row is
+# tuned first, --autotune --budget TUNE, and its best timed).
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 O=${OUT:-/tmp/attention}; mkdir -p "$O" /tmp/pf
@@ -25,6 +26,7 @@ row() {  # row LABEL SDPASPEC FILE [--flash] [perfc args...]
   local t0 t1
   t0=$(date +%s.%N)
   local how=()   # no schedule: the GPU default
+  [ -n "${TUNE:-}" ] && how=(--autotune --budget "$TUNE")
   if [ "${1:-}" = --flash ]; then how=(--schedule flash); shift; fi
   if [ -n "${SCHEDFILE:-}" ]; then
     timeout 300 "$P" "$f" -target "$T" "$@" --no-schedule -s "$(cat "$SCHEDFILE")" --run --json --verbose \
