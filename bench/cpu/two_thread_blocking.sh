@@ -5,13 +5,15 @@
 # interleaved.  For choosing the machine's blocking at more than one thread (the
 # tuner's first candidate).
 #   bench/cpu/two_thread_blocking.sh      PERFC=build/perfc N=1024 REPS=3 THREADS=2 CASES="1 4 64 256 128 j1o,.."
+#   (FILE and KERNEL name another kernel: FILE=bench/cpu/gemm_layouts.pdl KERNEL=mm_tn)
 # Each case: TEMPLATE MR NR KC MB PAR (template 1: column panels or row tiles in
 # parallel by PAR; template 2: row blocks in parallel).
 set -u
 cd "$(dirname "$0")/../.."
 P=${PERFC:-build/perfc}; N=${N:-1024}; T=${THREADS:-2}
-F=bench/gpu/kernels/mm_f32.pdl
+F=${FILE:-bench/gpu/kernels/mm_f32.pdl}
 sz=(-D M=$N -D N=$N -D K=$N)
+[ -n "${KERNEL:-}" ] && sz+=(-k "$KERNEL")
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 PERFC_TUNE_SPACE=1 "$P" $F "${sz[@]}" --threads "$T" --autotune 2>&1 |
   awk -v d="$tmp" '/^# template [0-9]+ of/{n=$3; next} /^schedule /{f=1; next} /^}/{f=0} f{print > (d "/t" n ".sched")}'

@@ -34,11 +34,12 @@ int main(void)
     /* AVX2 f32: 8 lanes, 16 registers: half the file (8) is below the 10
      * accumulators wanted, so the tile may take 12 (16 less B, a broadcast, a
      * spare): 6 x 2 (8 loads per 12 FMAs) beats 5 x 2 (7 per 10); 3 x 4 needs 18
-     * registers.  KC = 2*32K/(16*4) = 1024 -> 512; MC = 1M/(2*512*4) = 256 -> 252
-     * (a multiple of 6); NC = 32M/4096 = 8192. */
-    expect("avx2 f32", 32, 16, 4, x86, 0, 0, 0, 6, 16, 512, 252, 8192);
-    /* NEON f32 with a 64 KiB L1: 4 lanes, 32 registers: 4 x 4 regs, NR 16;
-     * KC = 2*64K/64 = 2048 -> 512; MC = 256; NC = 8192. */
+     * registers.  A k step reads one 64-byte line of the panel, so it takes half
+     * an L1: KC = 16K/64 = 256; MC = 1M/(2*256*4) = 512 -> 510 (a multiple of 6);
+     * NC = 32M/2048 = 16384. */
+    expect("avx2 f32", 32, 16, 4, x86, 0, 0, 0, 6, 16, 256, 510, 16384);
+    /* NEON f32 with a 64 KiB L1: 4 lanes, 32 registers: 4 x 4 regs, NR 16, one
+     * line a k step: KC = 32K/64 = 512; MC = 256; NC = 8192. */
     expect("neon f32", 16, 32, 4, arm, 0, 0, 0, 4, 16, 512, 256, 8192);
     /* AVX-512 f64: 8 lanes: NR 32; KC = 2*32K/(32*8) = 256; MC = 1M/(2*256*8) =
      * 256; NC = 32M/4096 = 8192. */
@@ -46,9 +47,9 @@ int main(void)
     /* A small problem clamps: 20 columns take one register (16), 3 rows MR 3,
      * K = 100 one panel; MC the 3 rows; NC the columns rounded up to NR (32). */
     expect("avx512 small", 64, 32, 4, x86, 3, 20, 100, 3, 16, 100, 3, 32);
-    /* Small caches, no L3 (the model assumes 8 MiB): AVX2 KC 512, MC =
-     * 256K/(2*512*4) = 64 -> 60, NC = 8M/4096 = 2048. */
-    expect("avx2 small caches", 32, 16, 4, small, 0, 0, 0, 6, 16, 512, 60, 2048);
+    /* Small caches, no L3 (the model assumes 8 MiB): AVX2 KC = 8K/64 = 128, MC =
+     * 256K/(2*128*4) = 256 -> 252, NC = 8M/1024 = 8192. */
+    expect("avx2 small caches", 32, 16, 4, small, 0, 0, 0, 6, 16, 128, 252, 8192);
     /* Rows not a multiple of MR: MC stays a multiple of MR within the rows
      * (127 rows: 128).  KC = K = 64 when K is short. */
     expect("avx512 127x1024x64", 64, 32, 4, x86, 127, 1024, 64, 4, 64, 64, 128, 1024);
