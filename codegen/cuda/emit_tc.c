@@ -624,21 +624,32 @@ static DType staged_dtype(const NodeList *l)
     return DT_COUNT;
 }
 
-/* The copies of the pipeline's first n iterations, one commit group each. */
-static void pipe_prologue(Em *e, const EmPipe *p, int64_t n)
+/* The copies of iteration `next` (an expression) when it is in range, then a
+ * commit (issued either way, so the group count stays uniform). */
+static void stage_copies(Em *e, const EmPipe *p, const char *next)
 {
-    em_line(e, "#pragma unroll");
-    em_line(e, "for (idx_t pf_pre = 0; pf_pre < %" PRId64 "; ++pf_pre) {", n);
+    em_line(e, "const idx_t pf_next = %s;", next);
+    em_line(e, "if (pf_next < %s) {", p->hi.s);
     e->ind++;
-    em_line(e, "const idx_t %s = %s + pf_pre;", p->vs, p->lo.s);
-    em_line(e, "if (%s < %s) {", p->vs, p->hi.s);
-    e->ind++;
+    em_line(e, "const idx_t %s = pf_next;", p->vs);
     em_nodes(e, &p->copies);
     e->ind--;
     em_line(e, "}");
     em_line(e, "pf_cp_commit();");
+}
+
+/* The copies of the pipeline's first n iterations, one commit group each. */
+static void pipe_prologue(Em *e, const EmPipe *p, int64_t n)
+{
+    StrBuf next = {0};
+    sb_printf(&next, "%s + pf_pre", p->lo.s);
+    em_line(e, "#pragma unroll");
+    em_line(e, "for (idx_t pf_pre = 0; pf_pre < %" PRId64 "; ++pf_pre) {", n);
+    e->ind++;
+    stage_copies(e, p, next.s);
     e->ind--;
     em_line(e, "}");
+    sb_free(&next);
 }
 
 /* ---------------- fragments ahead ----------------
@@ -753,18 +764,14 @@ static void em_pipeline_ahead(Em *e, EmPipe *p, const Node *const *chain, int nc
             em_line(e, "}");
         }
         if (s == 0) { /* stage (v - 1) % S: every read of it preceded the barrier closing iteration v - 1 */
+            StrBuf next = {0};
+            sb_printf(&next, "%s + %" PRId64, vs, S - 1);
             em_line(e, "{");
             e->ind++;
-            em_line(e, "const idx_t pf_next = %s + %" PRId64 ";", vs, S - 1);
-            em_line(e, "if (pf_next < %s) {", hi);
-            e->ind++;
-            em_line(e, "const idx_t %s = pf_next;", vs);
-            em_nodes(e, &p->copies);
+            stage_copies(e, p, next.s);
             e->ind--;
             em_line(e, "}");
-            em_line(e, "pf_cp_commit();");
-            e->ind--;
-            em_line(e, "}");
+            sb_free(&next);
         }
         open_threads(e, chain, nc);
         em_line(e, "{   /* the products of slice %" PRId64 " (set %d) */", s, (int)(s % 2));
