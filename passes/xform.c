@@ -36,6 +36,7 @@ static bool (*const xf_fns[])(XfCtx *) = {
     xf_gather,                    /* xform_gather.c */
     xf_exp_scale,                 /* xform_exp_scale.c */
     xf_reverse,                   /* xform_loop.c */
+    xf_fold,                      /* xform_fold.c */
 };
 _Static_assert(sizeof xf_fns / sizeof xf_fns[0] == XF_COUNT, "one function per transformation");
 

@@ -50,7 +50,8 @@
     X(REALIGN, "realign", "realign(input, multiple)  # read the input from a copy whose rows are padded to a multiple of elements") \
     X(GATHER, "gather", "gather(buffer, loop[, mem=local|shared][, name=N])  # stage one read (or write), shaped by the loops that move it (im2col)") \
     X(EXP_SCALE, "exp_scale", "exp_scale(scores)  # a positive scale of the scores moved into the exponentials of their softmax") \
-    X(REVERSE, "reverse", "reverse(loop)  # iterations last first (a loop that carries no dependence)")
+    X(REVERSE, "reverse", "reverse(loop)  # iterations last first (a loop that carries no dependence)") \
+    X(FOLD, "fold", "fold(buffer, dim, factor)  # a temporary's dimension stored as two: e -> (e / factor, e % factor)")
 
 typedef enum XformKind {
 #define X(k, s, syn) XF_##k,

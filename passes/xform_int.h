@@ -208,6 +208,7 @@ bool xf_realign(XfCtx *c);
 bool xf_rfactor(XfCtx *c);
 bool xf_padding(XfCtx *c);
 bool xf_layout(XfCtx *c);
+bool xf_fold(XfCtx *c);                /* xform_fold.c */
 /* xform_gpu.c */
 bool xf_bind(XfCtx *c);
 bool xf_mma(XfCtx *c);

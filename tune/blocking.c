@@ -114,15 +114,22 @@ void blocking_model_mixed(int vector_bytes, int vregs, int elem_bytes, int op_by
     else if (k > 0 && kc > k)
         kc = k;
     b->kc = (int)kc;
-    /* MC: the A block (MC x KC) in half of L2 (the other half for the B panels
-     * passing through and C), a multiple of MR. */
+    /* MC: the A block (MC x KC) in a quarter of L2, a multiple of MR.  The B block
+     * (KC x NC, packed once per panel) is read through L2 once per row block, so
+     * A's block shares L2 with it and with C: on a Zen 3 EPYC (512 KiB L2, KC 256,
+     * one thread, 1024^3) MC 72-96 measured 0.93 of OpenBLAS, 144 0.89, 192 0.86
+     * (half of L2 was the rule while B was packed per column panel). */
     int64_t l2 = c && c->l2 > 0 ? c->l2 : 1 << 20;
-    int64_t mc = l2 / (2 * kc * S) / b->mr * b->mr;
-    if (mc < b->mr)
-        mc = b->mr;
-    if (m > 0 && mc > m)
-        mc = (m + b->mr - 1) / b->mr * b->mr;
-    b->mc = (int)clamp64(mc, 1, 1 << 20);
+    for (int half = 0; half < 2; half++) {
+        /* mc_strip: B packed a strip at a time instead (the bf16 pairs' panel,
+         * passes/cpu_dot.c), where A's block took half of L2 when measured */
+        int64_t mc = l2 / ((half ? 2 : 4) * kc * S) / b->mr * b->mr;
+        if (mc < b->mr)
+            mc = b->mr;
+        if (m > 0 && mc > m)
+            mc = (m + b->mr - 1) / b->mr * b->mr;
+        *(half ? &b->mc_strip : &b->mc) = (int)clamp64(mc, 1, 1 << 20);
+    }
     /* NC: the B block (KC x NC) in half of L3, a multiple of NR. */
     int64_t l3 = c && c->l3 > 0 ? c->l3 : 8 << 20;
     int64_t nc = l3 / (2 * kc * S) / b->nr * b->nr;

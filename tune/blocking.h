@@ -23,6 +23,7 @@ typedef struct Blocking {
     int mr, nr;           /* register tile: MR rows, NR columns (NR = a whole number of registers) */
     int kc;               /* reduction panel */
     int mc, nc;           /* row block (MC x KC of A in L2), column block (KC x NC of B in L3) */
+    int mc_strip;         /* the row block where B is packed a KC x NR strip at a time */
 } Blocking;
 
 /* SIMD registers of a CPU target: 32 on AVX-512, AArch64 and RISC-V, 16 on AVX2/SSE. */

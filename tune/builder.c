@@ -787,6 +787,17 @@ bool bld_layout(Builder *b, SBuf *buf, const int *perm, int n)
     return run(b, &c, &nv, &nb);
 }
 
+bool bld_fold(Builder *b, SBuf *buf, int dim, int64_t factor)
+{
+    Call c;
+    call_init(&c, "fold");
+    put_buf(&c, buf);
+    put_int(&c, NULL, dim);
+    put_int(&c, NULL, factor);
+    int nv, nb;
+    return run(b, &c, &nv, &nb);
+}
+
 bool bld_bind(Builder *b, SLoop *l, const char *axis)
 {
     Call c;

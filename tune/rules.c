@@ -442,6 +442,99 @@ static int red_loops(Builder *b, const NestInfo *n, bool last, SLoop **out)
     return m;
 }
 
+/* A staged buffer stored with dimension `last` moved innermost (every other
+ * dimension keeps its order): the packed operand read along it contiguously. */
+static void layout_last(Builder *b, SBuf *s, int rank, int last)
+{
+    if (last == rank - 1)
+        return;
+    int perm[8], np = 0;
+    for (int d = 0; d < rank; d++)
+        if (d != last)
+            perm[np++] = d;
+    perm[np++] = last;
+    bld_layout(b, s, perm, np);
+}
+
+/* A's block packed at loop `at` as the micro-kernel reads it: the reduction's
+ * dimension `last` innermost (its MR rows then stream in order), rows padded by a
+ * cache line (MR rows a row apart then fall in different L1 sets whatever the row
+ * length), and run on threads when `par` (the loop it sits in is not parallel
+ * itself).  The copy is vectorised where it reads and writes along the same
+ * dimension; a transposing one has its outer loop in blocks of 8, which pass
+ * transpose moves through registers 8 x 8 at a time (cpu_transpose_blocks.c). */
+static void pack_rows(Builder *b, const char *buf, DType t, int rank, int last, int outer, SLoop *at, int vec,
+                      bool par)
+{
+    SBuf *s = bld_cache(b, bld_buf(b, buf), at, NULL, NULL);
+    if (!s || rank > 8 || s->nnest < 1 || s->rank[0] != rank)
+        return;
+    SLoop *cl = s->nest[0][last], *co = s->nest[0][outer], *o, *i;
+    layout_last(b, s, rank, last);
+    bld_padding(b, s, sv(64 / dtype_bytes(t)));
+    if (last == rank - 1) {
+        if (bld_split(b, cl, sv(vec), &o, &i))
+            bld_vectorize(b, i);
+    } else if (bld_split(b, co, sv(8), &o, &i))
+        co = o;
+    if (par)
+        bld_parallel(b, co);
+}
+
+/* B's block packed at loop `at` in the micro-kernel's strips (BLIS's packed
+ * panel): the column dimension `sdim` folded by NR and the block stored as
+ * [.., columns / NR, reduction, NR], so each strip of NR columns the micro-kernel
+ * reads for KC steps is one contiguous run (KC x NR).  As a KC x N block with
+ * padded rows the strip's rows lay N apart, one page each: 1037x768x511 on a Zen 3
+ * EPYC, one thread, 0.84 of OpenBLAS against 1.01 as strips.  The copy runs on
+ * threads over its outer loop: vectorised along the columns where B's rows hold
+ * them, else (A·Bᵀ) a transposing copy, the strips' NR columns in blocks of 8. */
+static void pack_panel(Builder *b, const NestInfo *n, SLoop *at, int nr)
+{
+    int rank = n->pb_rank, kd = n->pb_kdim, sd = n->pb_sdim;
+    SBuf *s = bld_cache(b, bld_buf(b, n->pb), at, NULL, NULL);
+    if (!s || rank > 7 || s->nnest < 1 || s->rank[0] != rank)
+        return;
+    SLoop *cs = s->nest[0][sd], *ck = s->nest[0][kd], *so, *si;
+    /* the last strip's columns, when NR does not divide them, copied by a loop of
+     * their own: the whole strips' copy keeps constant bounds (a vector copy, or
+     * transposing blocks) */
+    bool whole = n->ext[n->nspatial - 1] % nr == 0;
+    if (!(whole ? bld_split(b, cs, sv(nr), &so, &si)
+                : bld_split_tail(b, cs, sv(nr), (SVal){0, "peel", -1}, &so, &si)) ||
+        !bld_fold(b, s, sd, nr))
+        return;
+    /* after the fold: the dimensions in order with sd as (sd, sd + 1); the new
+     * order keeps the others as they were, then strip, reduction, column */
+    int perm[8], np = 0, kf = kd > sd ? kd + 1 : kd;
+    for (int d = 0; d <= rank; d++)
+        if (d != sd && d != sd + 1 && d != kf)
+            perm[np++] = d;
+    perm[np++] = sd;
+    perm[np++] = kf;
+    perm[np++] = sd + 1;
+    bld_layout(b, s, perm, np);
+    if (sd == rank - 1) {
+        bld_vectorize(b, si);
+        bld_parallel(b, ck);
+    } else
+        bld_parallel(b, so);
+}
+
+/* The operands of a contraction packed in blocks: B (the panel operand) once per
+ * reduction panel ko, whole along the columns, in strips (pack_panel); A once per
+ * row block at `ablk` (ko itself when the rows are few), reduction innermost
+ * (pack_rows).  The copies run on threads where they sit outside the parallel
+ * loop: B's always, A's unless the row blocks are the parallel loop. */
+static void pack_blocks(Builder *b, const NestInfo *n, SLoop *ko, SLoop *ablk, int nr, bool rows_par)
+{
+    pack_panel(b, n, ko, nr);
+    if (n->pa && n->pa_in && n->pa_kdim >= 0 && n->pa_sdim >= 0) {
+        int ao = n->pa_kdim < n->pa_sdim ? n->pa_kdim : n->pa_sdim;
+        pack_rows(b, n->pa, n->pa_t, n->pa_rank, n->pa_kdim, ao, ablk, nr, !rows_par || ablk == ko);
+    }
+}
+
 /* Contraction nest, register-blocked micro-kernel (variants 0: with the panel
  * operand packed, 1: without, 3: initialised per block of MR rows (short
  * reductions), 4: variant 0 with the MC blocks outermost and parallel):
@@ -610,12 +703,22 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
     /* MC: blocks of micro-tiles whose A rows stay in L2 while the B panel is
      * reused across them (many rows only). */
     bool mc = n->ext[ia] >= 256;
+    /* Both operands packed in blocks where each is a 2-D box of one reduction and
+     * one output loop (GotoBLAS/BLIS): B's KC x N block once per reduction panel,
+     * A's MC x KC block once per row block (pack_blocks).  Packed per column strip
+     * instead, B was copied again for every row block, and its KC rows, N apart,
+     * came from as many pages and (N = 1024) the same cache sets: Zen 3 AVX2, one
+     * thread, seven shapes against OpenBLAS in one process (medians): A·B 0.84 ->
+     * 0.93, Aᵀ·B 0.73 -> 0.89 (docs/autotune.md, "The blocking model").  bf16 pairs
+     * summed by vdpbf16ps keep the strips, which pass dot-pairs lays out. */
+    bool blocks = (variant == 0 || rows_outer) && split_k && !pairs && n->nloops == n->nspatial + 1 &&
+                  n->pb_kdim >= 0 && n->pb_sdim >= 0;
     SLoop *rows = a1o, *a1oo = NULL;
     if (mc) {
         /* micro-tiles per row block: the model's MC / MR first */
         int64_t cb[6] = {8, 16, 32, 64};
         int nb = 4;
-        int64_t mb = bk.mc / (bk.mr > 0 ? bk.mr : 1);
+        int64_t mb = (blocks ? bk.mc : bk.mc_strip) / (bk.mr > 0 ? bk.mr : 1);
         if (mb >= 2)
             put_first(cb, &nb, 6, floor_pow2_rules(mb));
         bld_split(b, a1o, bld_param(b, pn(pb, sizeof pb, "mb_", n->loop[ia]), cb, nb), &a1oo, &rows);
@@ -627,14 +730,14 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
      * A·B, whose copy is a vector copy, keeps the blocks outside: 1.05 -> 1.01 at
      * 1024³ the other way) */
     bool bt = n->pb_sdim >= 0 && n->pb_sdim != n->pb_rank - 1;
-    bool panel_first = bt && mc && variant == 0 && !rows_outer;
+    bool panel_first = bt && mc && variant == 0 && !rows_outer && !blocks;
     SLoop *ord[24];
     int no = 0;
-    if (rows_outer)
+    if (rows_outer && !blocks)
         ord[no++] = a1oo;
-    if (split_k)
+    if (ko)
         ord[no++] = ko;
-    if (mc && !rows_outer && !panel_first)
+    if (mc && (blocks || (!rows_outer && !panel_first)))
         ord[no++] = a1oo;
     ord[no++] = b1o;
     if (panel_first)
@@ -645,19 +748,15 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
     ord[no++] = a1i;
     ord[no++] = b1i;
     bld_reorder(b, ord, no);
-    if (variant == 0 || rows_outer) {
+    if (blocks)
+        pack_blocks(b, n, ko, mc ? a1oo : ko, bk.nr, rows_outer);
+    else if (variant == 0 || rows_outer) {
         SBuf *pk = bld_cache(b, bld_buf(b, n->pb), b1o, NULL, NULL);
         /* B read along its rows (A·Bᵀ, Aᵀ·Bᵀ): the packed panel is stored with the
          * column dimension last, so the micro-kernel's vector loop reads it
          * contiguously whatever B's layout */
-        if (pk && bt && n->pb_rank <= 8) {
-            int perm[8], np = 0;
-            for (int d = 0; d < n->pb_rank; d++)
-                if (d != n->pb_sdim)
-                    perm[np++] = d;
-            perm[np++] = n->pb_sdim;
-            bld_layout(b, pk, perm, np);
-        }
+        if (pk && bt && n->pb_rank <= 8)
+            layout_last(b, pk, n->pb_rank, n->pb_sdim);
     }
     bld_cache(b, out, rows, NULL, NULL);
     bld_unroll(b, a1i);
