@@ -16,6 +16,7 @@
  * PERFC_NUM_THREADS to THREADS for perfc's pool.  Build: see gemm_interleave.sh. */
 #include <cblas.h>
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
