@@ -489,7 +489,7 @@ static void pack_rows(Builder *b, const char *buf, DType t, int rank, int last, 
  * EPYC, one thread, 0.84 of OpenBLAS against 1.01 as strips.  The copy runs on
  * threads over its outer loop: vectorised along the columns where B's rows hold
  * them, else (A·Bᵀ) a transposing copy, the strips' NR columns in blocks of 8. */
-static void pack_panel(Builder *b, const NestInfo *n, SLoop *at, int nr)
+static void pack_panel(Builder *b, const NestInfo *n, SLoop *at, int nr, bool par)
 {
     int rank = n->pb_rank, kd = n->pb_kdim, sd = n->pb_sdim;
     SBuf *s = bld_cache(b, bld_buf(b, n->pb), at, NULL, NULL);
@@ -514,24 +514,24 @@ static void pack_panel(Builder *b, const NestInfo *n, SLoop *at, int nr)
     perm[np++] = kf;
     perm[np++] = sd + 1;
     bld_layout(b, s, perm, np);
-    if (sd == rank - 1) {
+    if (sd == rank - 1)
         bld_vectorize(b, si);
-        bld_parallel(b, ck);
-    } else
-        bld_parallel(b, so);
+    if (par)
+        bld_parallel(b, sd == rank - 1 ? ck : so);
 }
 
 /* The operands of a contraction packed in blocks: B (the panel operand) once per
- * reduction panel ko, whole along the columns, in strips (pack_panel); A once per
- * row block at `ablk` (ko itself when the rows are few), reduction innermost
- * (pack_rows).  The copies run on threads where they sit outside the parallel
- * loop: B's always, A's unless the row blocks are the parallel loop. */
-static void pack_blocks(Builder *b, const NestInfo *n, SLoop *ko, SLoop *ablk, int nr, bool rows_par)
+ * reduction panel ko, whole along the columns (of the thread's column block), in
+ * strips (pack_panel); A once per row block at `ablk` (ko itself when the rows are
+ * few), reduction innermost (pack_rows).  The copies run on threads where they sit
+ * outside the parallel loop: not at all when the column blocks are (cols_par), B's
+ * when the row blocks are (rows_par). */
+static void pack_blocks(Builder *b, const NestInfo *n, SLoop *ko, SLoop *ablk, int nr, bool rows_par, bool cols_par)
 {
-    pack_panel(b, n, ko, nr);
+    pack_panel(b, n, ko, nr, !cols_par);
     if (n->pa && n->pa_in && n->pa_kdim >= 0 && n->pa_sdim >= 0) {
         int ao = n->pa_kdim < n->pa_sdim ? n->pa_kdim : n->pa_sdim;
-        pack_rows(b, n->pa, n->pa_t, n->pa_rank, n->pa_kdim, ao, ablk, nr, !rows_par || ablk == ko);
+        pack_rows(b, n->pa, n->pa_t, n->pa_rank, n->pa_kdim, ao, ablk, nr, !cols_par && (!rows_par || ablk == ko));
     }
 }
 
@@ -570,7 +570,7 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
     blocking_for_target_mixed(target, eb, pairs ? 2 : eb, n->ext[ia], n->ext[ib], n->ext[ir], &bk);
     if (bk.nr % lanes)
         bk.nr = lanes; /* the rules' lanes rule (an f16 out, a GPU-sized guess): stay whole registers */
-    char pm[80], pnr[80], pk[80], pp[80], pt[80], pb[80];
+    char pm[80], pnr[80], pk[80], pp[80], pt[80], pb[80], pc[80];
     pn(pm, sizeof pm, "mr_", n->loop[ia]);
     pn(pnr, sizeof pnr, "nr_", n->loop[ib]);
     pn(pk, sizeof pk, "kc_", n->loop[ir]);
@@ -684,6 +684,16 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
         bld_parallel(b, bld_param_loop(b, pp, (SLoop *const[]){outer, ao}, 2));
         return true;
     }
+    /* Both operands packed in blocks where each is a 2-D box of one reduction and
+     * one output loop (GotoBLAS/BLIS): B's KC x N block once per reduction panel,
+     * A's MC x KC block once per row block (pack_blocks).  Packed per column strip
+     * instead, B was copied again for every row block, and its KC rows, N apart,
+     * came from as many pages and (N = 1024) the same cache sets: Zen 3 AVX2, one
+     * thread, seven shapes against OpenBLAS in one process (medians): A·B 0.84 ->
+     * 0.93, Aᵀ·B 0.73 -> 0.89 (docs/autotune.md, "The blocking model").  bf16 pairs
+     * summed by vdpbf16ps keep the strips, which pass dot-pairs lays out. */
+    bool blocks = (variant == 0 || rows_outer) && split_k && !pairs && n->nloops == n->nspatial + 1 &&
+                  n->pb_kdim >= 0 && n->pb_sdim >= 0;
     bld_distribute(b, a, &a1);
     SVal mr = bld_param(b, pm, cm, nm), nr = bld_param(b, pnr, cn, nn);
     /* Rows that no MR divides (M = 127): the tail either guarded inside the
@@ -697,22 +707,26 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
                                                   (const char *const[]){"guard", "peel"}, 2), &a1o, &a1i);
     else
         bld_split(b, a1, mr, &a1o, &a1i);
+    /* Packed in blocks on several threads, the columns are dealt out first, one
+     * block of them a thread (jc), each thread packing its own B block and its own
+     * copy of A's: the threads meet once a call.  With the copies and the column
+     * strips on threads inside the row blocks they met three times a row block
+     * (Zen 3 EPYC, two threads, a neighbour compiling on the other core: 256³ 16
+     * against 40 GFLOP/s before the blocks). */
+    SLoop *jc = NULL;
+    int64_t nstrips = (n->ext[ib] + bk.nr - 1) / bk.nr;
+    if (blocks && variant == 0 && threads > 1 && iouter < 0 && nstrips >= 2 * threads) {
+        int64_t cnc[1] = {(nstrips + threads - 1) / threads * bk.nr};
+        SLoop *b1r;
+        if (bld_split(b, b1, bld_param(b, pn(pc, sizeof pc, "nc_", n->loop[ib]), cnc, 1), &jc, &b1r))
+            b1 = b1r;
+    }
     bld_split(b, b1, nr, &b1o, &b1i);
     if (split_k)
         bld_split(b, r, bld_param(b, pk, ck, nk), &ko, &ki);
     /* MC: blocks of micro-tiles whose A rows stay in L2 while the B panel is
      * reused across them (many rows only). */
     bool mc = n->ext[ia] >= 256;
-    /* Both operands packed in blocks where each is a 2-D box of one reduction and
-     * one output loop (GotoBLAS/BLIS): B's KC x N block once per reduction panel,
-     * A's MC x KC block once per row block (pack_blocks).  Packed per column strip
-     * instead, B was copied again for every row block, and its KC rows, N apart,
-     * came from as many pages and (N = 1024) the same cache sets: Zen 3 AVX2, one
-     * thread, seven shapes against OpenBLAS in one process (medians): A·B 0.84 ->
-     * 0.93, Aᵀ·B 0.73 -> 0.89 (docs/autotune.md, "The blocking model").  bf16 pairs
-     * summed by vdpbf16ps keep the strips, which pass dot-pairs lays out. */
-    bool blocks = (variant == 0 || rows_outer) && split_k && !pairs && n->nloops == n->nspatial + 1 &&
-                  n->pb_kdim >= 0 && n->pb_sdim >= 0;
     SLoop *rows = a1o, *a1oo = NULL;
     if (mc) {
         /* micro-tiles per row block: the model's MC / MR first */
@@ -735,6 +749,8 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
     int no = 0;
     if (rows_outer && !blocks)
         ord[no++] = a1oo;
+    if (jc)
+        ord[no++] = jc;
     if (ko)
         ord[no++] = ko;
     if (mc && (blocks || (!rows_outer && !panel_first)))
@@ -749,7 +765,7 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
     ord[no++] = b1i;
     bld_reorder(b, ord, no);
     if (blocks)
-        pack_blocks(b, n, ko, mc ? a1oo : ko, bk.nr, rows_outer);
+        pack_blocks(b, n, ko, mc ? a1oo : ko, bk.nr, rows_outer, jc != NULL);
     else if (variant == 0 || rows_outer) {
         SBuf *pk = bld_cache(b, bld_buf(b, n->pb), b1o, NULL, NULL);
         /* B read along its rows (A·Bᵀ, Aᵀ·Bᵀ): the packed panel is stored with the
@@ -771,6 +787,8 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
         outer = bld_loop(b, n->loop[iouter]);
     if (rows_outer)
         bld_parallel(b, bld_param_loop(b, pp, (SLoop *const[]){outer, a1oo}, 2));
+    else if (jc)
+        bld_parallel(b, bld_param_loop(b, pp, (SLoop *const[]){jc, b1o, rows}, 3));
     else
         bld_parallel(b, bld_param_loop(b, pp, (SLoop *const[]){outer, b1o, rows}, 3));
     return true;
