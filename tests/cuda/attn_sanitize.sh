@@ -62,14 +62,19 @@ if [ "${LIST:-0}" = 1 ]; then   # each case and the template perfc picks for it;
   for c in "${cases[@]}"; do
     IFS='|' read -r label f args <<< "$c"
     # shellcheck disable=SC2086
-    how=$("$perfc" "$f" $args -emit cuda -o /dev/null --verbose 2>&1 | grep -m1 -o 'rules: [^;]*' | sed 's/, at its.*//' || echo "?")
-    case $args in --schedule*) how="stdlib schedule ${args#--schedule }"; how=${how%% -D*} ;; esac
-    printf '%-16s %-7s %s\n' "$label" "${args##*-target }" "$how"
-    [ "$how" = "?" ] && lfail=1
+    if out=$("$perfc" "$f" $args -emit cuda -o /dev/null --verbose 2>&1); then
+      how=$(printf '%s\n' "$out" | grep -m1 -o 'rules: [^;]*' | sed 's/, at its.*//')
+      case $args in --schedule*) how="stdlib schedule ${args#--schedule }"; how=${how%% -D*} ;; esac
+    else
+      how=""
+    fi
+    printf '%-16s %-7s %s\n' "$label" "${args##*-target }" "${how:-FAILED: no template or no compile}"
+    [ -n "$how" ] || lfail=1
   done
   exit $lfail
 fi
 
+# shellcheck source=tests/cuda/gpu_check.sh disable=SC2154
 . "$(dirname "$0")/gpu_check.sh"   # exits 77 without a GPU; sets tmp and fail
 cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 [ -n "$cs" ] || { echo "compute-sanitizer not found"; exit 77; }
@@ -106,4 +111,4 @@ done
 wait
 [ -s "$tmp/failed" ] && fail=1
 echo "$part: ${#jobs[@]} runs in $(( $(date +%s) - t0 )) s, $(date -u)"
-exit $fail
+exit "$fail"
