@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Hand-edited variants of perfc's sm_80 (mma.sync) attention kernel, measured through
-PERFC_CUDA_SOURCE before any pass is changed (bench/gpu/proto/att80b.sh).
+PERFC_CUDA_SOURCE before any pass is changed (GEN=mkatt80b bench/gpu/proto/att80.sh).
 
   mkatt80b.py GENERATED.cu OUTDIR     writes OUTDIR/{base,lsum,ahead,aheadpv,both,admit,all,late}.cu
 
@@ -41,64 +41,68 @@ def lsum(s):
 LOOP = re.compile(r'^(\s*)for \(idx_t (\w+) = 0; \2 < ([^;]+); \+\+\2\) \{\s*$')
 
 
+def mma_loop(lines, which):
+    """(line, match) of the which-th loop over mma slices (0: scores, 1: P.V)."""
+    found = -1
+    for i, ln in enumerate(lines):
+        m = LOOP.match(ln)
+        if m and '/* mma ' in lines[i + 1]:
+            found += 1
+            if found == which:
+                return i, m
+    raise AssertionError('no mma slice loop %d' % which)
+
+
 def ahead(s, which, last=None):
     """Fragments one slice ahead in the which-th (0: scores, 1: P.V) mma slice loop;
     last: code run in the last slice after its (absent) reads, before its products."""
     lines = s.split('\n')
-    found = -1
-    for i, ln in enumerate(lines):
-        m = LOOP.match(ln)
-        if not m or '/* mma ' not in lines[i + 1]:
-            continue
-        found += 1
-        if found != which:
-            continue
-        ind, var, bound = m.groups()
-        # the loop's lines up to its closing brace
-        depth, j = 0, i
-        while True:
-            depth += lines[j].count('{') - lines[j].count('}')
-            if depth == 0 and j > i:
-                break
-            j += 1
-        body = lines[i + 2:j - 1]   # inside the `{ /* mma .. */` block
-        hoist = [b for b in body if b.strip().startswith('const int pf_o')]
-        loads = [b for b in body if re.match(r'\s*unsigned pf_[ab]\d+\[', b)]
-        rest = [b for b in body if b not in hoist and b not in loads]
-        na = len(re.findall(r'unsigned pf_a\d+\[4\]', '\n'.join(loads)))
-        nb = len(re.findall(r'pf_b\d+\[2\]', '\n'.join(loads))) // 1
-        na_r = len(re.findall(r'const unsigned pf_a\d+\[4\]', '\n'.join(rest)))
+    i, m = mma_loop(lines, which)
+    ind, var, bound = m.groups()
+    # the loop's lines up to its closing brace
+    depth, j = 0, i
+    while True:
+        depth += lines[j].count('{') - lines[j].count('}')
+        if depth == 0 and j > i:
+            break
+        j += 1
+    body = lines[i + 2:j - 1]   # inside the `{ /* mma .. */` block
+    hoist = [b for b in body if b.strip().startswith('const int pf_o')]
+    loads = [b for b in body if re.match(r'\s*unsigned pf_[ab]\d+\[', b)]
+    rest = [b for b in body if b not in hoist and b not in loads]
+    na = len(re.findall(r'unsigned pf_a\d+\[4\]', '\n'.join(loads)))
+    nb = len(re.findall(r'pf_b\d+\[2\]', '\n'.join(loads))) // 1
+    na_r = len(re.findall(r'const unsigned pf_a\d+\[4\]', '\n'.join(rest)))
 
-        def setx(text, sx):
-            text = re.sub(r'unsigned pf_a\d+\[4\];\s*', '', text)
-            text = re.sub(r'unsigned pf_b\d+\[2\](, pf_b\d+\[2\])*;\s*', '', text)
-            if na:
-                text = re.sub(r'\bpf_a(\d+)\b', r'pf_fa[%s][\1]' % sx, text)
-            return re.sub(r'\bpf_b(\d+)\b', r'pf_fb[%s][\1]' % sx, text)
-        ld0 = [setx(b, '(%s & 1)' % var) for b in loads]
-        mm = [setx(b, '(%s & 1)' % var) if 'pf_mma' in b else b for b in rest]
-        new = [ind + '{'] + hoist
-        decl = ind + '    unsigned pf_fb[2][%d][2];' % nb
+    def setx(text, sx):
+        text = re.sub(r'unsigned pf_a\d+\[4\];\s*', '', text)
+        text = re.sub(r'unsigned pf_b\d+\[2\](, pf_b\d+\[2\])*;\s*', '', text)
         if na:
-            decl += '  unsigned pf_fa[2][%d][4];' % na
-        new.append(decl)
-        new += [ind + '    { const idx_t %s = 0;' % var] + ld0 + [ind + '    }']
-        new.append(ind + '    #pragma unroll')
-        new.append(ind + '    for (idx_t %s = 0; %s < %s; ++%s) {' % (var, var, bound, var))
-        new.append(ind + '        if (%s + 1 < %s) { const idx_t pf_nx = %s + 1; { const idx_t %s = pf_nx;'
-                   % (var, bound, var, var))
-        new += ld0 + [ind + '        } }']
-        if last:
-            new.append(ind + '        if (%s + 1 == %s) {' % (var, bound))
-            new += last
-            new.append(ind + '        }')
-        new += mm
-        new.append(ind + '    }')
-        new.append(ind + '}')
-        assert na + na_r > 0 and nb > 0
-        i0 = i - 1 if lines[i - 1].strip() == '#pragma unroll' else i
-        return '\n'.join(lines[:i0] + new + lines[j + 1:])
-    raise AssertionError('no mma slice loop %d' % which)
+            text = re.sub(r'\bpf_a(\d+)\b', r'pf_fa[%s][\1]' % sx, text)
+        return re.sub(r'\bpf_b(\d+)\b', r'pf_fb[%s][\1]' % sx, text)
+    ld0 = [setx(b, '(%s & 1)' % var) for b in loads]
+    mm = [setx(b, '(%s & 1)' % var) if 'pf_mma' in b else b for b in rest]
+    new = [ind + '{'] + hoist
+    decl = ind + '    unsigned pf_fb[2][%d][2];' % nb
+    if na:
+        decl += '  unsigned pf_fa[2][%d][4];' % na
+    new.append(decl)
+    new += [ind + '    { const idx_t %s = 0;' % var] + ld0 + [ind + '    }']
+    new.append(ind + '    #pragma unroll')
+    new.append(ind + '    for (idx_t %s = 0; %s < %s; ++%s) {' % (var, var, bound, var))
+    new.append(ind + '        if (%s + 1 < %s) { const idx_t pf_nx = %s + 1; { const idx_t %s = pf_nx;'
+               % (var, bound, var, var))
+    new += ld0 + [ind + '        } }']
+    if last:
+        new.append(ind + '        if (%s + 1 == %s) {' % (var, bound))
+        new += last
+        new.append(ind + '        }')
+    new += mm
+    new.append(ind + '    }')
+    new.append(ind + '}')
+    assert na + na_r > 0 and nb > 0
+    i0 = i - 1 if lines[i - 1].strip() == '#pragma unroll' else i
+    return '\n'.join(lines[:i0] + new + lines[j + 1:])
 
 
 def admit(s):
@@ -124,21 +128,13 @@ def late(s):
     s2 = admit_split(s)
     rest, in_loop, var = s2
     lines = rest.split('\n')
-    found = -1
-    for i, ln in enumerate(lines):
-        m = LOOP.match(ln)
-        if not m or '/* mma ' not in lines[i + 1]:
-            continue
-        found += 1
-        if found != 1:
-            continue
-        v, bound = m.group(2), m.group(3)
-        j = i + 2
-        while 'pf_mma_' not in lines[j]:
-            j += 1
-        ins = ['        if (%s + 1 == %s) {' % (v, bound)] + in_loop + ['        }']
-        return '\n'.join(lines[:j] + ins + lines[j:])
-    raise AssertionError('no P.V slice loop')
+    i, m = mma_loop(lines, 1)
+    v, bound = m.group(2), m.group(3)
+    j = i + 2
+    while 'pf_mma_' not in lines[j]:
+        j += 1
+    ins = ['        if (%s + 1 == %s) {' % (v, bound)] + in_loop + ['        }']
+    return '\n'.join(lines[:j] + ins + lines[j:])
 
 
 def admit_split(s):
