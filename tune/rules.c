@@ -687,15 +687,14 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
     /* Both operands packed in blocks where each is a 2-D box of one reduction and
      * one output loop (GotoBLAS/BLIS): B's KC x N block once per reduction panel,
      * A's MC x KC block once per row block (pack_blocks).  Packed per column strip
-     * instead, B was copied again for every row block, and its KC rows, N apart,
-     * came from as many pages and (N = 1024) the same cache sets: Zen 3 AVX2, one
-     * thread, seven shapes against OpenBLAS in one process (medians): A·B 0.84 ->
-     * 0.93, Aᵀ·B 0.73 -> 0.89 (docs/autotune.md, "The blocking model").  bf16 pairs
-     * summed by vdpbf16ps keep the strips, which pass dot-pairs lays out. */
-    /* (a short reduction is packed too where the rows and columns are many, each
-     * packed element then serving hundreds of products: 1024x1024x64 0.80 -> 0.93
-     * of OpenBLAS, one thread, against B packed a strip at a time; a loop of one
-     * iteration around it to pack at) */
+     * instead, B was copied again for every row block, its KC rows N apart, from as
+     * many pages and (N = 1024) the same cache sets, and A was read in place: Zen 3
+     * AVX2, seven shapes against OpenBLAS in one process, one thread, A·B 0.815 ->
+     * 0.853, Aᵀ·B 0.755 -> 0.889 (docs/autotune.md, "The blocking model").  A short
+     * reduction is packed too where rows and columns are many (each packed element
+     * then serves hundreds of products: 1024x1024x64 0.80 -> 0.93), in a loop of one
+     * iteration to pack at.  bf16 pairs summed by vdpbf16ps keep the strips, which
+     * pass dot-pairs lays out. */
     bool blocks = (variant == 0 || rows_outer) && (split_k || (n->ext[ia] >= 256 && n->ext[ib] >= 256)) && !pairs &&
                   n->nloops == n->nspatial + 1 && n->pb_kdim >= 0 && n->pb_sdim >= 0;
     bld_distribute(b, a, &a1);
