@@ -787,6 +787,17 @@ bool bld_layout(Builder *b, SBuf *buf, const int *perm, int n)
     return run(b, &c, &nv, &nb);
 }
 
+bool bld_prefetch(Builder *b, SBuf *buf, SLoop *at, SLoop *from)
+{
+    Call c;
+    call_init(&c, "prefetch");
+    put_buf(&c, buf);
+    put_loop(b, &c, NULL, at);
+    put_loop(b, &c, NULL, from);
+    int nv, nb;
+    return run(b, &c, &nv, &nb);
+}
+
 bool bld_fold(Builder *b, SBuf *buf, int dim, int64_t factor)
 {
     Call c;

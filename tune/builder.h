@@ -129,6 +129,8 @@ bool bld_padding(Builder *b, SBuf *buf, SVal amount);
 SBuf *bld_realign(Builder *b, SBuf *buf, int64_t multiple);
 /* layout(buf, perm[0], ..., perm[n-1]): a staged buffer stored with its dimensions permuted. */
 bool bld_layout(Builder *b, SBuf *buf, const int *perm, int n);
+/* prefetch(buf, at, from): what `at` accesses of buf, fetched an iteration of `from` ahead */
+bool bld_prefetch(Builder *b, SBuf *buf, SLoop *at, SLoop *from);
 /* fold(buf, dim, factor): dimension dim stored as (e / factor, e % factor) */
 bool bld_fold(Builder *b, SBuf *buf, int dim, int64_t factor);
 bool bld_bind(Builder *b, SLoop *l, const char *axis);
