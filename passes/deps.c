@@ -454,6 +454,15 @@ Expr *xf_simplify_affine(Kernel *k, Expr *e)
     return r;
 }
 
+Expr *xf_aff_expr(Kernel *k, const ArAff *a)
+{
+    Expr *s = ir_int(k, a->c);
+    for (int t = 0; t < a->n; t++)
+        if (a->k[t])
+            s = ir_bin(k, IE_ADD, s, ir_bin(k, IE_MUL, ir_var(k, k->vars[a->var[t]]), ir_int(k, a->k[t])));
+    return xf_simplify_affine(k, s);
+}
+
 /* Whether e reads the variable of l or of a loop inside it. */
 static bool moved_in(const Expr *e, const Node *l)
 {

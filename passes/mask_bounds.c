@@ -211,16 +211,6 @@ static void split_and(const Kernel *k, Expr *e, Conj *out, int *n)
     (*n)++;
 }
 
-/* An affine form as an i64 IR expression. */
-static Expr *aff_expr(Kernel *k, const ArAff *a)
-{
-    Expr *s = ir_int(k, a->c);
-    for (int t = 0; t < a->n; t++)
-        if (a->k[t])
-            s = ir_bin(k, IE_ADD, s, ir_bin(k, IE_MUL, ir_var(k, k->vars[a->var[t]]), ir_int(k, a->k[t])));
-    return xf_simplify_affine(k, s);
-}
-
 /* The position in mb->path of the loop over variable id, or -1. */
 static int path_loop(const Mb *mb, int id)
 {
@@ -301,7 +291,7 @@ static bool narrow_by(Mb *mb, int at, const ArAff *d0)
         num.c = a;
         if (!ar_aff_add(&num, &rest, -1))
             return false;
-        Expr *b = a == 1 ? aff_expr(k, &num) : ir_bin(k, IE_DIV, aff_expr(k, &num), ir_int(k, a));
+        Expr *b = a == 1 ? xf_aff_expr(k, &num) : ir_bin(k, IE_DIV, xf_aff_expr(k, &num), ir_int(k, a));
         if (has_bound(k, L->u.loop.hi, IE_MIN, b))
             return exact;
         bool bk = interval(mb, b, &blo, &bhi) && interval(mb, L->u.loop.hi, &o1, &o2);
@@ -313,7 +303,7 @@ static bool narrow_by(Mb *mb, int at, const ArAff *d0)
         /* lo' = ceil(R / m) = floor((R + m - 1) / m) */
         ArAff num = rest;
         num.c += m - 1;
-        Expr *b = m == 1 ? aff_expr(k, &rest) : ir_bin(k, IE_DIV, aff_expr(k, &num), ir_int(k, m));
+        Expr *b = m == 1 ? xf_aff_expr(k, &rest) : ir_bin(k, IE_DIV, xf_aff_expr(k, &num), ir_int(k, m));
         if (has_bound(k, L->u.loop.lo, IE_MAX, b))
             return exact;
         bool bk = interval(mb, b, &blo, &bhi) && interval(mb, L->u.loop.lo, &o1, &o2);
@@ -352,7 +342,7 @@ static bool stride_by(Mb *mb, int at, const Conj *c, Conj *cj, int n)
     Expr *mm = ir_int(k, c->m);
     /* s = lo + (want - lo) mod m */
     Expr *s = ir_bin(k, IE_ADD, ir_clone_expr(k, lo),
-                     ir_bin(k, IE_MOD, ir_bin(k, IE_SUB, aff_expr(k, &want), ir_clone_expr(k, lo)), mm));
+                     ir_bin(k, IE_MOD, ir_bin(k, IE_SUB, xf_aff_expr(k, &want), ir_clone_expr(k, lo)), mm));
     Var *t = ir_new_var(k, xf_fresh_name(k, L->u.loop.var->name));
     s = xf_simplify_affine(k, ir_simplify(k, s));
     Expr *with = ir_bin(k, IE_ADD, s, ir_bin(k, IE_MUL, ir_var(k, t), ir_int(k, c->m)));

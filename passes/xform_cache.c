@@ -433,7 +433,7 @@ bool xf_mem_kwarg(XfCtx *c, MemSpace *mem)
 
 /* ---------------- padding and layout ---------------- */
 
-static Buffer *temp_arg(XfCtx *c)
+Buffer *xf_temp_arg(XfCtx *c)
 {
     Buffer *b = xf_arg_buffer(c, 0);
     if (b && b->kind != BUF_TEMP) {
@@ -469,7 +469,7 @@ static bool guarded_stmt(Node *n, void *p)
 
 bool xf_padding(XfCtx *c)
 {
-    Buffer *b = temp_arg(c);
+    Buffer *b = xf_temp_arg(c);
     int64_t amount, dim;
     if (!b || !xf_arg_int(c, 1, &amount))
         return false;
@@ -542,7 +542,7 @@ static bool perm_stmt(Node *n, void *p)
 
 bool xf_layout(XfCtx *c)
 {
-    Buffer *b = temp_arg(c);
+    Buffer *b = xf_temp_arg(c);
     if (!b)
         return false;
     if (xf_npos(c) != b->rank + 1 || b->rank > 8) {

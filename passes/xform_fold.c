@@ -23,21 +23,6 @@
  * choose. */
 #include "xform_int.h"
 
-/* An affine form as an expression: c + sum k * x. */
-static Expr *aff_expr(Kernel *k, const ArAff *a)
-{
-    Expr *e = ir_int(k, a->c);
-    for (int i = 0; i < a->n; i++) {
-        if (a->k[i] == 0)
-            continue;
-        Expr *t = ir_var(k, k->vars[a->var[i]]);
-        if (a->k[i] != 1)
-            t = ir_bin(k, IE_MUL, ir_int(k, a->k[i]), t);
-        e = ir_bin(k, IE_ADD, e, t);
-    }
-    return ir_simplify(k, e);
-}
-
 /* Splits e into q * f + r as described above; false when it does not split. */
 static bool split_index(Kernel *k, const Expr *e, int64_t f, Expr **q, Expr **r)
 {
@@ -51,8 +36,8 @@ static bool split_index(Kernel *k, const Expr *e, int64_t f, Expr **q, Expr **r)
         to->var[to->n] = a.var[i];
         to->k[to->n++] = a.k[i] % f == 0 ? a.k[i] / f : a.k[i];
     }
-    *q = aff_expr(k, &aq);
-    *r = aff_expr(k, &ar);
+    *q = xf_aff_expr(k, &aq);
+    *r = xf_aff_expr(k, &ar);
     int64_t lo, hi;
     return ar_interval_loops(k, *r, &lo, &hi) && lo >= 0 && hi < f;
 }
@@ -105,15 +90,10 @@ static bool stmt_cb(Node *n, void *p)
 
 bool xf_fold(XfCtx *c)
 {
-    Buffer *b = xf_arg_buffer(c, 0);
+    Buffer *b = xf_temp_arg(c);
     int64_t dim, fac;
     if (!b || !xf_arg_int(c, 1, &dim) || !xf_arg_int(c, 2, &fac))
         return false;
-    if (b->kind != BUF_TEMP) {
-        xf_err(c, "%s is an %s; its layout is the kernel's interface", b->name,
-               b->kind == BUF_IN ? "input" : "output");
-        return false;
-    }
     if (b->mem == MEM_SHARED) {
         xf_err(c, "%s is in shared memory, whose layout the GPU passes choose", b->name);
         return false;

@@ -24,6 +24,8 @@ bool xf_expr_equal(const Kernel *k, const Expr *a, const Expr *b);
 /* Rewrites an affine index expression in canonical form (terms collected, so
  * `(ko*8 + ki) - ko*8` becomes `ki`); other expressions are only simplified. */
 Expr *xf_simplify_affine(Kernel *k, Expr *e);
+/* An affine form as an i64 expression, simplified as above. */
+Expr *xf_aff_expr(Kernel *k, const ArAff *a);
 /* Proves a <= b for every iteration of the loops enclosing `at` (and at itself
  * when it is a loop; at NULL: the top level, sizes only); false when it cannot. */
 bool xf_prove_le(Kernel *k, const Node *at, const Expr *a, const Expr *b);
@@ -208,6 +210,9 @@ bool xf_realign(XfCtx *c);
 bool xf_rfactor(XfCtx *c);
 bool xf_padding(XfCtx *c);
 bool xf_layout(XfCtx *c);
+/* Argument 0 as a temporary (padding, layout, fold: an input's or output's layout
+ * is the kernel's interface), or NULL with the error. */
+Buffer *xf_temp_arg(XfCtx *c);
 bool xf_fold(XfCtx *c);                /* xform_fold.c */
 /* xform_gpu.c */
 bool xf_bind(XfCtx *c);

@@ -39,6 +39,18 @@ void blocking_model(int vector_bytes, int vregs, int elem_bytes, const CacheSize
     blocking_model_mixed(vector_bytes, vregs, elem_bytes, elem_bytes, c, m, n, k, b);
 }
 
+/* The rows of an A block of `bytes` (KC elements of S bytes a row): a multiple of
+ * MR, at least MR, no more than the m rows there are (rounded up to MR). */
+static int row_block(int64_t bytes, int64_t kc, int64_t S, int mr, int64_t m)
+{
+    int64_t mc = bytes / (kc * S) / mr * mr;
+    if (mc < mr)
+        mc = mr;
+    if (m > 0 && mc > m)
+        mc = (m + mr - 1) / mr * mr;
+    return (int)clamp64(mc, 1, 1 << 20);
+}
+
 void blocking_model_mixed(int vector_bytes, int vregs, int elem_bytes, int op_bytes, const CacheSizes *c, int64_t m,
                           int64_t n, int64_t k, Blocking *b)
 {
@@ -117,19 +129,14 @@ void blocking_model_mixed(int vector_bytes, int vregs, int elem_bytes, int op_by
     /* MC: the A block (MC x KC) in a quarter of L2, a multiple of MR.  The B block
      * (KC x NC, packed once per panel) is read through L2 once per row block, so
      * A's block shares L2 with it and with C: on a Zen 3 EPYC (512 KiB L2, KC 256,
-     * one thread, 1024^3) MC 72-96 measured 0.93 of OpenBLAS, 144 0.89, 192 0.86
-     * (half of L2 was the rule while B was packed per column panel). */
+     * one thread, 1024^3, hand schedules, minimum-time ratios in
+     * docs/benchmarks-log.md) MC 72-96 measured 0.90-0.94 of OpenBLAS, 144 0.89,
+     * 192 0.86. */
     int64_t l2 = c && c->l2 > 0 ? c->l2 : 1 << 20;
-    for (int half = 0; half < 2; half++) {
-        /* mc_strip: B packed a strip at a time instead (the bf16 pairs' panel,
-         * passes/cpu_dot.c), where A's block took half of L2 when measured */
-        int64_t mc = l2 / ((half ? 2 : 4) * kc * S) / b->mr * b->mr;
-        if (mc < b->mr)
-            mc = b->mr;
-        if (m > 0 && mc > m)
-            mc = (m + b->mr - 1) / b->mr * b->mr;
-        *(half ? &b->mc_strip : &b->mc) = (int)clamp64(mc, 1, 1 << 20);
-    }
+    b->mc = row_block(l2 / 4, kc, S, b->mr, m);
+    /* B packed a strip at a time instead (the bf16 pairs' panel, passes/cpu_dot.c):
+     * A's block took half of L2 when that structure was measured */
+    b->mc_strip = row_block(l2 / 2, kc, S, b->mr, m);
     /* NC: the B block (KC x NC) in half of L3, a multiple of NR. */
     int64_t l3 = c && c->l3 > 0 ? c->l3 : 8 << 20;
     int64_t nc = l3 / (2 * kc * S) / b->nr * b->nr;

@@ -729,6 +729,8 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
         ck[0] = n->ext[ir], nk = 1;
     if (split_k || blocks)
         bld_split(b, r, bld_param(b, pk, ck, nk), &ko, &ki);
+    /* the panel's steps at the defaults: KC, or the whole reduction unsplit */
+    int64_t kc0 = nk > 0 ? ck[0] : n->ext[ir];
     /* MC: blocks of micro-tiles whose A rows stay in L2 while the B panel is
      * reused across them (many rows only). */
     bool mc = n->ext[ia] >= 256;
@@ -744,9 +746,8 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
          * block: 1024x1024x64, one thread, Zen 3, 0.81 of OpenBLAS with 64 tiles,
          * 0.90 with 16, 0.93 with 4; at KC 256 the 16 L2 gives (0.93, 144 rows
          * 0.89) */
-        int64_t kc_used = nk > 0 ? ck[0] : n->ext[ir];
-        if (blocks && mb > kc_used / 16)
-            mb = kc_used / 16;
+        if (blocks && mb > kc0 / 16)
+            mb = kc0 / 16;
         if (mb >= 2)
             put_first(cb, &nb, 6, floor_pow2_rules(mb));
         bld_split(b, a1o, bld_param(b, pn(pb, sizeof pb, "mb_", n->loop[ia]), cb, nb), &a1oo, &rows);
@@ -796,7 +797,7 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
      * shapes against OpenBLAS, interleaved with the build before: A·B 0.820 ->
      * 0.884, Aᵀ·B 0.848 -> 0.877 (2048^3 0.76 -> 0.87; at K = 64 it measured 0.98
      * -> 0.83 and 0.94 -> 0.91, so short panels go without). */
-    if (blocks && (nk > 0 ? ck[0] : n->ext[ir]) >= 128)
+    if (blocks && kc0 >= 128)
         bld_prefetch(b, out, rows, rows);
     bld_unroll(b, a1i);
     bld_vectorize(b, b1i);
