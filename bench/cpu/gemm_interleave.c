@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench_util.h"
 
@@ -96,6 +97,12 @@ int main(int argc, char **argv)
             bu_flush(A, (size_t)M * K * sizeof(float));
             bu_flush(Bs, (size_t)K * N * sizeof(float));
             bu_flush(C, (size_t)M * N * sizeof(float));
+            /* OpenBLAS's idle threads spin for about 0.1 s after a call: a perfc call
+             * right after one would share its second core with them (1024^3 at two
+             * threads measured at one thread's speed).  Every call starts with the
+             * other libraries' threads asleep. */
+            if (threads > 1)
+                nanosleep(&(struct timespec){.tv_nsec = 250000000}, NULL);
             double t0 = bu_now();
             if (v == nl)
                 cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M,
