@@ -355,6 +355,8 @@ struct RtGolden {
     RtExec *fx;
     void **fbuf;
     bool last_full;     /* the last compute filled the outputs entirely */
+    bool full_every;    /* SAMPLED: the full-tensor check on every input set (rt_golden_full_every) */
+    bool hide_samples;  /* the outputs came from a kept full reference (rt_golden_reused) */
     double full_est_s;
     char name[64];
 };
@@ -561,7 +563,7 @@ bool rt_golden_full(const RtGolden *g)
 
 int64_t rt_golden_samples(const RtGolden *g, int buf, const int64_t **at, const double **ref)
 {
-    if (!g->sampler) {
+    if (!g->sampler || g->hide_samples) {
         *at = NULL;
         *ref = NULL;
         return 0;
@@ -597,9 +599,23 @@ static bool cross_check(RtGolden *g, double **bufs, Diags *d)
     return true;
 }
 
+bool rt_golden_full_every(RtGolden *g)
+{
+    if (g->kind == RT_GOLDEN_SAMPLED && g->full)
+        g->full_every = true;
+    return g->kind <= RT_GOLDEN_DEVICE || g->full_every;
+}
+
+void rt_golden_reused(RtGolden *g)
+{
+    g->last_full = true;
+    g->hide_samples = true;
+}
+
 bool rt_golden_compute(RtGolden *g, double **bufs, uint64_t seed, bool last, Diags *d)
 {
     g->last_full = true;
+    g->hide_samples = false;
     switch (g->kind) {
     case RT_GOLDEN_INTERP:
         return ir_interp(g->promoted, bufs, d);
@@ -616,7 +632,7 @@ bool rt_golden_compute(RtGolden *g, double **bufs, uint64_t seed, bool last, Dia
         g->last_full = false;
         if (!rt_sampler_run(g->sampler, bufs, seed, d))
             return false;
-        if (g->full && last) {
+        if (g->full && (last || g->full_every)) {
             if (!device_run(g, bufs, d) || !cross_check(g, bufs, d))
                 return false;
             g->last_full = true;

@@ -607,13 +607,21 @@ static const struct RefSet *ref_find(const H *h, uint64_t seed)
 static void ref_keep(H *h, uint64_t seed)
 {
     RtRefCache *c = refs_of(h);
-    if (!c || c->golden != h->golden || c->nsets == REF_SETS)
+    if (!c || c->golden != h->golden || c->nsets == REF_SETS || !rt_golden_full(h->golden))
         return;
     const Kernel *u = h->u;
+    /* A sampled reference's temporaries hold only what its samples needed (and may be
+     * an [S, S] score matrix never touched): the outputs alone are kept, which is all
+     * the checks compare.  The others keep their temporaries, which the baseline's
+     * check of a temporary product reads. */
+    bool temps = rt_golden_kind(h->golden) <= RT_GOLDEN_DEVICE;
     size_t need = 0;
     for (int i = 0; i < u->nbufs; i++) {
         int64_t n = ir_buffer_elems(u, u->bufs[i]);
-        need += u->bufs[i]->kind == BUF_IN ? h->s[h->u2k[i]].bytes : sizeof(double) * (size_t)(n > 0 ? n : 0);
+        if (u->bufs[i]->kind == BUF_IN)
+            need += h->s[h->u2k[i]].bytes;
+        else if (temps || u->bufs[i]->kind == BUF_OUT)
+            need += sizeof(double) * (size_t)(n > 0 ? n : 0);
     }
     if (c->bytes + need > c->cap)
         return;
@@ -626,7 +634,7 @@ static void ref_keep(H *h, uint64_t seed)
             const Slot *s = &h->s[h->u2k[i]];
             r->native[i] = alloc64(s->bytes);
             memcpy(r->native[i], s->host, s->bytes);
-        } else {
+        } else if (temps || u->bufs[i]->kind == BUF_OUT) {
             int64_t n = ir_buffer_elems(u, u->bufs[i]);
             r->ref[i] = alloc64(sizeof(double) * (size_t)(n > 0 ? n : 1));
             memcpy(r->ref[i], h->gb[i], sizeof(double) * (size_t)(n > 0 ? n : 0));
@@ -714,10 +722,11 @@ static int validate_runs(H *h, RtExec *x)
         phase(&h->o, PROG_GOLDEN, PROG_BEGIN, c + 1, h->o.checks, rt_golden_name(h->golden), 0, -1);
         if (kept) {
             for (int i = 0; i < u->nbufs; i++)
-                if (u->bufs[i]->kind != BUF_IN) {
+                if (u->bufs[i]->kind != BUF_IN && kept->ref[i]) {
                     int64_t n = ir_buffer_elems(u, u->bufs[i]);
                     memcpy(h->gb[i], kept->ref[i], sizeof(double) * (size_t)(n > 0 ? n : 0));
                 }
+            rt_golden_reused(h->golden);
             refs_of(h)->hits++;
         } else {
             if (!rt_golden_compute(h->golden, h->gb, seed, c == h->o.checks - 1, h->d)) {
@@ -1000,8 +1009,11 @@ static int evaluate(RtDevice *dev, RtExec *given, const Kernel *k, const Kernel 
     } else if (!(h->golden = rt_golden_new(h->u, k, &r->work, dev, h->o.target, h->o.golden_kind - 1, d))) {
         rc = EXIT_RUNTIME;
         goto release;
-    } else if (refs && rt_golden_kind(h->golden) <= RT_GOLDEN_DEVICE) {
-        /* a reference of every element, independent of the schedule: kept */
+    } else if (refs && rt_golden_full_every(h->golden)) {
+        /* a reference of every element, independent of the schedule: kept.  A
+         * sampled one now checks every set in full too (a second f64 run for the
+         * first candidate), so that no later candidate pays for its samples (conv2d
+         * 256 x 14^2, one thread: 0.36 s each set) or its full check again */
         refs->golden = h->golden;
         refs->dev = dev;
         refs->force = h->o.golden_kind;

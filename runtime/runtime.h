@@ -243,6 +243,16 @@ bool rt_golden_full(const RtGolden *g);
 /* Sampled elements of output buf (u's id) of the last compute, sorted, with their
  * values; 0 when this reference samples nothing. */
 int64_t rt_golden_samples(const RtGolden *g, int buf, const int64_t **at, const double **ref);
+/* For a tuner that keeps each input set's reference across candidates (RtRefCache):
+ * SAMPLED then adds its full-tensor check on every input set, not only the last,
+ * so that each set's outputs are known everywhere, cross-checked against the
+ * interpreter's samples.  True when every compute of g now fills the outputs
+ * entirely (also INTERP, BLAS and DEVICE); false for SAMPLED_ONLY. */
+bool rt_golden_full_every(RtGolden *g);
+/* The caller filled the outputs from a kept full reference of the same kernel and
+ * input set: rt_golden_full is true, and the samples of the last compute (another
+ * input set's) are not offered until the next compute. */
+void rt_golden_reused(RtGolden *g);
 /* Caps of the sampled check (<= 0: default 4096 elements, 4e7 work units). */
 void rt_golden_set_samples(RtGolden *g, int64_t max_samples, double budget);
 /* The node of p (an ir_promote_f64 copy of k) at n's place in k. */
@@ -273,8 +283,11 @@ void rt_poison(DType t, void *dst, int64_t n);
  * Every evaluation with the same seed validates on the same input sets, so a tuner
  * measuring many schedules of one kernel u computes the reference of each set once
  * and every candidate is checked against the same values; nothing checked changes.
- * Only references that give every element (interpreter, dgemm, the device's f64
- * copy) are kept: a sampled reference visits the tile edges of each candidate. */
+ * Only references that give every element are kept: the interpreter, dgemm, the
+ * device's f64 copy, and the sampled reference with its full-tensor check made on
+ * every set (rt_golden_full_every), whose samples visited the first candidate's tile
+ * edges and agreed with the full copy; later candidates are compared with it on
+ * every element, which covers their own tile edges. */
 typedef struct RtRefCache RtRefCache;
 /* u: the unscheduled kernel every evaluation will pass (the same object). */
 RtRefCache *rt_refcache_new(const Kernel *u);

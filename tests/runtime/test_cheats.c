@@ -108,6 +108,39 @@ int main(void)
         diag_free(&kd);
         ir_free(k);
     }
+    /* A tuner keeps each input set's reference across its candidates (RtRefCache).
+     * With the sampled golden the first evaluation computes the full f64 copy on
+     * every set, cross-checked with the samples; later candidates are compared
+     * with the kept values on every element, and each wrong nest is still caught. */
+    {
+        RtRefCache *refs = rt_refcache_new(gemm);
+        for (size_t i = 0; i < sizeof ir / sizeof ir[0]; i++) {
+            Kernel *k = rt_test_gemm(23, 17, 19, DT_F32, DT_F32, false, false, ir[i].v);
+            RunOptions o = quick();
+            o.refs = refs;
+            o.golden_kind = RT_GOLDEN_SAMPLED + 1;
+            RtResult r;
+            Diags kd;
+            diag_init(&kd);
+            const char *words[2] = {ir[i].word, NULL};
+            int rc = rt_evaluate(host, k, gemm, &o, &r, &kd);
+            char what[96];
+            snprintf(what, sizeof what, "%s, kept sampled reference", ir[i].name);
+            expect(what, rc, &r, ir[i].rc, words, &kd);
+            diag_free(&kd);
+            ir_free(k);
+        }
+        /* the first evaluation computed both sets; every later one reused what it
+         * checked: both sets when right, the first alone when caught there */
+        int hits = rt_refcache_hits(refs), want = 0;
+        for (size_t i = 1; i < sizeof ir / sizeof ir[0]; i++)
+            want += ir[i].rc == 0 ? 2 : 1;
+        if (hits != want) {
+            fprintf(stderr, "kept sampled reference: %d input sets reused, wanted %d\n", hits, want);
+            rt_test_failures++;
+        }
+        rt_refcache_free(refs);
+    }
 #else
     fprintf(stderr, "note: no LLVM: the IR-level cheats are not compiled\n");
 #endif
