@@ -39,10 +39,13 @@ typedef struct TuneInput {
     const int64_t *values;  /* per AST parameter (lower_kernel) */
     const bool *bound;
     /* The schedules that apply to this kernel and target (the file's, then -s), in
-     * order.  With parameters among them they are the search space; without, the
-     * rules add a template after them. */
+     * order.  With parameters among them they are a template of the search space
+     * (on a GPU the only one); without, the rules add a template after them. */
     const AstSchedule *const *scheds;
     int nscheds;
+    /* With parameters in the schedules: they alone are the space, even on a CPU,
+     * where the rules' templates otherwise compete with them (tune_space) */
+    bool own_only;
 } TuneInput;
 
 struct TuneRule;
