@@ -369,6 +369,13 @@ static NestInfo *nest_info(const Kernel *k, const Nest *n, Arena *a)
     if (!n->red)
         return x;
     x->mul = n->red->u.stmt.value->kind == IE_MUL;
+    if (x->mul && n->nloops > n->nspatial) {
+        /* tried on a copy: the transformation's own legality decides */
+        Kernel *c = ir_clone_kernel(k);
+        SchedArg fa[1] = {{.kind = SARG_NAME, .name = x->loop[n->nspatial]}};
+        x->scaled = rules_try_apply(c, "factor_out", fa, 1);
+        ir_free(c);
+    }
     x->out = arena_strdup(a, n->red->u.stmt.buf->name);
     x->out_t = n->red->u.stmt.buf->dtype;
     if (n->nspatial >= 2) {
@@ -646,7 +653,26 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
     SBuf *out = bld_buf(b, n->out);
     SLoop *R[16], *b1, *a1;
     int nr_ = red_loops(b, n, true, R);
-    bld_distribute(b, bn, &b1);
+    /* A sum whose terms carry a factor the reduction does not move (attention's
+     * scores, Q·Kᵀ·0.125): the factor applied once per element after the sum, so
+     * the micro-kernel is the plain product, one fused multiply-add a term instead
+     * of two operations (H = 32, S = 256, D = 64, one thread, Zen 3: 7.3 -> 4.4 ms).
+     * The scaling leaves as a nest of its own (distribute), vectorized and on
+     * threads below.  Not for the per-row-block initialisation (variant 3), whose
+     * distribute inside the row blocks would split it off there. */
+    bool scale = n->scaled && variant != 3;
+    SLoop *scale_j = NULL, *scale_i = NULL;
+    if (scale && bld_factor_out(b, R[0])) {
+        SLoop *cp[4];
+        int nc = bld_distribute_all(b, bn, cp, 4);
+        if (nc < 1)
+            return false;
+        b1 = cp[0];
+        scale_j = nc > 1 ? cp[nc - 1] : NULL;
+    } else {
+        scale = false;
+        bld_distribute(b, bn, &b1);
+    }
     R[nr_] = b1;
     bld_reorder(b, R, nr_ + 1);
     if (variant == 3) {
@@ -697,7 +723,16 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
      * pass dot-pairs lays out. */
     bool blocks = (variant == 0 || rows_outer) && (split_k || (n->ext[ia] >= 256 && n->ext[ib] >= 256)) && !pairs &&
                   n->nloops == n->nspatial + 1 && n->pb_kdim >= 0 && n->pb_sdim >= 0;
-    bld_distribute(b, a, &a1);
+    if (scale_j) {
+        SLoop *cp[4];
+        int nc = bld_distribute_all(b, a, cp, 4);
+        if (nc < 1)
+            return false;
+        a1 = cp[0];
+        scale_i = nc > 1 ? cp[nc - 1] : NULL;
+    } else {
+        bld_distribute(b, a, &a1);
+    }
     SVal mr = bld_param(b, pm, cm, nm), nr = bld_param(b, pnr, cn, nn);
     /* Rows that no MR divides (M = 127): the tail either guarded inside the
      * micro-kernel or peeled into a loop of its own; the tuner picks. */
@@ -805,6 +840,17 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
     for (int i = n->nspatial; i < n->nloops - 1; i++)
         if (n->ext[i] <= 8)
             bld_unroll(b, bld_loop(b, n->loop[i]));
+    /* the scaling nest: whole registers along its rows (a guarded tail), its rows
+     * on threads when no outer loop is */
+    if (scale_j) {
+        SLoop *so, *si;
+        bool ok = n->ext[ib] % lanes == 0 ? bld_split(b, scale_j, sv(lanes), &so, &si)
+                                          : bld_split_tail(b, scale_j, sv(lanes), (SVal){0, "guard", -1}, &so, &si);
+        if (ok)
+            bld_vectorize(b, si);
+        if (scale_i && iouter < 0 && threads > 1)
+            bld_parallel(b, scale_i);
+    }
     /* The parallel loop: an outer output loop (batch, image, filter) that has work
      * for every thread, the column blocks, or the row blocks. */
     if (iouter >= 0)

@@ -32,6 +32,9 @@ typedef struct NestInfo {
     DType wr_t;
     int64_t wr_row;
     bool wr_out;
+    /* factor_out applies to the outermost reduction loop: every term carries a
+     * factor the reduction does not move (a product scaled inside the sum) */
+    bool scaled;
 } NestInfo;
 
 /* An implicit GEMM (tune/rules_igemm.c): a contraction with several row loops or
