@@ -11,6 +11,12 @@
 
 #include "../ir/target.h"
 
+/* The bytes of private buffers (packed panels, register tiles) one kernel may keep:
+ * the code generator makes them arrays on the stack of the thread that runs them,
+ * which may be a caller's thread with little more than a few MiB.  The contraction
+ * templates size their blocks within it and the tuner prunes candidates over it. */
+#define BLOCKING_LOCAL_MAX ((int64_t)1 << 20)
+
 typedef struct CacheSizes {
     int64_t l1, l2, l3;   /* data cache bytes per level (L1, L2 per core; L3 as the machine has it) */
     int l1_ways;

@@ -643,9 +643,19 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
                 ck[nk++] = k;
         if (n->ext[ir] <= 512)
             ck[nk++] = n->ext[ir];
+        /* no power of two divides a long reduction (K = 1000): the divisor in
+         * [64, 512] nearest the model's KC (250), rather than one panel of all K,
+         * whose packed block would not fit a thread's stack (below) */
+        int64_t kdiv = 0;
+        for (int64_t k = 64; nk == 0 && k <= 512; k++)
+            if (n->ext[ir] % k == 0 && (kdiv == 0 || llabs(k - bk.kc) <= llabs(kdiv - bk.kc)))
+                kdiv = k;
+        if (kdiv)
+            ck[nk++] = kdiv;
         split_k = nk > 0;
-        /* the model's KC, or the whole reduction as one panel when it is shorter */
-        if (split_k && bk.kc < n->ext[ir])
+        /* the model's KC (where it divides), or the whole reduction as one panel
+         * when it is shorter */
+        if (split_k && bk.kc < n->ext[ir] && n->ext[ir] % bk.kc == 0)
             put_first(ck, &nk, 8, bk.kc);
         else if (split_k && bk.kc >= n->ext[ir] && n->ext[ir] <= 512)
             put_first(ck, &nk, 8, n->ext[ir]);
@@ -751,42 +761,64 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
      * strips on threads inside the row blocks they met three times a row block
      * (Zen 3 EPYC, two threads, a neighbour compiling on the other core: 256³ 16
      * against 40 GFLOP/s before the blocks). */
-    SLoop *jc = NULL;
-    int64_t nstrips = (n->ext[ib] + bk.nr - 1) / bk.nr;
-    if (blocks && variant == 0 && threads > 1 && iouter < 0 && nstrips >= 2 * threads) {
-        int64_t cnc[1] = {(nstrips + threads - 1) / threads * bk.nr};
-        SLoop *b1r;
-        if (bld_split(b, b1, bld_param(b, pn(pc, sizeof pc, "nc_", n->loop[ib]), cnc, 1), &jc, &b1r))
-            b1 = b1r;
-    }
-    bld_split(b, b1, nr, &b1o, &b1i);
     if (blocks && !split_k)
         ck[0] = n->ext[ir], nk = 1;
-    if (split_k || blocks)
-        bld_split(b, r, bld_param(b, pk, ck, nk), &ko, &ki);
     /* the panel's steps at the defaults: KC, or the whole reduction unsplit */
     int64_t kc0 = nk > 0 ? ck[0] : n->ext[ir];
     /* MC: blocks of micro-tiles whose A rows stay in L2 while the B panel is
-     * reused across them (many rows only). */
+     * reused across them (many rows only).  Micro-tiles per row block: the
+     * model's MC / MR first.  With a short panel C's tiles dominate: each
+     * micro-kernel loads and stores an MR x NR tile for only KC steps, and a strip
+     * walks down MC / MR of them, each row a page apart once rows reach 4 KiB.  At
+     * most KC / 16 tiles a block: 1024x1024x64, one thread, Zen 3, 0.81 of OpenBLAS
+     * with 64 tiles, 0.90 with 16, 0.93 with 4; at KC 256 the 16 L2 gives (0.93,
+     * 144 rows 0.89) */
     bool mc = n->ext[ia] >= 256;
-    SLoop *rows = a1o, *a1oo = NULL;
+    int64_t cb[6] = {8, 16, 32, 64};
+    int nb = 4;
     if (mc) {
-        /* micro-tiles per row block: the model's MC / MR first */
-        int64_t cb[6] = {8, 16, 32, 64};
-        int nb = 4;
         int64_t mb = (blocks ? bk.mc : bk.mc_strip) / (bk.mr > 0 ? bk.mr : 1);
-        /* With a short panel C's tiles dominate: each micro-kernel loads and stores
-         * an MR x NR tile for only KC steps, and a strip walks down MC / MR of them,
-         * each row a page apart once rows reach 4 KiB.  At most KC / 16 tiles a
-         * block: 1024x1024x64, one thread, Zen 3, 0.81 of OpenBLAS with 64 tiles,
-         * 0.90 with 16, 0.93 with 4; at KC 256 the 16 L2 gives (0.93, 144 rows
-         * 0.89) */
         if (blocks && mb > kc0 / 16)
             mb = kc0 / 16;
         if (mb >= 2)
             put_first(cb, &nb, 6, floor_pow2_rules(mb));
-        bld_split(b, a1o, bld_param(b, pn(pb, sizeof pb, "mb_", n->loop[ia]), cb, nb), &a1oo, &rows);
     }
+    /* The columns in blocks (jc), B's block packed once per block and panel.  The
+     * packed blocks are private buffers, arrays on the stack of the thread that
+     * runs them, so B's (KC x NC) and A's (MC x KC, padded) together stay within
+     * BLOCKING_LOCAL_MAX, which the tuner also holds its candidates to (the
+     * default of 1000^3 had packed 4 MB, and the tuner pruned it).  On several
+     * threads the blocks are dealt out first, as many as a multiple of the
+     * threads, each thread packing its own B block and its own copy of A's: the
+     * threads meet once a call.  With the copies and the column strips on threads
+     * inside the row blocks they met three times a row block (Zen 3 EPYC, two
+     * threads, a neighbour compiling on the other core: 256³ 16 against 40 GFLOP/s
+     * before the blocks). */
+    SLoop *jc = NULL;
+    int64_t nstrips = (n->ext[ib] + bk.nr - 1) / bk.nr;
+    if (blocks && variant == 0 && iouter < 0) {
+        int64_t sb = dtype_bytes(n->pb_t), sa = n->pa ? dtype_bytes(n->pa_t) : 4;
+        int64_t abytes = mc ? cb[0] * bk.mr * (kc0 + 64 / sa) * sa : 0;
+        int64_t room = BLOCKING_LOCAL_MAX - abytes - (int64_t)bk.mr * bk.nr * eb;
+        int64_t cap = room / (kc0 * sb * bk.nr);
+        if (cap < 1)
+            cap = 1;
+        int64_t nblk = (nstrips + cap - 1) / cap;
+        if (threads > 1 && nstrips >= 2 * threads)
+            nblk = ((nblk > threads ? nblk : threads) + threads - 1) / threads * threads;
+        if (nblk > 1) {
+            int64_t cnc[1] = {(nstrips + nblk - 1) / nblk * bk.nr};
+            SLoop *b1r;
+            if (bld_split(b, b1, bld_param(b, pn(pc, sizeof pc, "nc_", n->loop[ib]), cnc, 1), &jc, &b1r))
+                b1 = b1r;
+        }
+    }
+    bld_split(b, b1, nr, &b1o, &b1i);
+    if (split_k || blocks)
+        bld_split(b, r, bld_param(b, pk, ck, nk), &ko, &ki);
+    SLoop *rows = a1o, *a1oo = NULL;
+    if (mc)
+        bld_split(b, a1o, bld_param(b, pn(pb, sizeof pb, "mb_", n->loop[ia]), cb, nb), &a1oo, &rows);
     /* B read along its rows (A·Bᵀ, Aᵀ·Bᵀ) is packed by a transposing copy, scalar
      * and several times dearer than A·B's: the panel loop then goes outside the row
      * blocks, so each panel is packed once instead of once per block (1037×769×511,

@@ -11,6 +11,7 @@
  * compilation) and commits each result to the database before the next.
  * Measurement is serial on purpose: two kernels timed at once share cores, caches
  * and memory bandwidth and both numbers would be wrong. */
+#include "blocking.h"
 #include "tune.h"
 
 #include <math.h>
@@ -320,7 +321,7 @@ static const char *prune(const Tuner *T, const Kernel *k, const Kernel *low, boo
             local += n > 0 ? n * dtype_bytes(k->bufs[i]->dtype) : 0;
         }
     /* local buffers live on each thread's stack */
-    if (local > (int64_t)1 << 20)
+    if (local > BLOCKING_LOCAL_MAX)
         return "local buffers over 1 MiB (thread stacks)";
     for (int i = 0; i < k->body.n; i++) {
         const char *why = prune_walk(T, k, k->body.v[i], rules);
