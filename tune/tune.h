@@ -147,6 +147,12 @@ typedef struct TuneResult {
     char model[320];        /* the cost model used, in words; empty when none */
     int stopped_early;      /* candidates whose timing stopped early (RunOptions.stop_above_ms) */
     int ref_hits;           /* input sets whose reference was reused (RtRefCache) */
+    /* CPU: the best few candidates and the default timed again in interleaved rounds
+     * (retime_contenders): how many, how many rounds, and the search's own winner
+     * when the rounds chose another (its params; NULL when they agreed) */
+    int retimed, retime_rounds;
+    char *retime_was;
+    double retime_s;
     char plain_note[192];   /* why the kernel as written was not measured; empty when it was (or is a template) */
     /* Where the search's wall time went, seconds (the report's `profile` line):
      * building the space, reading and fitting the model, proposing and scheduling
