@@ -542,6 +542,25 @@ static void pack_blocks(Builder *b, const NestInfo *n, SLoop *ko, SLoop *ablk, i
     }
 }
 
+/* distribute(l): *first the copy the reduction keeps; with `last`, the copy of a
+ * statement after the reduction (factor_out's scaling) in *tail, NULL when there is
+ * none.  False when distribute made no copy where one was needed. */
+static bool distribute_last(Builder *b, SLoop *l, bool last, SLoop **first, SLoop **tail)
+{
+    *tail = NULL;
+    if (!last) {
+        bld_distribute(b, l, first);
+        return true;
+    }
+    SLoop *cp[4];
+    int nc = bld_distribute_all(b, l, cp, 4);
+    if (nc < 1)
+        return false;
+    *first = cp[0];
+    *tail = nc > 1 ? cp[nc - 1] : NULL;
+    return true;
+}
+
 /* Contraction nest, register-blocked micro-kernel (variants 0: with the panel
  * operand packed, 1: without, 3: initialised per block of MR rows (short
  * reductions), 4: variant 0 with the MC blocks outermost and parallel):
@@ -670,19 +689,10 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
      * The scaling leaves as a nest of its own (distribute), vectorized and on
      * threads below.  Not for the per-row-block initialisation (variant 3), whose
      * distribute inside the row blocks would split it off there. */
-    bool scale = n->scaled && variant != 3;
     SLoop *scale_j = NULL, *scale_i = NULL;
-    if (scale && bld_factor_out(b, R[0])) {
-        SLoop *cp[4];
-        int nc = bld_distribute_all(b, bn, cp, 4);
-        if (nc < 1)
-            return false;
-        b1 = cp[0];
-        scale_j = nc > 1 ? cp[nc - 1] : NULL;
-    } else {
-        scale = false;
-        bld_distribute(b, bn, &b1);
-    }
+    bool scale = n->scaled && variant != 3 && bld_factor_out(b, R[0]);
+    if (!distribute_last(b, bn, scale, &b1, &scale_j))
+        return false;
     R[nr_] = b1;
     bld_reorder(b, R, nr_ + 1);
     if (variant == 3) {
@@ -733,16 +743,8 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
      * pass dot-pairs lays out. */
     bool blocks = (variant == 0 || rows_outer) && (split_k || (n->ext[ia] >= 256 && n->ext[ib] >= 256)) && !pairs &&
                   n->nloops == n->nspatial + 1 && n->pb_kdim >= 0 && n->pb_sdim >= 0;
-    if (scale_j) {
-        SLoop *cp[4];
-        int nc = bld_distribute_all(b, a, cp, 4);
-        if (nc < 1)
-            return false;
-        a1 = cp[0];
-        scale_i = nc > 1 ? cp[nc - 1] : NULL;
-    } else {
-        bld_distribute(b, a, &a1);
-    }
+    if (!distribute_last(b, a, scale_j != NULL, &a1, &scale_i))
+        return false;
     SVal mr = bld_param(b, pm, cm, nm), nr = bld_param(b, pnr, cn, nn);
     /* Rows that no MR divides (M = 127): the tail either guarded inside the
      * micro-kernel or peeled into a loop of its own; the tuner picks. */
