@@ -706,6 +706,7 @@ static Node *clone_node(Kernel *k, const Node *n, Node *parent)
         c->u.loop.ncopies = n->u.loop.ncopies;
         c->u.loop.reg_staged = n->u.loop.reg_staged;
         c->u.loop.frag_ahead = n->u.loop.frag_ahead;
+        c->u.loop.admit_last = n->u.loop.admit_last;
         c->u.loop.barrier_each = n->u.loop.barrier_each;
         c->u.loop.tc = clone_tc(k, n->u.loop.tc);
         c->u.loop.tma = clone_tma(k, n->u.loop.tma);

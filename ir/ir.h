@@ -276,6 +276,13 @@ struct Node {
              * its products, and admits the next stage before the last slice's
              * products.  No meaning for the serial IR. */
             bool frag_ahead;
+            /* Set by the same pass on the last loop of a pipeline's body when that
+             * loop runs slices of one mma.sync group after other work (attention's
+             * P.V after its softmax): the back end admits the next stage (wait,
+             * barrier, copies) in the last slice, after its fragments are read and
+             * before its products, instead of at the top of the next iteration.
+             * No meaning for the serial IR. */
+            bool admit_last;
             /* The head of a tensor-core group (passes/gpu_mma.c): this loop is an
              * mma/wgmma triple or the outermost of the unrolled loops directly
              * around one, and the group's products are spelled out here. */

@@ -234,6 +234,8 @@ static void put_nodes(const Kernel *k, const NodeList *l, int depth, StrBuf *out
                 sb_printf(out, " through %d registers", n->u.loop.reg_staged);
             if (n->u.loop.frag_ahead)
                 sb_puts(out, " fragments ahead");
+            if (n->u.loop.admit_last)
+                sb_puts(out, " admits the next stage at its last slice");
             if (n->u.loop.tc)
                 put_tc(k, n->u.loop.tc, depth + 1, out);
             if (n->u.loop.tma)

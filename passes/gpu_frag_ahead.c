@@ -33,7 +33,18 @@
  * an SM, whose barrier the slices left exposed, 0.478 -> 0.427 ms (0.385 with the
  * copies' 32-bit shared addresses, codegen/cuda/emit.c; the same loop written by
  * hand, bench/gpu/proto/mkmm80.py, 0.333); 128 x 128 tiles, two blocks an SM and
- * bound by the L2's bandwidth (ncu: 90% of it), 0.464 -> 0.449. */
+ * bound by the L2's bandwidth (ncu: 90% of it), 0.464 -> 0.449.
+ *
+ * A pipeline whose body holds other work before its last mma loop (the mma.sync
+ * flash template: the scores, the softmax, then P.V's slices) cannot read the next
+ * stage's first slice ahead, but its last slice's fragments are the iteration's
+ * last reads of the stage: that loop is marked `admits the next stage at its last
+ * slice` (admit_last), and the back end puts the wait, the barrier and the copies
+ * of iteration ko + S between that slice's reads and its products (which read
+ * registers only), so the barrier's wait overlaps them (docs/cuda.md "Flash
+ * attention on tensor cores").  Same conditions on the pipeline and the thread
+ * chain; the marked loop is the innermost thread loop's last node, around one
+ * mma.sync group (A may come from registers). */
 #include "gpu_int.h"
 
 /* accumulators (4 a product) + two sets of fragments (4 registers an A, 2 a B):
@@ -71,6 +82,44 @@ static Node *slice_loop(const Kernel *k, const Node *n, const int64_t blk[3])
     return x;
 }
 
+/* The last loop of the pipeline's body when that body after its copies is one
+ * chain of unguarded thread loops (each covering its block dimension, so every
+ * thread reaches the barrier moved into it) whose innermost holds other work and
+ * then, last, a loop around one mma.sync group (attention's P.V slices after the
+ * softmax; A may come from registers); NULL otherwise.  Its last slice's reads
+ * are the iteration's last of the stage: the next stage is admitted between them
+ * and that slice's products, which read registers only. */
+static Node *last_slice_loop(const Kernel *k, const Node *n, const int64_t blk[3])
+{
+    if (n->u.loop.body.n != n->u.loop.ncopies + 1)
+        return NULL;
+    Node *x = n->u.loop.body.v[n->u.loop.ncopies];
+    int64_t lo, ext;
+    for (;;) {
+        if (x->kind != N_LOOP || !gpu_is_thread(x->u.loop.kind) || !gpu_loop_extent(k, x, &lo, &ext) || lo != 0 ||
+            ext != blk[gpu_dim(x->u.loop.kind)] || x->u.loop.body.n < 1)
+            return NULL;
+        Node *c = x->u.loop.body.v[x->u.loop.body.n - 1];
+        if (x->u.loop.body.n == 1 && c->kind == N_LOOP && gpu_is_thread(c->u.loop.kind)) {
+            x = c;
+            continue;
+        }
+        if (x->u.loop.body.n < 2)
+            return NULL;
+        x = c;
+        break;
+    }
+    if (x->kind != N_LOOP || x->u.loop.tc || gpu_is_thread(x->u.loop.kind) || x->u.loop.body.n != 1 ||
+        !gpu_loop_extent(k, x, &lo, &ext) || ext < 1)
+        return NULL;
+    const Node *g = x->u.loop.body.v[0];
+    if (g->kind != N_LOOP || !g->u.loop.tc)
+        return NULL;
+    const Node *t = g;
+    for (int i = 0; i < g->u.loop.tc->nloops; i++) t = t->u.loop.body.v[0];
+    return t->u.loop.kind == LOOP_MMA ? x : NULL;
+}
+
 static void walk(const Kernel *k, Node *n, const int64_t blk[3])
 {
     if (n->kind != N_LOOP)
@@ -78,7 +127,10 @@ static void walk(const Kernel *k, Node *n, const int64_t blk[3])
     if (n->u.loop.stages >= 2 && n->u.loop.ncopies && !n->u.loop.reg_staged && !n->u.loop.inflight &&
         !(n->u.loop.body.v[0]->kind == N_LOOP && n->u.loop.body.v[0]->u.loop.tma)) {
         Node *s = slice_loop(k, n, blk);
-        if (s) s->u.loop.frag_ahead = true;
+        if (s)
+            s->u.loop.frag_ahead = true;
+        else if ((s = last_slice_loop(k, n, blk)))
+            s->u.loop.admit_last = true;
         return;
     }
     for (int i = 0; i < n->u.loop.body.n; i++)

@@ -21,6 +21,9 @@ row_args() {  # "kind|spec|perfc args"
     c-d128) echo "att|4:16:16:2048:2048:128:bf16:causal|$C -D B=4 -D H=16 -D S=2048 -D D=128" ;;
     gqa) echo "att|4:16:4:2048:2048:128:bf16|$U -k gqa -D B=4 -D H=16 -D KVH=4 -D S=2048 -D D=128" ;;
     s4096) echo "att|1:16:16:4096:4096:128:bf16|$A -D B=1 -D H=16 -D S=4096 -D D=128" ;;
+    s8192) echo "att|1:16:16:8192:8192:128:bf16|$A -D B=1 -D H=16 -D S=8192 -D D=128" ;;
+    c-d64) echo "att|4:16:16:2048:2048:64:bf16:causal|$C -D B=4 -D H=16 -D S=2048 -D D=64" ;;
+    decode) echo "att|8:16:16:1:8192:128:bf16|$U -k cross -D B=8 -D H=16 -D SQ=1 -D SK=8192 -D D=128" ;;
     mm) echo "mm||$G/mm.pdl" ;;
     mm-t3) echo "mm||$G/mm.pdl --no-schedule -s @bench/gpu/proto/mm80_t3.sched" ;;
     linear) echo "mm||$G/linear.pdl" ;;

@@ -1089,7 +1089,12 @@ static void emit_loop(Em *e, const Node *n)
         bool staged = e->rphase && e->rdepth < 16;
         if (staged)
             e->rloop[e->rdepth++] = n;
+        bool late = n->u.loop.admit_last && e->late; /* its mma group admits the next stage (emit_tc.c) */
+        if (late)
+            e->late_var = v, e->late_hi = hi.s;
         em_nodes(e, &n->u.loop.body);
+        if (late)
+            e->late_var = e->late_hi = NULL;
         if (staged)
             e->rdepth--;
         if (vec)

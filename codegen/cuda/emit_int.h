@@ -79,6 +79,12 @@ typedef struct Em {
     const Buffer *fwd_buf;
     StrBuf fwd_lv;
     int fwd_ind, fwd_n;
+    /* A pipeline whose body's last loop admits the next stage at its last slice
+     * (passes/gpu_frag_ahead.c admit_last): late is that pipeline while its body is
+     * printed; late_var and late_hi name the marked loop while its body is printed,
+     * and its mma group prints the admission between its reads and its products. */
+    const struct EmPipe *late;
+    const char *late_var, *late_hi;
 } Em;
 
 /* emit.c */

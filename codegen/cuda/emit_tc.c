@@ -465,6 +465,8 @@ static void mma_products(Em *e, const TcGroup *g, const Node *mn, int set)
     e->nmma += g->nprod;
 }
 
+static void late_admit(Em *e);
+
 /* An mma group: every distinct A and B fragment loaded once, then the products. */
 static void mma_group(Em *e, const TcGroup *g, const Node *mn, const char *names)
 {
@@ -473,6 +475,8 @@ static void mma_group(Em *e, const TcGroup *g, const Node *mn, const char *names
     e->ind++;
     lane_offsets(e, g);
     mma_loads(e, g, -1);
+    if (e->late_var)
+        late_admit(e);
     mma_products(e, g, mn, -1);
     e->ind--;
     em_line(e, "}");
@@ -787,6 +791,76 @@ static void em_pipeline_ahead(Em *e, EmPipe *p, const Node *const *chain, int nc
     sb_free(&names);
 }
 
+/* ---------------- the next stage admitted at the last slice ----------------
+ * A pipeline whose body's last loop (slices of one mma.sync group after other
+ * work: attention's P.V after its softmax) pass gpu-frag-ahead marked admit_last:
+ *     copies of iterations 0 .. S-2; wait, barrier; copies of iteration S-1
+ *     for v: the body, where the marked loop's last slice runs
+ *              its fragments read; wait, barrier (stage v + 1 admitted, stage v read
+ *              by everyone); copies of iteration v + S; its products
+ * so the barrier's wait overlaps the last slice's products instead of standing
+ * alone at the top of the iteration. */
+
+/* The loop marked admit_last at the end of the thread-loop chain that is rest. */
+static bool late_marked(const NodeList *rest)
+{
+    if (rest->n != 1) return false;
+    const Node *x = rest->v[0];
+    while (x->kind == N_LOOP && gpu_is_thread(x->u.loop.kind) && x->u.loop.body.n >= 1)
+        x = x->u.loop.body.v[x->u.loop.body.n - 1];
+    return x->kind == N_LOOP && x->u.loop.admit_last;
+}
+
+/* In the marked loop's mma group, after its reads: at the last slice, the next
+ * stage admitted and the copies of iteration v + S issued. */
+static void late_admit(Em *e)
+{
+    const EmPipe *p = e->late;
+    em_line(e, "if (%s + 1 == %s) {   /* the last slice's fragments are read: admit the next stage */", e->late_var,
+            e->late_hi);
+    e->ind++;
+    em_line(e, "pf_cp_wait<%" PRId64 ">();   /* this thread's copies of %s + 1 have landed */", p->S - 2, p->vs);
+    em_line(e, "__syncthreads();   /* everyone's have, and everyone has read stage %s %% %" PRId64 " */", p->vs, p->S);
+    StrBuf next = {0};
+    sb_printf(&next, "%s + %" PRId64, p->vs, p->S);
+    int td = e->tdepth;
+    const char *lv = e->late_var;
+    e->tdepth = 0, e->late_var = NULL; /* the copies as at block level */
+    em_line(e, "{");
+    e->ind++;
+    stage_copies(e, p, next.s);
+    e->ind--;
+    em_line(e, "}");
+    e->tdepth = td, e->late_var = lv;
+    sb_free(&next);
+    e->ind--;
+    em_line(e, "}");
+}
+
+static void em_pipeline_late(Em *e, EmPipe *p)
+{
+    StrBuf next = {0};
+    sb_printf(&next, "%s + %" PRId64, p->lo.s, p->S - 1);
+    pipe_prologue(e, p, p->S - 1);
+    em_line(e, "pf_cp_wait<%" PRId64 ">();   /* the first stage has landed in this thread's copies */", p->S - 2);
+    em_line(e, "__syncthreads();   /* ... and in everyone's */");
+    em_line(e, "{");
+    e->ind++;
+    stage_copies(e, p, next.s);
+    e->ind--;
+    em_line(e, "}");
+    sb_free(&next);
+    em_line(e, "for (idx_t %s = %s; %s < %s; ++%s) {   /* the next stage is admitted in the last slice of the "
+            "body's last mma loop */", p->vs, p->lo.s, p->vs, p->hi.s, p->vs);
+    e->ind++;
+    e->late = p;
+    em_nodes(e, &p->rest);
+    e->late = NULL;
+    e->ind--;
+    em_line(e, "}");
+    em_line(e, "pf_cp_wait<0>();");
+}
+
 void em_pipeline(Em *e, const Node *n)
 {
     if (n->u.loop.ncopies && n->u.loop.body.v[0]->kind == N_LOOP && n->u.loop.body.v[0]->u.loop.tma) {
@@ -800,6 +874,11 @@ void em_pipeline(Em *e, const Node *n)
     const Node *ks = ahead_slices(&p.rest, chain, &nc);
     if (ks) {
         em_pipeline_ahead(e, &p, chain, nc, ks);
+        em_pipeline_close(e, &p);
+        return;
+    }
+    if (late_marked(&p.rest) && !n->u.loop.reg_staged && !p.L) {
+        em_pipeline_late(e, &p);
         em_pipeline_close(e, &p);
         return;
     }
