@@ -220,7 +220,7 @@ TuneDb *tunedb_open(const char *path, Diags *d)
     }
     StrBuf q = {0};
     sb_printf(&q, "SELECT %s FROM measurement WHERE key = ?1 AND valid = 1 AND median_ms > 0 "
-                  "ORDER BY median_ms, final DESC, id", cols);
+                  "ORDER BY final DESC, median_ms, id", cols);
     int rc = sqlite3_prepare_v2(t->db, q.s, -1, &t->best, NULL);
     sb_free(&q);
     if (rc != SQLITE_OK) {

@@ -77,8 +77,10 @@ TuneDb *tunedb_open(const char *path, Diags *d);
 void tunedb_close(TuneDb *db);
 /* Appends one measurement in its own transaction. */
 bool tunedb_add(TuneDb *db, const TuneRecord *r, Diags *d);
-/* The best valid row under key (smallest median; a final row wins a tie).  Strings
- * in *out stay valid until the next call on db.  False when there is none. */
+/* The best valid row under key: the fastest final row (a completed search's winner,
+ * re-timed at its end; the CPU tuner may choose it over a faster single reading,
+ * tune/search.c retime_contenders), else the row of smallest median.  Strings in
+ * *out stay valid until the next call on db.  False when there is none. */
 bool tunedb_best(TuneDb *db, const TuneKey *key, TuneRecord *out);
 /* The latest final row under key for exactly this schedule (the winner as re-timed
  * at the end of its search, with the baseline when one was asked for).  Same

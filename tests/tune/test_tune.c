@@ -415,15 +415,15 @@ static int test_db(const char *dir)
         "INSERT INTO measurement(key, kernel, fingerprint, shape, dtypes, target, device, version, threads,"
         " schedule, params, median_ms, min_ms, max_ms, gflops, compile_ms, valid, rel_error, status, final, created)"
         " SELECT key, kernel, fingerprint, shape, dtypes, target, device, version, threads, schedule, 'T=5',"
-        " 0.5, 0.9, 0.4, 2, 1, 1, 0, 0, 0, created FROM measurement WHERE params = 'T=1';"
+        " 0.5, 0.9, 0.4, 2, 1, 1, 0, 0, 1, created FROM measurement WHERE params = 'T=1';"
         "INSERT INTO measurement(key, kernel, fingerprint, shape, dtypes, target, device, version, threads,"
         " schedule, params, median_ms, min_ms, max_ms, gflops, compile_ms, valid, rel_error, status, final, created)"
         " SELECT key, 'h', fingerprint, shape, dtypes, target, device, version, threads, schedule, 'T=6',"
-        " 0.2, 0.2, 0.2, 5, 1, 1, 0, 0, 0, created FROM measurement WHERE params = 'T=1';"
+        " 0.2, 0.2, 0.2, 5, 1, 1, 0, 0, 1, created FROM measurement WHERE params = 'T=1';"
         "INSERT INTO measurement(key, kernel, fingerprint, shape, dtypes, target, device, version, threads,"
         " schedule, params, median_ms, min_ms, max_ms, gflops, compile_ms, valid, rel_error, status, final, created)"
         " SELECT key, kernel, fingerprint, shape, dtypes, target, device, version, threads, schedule, 'T=7',"
-        " 0.1, -1, 0.1, 10, 1, 1, 0, 0, 0, created FROM measurement WHERE params = 'T=1';"
+        " 0.1, -1, 0.1, 10, 1, 1, 0, 0, 1, created FROM measurement WHERE params = 'T=1';"
         "UPDATE search SET status = 'finale';";
     CHECK(sqlite3_exec(raw, damage, NULL, NULL, NULL) == SQLITE_OK, "damage: %s", sqlite3_errmsg(raw));
     sqlite3_close(raw);
@@ -433,7 +433,8 @@ static int test_db(const char *dir)
         return 1;
     CHECK(tunedb_best(db, &k1, &b) && !strcmp(b.params, "T=3") && b.final && b.median_ms == 2.5,
           "best of k1 past the damaged rows: %s %g", b.params, b.median_ms);
-    /* the three that rank before it (the text time sorts after every number) */
+    /* the three that rank before it: final rows faster than it, each damaged (the
+     * row with a text time is not final, and final rows rank first) */
     CHECK(tunedb_ignored(db) == 3, "%d damaged rows ignored, want 3", tunedb_ignored(db));
     n = 0;
     tunedb_foreach(db, true, NULL, count_row, &n, &d);
