@@ -642,6 +642,20 @@ static void stage_copies(Em *e, const EmPipe *p, const char *next)
     em_line(e, "pf_cp_commit();");
 }
 
+/* The copies of iteration `base` + S - 1 (the stage S - 1 iterations ahead), in a
+ * block of their own. */
+static void stage_copies_ahead(Em *e, const EmPipe *p, const char *base)
+{
+    StrBuf next = {0};
+    sb_printf(&next, "%s + %" PRId64, base, p->S - 1);
+    em_line(e, "{");
+    e->ind++;
+    stage_copies(e, p, next.s);
+    e->ind--;
+    em_line(e, "}");
+    sb_free(&next);
+}
+
 /* The copies of the pipeline's first n iterations, one commit group each. */
 static void pipe_prologue(Em *e, const EmPipe *p, int64_t n)
 {
@@ -767,16 +781,8 @@ static void em_pipeline_ahead(Em *e, EmPipe *p, const Node *const *chain, int nc
             e->ind--;
             em_line(e, "}");
         }
-        if (s == 0) { /* stage (v - 1) % S: every read of it preceded the barrier closing iteration v - 1 */
-            StrBuf next = {0};
-            sb_printf(&next, "%s + %" PRId64, vs, S - 1);
-            em_line(e, "{");
-            e->ind++;
-            stage_copies(e, p, next.s);
-            e->ind--;
-            em_line(e, "}");
-            sb_free(&next);
-        }
+        if (s == 0) /* stage (v - 1) % S: every read of it preceded the barrier closing iteration v - 1 */
+            stage_copies_ahead(e, p, vs);
         open_threads(e, chain, nc);
         em_line(e, "{   /* the products of slice %" PRId64 " (set %d) */", s, (int)(s % 2));
         e->ind++;
@@ -839,17 +845,10 @@ static void late_admit(Em *e)
 
 static void em_pipeline_late(Em *e, EmPipe *p)
 {
-    StrBuf next = {0};
-    sb_printf(&next, "%s + %" PRId64, p->lo.s, p->S - 1);
     pipe_prologue(e, p, p->S - 1);
     em_line(e, "pf_cp_wait<%" PRId64 ">();   /* the first stage has landed in this thread's copies */", p->S - 2);
     em_line(e, "__syncthreads();   /* ... and in everyone's */");
-    em_line(e, "{");
-    e->ind++;
-    stage_copies(e, p, next.s);
-    e->ind--;
-    em_line(e, "}");
-    sb_free(&next);
+    stage_copies_ahead(e, p, p->lo.s);
     em_line(e, "for (idx_t %s = %s; %s < %s; ++%s) {   /* the next stage is admitted in the last slice of the "
             "body's last mma loop */", p->vs, p->lo.s, p->vs, p->hi.s, p->vs);
     e->ind++;
