@@ -73,7 +73,8 @@ static Node *slice_loop(const Kernel *k, const Node *n, const int64_t blk[3])
         return NULL;
     /* the group's triple is mma.sync (wgmma groups have their own asynchrony) */
     const Node *t = g;
-    for (int i = 0; i < g->u.loop.tc->nloops; i++) t = t->u.loop.body.v[0];
+    for (int i = 0; i < g->u.loop.tc->nloops; i++)
+        t = t->u.loop.body.v[0];
     if (t->u.loop.kind != LOOP_MMA)
         return NULL;
     const TcGroup *tc = g->u.loop.tc;

@@ -357,7 +357,7 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void stats(double *v, int n, RtStats *st)
+void rt_stats(double *v, int n, RtStats *st)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     st->reps = n;
@@ -442,7 +442,7 @@ static int time_loop(H *h, RtExec *x, void **bufs, const Watch *w, int nw, bool 
             break;
     }
     if (rc == EXIT_OK)
-        stats(v, n, st);
+        rt_stats(v, n, st);
     free(v);
     return rc;
 }

@@ -340,6 +340,8 @@ typedef struct RtStats {
     double median, min, max; /* ms */
     int reps;
 } RtStats;
+/* The median, min and max of v[0..n) (n >= 1; v is sorted in place). */
+void rt_stats(double *v, int n, RtStats *st);
 
 typedef struct RtResult {
     const Kernel *k;      /* the kernel run; must outlive the result for printing */

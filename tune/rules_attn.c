@@ -45,6 +45,15 @@ bool rules_try_apply(Kernel *k, const char *xf, SchedArg *args, int n)
     return ok;
 }
 
+bool rules_factor_out_applies(const Kernel *u, const char *loop)
+{
+    Kernel *c = ir_clone_kernel(u);
+    SchedArg fa[1] = {nm(loop)};
+    bool ok = rules_try_apply(c, "factor_out", fa, 1);
+    ir_free(c);
+    return ok;
+}
+
 /* The one statement under n through single-node loops and guards, or NULL. */
 static Node *only_stmt(Node *n)
 {

@@ -185,9 +185,8 @@ bool rules_attention_cpu(const TuneInput *in, const Kernel *u, const Target *tar
         rules_offer(in, cpu_fused_b, &c->x, a, sp, "rules: attention, fused (online_softmax)", false);
         return sp->n > n0;
     }
-    for (int i = 0; i < u->nbufs; i++)
-        if (!strcmp(u->bufs[i]->name, c->x.Q))
-            c->q16 = dtype_bytes(u->bufs[i]->dtype) == 2 && dtype_is_float(u->bufs[i]->dtype);
+    const Buffer *q = ir_find_buffer(u, c->x.Q);
+    c->q16 = q && dtype_bytes(q->dtype) == 2 && dtype_is_float(q->dtype);
     c->lanes = tune_vector_lanes(target, DT_F32);
     c->acc = blocking_vector_regs(target) / 2;
     /* a few parts a thread, and no more than the row blocks of the smallest tile */

@@ -60,16 +60,6 @@ static int chain(Node *n, const char **names, int cap, Node **last)
     return k;
 }
 
-/* factor_out applies to loop (tried on a copy). */
-static bool try_factor_out(const Kernel *u, const char *loop)
-{
-    Kernel *c = ir_clone_kernel(u);
-    SchedArg fa[1] = {{.kind = SARG_NAME, .name = loop}};
-    bool ok = rules_try_apply(c, "factor_out", fa, 1);
-    ir_free(c);
-    return ok;
-}
-
 /* ---------------- the template ---------------- */
 
 /* The batch loops and the row loop of one nest onto at most two grid axes (the
@@ -342,7 +332,7 @@ static bool read_decode(const Kernel *u, const AttnNames *an, DecCtx *x, Arena *
     x->lj = arena_strdup(a, x->lj);
     x->score_sum = an->score_sum && !strcmp(an->score_sum, ss->u.loop.var->name) ? an->score_sum : NULL;
     x->osum = arena_strdup(a, os->u.loop.var->name);
-    x->ofactor = try_factor_out(u, x->osum);
+    x->ofactor = rules_factor_out_applies(u, x->osum);
     x->Q = an->Q;
     x->K = an->K;
     x->V = an->V;

@@ -193,6 +193,8 @@ typedef struct AttnNames {
  * quietly (true when it applied), the first sum loop at or under n, and a loop's
  * extent when it runs from 0 to a positive constant. */
 bool rules_try_apply(Kernel *k, const char *xf, SchedArg *args, int n);
+/* factor_out applies to `loop` of u (tried on a copy, u untouched). */
+bool rules_factor_out_applies(const Kernel *u, const char *loop);
 Node *rules_find_sum_loop(Node *n);
 bool rules_const_extent(const Kernel *k, const Node *l, int64_t *e);
 

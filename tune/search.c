@@ -1357,12 +1357,6 @@ static void report(const Tuner *T, const TuneResult *res, const char *db_path, F
 
 enum { RETIME_MAX = 4, RETIME_ROUNDS = 3 };
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* On a CPU one reading of a candidate moves by 10-30% on a shared machine, so the
  * search's fastest reading is often a lucky one, and the tuned kernel came out
  * slower than the default it had beaten by a reading (NumPy suite, Zen 3: gemm_nn
@@ -1372,7 +1366,7 @@ static int cmp_double(const void *a, const void *b)
  * round every contender once, validated as in the search (the kept references);
  * the winner is the least median of its rounds' medians.  Not on a GPU, whose
  * readings repeat within a few percent, nor with a planted measurement (tests). */
-static void retime_contenders(Tuner *T, Diags *d)
+static void retime_contenders(Tuner *T)
 {
     if (!T->dev || T->o->measure || target_is_gpu(T->tgt) || !T->best || stopped(T))
         return;
@@ -1417,7 +1411,8 @@ static void retime_contenders(Tuner *T, Diags *d)
         ok[i] = x[i] != NULL;
         diag_free(&q);
     }
-    for (int r = 0; r < RETIME_ROUNDS && !stopped(T); r++)
+    int rounds = 0;
+    for (; rounds < RETIME_ROUNDS && !stopped(T); rounds++)
         for (int i = 0; i < nc; i++) {
             if (!ok[i])
                 continue;
@@ -1430,22 +1425,20 @@ static void retime_contenders(Tuner *T, Diags *d)
             int rc = measure(T, k[i], T->u, &ro, &res, x[i], &q);
             diag_free(&q);
             ok[i] = rc == 0 && res.valid && res.time.median > 0;
-            ms[i][r] = res.time.median;
-            T->res->retime_rounds = r + 1;
+            ms[i][rounds] = res.time.median;
         }
-    int rounds = T->res->retime_rounds, win = -1;
+    int win = -1;
     double best = 0;
     for (int i = 0; i < nc && rounds > 0; i++) {
+        RtStats st;
         if (!ok[i])
             continue;
-        double m[RETIME_ROUNDS];
-        memcpy(m, ms[i], sizeof m[0] * (size_t)rounds);
-        qsort(m, (size_t)rounds, sizeof m[0], cmp_double);
-        double med = rounds % 2 ? m[rounds / 2] : (m[rounds / 2 - 1] + m[rounds / 2]) / 2;
-        if (win < 0 || med < best)
-            win = i, best = med;
+        rt_stats(ms[i], rounds, &st);
+        if (win < 0 || st.median < best)
+            win = i, best = st.median;
     }
     T->res->retimed = nc;
+    T->res->retime_rounds = rounds;
     T->res->retime_s = now_seconds() - t0;
     if (win >= 0 && con[win] != T->best) {
         T->res->retime_was = xstrdup(T->best->params ? T->best->params : "");
@@ -1456,7 +1449,6 @@ static void retime_contenders(Tuner *T, Diags *d)
             T->dev->release(T->dev, x[i]);
         ir_free(k[i]);
     }
-    (void)d;
 }
 
 /* ---- final validation ---- */
@@ -1852,7 +1844,7 @@ int tune_kernel(const TuneInput *in, const TuneOptions *o, TuneResult *res, Diag
         }
     }
     within5(res);
-    retime_contenders(T, d);
+    retime_contenders(T);
     res->ref_hits = rt_refcache_hits(T->refs);
 
     /* Top five, every one of them validated. */

@@ -642,12 +642,11 @@ static void stage_copies(Em *e, const EmPipe *p, const char *next)
     em_line(e, "pf_cp_commit();");
 }
 
-/* The copies of iteration `base` + S - 1 (the stage S - 1 iterations ahead), in a
- * block of their own. */
-static void stage_copies_ahead(Em *e, const EmPipe *p, const char *base)
+/* The copies of iteration `base` + ahead, in a block of their own. */
+static void stage_copies_ahead(Em *e, const EmPipe *p, const char *base, int64_t ahead)
 {
     StrBuf next = {0};
-    sb_printf(&next, "%s + %" PRId64, base, p->S - 1);
+    sb_printf(&next, "%s + %" PRId64, base, ahead);
     em_line(e, "{");
     e->ind++;
     stage_copies(e, p, next.s);
@@ -782,7 +781,7 @@ static void em_pipeline_ahead(Em *e, EmPipe *p, const Node *const *chain, int nc
             em_line(e, "}");
         }
         if (s == 0) /* stage (v - 1) % S: every read of it preceded the barrier closing iteration v - 1 */
-            stage_copies_ahead(e, p, vs);
+            stage_copies_ahead(e, p, vs, S - 1);
         open_threads(e, chain, nc);
         em_line(e, "{   /* the products of slice %" PRId64 " (set %d) */", s, (int)(s % 2));
         e->ind++;
@@ -810,7 +809,8 @@ static void em_pipeline_ahead(Em *e, EmPipe *p, const Node *const *chain, int nc
 /* The loop marked admit_last at the end of the thread-loop chain that is rest. */
 static bool late_marked(const NodeList *rest)
 {
-    if (rest->n != 1) return false;
+    if (rest->n != 1)
+        return false;
     const Node *x = rest->v[0];
     while (x->kind == N_LOOP && gpu_is_thread(x->u.loop.kind) && x->u.loop.body.n >= 1)
         x = x->u.loop.body.v[x->u.loop.body.n - 1];
@@ -827,18 +827,11 @@ static void late_admit(Em *e)
     e->ind++;
     em_line(e, "pf_cp_wait<%" PRId64 ">();   /* this thread's copies of %s + 1 have landed */", p->S - 2, p->vs);
     em_line(e, "__syncthreads();   /* everyone's have, and everyone has read stage %s %% %" PRId64 " */", p->vs, p->S);
-    StrBuf next = {0};
-    sb_printf(&next, "%s + %" PRId64, p->vs, p->S);
     int td = e->tdepth;
     const char *lv = e->late_var;
     e->tdepth = 0, e->late_var = NULL; /* the copies as at block level */
-    em_line(e, "{");
-    e->ind++;
-    stage_copies(e, p, next.s);
-    e->ind--;
-    em_line(e, "}");
+    stage_copies_ahead(e, p, p->vs, p->S);
     e->tdepth = td, e->late_var = lv;
-    sb_free(&next);
     e->ind--;
     em_line(e, "}");
 }
@@ -848,7 +841,7 @@ static void em_pipeline_late(Em *e, EmPipe *p)
     pipe_prologue(e, p, p->S - 1);
     em_line(e, "pf_cp_wait<%" PRId64 ">();   /* the first stage has landed in this thread's copies */", p->S - 2);
     em_line(e, "__syncthreads();   /* ... and in everyone's */");
-    stage_copies_ahead(e, p, p->lo.s);
+    stage_copies_ahead(e, p, p->lo.s, p->S - 1);
     em_line(e, "for (idx_t %s = %s; %s < %s; ++%s) {   /* the next stage is admitted in the last slice of the "
             "body's last mma loop */", p->vs, p->lo.s, p->vs, p->hi.s, p->vs);
     e->ind++;
