@@ -150,6 +150,14 @@ static bool fresh_each_iteration(Kernel *k, Node *l, Buffer *b, const AccVec *mi
  * nowhere else but at the element just written: no read in the iteration sees a
  * value from before it, so a copy-in would be dead (an output tile the iteration
  * computes whole, staged in shared memory for a coalesced write-back). */
+static bool holds_all(const Node *g, const AccVec *mine)
+{
+    for (int i = 0; i < mine->n; i++)
+        if (!xf_contains(g, mine->v[i].stmt))
+            return false;
+    return true;
+}
+
 static bool covered_first(Kernel *k, Node *l, Buffer *b, const AccVec *mine, const Region *r)
 {
     if (mine->n == 0)
@@ -162,6 +170,11 @@ static bool covered_first(Kernel *k, Node *l, Buffer *b, const AccVec *mine, con
     bool used[8] = {0};
     Node *top = s;
     for (Node *p = s->parent; p != l; p = p->parent) {
+        /* A guard that holds every access of b in the iteration leaves it untouched
+         * where it fails (the last part of row blocks dealt out to threads, `if
+         * f_ioo * 8 + f_ioi < blocks`): nothing flows in or out then either. */
+        if (p->kind == N_IF && holds_all(p, mine))
+            continue;
         if (p->kind != N_LOOP)
             return false; /* a guard: some elements may be left unwritten */
         int64_t lo, hi;

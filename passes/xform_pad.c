@@ -91,14 +91,25 @@ typedef struct PadCheck {
     const Var *v;
     const Expr *hi;
     const Node *bad;
+    /* the loops of one iteration around the padded one, whose variables are their
+     * first value: the rows of a one-head kernel split off a loop to stage K and V
+     * at, `q[f_all * 1000 + f_t]`, lie past the end exactly when f_t does */
+    const Var *one[16];
+    Expr *first[16];
+    int none;
 } PadCheck;
 
 static bool check_stmt(PadCheck *p, const Node *s)
 {
-    if (access_past_end(p->k, s->u.stmt.buf, s->u.stmt.idx, p->v, p->hi))
+    const Buffer *b = s->u.stmt.buf;
+    Expr *idx[8];
+    for (int d = 0; d < b->rank && d < 8; d++)
+        idx[d] = xf_subst_expr(p->k, s->u.stmt.idx[d], p->one, p->first, p->none);
+    if (b->rank <= 8 && access_past_end(p->k, b, idx, p->v, p->hi))
         return true;
     bool zero = false;
-    return s->u.stmt.op == SOP_ADD && zero_past_end(p->k, s->u.stmt.value, p->v, p->hi, &zero) && zero;
+    const Expr *val = xf_subst_expr(p->k, s->u.stmt.value, p->one, p->first, p->none);
+    return s->u.stmt.op == SOP_ADD && zero_past_end(p->k, val, p->v, p->hi, &zero) && zero;
 }
 
 static void check_nodes(PadCheck *p, const NodeList *l)
@@ -116,7 +127,15 @@ static void check_nodes(PadCheck *p, const NodeList *l)
 
 bool xf_pad_legal(XfCtx *c, Node *l)
 {
-    PadCheck p = {c->k, l->u.loop.var, l->u.loop.hi, NULL};
+    PadCheck p = {c->k, l->u.loop.var, l->u.loop.hi, NULL, {0}, {0}, 0};
+    for (const Node *a = l->parent; a && p.none < 16; a = a->parent) {
+        int64_t lo, hi;
+        if (a->kind == N_LOOP && xf_const(c->k, a->u.loop.lo, &lo) && xf_const(c->k, a->u.loop.hi, &hi) &&
+            hi == lo + 1) {
+            p.one[p.none] = a->u.loop.var;
+            p.first[p.none++] = ir_int(c->k, lo);
+        }
+    }
     check_nodes(&p, &l->u.loop.body);
     if (!p.bad)
         return true;

@@ -31,10 +31,44 @@
 typedef struct CpuAttnCtx {
     AttnCtx x;
     int64_t lanes;  /* f32 lanes a vector */
-    int64_t acc;    /* vector accumulators a register tile may hold */
+    int64_t regs;   /* the target's vector registers */
     int64_t parts;  /* masked chains: the row blocks dealt out in this many strided parts */
     bool q16;       /* the queries are 16-bit (bf16, f16) */
 } CpuAttnCtx;
+
+/* Vectors a row of a register tile of R rows may take, the most (a power of two, so
+ * that it divides a key tile) whose R x n accumulators leave registers for the n
+ * vectors of the other operand and one broadcast: R n + n + 1 <= regs. */
+static int64_t tile_vectors(int64_t regs, int64_t R)
+{
+    int64_t n = 1;
+    while ((R + 1) * n * 2 + 1 <= regs)
+        n *= 2;
+    return n;
+}
+
+/* The rows a block, from the registers (BLIS's reasoning for a micro-kernel): the
+ * R in 2..8 whose tile holds the most accumulators, fewer loads a FMA breaking ties,
+ * weighed by the padded rows a last block would run (rows not a multiple of R).
+ * 16 registers (AVX2): 6 rows by 2 vectors, 12 accumulators (1 x 1 x 2048 x 64 bf16,
+ * one thread, Zen 3: 4 rows by 2 vectors, 8 accumulators, measured 0.45 of the FMA
+ * peak; docs/benchmarks.md "CPU attention"); 32 registers: 6 rows by 4 vectors. */
+static int64_t model_rows(int64_t regs, int64_t rows)
+{
+    int64_t best = 4;
+    double best_s = -1;
+    for (int64_t R = 2; R <= 8; R++) {
+        int64_t n = tile_vectors(regs, R), blocks = (rows + R - 1) / R;
+        double use = rows > 0 ? (double)rows / (double)(blocks * R) : 1;
+        /* equal accumulators in use: the fewer padded rows, then the fewer loads */
+        double s = (double)(R * n) * use - 1e-2 * (1 - use) - 1e-3 * (double)(R + n) / (double)(R * n);
+        if (s > best_s + 1e-9) {
+            best_s = s;
+            best = R;
+        }
+    }
+    return best;
+}
 
 /* split(l, L) and vectorize the lanes: a loop over keys or the head dimension */
 static void vec(Builder *b, SLoop *l, int64_t L)
@@ -77,12 +111,16 @@ static bool cpu_flash_b(Builder *b, const void *vctx)
     rules_attn_order(b, x);
     if (x->score_sum)
         bld_factor_out(b, bld_loop(b, x->score_sum));
-    /* the tuner's parameters: rows a block (4 first: bench/cpu/attention.sched's) and
-     * keys a tile */
-    static const int64_t row_c[] = {4, 2, 8}, key_c[] = {64, 128};
-    SVal R = bld_param(b, "rb", row_c, 3), kt = bld_param(b, "kt", key_c, 2);
-    /* the tile's columns a register tile takes: A / R vectors, at most the tile */
-    int64_t nv = c->acc / R.i > 0 ? c->acc / R.i : 1, w = nv * L < kt.i ? nv * L : kt.i;
+    /* the tuner's parameters: rows a block (the registers' choice first, then 4, 2
+     * and 8) and keys a tile */
+    static const int64_t more_rows[] = {4, 2, 8}, key_c[] = {64, 128};
+    int64_t row_c[4] = {model_rows(c->regs, x->rows)}, nr = 1;
+    for (int i = 0; i < 3; i++)
+        if (more_rows[i] != row_c[0])
+            row_c[nr++] = more_rows[i];
+    SVal R = bld_param(b, "rb", row_c, (int)nr), kt = bld_param(b, "kt", key_c, 2);
+    /* the tile's columns a register tile takes, at most the key tile */
+    int64_t nv = tile_vectors(c->regs, R.i), w = nv * L < kt.i ? nv * L : kt.i;
     if (!bld_online_softmax(b, bld_buf(b, x->out), bld_loop(b, x->j), kt, "inf"))
         return false;
     if (x->exp_scale)
@@ -97,6 +135,10 @@ static bool cpu_flash_b(Builder *b, const void *vctx)
     SBuf *Kt = bld_cache_squeezed(b, bld_buf(b, x->K), head, NULL, "f_Kt", true);
     if (!Kt || Kt->rank[0] != 2 || !bld_layout(b, Kt, (const int[]){1, 0}, 2))
         return false;
+    /* a cache line more a row: the score tile reads a few keys from each of the head
+     * dimension's rows, which at 2048 bf16 keys a row are 4 KiB apart and would all
+     * fall in one set of the L1 cache */
+    bld_padding(b, Kt, sv(64 / dtype_bytes(x->dtype)));
     bld_cache_squeezed(b, bld_buf(b, x->V), head, NULL, "f_Vf", true);
     if (x->rows % R.i || x->rows < R.i)
         bld_split_padded(b, row, R, "f_io", "f_ii", &fio, &fii);
@@ -140,6 +182,16 @@ static bool cpu_flash_b(Builder *b, const void *vctx)
     int64_t wd = nv * L < x->dh ? nv * L : x->dh;
     if (!reg_tile(b, ou, od1, oj, wd, L))
         return false;
+    /* The running state in buffers of the row block (and the rescaling factors in
+     * one of the key tile): the block's rows then need no bound check where the last
+     * block runs past the rows, and they stay in the L1 cache.  Staged before the
+     * accumulator's initialisation is split, so that the cache sees it cover the
+     * block and copies nothing in or out. */
+    SLoop *blk = par == fio ? fio : po;
+    bld_cache_squeezed(b, bld_buf(b, x->acc), blk, NULL, "f_oacc", true);
+    bld_cache_squeezed(b, bld_buf(b, x->m), blk, NULL, "f_m", true);
+    bld_cache_squeezed(b, bld_buf(b, x->l), blk, NULL, "f_l", true);
+    bld_cache_squeezed(b, bld_buf(b, x->ms), jo, NULL, "f_ms", true);
     /* the accumulator's initialisation and the normalisation, vectorised */
     vec(b, bld_child(b, cp[1]), L);
     vec(b, bld_child(b, cp[3]), L);
@@ -188,7 +240,7 @@ bool rules_attention_cpu(const TuneInput *in, const Kernel *u, const Target *tar
     const Buffer *q = ir_find_buffer(u, c->x.Q);
     c->q16 = q && dtype_bytes(q->dtype) == 2 && dtype_is_float(q->dtype);
     c->lanes = tune_vector_lanes(target, DT_F32);
-    c->acc = blocking_vector_regs(target) / 2;
+    c->regs = blocking_vector_regs(target);
     /* a few parts a thread, and no more than the row blocks of the smallest tile */
     int64_t blocks = (c->x.rows + 7) / 8;
     c->parts = 4 * rt_cpu_count() < blocks ? 4 * rt_cpu_count() : blocks;
