@@ -21,7 +21,17 @@ typedef struct Redirect {
     Expr **lo;
     const bool *keep;   /* the dimensions the staged buffer keeps (the box's wider than one) */
     const int64_t *width; /* the box's widths */
+    const Var *only;      /* using=: only the loads whose subscripts use it */
 } Redirect;
+
+/* Whether some subscript of an access uses v (cache's using=). */
+static bool idx_uses(Expr *const *idx, int rank, const Var *v)
+{
+    for (int d = 0; d < rank; d++)
+        if (ir_expr_uses_var(idx[d], v))
+            return true;
+    return false;
+}
 
 /* An index into the box, relative to its corner, in the kept dimensions.  Where
  * the box is one element wide every access the region covers is at its corner, so
@@ -40,7 +50,8 @@ static Expr **shifted(Kernel *k, Expr **idx, Expr **lo, int rank, const bool *ke
 static void redirect_cb(Expr *e, void *p)
 {
     Redirect *r = p;
-    if (e->kind != IE_LOAD || e->u.load.buf != r->from)
+    if (e->kind != IE_LOAD || e->u.load.buf != r->from ||
+        (r->only && !idx_uses(e->u.load.idx, r->from->rank, r->only)))
         return;
     e->u.load.idx = shifted(r->k, e->u.load.idx, r->lo, r->from->rank, r->keep, r->width);
     e->u.load.buf = r->to;
@@ -275,11 +286,29 @@ bool xf_cache(XfCtx *c)
         xf_err(c, "%s is a vector loop", l->u.loop.var->name);
         return false;
     }
+    /* using=LOOP: only the accesses whose subscripts use the loop's variable are
+     * staged, the others read the buffer in place.  For an input read in two roles
+     * (a Gram matrix X·Xᵀ: X[i, f] as A, X[j, f] as B), each role its own packed copy. */
+    const SchedArg *us = xf_kwarg(c, "using");
+    const Var *only = NULL;
+    if (us) {
+        StrBuf why = {0};
+        Node *ul = us->kind == SARG_NAME ? xf_find_loop(c->k, us->name, &why) : NULL;
+        sb_free(&why);
+        if (!ul || !xf_contains(l, ul)) {
+            xf_err(c, "using= names a loop inside %s whose variable picks the accesses to stage",
+                   l->u.loop.var->name);
+            return false;
+        }
+        only = ul->u.loop.var;
+    }
     AccVec all = {0}, mine = {0};
     acc_collect(c->k, l, &all);
     bool writes = false, padded = false;
     for (int i = 0; i < all.n; i++)
-        if (all.v[i].buf == b) {
+        if (all.v[i].buf == b && only && !idx_uses(all.v[i].idx, b->rank, only))
+            writes |= all.v[i].write;
+        else if (all.v[i].buf == b) {
             if (mine.n == mine.cap) {
                 mine.cap = mine.cap ? 2 * mine.cap : 8;
                 mine.v = xrealloc(mine.v, (size_t)mine.cap * sizeof(Access));
@@ -290,6 +319,14 @@ bool xf_cache(XfCtx *c)
                                     : all.v[i].write && all.v[i].stmt->u.stmt.guarded;
         }
     acc_free(&all);
+    if (only && (writes || mine.n == 0)) {
+        xf_err(c, writes ? "using= stages some of the reads of %s; it is written in %s, and a copy of "
+                           "part of its accesses would go stale"
+                         : "no access of %s in %s uses the loop using= names",
+               b->name, l->u.loop.var->name);
+        acc_free(&mine);
+        return false;
+    }
     if (writes && under_par) {
         /* Copying the whole box back could overwrite what another thread wrote. */
         xf_err(c, "%s is written in %s, inside parallel loop %s; stage it before marking the "
@@ -410,7 +447,7 @@ bool xf_cache(XfCtx *c)
         keep[r.rank - 1] = true, width[nkeep++] = 1;
     Buffer *loc = xf_add_temp(k, name, b->dtype, mem, nkeep, width, l->span);
     xf_set_private(k, loc, l, true);
-    Redirect rd = {.k = k, .from = b, .to = loc, .lo = r.lo, .keep = keep, .width = r.width};
+    Redirect rd = {.k = k, .from = b, .to = loc, .lo = r.lo, .keep = keep, .width = r.width, .only = only};
     for (int i = 0; i < l->u.loop.body.n; i++) {
         xf_visit_exprs(k, l->u.loop.body.v[i], redirect_cb, &rd);
         redirect_stores(&rd, l->u.loop.body.v[i]);

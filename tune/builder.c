@@ -697,7 +697,8 @@ SBuf *bld_cache(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *n
 }
 
 /* cache and gather: the staged buffer's handle, with the copy nests they made */
-static SBuf *staged(Builder *b, const char *op, SBuf *buf, SLoop *at, const char *mem, const char *name, bool squeeze)
+static SBuf *staged(Builder *b, const char *op, SBuf *buf, SLoop *at, const char *mem, const char *name, bool squeeze,
+                    SLoop *use)
 {
     Call c;
     call_init(&c, op);
@@ -709,6 +710,8 @@ static SBuf *staged(Builder *b, const char *op, SBuf *buf, SLoop *at, const char
         put_name(&c, "name", chosen(b, name));
     if (squeeze)
         put_int(&c, "squeeze", 1);
+    if (use)
+        put_loop(b, &c, "using", use);
     int nv, nb;
     if (!run(b, &c, &nv, &nb))
         return NULL;
@@ -738,12 +741,17 @@ static SBuf *staged(Builder *b, const char *op, SBuf *buf, SLoop *at, const char
 
 SBuf *bld_cache_squeezed(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *name, bool squeeze)
 {
-    return staged(b, "cache", buf, at, mem, name, squeeze);
+    return staged(b, "cache", buf, at, mem, name, squeeze, NULL);
+}
+
+SBuf *bld_cache_using(Builder *b, SBuf *buf, SLoop *at, SLoop *use)
+{
+    return staged(b, "cache", buf, at, NULL, NULL, false, use);
 }
 
 SBuf *bld_gather(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *name)
 {
-    return staged(b, "gather", buf, at, mem, name, false);
+    return staged(b, "gather", buf, at, mem, name, false, NULL);
 }
 
 bool bld_padding(Builder *b, SBuf *buf, SVal amount)

@@ -114,6 +114,8 @@ bool bld_parallel(Builder *b, SLoop *l);
 SBuf *bld_cache(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *name);
 /* squeeze: cache(.., squeeze=1), the dimensions `at` fixes left out */
 SBuf *bld_cache_squeezed(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *name, bool squeeze);
+/* using: cache(.., using=use), only the reads whose subscripts use that loop (NULL: all) */
+SBuf *bld_cache_using(Builder *b, SBuf *buf, SLoop *at, SLoop *use);
 /* gather(buf, at, mem=, name=): one read of buf staged as the loops inside `at`
  * that move it walk it (nest[0]: the copy's loops) */
 SBuf *bld_gather(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *name);

@@ -266,8 +266,9 @@ static void put_first(int64_t *c, int *n, int cap, int64_t v)
 /* ---- templates ---- */
 
 /* The load in the reduction's value that depends on the column loop b but not on
- * the row loop a: the operand whose panel is reused across rows (GEMM's B). */
-static const Buffer *panel_operand(const Expr *e, const Var *a, const Var *b)
+ * the row loop a: the operand whose panel is reused across rows (GEMM's B).  The
+ * load, not only its buffer: one input may be read in both roles (X·Xᵀ). */
+static const Expr *panel_operand(const Expr *e, const Var *a, const Var *b)
 {
     if (!e)
         return NULL;
@@ -277,10 +278,10 @@ static const Buffer *panel_operand(const Expr *e, const Var *a, const Var *b)
             ua |= ir_expr_uses_var(e->u.load.idx[d], a);
             ub |= ir_expr_uses_var(e->u.load.idx[d], b);
         }
-        return ub && !ua && e->u.load.buf->kind == BUF_IN ? e->u.load.buf : NULL;
+        return ub && !ua && e->u.load.buf->kind == BUF_IN ? e : NULL;
     }
     for (int i = 0; i < ir_expr_arity(e->kind); i++) {
-        const Buffer *r = panel_operand(e->args[i], a, b);
+        const Expr *r = panel_operand(e->args[i], a, b);
         if (r)
             return r;
     }
@@ -295,27 +296,11 @@ static const Buffer *panel_operand(const Expr *e, const Var *a, const Var *b)
  * loops and buffers each one hands back. */
 
 
-/* The first load of buffer b in e. */
-static const Expr *load_of(const Expr *e, const Buffer *b)
+/* Which dimension of the operand's load x the reduction loop k indexes, and which
+ * the spatial loop s (each -1 when none or several do, or one subscript mixes them). */
+static void operand_dims(const Expr *x, const Var *k, const Var *s, int *rank, int *kdim, int *sdim)
 {
-    if (!e)
-        return NULL;
-    if (e->kind == IE_LOAD && e->u.load.buf == b)
-        return e;
-    for (int i = 0; i < ir_expr_arity(e->kind); i++) {
-        const Expr *r = load_of(e->args[i], b);
-        if (r)
-            return r;
-    }
-    return NULL;
-}
-
-/* Which dimension of operand b's load the reduction loop k indexes, and which the
- * spatial loop s (each -1 when none or several do, or one subscript mixes them). */
-static void operand_dims(const Expr *value, const Buffer *b, const Var *k, const Var *s, int *rank, int *kdim,
-                         int *sdim)
-{
-    const Expr *x = load_of(value, b);
+    const Buffer *b = x->u.load.buf;
     *rank = b->rank, *kdim = -1, *sdim = -1;
     for (int d = 0; x && d < b->rank; d++) {
         bool uk = ir_expr_uses_var(x->u.load.idx[d], k), us = ir_expr_uses_var(x->u.load.idx[d], s);
@@ -369,23 +354,32 @@ static NestInfo *nest_info(const Kernel *k, const Nest *n, Arena *a)
     if (!n->red)
         return x;
     x->mul = n->red->u.stmt.value->kind == IE_MUL;
+    x->quot = n->red->u.stmt.value->kind == IE_DIV;
     /* the transformation's own legality decides */
-    x->scaled = x->mul && n->nloops > n->nspatial && rules_factor_out_applies(k, x->loop[n->nspatial]);
+    x->scaled = (x->mul || x->quot) && n->nloops > n->nspatial && rules_factor_out_applies(k, x->loop[n->nspatial]);
+    /* a product divided by what the sum does not move (X·Xᵀ / F): once factor_out
+     * takes the divisor out of the sum (contraction_b), a product like any other;
+     * without, no template took it and it ran as three scalar loops (999 x 999 x 257,
+     * one thread, Zen 3: 267 ms against 6 for the product alone) */
+    if (x->quot && x->scaled)
+        x->mul = true;
     x->out = arena_strdup(a, n->red->u.stmt.buf->name);
     x->out_t = n->red->u.stmt.buf->dtype;
     if (n->nspatial >= 2) {
         const Var *va = n->loops[n->nspatial - 2]->u.loop.var, *vb = n->loops[n->nspatial - 1]->u.loop.var;
-        const Buffer *pb = panel_operand(n->red->u.stmt.value, va, vb), *pa = panel_operand(n->red->u.stmt.value, vb, va);
+        const Expr *lb = panel_operand(n->red->u.stmt.value, va, vb), *la = panel_operand(n->red->u.stmt.value, vb, va);
+        const Buffer *pb = lb ? lb->u.load.buf : NULL, *pa = la ? la->u.load.buf : NULL;
         if (pb)
             x->pb = arena_strdup(a, pb->name), x->pb_t = pb->dtype, x->pb_in = pb->kind == BUF_IN;
         if (pa)
             x->pa = arena_strdup(a, pa->name), x->pa_t = pa->dtype, x->pa_in = pa->kind == BUF_IN;
+        x->self = pa && pa == pb;
         const Var *vk = n->nloops == n->nspatial + 1 ? n->loops[n->nloops - 1]->u.loop.var : NULL;
         x->pa_kdim = x->pa_sdim = x->pb_kdim = x->pb_sdim = -1;
-        if (pa && vk)
-            operand_dims(n->red->u.stmt.value, pa, vk, va, &x->pa_rank, &x->pa_kdim, &x->pa_sdim);
-        if (pb && vk)
-            operand_dims(n->red->u.stmt.value, pb, vk, vb, &x->pb_rank, &x->pb_kdim, &x->pb_sdim);
+        if (la && vk)
+            operand_dims(la, vk, va, &x->pa_rank, &x->pa_kdim, &x->pa_sdim);
+        if (lb && vk)
+            operand_dims(lb, vk, vb, &x->pb_rank, &x->pb_kdim, &x->pb_sdim);
     }
     return x;
 }
@@ -466,9 +460,9 @@ static void layout_last(Builder *b, SBuf *s, int rank, int last)
  * dimension; a transposing one has its outer loop in blocks of 8, which pass
  * transpose moves through registers 8 x 8 at a time (cpu_transpose_blocks.c). */
 static void pack_rows(Builder *b, const char *buf, DType t, int rank, int last, int outer, SLoop *at, int vec,
-                      bool par)
+                      bool par, SLoop *use)
 {
-    SBuf *s = bld_cache(b, bld_buf(b, buf), at, NULL, NULL);
+    SBuf *s = bld_cache_using(b, bld_buf(b, buf), at, use);
     if (!s || rank > 8 || s->nnest < 1 || s->rank[0] != rank)
         return;
     SLoop *cl = s->nest[0][last], *co = s->nest[0][outer], *o, *i;
@@ -491,10 +485,10 @@ static void pack_rows(Builder *b, const char *buf, DType t, int rank, int last, 
  * EPYC, one thread, 0.84 of OpenBLAS against 1.01 as strips.  The copy runs on
  * threads over its outer loop: vectorised along the columns where B's rows hold
  * them, else (A·Bᵀ) a transposing copy, the strips' NR columns in blocks of 8. */
-static void pack_panel(Builder *b, const NestInfo *n, SLoop *at, int nr, bool par)
+static void pack_panel(Builder *b, const NestInfo *n, SLoop *at, int nr, bool par, SLoop *use)
 {
     int rank = n->pb_rank, kd = n->pb_kdim, sd = n->pb_sdim;
-    SBuf *s = bld_cache(b, bld_buf(b, n->pb), at, NULL, NULL);
+    SBuf *s = bld_cache_using(b, bld_buf(b, n->pb), at, use);
     if (!s || rank > 7 || s->nnest < 1 || s->rank[0] != rank)
         return;
     SLoop *cs = s->nest[0][sd], *ck = s->nest[0][kd], *so, *si;
@@ -528,12 +522,15 @@ static void pack_panel(Builder *b, const NestInfo *n, SLoop *at, int nr, bool pa
  * few), reduction innermost (pack_rows).  The copies run on threads where they sit
  * outside the parallel loop: not at all when it is outside them (`outer_par`: the
  * column blocks, or a batch loop), B's when the row blocks are (rows_par). */
-static void pack_blocks(Builder *b, const NestInfo *n, SLoop *ko, SLoop *ablk, int nr, bool rows_par, bool outer_par)
+static void pack_blocks(Builder *b, const NestInfo *n, SLoop *ko, SLoop *ablk, int nr, bool rows_par, bool outer_par,
+                        SLoop *arow, SLoop *bcol)
 {
-    pack_panel(b, n, ko, nr, !outer_par);
+    /* one buffer in both roles: each copy takes the reads its role's loop indexes */
+    pack_panel(b, n, ko, nr, !outer_par, n->self ? bcol : NULL);
     if (n->pa && n->pa_in && n->pa_kdim >= 0 && n->pa_sdim >= 0) {
         int ao = n->pa_kdim < n->pa_sdim ? n->pa_kdim : n->pa_sdim;
-        pack_rows(b, n->pa, n->pa_t, n->pa_rank, n->pa_kdim, ao, ablk, nr, !outer_par && (!rows_par || ablk == ko));
+        pack_rows(b, n->pa, n->pa_t, n->pa_rank, n->pa_kdim, ao, ablk, nr, !outer_par && (!rows_par || ablk == ko),
+                  n->self ? arow : NULL);
     }
 }
 
@@ -848,9 +845,9 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
     ord[no++] = b1i;
     bld_reorder(b, ord, no);
     if (blocks)
-        pack_blocks(b, n, ko, mc ? a1oo : ko, bk.nr, rows_outer, jc != NULL || iouter >= 0);
+        pack_blocks(b, n, ko, mc ? a1oo : ko, bk.nr, rows_outer, jc != NULL || iouter >= 0, a1i, b1i);
     else if (variant == 0 || rows_outer) {
-        SBuf *pk = bld_cache(b, bld_buf(b, n->pb), b1o, NULL, NULL);
+        SBuf *pk = bld_cache_using(b, bld_buf(b, n->pb), b1o, n->self ? b1i : NULL);
         /* B read along its rows (A·Bᵀ, Aᵀ·Bᵀ): the packed panel is stored with the
          * column dimension last, so the micro-kernel's vector loop reads it
          * contiguously whatever B's layout */
@@ -1585,8 +1582,7 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
         infos[i] = nest_info(u, &ns[i], a);
     int ncontr = 0, nred = 0;
     for (int i = 0; i < nn; i++) {
-        ncontr += ns[i].red && ns[i].nspatial >= 1 && ns[i].nloops - ns[i].nspatial >= 1 &&
-                  ns[i].red->u.stmt.value->kind == IE_MUL;
+        ncontr += ns[i].red && ns[i].nspatial >= 1 && ns[i].nloops - ns[i].nspatial >= 1 && infos[i]->mul;
         nred += ns[i].red != NULL;
     }
     int dropped = 0;

@@ -62,7 +62,7 @@ const IgPlan *rules_igemm_read(const Kernel *u, Node *const *loops, const Node *
 {
     const NestInfo *n = ns[0];
     int nm = n->nspatial - 1, nred = n->nloops - n->nspatial;
-    if (!n->red || !n->mul || nm < 1 || nred < 1 || (nm == 1 && nred == 1) || nm > IG_MAX || nred > IG_MAX ||
+    if (!n->red || !n->mul || n->quot || nm < 1 || nred < 1 || (nm == 1 && nred == 1) || nm > IG_MAX || nred > IG_MAX ||
         n->out_t != DT_F32)
         return NULL;
     const Buffer *out = ir_find_buffer(u, n->out);

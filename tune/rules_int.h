@@ -14,7 +14,9 @@ typedef struct NestInfo {
     int nloops, nspatial;
     const char *loop[16];
     int64_t ext[16];
-    bool red, mul;           /* a reduction; its value is a product */
+    bool red, mul;           /* a reduction; its value is a product (or a quotient
+                                whose divisor factor_out takes out of the sum) */
+    bool quot;               /* the value is a quotient (the CPU template factors it) */
     const char *out;         /* the reduction's output */
     DType out_t;
     /* over the last two spatial loops a, b: the operand read along b only (GEMM's
@@ -26,6 +28,8 @@ typedef struct NestInfo {
     int pa_rank, pa_kdim, pa_sdim;
     int pb_rank, pb_kdim, pb_sdim;
     bool pa_in, pb_in;       /* the operand is an input of the kernel */
+    bool self;               /* A and B are one buffer read in two roles (X·Xᵀ):
+                                each role packed through cache(.., using=) */
     /* what the nest's last statement writes (an epilogue's result), its row length
      * (0: not known) and whether it is an output of the kernel */
     const char *wr;

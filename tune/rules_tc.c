@@ -191,7 +191,7 @@ enum { REALIGN_MACS = 1 << 24 };
  * not divide are padded. */
 static bool tc_fits(const NestInfo *n, int bm, int bn, int bk, TcFit *f)
 {
-    if (n->nspatial < 2 || n->nspatial > 3 || !n->red || !n->mul || n->nloops != n->nspatial + 1 ||
+    if (n->nspatial < 2 || n->nspatial > 3 || !n->red || !n->mul || n->quot || n->nloops != n->nspatial + 1 ||
         n->out_t != DT_F32)
         return false;
     if (!n->pa || !n->pb || n->pa_t != n->pb_t || (n->pa_t != DT_F16 && n->pa_t != DT_BF16))
