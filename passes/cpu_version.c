@@ -12,6 +12,16 @@
  * and, when every statement of the body lies under a hoisted guard, that sits in
  * `if ANY`, false when no hoisted guard can hold (a tile wholly past the edge).
  *
+ * Where L is serial and TEST holds over a first run of its iterations (L's
+ * variable with a positive coefficient in every conjunct: the full tiles before a
+ * ragged edge, the reduction steps below a triangular mask's diagonal) or over a
+ * last run (negative in every one), L's range is cut where TEST starts or stops
+ * holding instead: the fast copy runs in a loop of its own over that run, keeping
+ * L's variable, and the rest of the range runs BODY as it was (under `if ANY`) in
+ * a loop with a fresh variable.  The iterations run in the same order, and no
+ * test is left inside the loop (a 777^3 lower-triangular A·B, one thread, Zen 3:
+ * 17.0-20.6 ms with the test at every reduction step, 7.0-7.2 ms cut).
+ *
  * A guard is hoisted out of L when its condition is a conjunction of affine
  * comparisons, L is the innermost serial or parallel loop whose variable it uses,
  * the other inner variables it uses belong to unroll or vector loops of constant
@@ -33,6 +43,7 @@
  * later pass unrolls, vectorises or transposes are left alone, as are loops of one
  * iteration and loops inside vector loops. */
 #include "cpu.h"
+#include "xform_int.h"
 
 #define MAX_HOISTED 64
 #define MAX_INNER 16
@@ -249,7 +260,49 @@ static void decide_bounds(const Ver *v, NodeList *l)
 
 static void version_list(Ver *v, NodeList *l, bool in_vector);
 
-static void version_loop(Ver *v, Node *L)
+/* Where every conjunct of TEST holds over a first run of a serial L's iterations
+ * (L's variable with a positive coefficient in each: a triangular mask `k <= i`
+ * versioned at the reduction loop k) or over a last run (negative in each), the
+ * point where TEST starts or stops holding: L's range is cut there instead of TEST
+ * being evaluated at every iteration, which left the register tile's accumulators
+ * in a loop with two bodies (777^3 lower-triangular A·B, Zen 3: 27 GFLOP/s).
+ * *first: the run is a prefix.  NULL when the conjuncts do not say so. */
+static Expr *test_edge(const Ver *v, const Node *L, bool *first)
+{
+    Kernel *k = v->k;
+    int id = L->u.loop.var->id, sign = 0;
+    Expr *edge = NULL;
+    if (L->u.loop.kind != LOOP_SERIAL || v->nfacts == 0 || v->nfacts == MAX_FACTS)
+        return NULL;
+    for (int f = 0; f < v->nfacts; f++) {
+        int64_t kv = ar_aff_coef(&v->fact[f], id);
+        if (kv == 0 || (sign && (kv > 0) != (sign > 0)))
+            return NULL;
+        sign = kv > 0 ? 1 : -1;
+        ArAff rest = v->fact[f];
+        for (int t = 0; t < rest.n; t++)
+            if (rest.var[t] == id)
+                rest.k[t] = 0;
+        Expr *r = cpu_aff_terms(k, &rest);
+        Expr *b = ir_int(k, v->bound[f]);
+        Expr *e;
+        if (kv > 0) /* kv v + rest <= bound: v < (bound - rest) / kv + 1, floor */
+            e = ir_bin(k, IE_DIV, r ? ir_bin(k, IE_SUB, ir_bin(k, IE_ADD, b, ir_int(k, kv)), r)
+                                    : ir_bin(k, IE_ADD, b, ir_int(k, kv)),
+                       ir_int(k, kv));
+        else        /* v >= ceil((rest - bound) / -kv) */
+            e = ir_bin(k, IE_DIV, ir_bin(k, IE_ADD, r ? ir_bin(k, IE_SUB, r, b) : ir_bin(k, IE_SUB, ir_int(k, 0), b),
+                                          ir_int(k, -kv - 1)),
+                       ir_int(k, -kv));
+        edge = edge ? ir_bin(k, sign > 0 ? IE_MIN : IE_MAX, edge, e) : e;
+    }
+    *first = sign > 0;
+    return edge;
+}
+
+/* Versions L, entry at of list l; returns a loop it put beside L in l (the part of
+ * L's range where TEST holds, run as the fast copy), or NULL. */
+static Node *version_loop(Ver *v, NodeList *l, int at, Node *L)
 {
     Kernel *k = v->k;
     Inner in[MAX_INNER];
@@ -258,8 +311,45 @@ static void version_loop(Ver *v, Node *L)
     v->test = v->any = NULL;
     hoist_collect(v, L, &L->u.loop.body, in, 0);
     if (v->nh == 0)
-        return;
+        return NULL;
     bool covered = all_covered(v, &L->u.loop.body);
+    bool first = false;
+    Expr *edge = test_edge(v, L, &first);
+    if (edge) {
+        /* lo..s and s..hi, s = max(lo, min(hi, edge)); the fast copy in a loop of
+         * its own over the run where TEST holds, the rest as it was */
+        Expr *cut = ir_simplify(k, ir_bin(k, IE_MAX, ir_clone_expr(k, L->u.loop.lo),
+                                          ir_bin(k, IE_MIN, ir_clone_expr(k, L->u.loop.hi), edge)));
+        for (int i = 0; i < v->nh; i++)
+            v->hoisted[i]->u.guard.holds = true;
+        /* the fast loop keeps L's variable; the edge's copy takes a fresh one */
+        Var *lv = L->u.loop.var, *ev = ir_new_var(k, xf_fresh_name(k, lv->name));
+        Node *fast = first ? ir_loop(k, lv, ir_clone_expr(k, L->u.loop.lo), ir_clone_expr(k, cut), L->span)
+                           : ir_loop(k, lv, ir_clone_expr(k, cut), ir_clone_expr(k, L->u.loop.hi), L->span);
+        fast->u.loop.kind = L->u.loop.kind;
+        for (int i = 0; i < L->u.loop.body.n; i++)
+            ir_list_push(&fast->u.loop.body, ir_clone_node(k, L->u.loop.body.v[i]), fast);
+        for (int i = 0; i < v->nh; i++)
+            v->hoisted[i]->u.guard.holds = false;
+        decide_bounds(v, &fast->u.loop.body);
+        if (first)
+            L->u.loop.lo = cut;
+        else
+            L->u.loop.hi = cut;
+        if (covered) {
+            Node *any = ir_guard(k, v->any, L->span);
+            for (int i = 0; i < L->u.loop.body.n; i++)
+                ir_list_push(&any->u.guard.body, L->u.loop.body.v[i], any);
+            L->u.loop.body.n = 0;
+            ir_list_push(&L->u.loop.body, any, L);
+        }
+        Expr *ee = ir_var(k, ev);
+        for (int i = 0; i < L->u.loop.body.n; i++)
+            xf_subst_tree(k, L->u.loop.body.v[i], lv, ee);
+        L->u.loop.var = ev;
+        ir_list_insert(l, at + (first ? 0 : 1), fast, L->parent);
+        return fast;
+    }
     /* the fast copy: the hoisted guards marked while cloning */
     for (int i = 0; i < v->nh; i++)
         v->hoisted[i]->u.guard.holds = true;
@@ -279,6 +369,7 @@ static void version_loop(Ver *v, Node *L)
     } else {
         ir_list_push(&L->u.loop.body, ver, L);
     }
+    return NULL;
 }
 
 static void version_list(Ver *v, NodeList *l, bool in_vector)
@@ -292,9 +383,13 @@ static void version_list(Ver *v, NodeList *l, bool in_vector)
         }
         if (n->kind != N_LOOP)
             continue;
-        if (!in_vector && versionable(v, n))
-            version_loop(v, n);
+        Node *fast = !in_vector && versionable(v, n) ? version_loop(v, l, i, n) : NULL;
         version_list(v, &n->u.loop.body, in_vector || n->u.loop.kind == LOOP_VECTOR);
+        if (fast) {
+            /* the loop put beside n: its inner loops versioned too, and stepped over */
+            version_list(v, &fast->u.loop.body, in_vector);
+            i++;
+        }
     }
 }
 
