@@ -199,11 +199,15 @@ static bool cpu_flash_b(Builder *b, const void *vctx)
      * broadcasts R of them each head-dimension step, and a bf16 one is a scalar
      * load, shift and broadcast where an f32 one is one broadcast load (1 x 1 x
      * 2048 x 64 bf16, one thread, Zen 3 AVX2: `--run` 25.1 -> 22.9 ms in one pair;
-     * bench/cpu/attention.sh's kernel-alone CPU time 23.8 -> 23.1 ms) */
-    if (c->q16) {
+     * bench/cpu/attention.sh's kernel-alone CPU time 23.8 -> 23.1 ms).  f32
+     * queries too where the last block is padded: read in place each broadcast is
+     * a bound-checked load (2048 x 2048 x 64 f32, 6-row blocks: 28.4 ms in place,
+     * staged 18.1 ms; 4-row blocks, unpadded, 19.6) */
+    bool padded = x->rows % R.i != 0 || x->rows < R.i;
+    if (c->q16 || padded) {
         /* the row block: f_io, or its inner part where the blocks were dealt out */
         SBuf *qs = bld_cache(b, bld_buf(b, x->Q), par == fio ? fio : po, NULL, "f_q");
-        if (!qs || !bld_storage(b, qs, "f32"))
+        if (!qs || (c->q16 && !bld_storage(b, qs, "f32")))
             return false;
     }
     bld_parallel(b, par);
