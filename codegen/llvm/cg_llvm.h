@@ -11,7 +11,9 @@
  * byte).  The caller provides every buffer except MEM_LOCAL temporaries, which the
  * generated code keeps on its own stack (one private copy per thread when they live
  * inside a parallel loop); bufs[i] for those is not read and may be NULL.  Buffers must
- * not overlap (they are `noalias`) and must be aligned to CG_BUF_ALIGN bytes.
+ * not overlap (they are `noalias`).  JIT code (cg_llvm_jit) assumes them aligned to
+ * CG_BUF_ALIGN bytes; emitted code (cg_llvm_emit: objects, `perfc lib`) only to their
+ * element's size.
  *
  * Size parameters must all be bound: their values are compiled in as constants, so a
  * compiled kernel serves one shape.  Parallel loops call perfc_parallel_for
@@ -28,7 +30,7 @@
 
 #include "../../ir/ir.h"
 
-/* Alignment the generated code assumes for every buffer passed in bufs[]. */
+/* Alignment JIT code assumes for every buffer passed in bufs[]. */
 #define CG_BUF_ALIGN 64
 
 typedef void (*KernelEntry)(void **bufs);

@@ -112,7 +112,8 @@ static void alloc_private(Fn *f)
  * the calling convention promises about it. */
 static LLVMValueRef buffer_pointer(Cg *g, const Buffer *b, LLVMValueRef load)
 {
-    LLVMMetadataRef align = LLVMValueAsMetadata(LLVMConstInt(g->ti64, CG_BUF_ALIGN, 0));
+    unsigned al = g->t->any_align ? (unsigned)dtype_bytes(b->dtype) : CG_BUF_ALIGN;
+    LLVMMetadataRef align = LLVMValueAsMetadata(LLVMConstInt(g->ti64, al, 0));
     LLVMSetMetadata(load, LLVMGetMDKindIDInContext(g->C, "align", 5),
                     LLVMMetadataAsValue(g->C, LLVMMDNodeInContext2(g->C, &align, 1)));
     int64_t bytes = g->elems[b->id] * dtype_bytes(b->dtype);

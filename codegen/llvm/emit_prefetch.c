@@ -63,7 +63,10 @@ void cg_emit_prefetch(Fn *f, const Node *n)
     int64_t esz = dtype_bytes(b->dtype), w[8], pitch[8];
     LLVMValueRef lo[8];
     /* Alignment of the box's runs, up to a line: global buffers start on one
-     * (CG_BUF_ALIGN), private ones on an element. */
+     * (CG_BUF_ALIGN), private ones on an element.  Emitted code keeps the line
+     * for global buffers though it no longer assumes it for loads and stores
+     * (CgTarget.any_align): a prefetch is a hint, and a buffer off a line then
+     * only misses the end of a run. */
     int64_t al = g->priv[b->id] ? esz : CG_BUF_ALIGN < 64 ? CG_BUF_ALIGN : 64;
     pitch[rank - 1] = 1;
     for (int d = rank - 2; d >= 0; d--)

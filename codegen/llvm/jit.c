@@ -349,6 +349,9 @@ bool cg_llvm_emit(const Kernel *k, const char *target, CgEmitKind kind, StrBuf *
     CgTarget t;
     if (!lookup_target(target, &t, d))
         return false;
+    /* emitted code is called by programs that allocate as they like (malloc's 16
+     * bytes): it assumes no more than an element's alignment */
+    t.any_align = true;
     LLVMTargetMachineRef tm = cg_thread_target_machine(&t, d);
     if (!tm)
         return false;

@@ -3,9 +3,9 @@
  *   lib_check LIB.so NAME FILE.pdl KERNEL 'M=33,N=17,K=5' [--aligned] [--seed N]
  *       loads LIB.so, fills the kernel's inputs with seeded values, calls it through
  *       NAME_call and compares every output with ir_interp on the same inputs.
- *       Tensors are 64-byte aligned with --aligned (sizes equal to a specialised set
- *       then run the scheduled code), else deliberately 4 bytes off (the general
- *       variant runs whatever the sizes).
+ *       Tensors are 64-byte aligned with --aligned, else deliberately 4 bytes off;
+ *       sizes equal to a specialised set run the scheduled CPU code either way (the
+ *       GPU's needs --aligned).
  *   lib_check LIB.so NAME FILE.pdl KERNEL 'M=..' --errors
  *       bad calls get their error code and a message, never a crash: a NULL tensor,
  *       a negative size, a size whose byte count overflows, an unknown kernel.
