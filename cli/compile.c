@@ -215,7 +215,7 @@ static void add_default_schedule(Compilation *c)
     if (c->nscheds || o->no_schedule || o->no_default_schedule || o->autotune || o->actions ||
         (!target_is_cpu(c->target) && !target_is_gpu(c->target)))
         return;
-    TuneInput in = {.prog = c->prog, .ast = c->ast, .values = c->values, .bound = c->bound};
+    TuneInput in = {.prog = c->prog, .ast = c->ast, .values = c->values, .bound = c->bound, .threads = o->threads};
     char *text = tune_default_schedule(&in, c->unscheduled, c->target, c->default_origin, sizeof c->default_origin);
     if (!text)
         return;

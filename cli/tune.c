@@ -37,6 +37,7 @@ int cli_tune_autotune(Compilation *c)
     in.bound = c->bound;
     in.scheds = c->scheds;
     in.nscheds = compilation_user_scheds(c);
+    in.threads = c->o->threads;
     TuneOptions to;
     tune_options_init(&to);
     to.target = c->o->target;

@@ -1568,7 +1568,7 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
             break;
         }
     int lanes = tune_vector_lanes(target, t);
-    int threads = rt_cpu_count();
+    int threads = in->threads > 0 ? in->threads : rt_cpu_count();
     bool gpu = target_is_gpu(target);
     Nest ns[16];
     int nn = 0;

@@ -247,7 +247,8 @@ bool rules_attention_cpu(const TuneInput *in, const Kernel *u, const Target *tar
     c->regs = blocking_vector_regs(target);
     /* a few parts a thread, and no more than the row blocks of the smallest tile */
     int64_t blocks = (c->x.rows + 7) / 8;
-    c->parts = 4 * rt_cpu_count() < blocks ? 4 * rt_cpu_count() : blocks;
+    int threads = in->threads > 0 ? in->threads : rt_cpu_count();
+    c->parts = 4 * threads < blocks ? 4 * threads : blocks;
     int n0 = sp->n;
     rules_offer(in, cpu_flash_b, c, a, sp, "rules: attention, fused (online_softmax), register tiles", false);
     return sp->n > n0;

@@ -46,6 +46,10 @@ typedef struct TuneInput {
     /* With parameters in the schedules: they alone are the space, even on a CPU,
      * where the rules' templates otherwise compete with them (tune_space) */
     bool own_only;
+    /* The threads the kernel will run on (--threads); <= 0: every core.  The CPU
+     * templates deal work out to that many (a second column block for a second
+     * thread cost 15% of a 300 x 300 x 2000 product run on one) */
+    int threads;
 } TuneInput;
 
 struct TuneRule;
