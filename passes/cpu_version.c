@@ -272,6 +272,7 @@ static Expr *test_edge(const Ver *v, const Node *L, bool *first)
     Kernel *k = v->k;
     int id = L->u.loop.var->id, sign = 0;
     Expr *edge = NULL;
+    /* a full fact table may have dropped conjuncts of TEST: no edge from it */
     if (L->u.loop.kind != LOOP_SERIAL || v->nfacts == 0 || v->nfacts == MAX_FACTS)
         return NULL;
     for (int f = 0; f < v->nfacts; f++) {
@@ -284,20 +285,39 @@ static Expr *test_edge(const Ver *v, const Node *L, bool *first)
             if (rest.var[t] == id)
                 rest.k[t] = 0;
         Expr *r = cpu_aff_terms(k, &rest);
-        Expr *b = ir_int(k, v->bound[f]);
-        Expr *e;
-        if (kv > 0) /* kv v + rest <= bound: v < (bound - rest) / kv + 1, floor */
-            e = ir_bin(k, IE_DIV, r ? ir_bin(k, IE_SUB, ir_bin(k, IE_ADD, b, ir_int(k, kv)), r)
-                                    : ir_bin(k, IE_ADD, b, ir_int(k, kv)),
-                       ir_int(k, kv));
-        else        /* v >= ceil((rest - bound) / -kv) */
-            e = ir_bin(k, IE_DIV, ir_bin(k, IE_ADD, r ? ir_bin(k, IE_SUB, r, b) : ir_bin(k, IE_SUB, ir_int(k, 0), b),
-                                          ir_int(k, -kv - 1)),
-                       ir_int(k, -kv));
+        if (!r)
+            r = ir_int(k, 0);
+        /* kv > 0: kv v + rest <= bound until v = floor((bound - rest) / kv) + 1;
+         * kv < 0: from v = ceil((rest - bound) / -kv) on (the IR's `/` floors) */
+        Expr *e = kv > 0 ? ir_bin(k, IE_DIV, ir_bin(k, IE_SUB, ir_int(k, v->bound[f] + kv), r), ir_int(k, kv))
+                         : ir_bin(k, IE_DIV, ir_bin(k, IE_ADD, r, ir_int(k, -kv - 1 - v->bound[f])), ir_int(k, -kv));
         edge = edge ? ir_bin(k, sign > 0 ? IE_MIN : IE_MAX, edge, e) : e;
     }
     *first = sign > 0;
     return edge;
+}
+
+/* The fast copy of L's body pushed into `into` (the body of `holder`): the hoisted
+ * guards marked `holds` while cloning, and the bounds TEST decides made constant. */
+static void fast_copy(Ver *v, const Node *L, NodeList *into, Node *holder)
+{
+    for (int i = 0; i < v->nh; i++)
+        v->hoisted[i]->u.guard.holds = true;
+    for (int i = 0; i < L->u.loop.body.n; i++)
+        ir_list_push(into, ir_clone_node(v->k, L->u.loop.body.v[i]), holder);
+    for (int i = 0; i < v->nh; i++)
+        v->hoisted[i]->u.guard.holds = false;
+    decide_bounds(v, into);
+}
+
+/* L's body under one guard `if cond` (ANY: skipped where no hoisted guard can hold). */
+static void body_under(Kernel *k, Node *L, Expr *cond)
+{
+    Node *g = ir_guard(k, cond, L->span);
+    for (int i = 0; i < L->u.loop.body.n; i++)
+        ir_list_push(&g->u.guard.body, L->u.loop.body.v[i], g);
+    L->u.loop.body.n = 0;
+    ir_list_push(&L->u.loop.body, g, L);
 }
 
 /* Versions L, entry at of list l; returns a loop it put beside L in l (the part of
@@ -316,33 +336,22 @@ static Node *version_loop(Ver *v, NodeList *l, int at, Node *L)
     bool first = false;
     Expr *edge = test_edge(v, L, &first);
     if (edge) {
-        /* lo..s and s..hi, s = max(lo, min(hi, edge)); the fast copy in a loop of
-         * its own over the run where TEST holds, the rest as it was */
+        /* lo..s and s..hi, s = max(lo, min(hi, edge)): the fast copy in a loop of
+         * its own over the run where TEST holds, keeping L's variable; the rest as
+         * it was, in L with a fresh one */
         Expr *cut = ir_simplify(k, ir_bin(k, IE_MAX, ir_clone_expr(k, L->u.loop.lo),
                                           ir_bin(k, IE_MIN, ir_clone_expr(k, L->u.loop.hi), edge)));
-        for (int i = 0; i < v->nh; i++)
-            v->hoisted[i]->u.guard.holds = true;
-        /* the fast loop keeps L's variable; the edge's copy takes a fresh one */
         Var *lv = L->u.loop.var, *ev = ir_new_var(k, xf_fresh_name(k, lv->name));
         Node *fast = first ? ir_loop(k, lv, ir_clone_expr(k, L->u.loop.lo), ir_clone_expr(k, cut), L->span)
                            : ir_loop(k, lv, ir_clone_expr(k, cut), ir_clone_expr(k, L->u.loop.hi), L->span);
         fast->u.loop.kind = L->u.loop.kind;
-        for (int i = 0; i < L->u.loop.body.n; i++)
-            ir_list_push(&fast->u.loop.body, ir_clone_node(k, L->u.loop.body.v[i]), fast);
-        for (int i = 0; i < v->nh; i++)
-            v->hoisted[i]->u.guard.holds = false;
-        decide_bounds(v, &fast->u.loop.body);
+        fast_copy(v, L, &fast->u.loop.body, fast);
         if (first)
             L->u.loop.lo = cut;
         else
             L->u.loop.hi = cut;
-        if (covered) {
-            Node *any = ir_guard(k, v->any, L->span);
-            for (int i = 0; i < L->u.loop.body.n; i++)
-                ir_list_push(&any->u.guard.body, L->u.loop.body.v[i], any);
-            L->u.loop.body.n = 0;
-            ir_list_push(&L->u.loop.body, any, L);
-        }
+        if (covered)
+            body_under(k, L, v->any);
         Expr *ee = ir_var(k, ev);
         for (int i = 0; i < L->u.loop.body.n; i++)
             xf_subst_tree(k, L->u.loop.body.v[i], lv, ee);
@@ -350,25 +359,15 @@ static Node *version_loop(Ver *v, NodeList *l, int at, Node *L)
         ir_list_insert(l, at + (first ? 0 : 1), fast, L->parent);
         return fast;
     }
-    /* the fast copy: the hoisted guards marked while cloning */
-    for (int i = 0; i < v->nh; i++)
-        v->hoisted[i]->u.guard.holds = true;
+    /* if TEST { the fast copy } else { the body as it was } */
     Node *ver = ir_guard(k, v->test, L->span);
-    for (int i = 0; i < L->u.loop.body.n; i++)
-        ir_list_push(&ver->u.guard.body, ir_clone_node(k, L->u.loop.body.v[i]), ver);
-    for (int i = 0; i < v->nh; i++)
-        v->hoisted[i]->u.guard.holds = false;
-    decide_bounds(v, &ver->u.guard.body);
+    fast_copy(v, L, &ver->u.guard.body, ver);
     for (int i = 0; i < L->u.loop.body.n; i++)
         ir_list_push(&ver->u.guard.els, L->u.loop.body.v[i], ver);
     L->u.loop.body.n = 0;
-    if (covered) {
-        Node *any = ir_guard(k, v->any, L->span);
-        ir_list_push(&any->u.guard.body, ver, any);
-        ir_list_push(&L->u.loop.body, any, L);
-    } else {
-        ir_list_push(&L->u.loop.body, ver, L);
-    }
+    ir_list_push(&L->u.loop.body, ver, L);
+    if (covered)
+        body_under(k, L, v->any);
     return NULL;
 }
 

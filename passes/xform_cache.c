@@ -156,11 +156,8 @@ static bool fresh_each_iteration(Kernel *k, Node *l, Buffer *b, const AccVec *mi
     return inside && covered_first(k, l, b, mine, r);
 }
 
-/* The first access of b in each iteration of l is an unguarded `=` nest that
- * writes every element of the box (its loops run exactly over it), touching b
- * nowhere else but at the element just written: no read in the iteration sees a
- * value from before it, so a copy-in would be dead (an output tile the iteration
- * computes whole, staged in shared memory for a coalesced write-back). */
+/* Whether guard g holds every access of b in the iteration (mine): where it fails
+ * b is not touched at all. */
 static bool holds_all(const Node *g, const AccVec *mine)
 {
     for (int i = 0; i < mine->n; i++)
@@ -169,6 +166,11 @@ static bool holds_all(const Node *g, const AccVec *mine)
     return true;
 }
 
+/* The first access of b in each iteration of l is an unguarded `=` nest that
+ * writes every element of the box (its loops run exactly over it), touching b
+ * nowhere else but at the element just written: no read in the iteration sees a
+ * value from before it, so a copy-in would be dead (an output tile the iteration
+ * computes whole, staged in shared memory for a coalesced write-back). */
 static bool covered_first(Kernel *k, Node *l, Buffer *b, const AccVec *mine, const Region *r)
 {
     if (mine->n == 0)
@@ -305,19 +307,20 @@ bool xf_cache(XfCtx *c)
     AccVec all = {0}, mine = {0};
     acc_collect(c->k, l, &all);
     bool writes = false, padded = false;
-    for (int i = 0; i < all.n; i++)
-        if (all.v[i].buf == b && only && !idx_uses(all.v[i].idx, b->rank, only))
-            writes |= all.v[i].write;
-        else if (all.v[i].buf == b) {
-            if (mine.n == mine.cap) {
-                mine.cap = mine.cap ? 2 * mine.cap : 8;
-                mine.v = xrealloc(mine.v, (size_t)mine.cap * sizeof(Access));
-            }
-            mine.v[mine.n++] = all.v[i];
-            writes |= all.v[i].write;
-            padded |= all.v[i].load ? all.v[i].load->u.load.guarded && !b->has_pad
-                                    : all.v[i].write && all.v[i].stmt->u.stmt.guarded;
+    for (int i = 0; i < all.n; i++) {
+        if (all.v[i].buf != b)
+            continue;
+        writes |= all.v[i].write;
+        if (only && !idx_uses(all.v[i].idx, b->rank, only))
+            continue; /* read in place */
+        if (mine.n == mine.cap) {
+            mine.cap = mine.cap ? 2 * mine.cap : 8;
+            mine.v = xrealloc(mine.v, (size_t)mine.cap * sizeof(Access));
         }
+        mine.v[mine.n++] = all.v[i];
+        padded |= all.v[i].load ? all.v[i].load->u.load.guarded && !b->has_pad
+                                : all.v[i].write && all.v[i].stmt->u.stmt.guarded;
+    }
     acc_free(&all);
     if (only && (writes || mine.n == 0)) {
         xf_err(c, writes ? "using= stages some of the reads of %s; it is written in %s, and a copy of "

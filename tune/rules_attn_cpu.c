@@ -140,7 +140,8 @@ static bool cpu_flash_b(Builder *b, const void *vctx)
      * fall in one set of the L1 cache */
     bld_padding(b, Kt, sv(64 / dtype_bytes(x->dtype)));
     bld_cache_squeezed(b, bld_buf(b, x->V), head, NULL, "f_Vf", true);
-    if (x->rows % R.i || x->rows < R.i)
+    bool padded = x->rows % R.i || x->rows < R.i; /* the last block runs past the rows */
+    if (padded)
         bld_split_padded(b, row, R, "f_io", "f_ii", &fio, &fii);
     else
         bld_split_named(b, row, R, "f_io", "f_ii", &fio, &fii);
@@ -187,7 +188,8 @@ static bool cpu_flash_b(Builder *b, const void *vctx)
      * block runs past the rows, and they stay in the L1 cache.  Staged before the
      * accumulator's initialisation is split, so that the cache sees it cover the
      * block and copies nothing in or out. */
-    SLoop *blk = par == fio ? fio : po;
+    SLoop *blk = par == fio ? fio : po; /* the row block: f_io, or its inner part where
+                                            the blocks were dealt out */
     bld_cache_squeezed(b, bld_buf(b, x->acc), blk, NULL, "f_oacc", true);
     bld_cache_squeezed(b, bld_buf(b, x->m), blk, NULL, "f_m", true);
     bld_cache_squeezed(b, bld_buf(b, x->l), blk, NULL, "f_l", true);
@@ -203,10 +205,8 @@ static bool cpu_flash_b(Builder *b, const void *vctx)
      * queries too where the last block is padded: read in place each broadcast is
      * a bound-checked load (2048 x 2048 x 64 f32, 6-row blocks: 28.4 ms in place,
      * staged 18.1 ms; 4-row blocks, unpadded, 19.6) */
-    bool padded = x->rows % R.i != 0 || x->rows < R.i;
     if (c->q16 || padded) {
-        /* the row block: f_io, or its inner part where the blocks were dealt out */
-        SBuf *qs = bld_cache(b, bld_buf(b, x->Q), par == fio ? fio : po, NULL, "f_q");
+        SBuf *qs = bld_cache(b, bld_buf(b, x->Q), blk, NULL, "f_q");
         if (!qs || (c->q16 && !bld_storage(b, qs, "f32")))
             return false;
     }
@@ -247,7 +247,7 @@ bool rules_attention_cpu(const TuneInput *in, const Kernel *u, const Target *tar
     c->regs = blocking_vector_regs(target);
     /* a few parts a thread, and no more than the row blocks of the smallest tile */
     int64_t blocks = (c->x.rows + 7) / 8;
-    int threads = in->threads > 0 ? in->threads : rt_cpu_count();
+    int threads = rules_threads(in);
     c->parts = 4 * threads < blocks ? 4 * threads : blocks;
     int n0 = sp->n;
     rules_offer(in, cpu_flash_b, c, a, sp, "rules: attention, fused (online_softmax), register tiles", false);

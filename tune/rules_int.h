@@ -39,6 +39,7 @@ typedef struct NestInfo {
     /* factor_out applies to the outermost reduction loop: every term carries a
      * factor the reduction does not move (a product scaled inside the sum) */
     bool scaled;
+    int threads;             /* the threads it will run on (rules_threads) */
 } NestInfo;
 
 /* An implicit GEMM (tune/rules_igemm.c): a contraction with several row loops or
@@ -197,6 +198,8 @@ typedef struct AttnNames {
  * quietly (true when it applied), the first sum loop at or under n, and a loop's
  * extent when it runs from 0 to a positive constant. */
 bool rules_try_apply(Kernel *k, const char *xf, SchedArg *args, int n);
+/* The threads the kernel will run on: the run's --threads, else every core. */
+int rules_threads(const TuneInput *in);
 /* factor_out applies to `loop` of u (tried on a copy, u untouched). */
 bool rules_factor_out_applies(const Kernel *u, const char *loop);
 Node *rules_find_sum_loop(Node *n);
