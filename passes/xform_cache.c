@@ -266,7 +266,7 @@ bool xf_cache(XfCtx *c)
     if (!l)
         return false;
     MemSpace mem;
-    if (!xf_mem_kwarg(c, &mem))
+    if (!xf_mem_kwarg(c, &mem, true))
         return false;
     const SchedArg *nm = xf_kwarg(c, "name");
     if (nm && (nm->kind != SARG_NAME || ir_find_buffer(c->k, nm->name))) {
@@ -288,6 +288,18 @@ bool xf_cache(XfCtx *c)
         xf_err(c, "%s is a vector loop", l->u.loop.var->name);
         return false;
     }
+    /* mem=global: a temporary the caller allocates (the harness, perfc lib's entry
+     * points) instead of an array on the running thread's stack, for a copy too
+     * large for a stack (K and V of an attention head staged as f32).  One copy for
+     * everything, so never under a loop whose iterations run at once. */
+    if (mem == MEM_GLOBAL)
+        for (const Node *p = l; p; p = p->parent)
+            if (p->kind == N_LOOP && p->u.loop.kind != LOOP_SERIAL && p->u.loop.kind != LOOP_UNROLL) {
+                xf_err(c, "a global copy of %s at %s would be shared by the iterations of %s loop %s; "
+                          "stage it outside that loop",
+                       b->name, l->u.loop.var->name, loop_kind_name(p->u.loop.kind), p->u.loop.var->name);
+                return false;
+            }
     /* using=LOOP: only the accesses whose subscripts use the loop's variable are
      * staged, the others read the buffer in place.  For an input read in two roles
      * (a Gram matrix X·Xᵀ: X[i, f] as A, X[j, f] as B), each role its own packed copy. */
@@ -449,7 +461,10 @@ bool xf_cache(XfCtx *c)
     if (nkeep == 0)
         keep[r.rank - 1] = true, width[nkeep++] = 1;
     Buffer *loc = xf_add_temp(k, name, b->dtype, mem, nkeep, width, l->span);
-    xf_set_private(k, loc, l, true);
+    /* a global copy is one for all iterations: not private to any of them, so a
+     * later parallel or bind around it sees the dependence */
+    if (mem != MEM_GLOBAL)
+        xf_set_private(k, loc, l, true);
     Redirect rd = {.k = k, .from = b, .to = loc, .lo = r.lo, .keep = keep, .width = r.width, .only = only};
     for (int i = 0; i < l->u.loop.body.n; i++) {
         xf_visit_exprs(k, l->u.loop.body.v[i], redirect_cb, &rd);
@@ -468,8 +483,9 @@ bool xf_cache(XfCtx *c)
     return true;
 }
 
-/* mem=local|shared of a staging step (cache, gather): local when absent. */
-bool xf_mem_kwarg(XfCtx *c, MemSpace *mem)
+/* mem=local|shared|global of a staging step (cache, gather): local when absent.
+ * global only where `global` is set (cache). */
+bool xf_mem_kwarg(XfCtx *c, MemSpace *mem, bool global)
 {
     const SchedArg *m = xf_kwarg(c, "mem");
     *mem = MEM_LOCAL;
@@ -477,8 +493,10 @@ bool xf_mem_kwarg(XfCtx *c, MemSpace *mem)
         return true;
     if (m->kind == SARG_NAME && strcmp(m->name, "shared") == 0)
         *mem = MEM_SHARED;
+    else if (global && m->kind == SARG_NAME && strcmp(m->name, "global") == 0)
+        *mem = MEM_GLOBAL;
     else if (!(m->kind == SARG_NAME && strcmp(m->name, "local") == 0)) {
-        xf_err(c, "mem= takes local or shared");
+        xf_err(c, global ? "mem= takes local, shared or global" : "mem= takes local or shared");
         return false;
     }
     return true;

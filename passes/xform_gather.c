@@ -306,7 +306,7 @@ bool xf_gather(XfCtx *c)
     if (!l)
         return false;
     MemSpace mem;
-    if (!xf_mem_kwarg(c, &mem))
+    if (!xf_mem_kwarg(c, &mem, false))
         return false;
     const SchedArg *nm = xf_kwarg(c, "name");
     if (nm && (nm->kind != SARG_NAME || ir_find_buffer(c->k, nm->name) || ir_find_var(c->k, nm->name))) {

@@ -205,7 +205,7 @@ bool xf_compute_at(XfCtx *c);
 bool xf_cache(XfCtx *c);
 /* mem=local|shared of a staging step (cache, gather): local when absent; false
  * (with the error) for anything else. */
-bool xf_mem_kwarg(XfCtx *c, MemSpace *mem);
+bool xf_mem_kwarg(XfCtx *c, MemSpace *mem, bool global);
 bool xf_realign(XfCtx *c);
 bool xf_rfactor(XfCtx *c);
 bool xf_padding(XfCtx *c);

@@ -203,6 +203,7 @@ static bool read_fused(Kernel *c, AttnCtx *x, Arena *a)
         x->dh = dh;
         x->masked = masked;
         x->rows = rows;
+        x->keys = ntiles * tile;
         /* a grid of fewer blocks than a large GPU has SMs (about 100 to 140: one head
          * of 4096 rows is 32 blocks of 128) gets blocks of 64 rows, twice as many */
         x->rb = nbatch * ((rows + 127) / 128) < 128 ? 64 : 128;

@@ -33,7 +33,7 @@ typedef struct CpuAttnCtx {
     int64_t lanes;  /* f32 lanes a vector */
     int64_t regs;   /* the target's vector registers */
     int64_t parts;  /* masked chains: the row blocks dealt out in this many strided parts */
-    bool q16;       /* the queries are 16-bit (bf16, f16) */
+    bool q16;       /* Q, K and V are 16-bit (bf16, f16) */
 } CpuAttnCtx;
 
 /* Vectors a row of a register tile of R rows may take, the most (a power of two, so
@@ -132,14 +132,30 @@ static bool cpu_flash_b(Builder *b, const void *vctx)
         head = bld_loop(b, x->batch[x->nbatch - 1]);
     else if (!bld_split_named(b, row, sv(x->rows), "f_all", "f_t", &head, &row))
         return false;
-    SBuf *Kt = bld_cache_squeezed(b, bld_buf(b, x->K), head, NULL, "f_Kt", true);
+    /* 16-bit K and V converted to f32 once a head (the tuner's kv32 parameter), not
+     * in every register tile: there each vector of K or V is widened (a zero
+     * extension and a shift) once a row block, and on a core whose two 512-bit ports
+     * are also its FMA ports those uops take the FMAs' slots (1 x 1 x 2048 x 64 bf16,
+     * one thread, Intel Xeon AVX-512: 0.44 of the FMA peak in place, 0.59 with f32
+     * copies; docs/benchmarks.md "CPU attention"). */
+    static const int64_t kv_c[] = {1, 0};
+    bool kv32 = c->q16 && bld_param(b, "kv32", kv_c, 2).i;
+    int64_t eb = kv32 ? 4 : dtype_bytes(x->dtype), pad = 64 / eb;
+    /* The copies are O(S D), two of them: past half the private bound they are
+     * temporaries the caller allocates (the harness, perfc lib's entry points), not
+     * arrays on the stack of the thread that calls the kernel (S = 8192, D = 128:
+     * 4 MiB of bf16, 8 MiB of f32). */
+    const char *mem = (x->dh * (x->keys + pad) + x->keys * x->dh) * eb > BLOCKING_LOCAL_MAX / 2 ? "global" : NULL;
+    SBuf *Kt = bld_cache_squeezed(b, bld_buf(b, x->K), head, mem, "f_Kt", true);
     if (!Kt || Kt->rank[0] != 2 || !bld_layout(b, Kt, (const int[]){1, 0}, 2))
         return false;
     /* a cache line more a row: the score tile reads a few keys from each of the head
      * dimension's rows, which at 2048 bf16 keys a row are 4 KiB apart and would all
      * fall in one set of the L1 cache */
-    bld_padding(b, Kt, sv(64 / dtype_bytes(x->dtype)));
-    bld_cache_squeezed(b, bld_buf(b, x->V), head, NULL, "f_Vf", true);
+    bld_padding(b, Kt, sv(pad));
+    SBuf *Vf = bld_cache_squeezed(b, bld_buf(b, x->V), head, mem, "f_Vf", true);
+    if (!Vf || (kv32 && (!bld_storage(b, Kt, "f32") || !bld_storage(b, Vf, "f32"))))
+        return false;
     bool padded = x->rows % R.i || x->rows < R.i; /* the last block runs past the rows */
     if (padded)
         bld_split_padded(b, row, R, "f_io", "f_ii", &fio, &fii);

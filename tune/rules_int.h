@@ -143,6 +143,7 @@ typedef struct AttnCtx {
     int64_t rb;                  /* query rows a block: 128, or 64 when 128 would leave SMs idle */
     int64_t dh;                  /* the head size */
     int64_t rows;                /* the query rows (the row loop's extent) */
+    int64_t keys;                /* the keys, rounded up to a whole tile */
     bool wg;                     /* wgmma (sm_90a): a warpgroup of 128 threads per 64 rows */
 } AttnCtx;
 
