@@ -239,7 +239,8 @@ static void add_default_schedule(Compilation *c)
                         "(%s, at its first candidate; --no-default-schedule turns it off):\n",
                 c->ast->name, c->target->name, c->default_origin);
     } else if ((o->verbose || o->dump_after) &&
-               (!strstr(c->default_origin, "contraction") || strstr(c->default_origin, "direct convolution"))) {
+               (!strstr(c->default_origin, "contraction") || strstr(c->default_origin, "direct convolution") ||
+                strstr(c->default_origin, "AMX"))) {
         /* not the GEMM blocking: a template of its own */
         fprintf(stderr, "perfc: kernel %s has no schedule for %s: the default schedule applies "
                         "(%s; --no-default-schedule turns it off):\n",

@@ -65,4 +65,18 @@ typedef struct CpuTBlocks {
  * translates. */
 bool cpu_tblocks_shape(const Kernel *k, const Node *L, bool any_w, CpuTBlocks *t);
 
+/* An AMX tile product (ir/cpu_amx.c): loop L over pairs of k around R rows
+ * (unroll) by W columns (vector) of a dot-product update, its three operands laid
+ * out as AMX tiles read them.  Element strides: Acc a row, A a row, P a pair of k. */
+#define CPU_AMX_MAX_STEPS 64
+typedef struct CpuAmx {
+    const Node *s;                     /* Acc[..] += f32(A[..]) * f32(P[..]) */
+    const Var *kp, *i, *j, *q;         /* the four loops' variables */
+    int64_t kp_lo;                     /* kp's first value (constant) */
+    int64_t rows, cols, steps;         /* R, W and E/16: steps of 16 pairs (32 k) */
+    const Expr *a, *p;                 /* the row operand's load and the panel's */
+    int64_t ldc, lda, ldp;
+} CpuAmx;
+bool cpu_amx_shape(const Kernel *k, const Node *L, CpuAmx *t);
+
 #endif

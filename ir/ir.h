@@ -111,7 +111,7 @@ const char *loop_kind_name(LoopKind k);
  *              store (the pair packing of cpu_dot.c) */
 #define PF_LOOP_HINTS(X) \
     X(NONE, "") X(FILL, "memset") X(COPY, "memcpy") X(TRANSPOSE, "transpose") X(TRANSPOSE_BLOCKS, "transpose-blocks") X(ORDERED, "ordered") X(TWICE, "unroll2") \
-    X(DOT, "dot-product") X(INTERLEAVE, "interleave") \
+    X(DOT, "dot-product") X(INTERLEAVE, "interleave") X(TILES, "amx-tiles") \
     PF_GPU_LOOP_HINTS(X)
 /* How the CUDA back end translates a loop, set by the GPU target lowering
  * (passes/gpu_*.c, docs/cuda.md); like the CPU hints, never a change of meaning.

@@ -6,8 +6,9 @@
  * with NEON; aarch64-sve adds SVE with vscale_range(2,16), i.e. the code needs SVE
  * vectors of at least 256 bits (Graviton3, A64FX) and then uses the z registers for
  * fixed-width vector loops; x86_64-avx512bf16 is Cooper Lake, AVX-512 with the BF16
- * dot product (vdpbf16ps), which AMD's Zen 4 has too; riscv64 is RV64GC with the lp64d ABI and riscv64-v adds
- * the vector extension (VLEN >= 128).
+ * dot product (vdpbf16ps), which AMD's Zen 4 has too; x86_64-amx is Sapphire Rapids, which
+ * adds AMX tiles and their bf16 product (tdpbf16ps); riscv64 is RV64GC with the lp64d
+ * ABI and riscv64-v adds the vector extension (VLEN >= 128).
  *
  * GPU limits are the CUDA programming guide's per-compute-capability values: shared
  * memory is the opt-in maximum a block can get after raising
@@ -20,6 +21,9 @@
 
 #include <pthread.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #define CPU(n, ar, tr, c, f, ab, need, fm, half, vmin, vmax, vw, vb) \
     {.name = n, .cls = TARGET_CPU, .arch = ar, .triple = tr, .cpu = c, .features = f, .abi = ab, \
@@ -46,6 +50,10 @@ static Target targets[] = {
     {.name = "x86_64-avx512bf16", .cls = TARGET_CPU, .arch = ARCH_X86_64, .triple = X86, .cpu = "cooperlake",
      .features = "", .abi = "", .needs = "avx512_bf16", .fma = true, .native_half = true, .vector_width = 512,
      .vector_bytes = 64, .dot_bf16 = true},
+    /* Sapphire Rapids and later: AMX tiles (tdpbf16ps) besides AVX-512 BF16 */
+    {.name = "x86_64-amx", .cls = TARGET_CPU, .arch = ARCH_X86_64, .triple = X86, .cpu = "sapphirerapids",
+     .features = "", .abi = "", .needs = "amx_bf16", .fma = true, .native_half = true, .vector_width = 512,
+     .vector_bytes = 64, .dot_bf16 = true, .amx_bf16 = true},
     CPU("aarch64", ARCH_AARCH64, ARM, "generic", "+neon,+fp-armv8", "", NULL, true, true, 0, 0, 0, 16),
     CPU("aarch64-sve", ARCH_AARCH64, ARM, "generic", "+neon,+fp-armv8,+sve", "", "sve", true, true, 2, 16, 0, 16),
     CPU("riscv64", ARCH_RISCV64, RV, "generic-rv64", "+m,+a,+f,+d,+c", "lp64d", NULL, true, false, 0, 0, 0, 16),
@@ -64,6 +72,26 @@ enum { NTARGETS = sizeof targets / sizeof targets[0] };
 
 static pthread_once_t host_once = PTHREAD_ONCE_INIT;
 
+/* Whether the running CPU has AMX tiles with the bf16 product and the OS saves the
+ * tile state (XCR0 bits 17 and 18): CPUID leaf 7 EDX bits 24 (AMX-TILE) and 22
+ * (AMX-BF16).  A process must still ask Linux for the tiles before it uses them
+ * (perfc_amx_permit, runtime/pool.c). */
+static bool host_amx(void)
+{
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 22)))
+        return false;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) /* OSXSAVE: xgetbv works */
+        return false;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo & (3u << 17)) == (3u << 17);
+#else
+    return false;
+#endif
+}
+
 /* What is known of the running CPU without LLVM: the architecture perfc was built
  * for, and on x86-64 the widest vector registers it has. */
 static void host_init(void)
@@ -79,6 +107,7 @@ static void host_init(void)
         h->vector_bytes = 32;
     h->fma = __builtin_cpu_supports("fma");
     h->dot_bf16 = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vl");
+    h->amx_bf16 = host_amx();
 #elif defined(__aarch64__)
     h->arch = ARCH_AARCH64;
     h->fma = h->native_half = true;

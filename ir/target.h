@@ -40,6 +40,8 @@ typedef struct Target {
     int vector_bytes;       /* widest fixed-width vector register (16, 32, 64) */
     bool dot_bf16;          /* AVX-512 BF16: vdpbf16ps sums the products of pairs of
                              * bf16 into f32 lanes (the CPU pass dot-pairs uses it) */
+    bool amx_bf16;          /* AMX tiles with the bf16 tile product tdpbf16ps (the CPU
+                             * pass amx-tiles uses it), usable: the OS saves the tiles */
 
     /* ---- GPU targets ---- */
     int sm;                 /* compute capability x 10: 80, 86, 89, 90 */

@@ -97,6 +97,9 @@ bool cpu_edge(Kernel *k, const Target *target, Diags *d);
 /* dot-pairs (passes/cpu_dot.c): on a target with Target.dot_bf16, bf16 tile
  * updates into f32 take consecutive k in pairs, their panel stored [k/2][j][2]. */
 bool cpu_dot_pairs(Kernel *k, const Target *target, Diags *d);
+/* amx-tiles (passes/cpu_amx.c): on a target with Target.amx_bf16, those paired
+ * updates of 16 or 32 rows and columns are marked to run as AMX tile products. */
+bool cpu_amx_tiles(Kernel *k, const Target *target, Diags *d);
 bool cpu_unroll2(Kernel *k, Diags *d);
 bool cpu_transpose(Kernel *k, Diags *d);
 bool cpu_vectorize(Kernel *k, Diags *d);

@@ -73,7 +73,7 @@ static Expr *bf16_load(Expr *e)
 /* A panel buffer that may change its layout: a local temporary of constant shape. */
 static bool panel_ok(const Kernel *k, const Buffer *p)
 {
-    return p->kind == BUF_TEMP && p->mem == MEM_LOCAL && p->rank == 2 && !p->has_pad &&
+    return p->kind == BUF_TEMP && (p->mem == MEM_LOCAL || p->mem == MEM_GLOBAL) && p->rank == 2 && !p->has_pad &&
            p->layout == LAYOUT_PLAIN && cpu_dim(k, p, 0) > 0 && cpu_dim(k, p, 1) > 0;
 }
 

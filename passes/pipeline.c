@@ -232,6 +232,10 @@ static bool pass_dot_pairs(Kernel *k, const PipelineOpts *o, Diags *d)
 {
     return !cpu_target(o) || cpu_dot_pairs(k, o->target, d);
 }
+static bool pass_amx_tiles(Kernel *k, const PipelineOpts *o, Diags *d)
+{
+    return !cpu_target(o) || cpu_amx_tiles(k, o->target, d);
+}
 CPU_PASS(pass_transpose, cpu_transpose)
 CPU_PASS(pass_vectorize, cpu_vectorize)
 CPU_PASS(pass_unroll, cpu_unroll)
@@ -344,6 +348,7 @@ static const struct {
     {"version", pass_version, true},
     {"edge", pass_edge, true},
     {"dot-pairs", pass_dot_pairs, true},
+    {"amx-tiles", pass_amx_tiles, true},
     {"unroll2", pass_unroll2, true},
     {"transpose", pass_transpose, true},
     {"vectorize-tiles", pass_vectorize, true},

@@ -8,9 +8,15 @@
  * workers notice the new generation by spinning for a while and otherwise sleep on a
  * condition variable.  Every worker decrements `remaining` once per job, when its
  * chunk is done or at once if a smaller thread count leaves it without one; the
- * submitter runs chunk 0 and then waits for zero before the next job may start. */
+ * submitter runs chunk 0 and then waits for zero before the next job may start.
+ *
+ * It is also the one runtime file generated CPU code links with, so it holds the
+ * other call such code makes: perfc_amx_permit, before AMX tiles are used. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
+#endif
+#ifndef _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE /* syscall() */
 #endif
 #include "pool.h"
 
@@ -201,4 +207,27 @@ void perfc_parallel_for(int64_t n, PoolFn fn, void *ctx)
         pthread_mutex_unlock(&lock);
     }
     pthread_mutex_unlock(&submit_lock);
+}
+
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA 18
+#endif
+
+int perfc_amx_permit(void)
+{
+    static atomic_int granted; /* 0 not asked, 1 granted */
+    if (atomic_load_explicit(&granted, memory_order_acquire))
+        return 1;
+#if defined(__linux__) && defined(__x86_64__)
+    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0) {
+        fprintf(stderr, "perfc: this kernel uses AMX tiles and the system refused them (arch_prctl "
+                        "ARCH_REQ_XCOMP_PERM needs Linux 5.16 or later); compile it for a target without "
+                        "AMX, such as -target x86_64-avx512bf16\n");
+        abort();
+    }
+#endif
+    atomic_store_explicit(&granted, 1, memory_order_release);
+    return 1;
 }

@@ -1705,6 +1705,11 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
     }
     if (ncontr) {
         sp->kclass = "contraction";
+        /* a bf16 product on AMX tiles first, where the core has them */
+        const void *ax = nn == 1 ? rules_amx_read(infos[0], target, a) : NULL;
+        TuneRule *ar = ax ? check_rule(in, rules_amx_b, ax, a, &dropped, d) : NULL;
+        if (ar && !dropped)
+            add_rule(in, sp, ar, a, "rules: contraction, micro-kernel on AMX tiles (tdpbf16ps), panels packed");
         static const char *const origins[5] = {"rules: contraction, micro-kernel, panel packed",
                                                "rules: contraction, micro-kernel",
                                                "rules: contraction, dot-product tiles",

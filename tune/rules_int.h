@@ -184,6 +184,11 @@ void rules_attention_simt(const TuneInput *in, const AttnCtx *x, Arena *a, TuneS
  * collapsed into the outermost. */
 bool rules_attn_grid(Builder *b, const AttnCtx *x, SLoop *fio);
 
+/* The AMX template for a bf16 product into f32 (tune/rules_amx.c): its context for
+ * nest n on the target, or NULL where it does not apply; then its builder. */
+const void *rules_amx_read(const NestInfo *n, const Target *target, Arena *a);
+bool rules_amx_b(Builder *b, const void *ctx);
+
 /* The CPU template for the same chain (tune/rules_attn_cpu.c): fused, K staged
  * transposed per head, register tiles of a few rows; true when it offered it. */
 bool rules_attention_cpu(const TuneInput *in, const Kernel *u, const Target *target, Arena *a, TuneSpace *sp);

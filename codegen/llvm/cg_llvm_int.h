@@ -24,6 +24,8 @@ typedef struct CgTarget {
     int vector_width;        /* "prefer-vector-width"/"min-legal-vector-width" (0: none) */
     bool dot_bf16;           /* LLVM may select vdpbf16ps (avx512bf16 with avx512vl): a
                               * `dot-product` loop becomes one (codegen/llvm/emit_dot.c) */
+    bool amx;                /* LLVM may select AMX tiles and tdpbf16ps: an `amx-tiles`
+                              * loop becomes them (codegen/llvm/emit_amx.c) */
     bool any_align;          /* code for callers outside perfc (cg_llvm_emit: objects,
                               * `perfc lib`): buffers promised their element's alignment
                               * only, not CG_BUF_ALIGN */

@@ -696,6 +696,7 @@ static void emit_loop(Fn *f, const Node *n)
     case HINT_TRANSPOSE_BLOCKS: cg_emit_transpose_blocks(f, n); return;
     case HINT_DOT: cg_emit_dot(f, n, lo); return;
     case HINT_INTERLEAVE: cg_emit_interleave(f, n, lo); return;
+    case HINT_TILES: cg_emit_tiles(f, n, lo, hi); return;
     default: break;
     }
     if (kind == LOOP_SERIAL && cext && ext <= 1) {

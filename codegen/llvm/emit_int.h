@@ -58,6 +58,7 @@ typedef struct Cg {
     int npar;                /* parallel loops outlined so far */
     LLVMTypeRef pfor_ty;
     LLVMValueRef pfor;       /* perfc_parallel_for, declared on first use */
+    bool uses_amx;           /* AMX tiles emitted: the entry asks the OS for them */
 } Cg;
 
 /* Element offsets are emitted as r + c: c a constant, r a sum of loop variables times
@@ -229,6 +230,10 @@ void cg_emit_transpose_blocks(Fn *f, const Node *L);
 void cg_emit_dot(Fn *f, const Node *L, LLVMValueRef lo);
 /* An `interleave` loop (lo: its first value) inside a vector loop. */
 void cg_emit_interleave(Fn *f, const Node *L, LLVMValueRef lo);
+
+/* ---- emit_amx.c ---- */
+/* An `amx-tiles` loop (lo, hi: its bounds): AMX tile products, or a serial loop. */
+void cg_emit_tiles(Fn *f, const Node *L, LLVMValueRef lo, LLVMValueRef hi);
 
 /* ---- emit_prefetch.c ---- */
 void cg_emit_prefetch(Fn *f, const Node *n);

@@ -522,6 +522,19 @@ LLVMModuleRef cg_build_module(const Kernel *k, const CgTarget *t, LLVMContextRef
         }
     alloc_private(&f);
     cg_emit_list(&f, &k->body);
+    if (g.uses_amx) {
+        /* before any tile is touched, on the caller's thread: Linux grants AMX to the
+         * whole process (perfc_amx_permit, runtime/pool.c, stops the process with a
+         * message where it cannot) */
+        LLVMBuilderRef eb = LLVMCreateBuilderInContext(g.C);
+        LLVMPositionBuilderBefore(eb, LLVMGetBasicBlockTerminator(f.entry));
+        LLVMTypeRef pt = LLVMFunctionType(g.ti32, NULL, 0, 0);
+        LLVMValueRef pf = LLVMGetNamedFunction(g.M, "perfc_amx_permit");
+        if (!pf)
+            pf = LLVMAddFunction(g.M, "perfc_amx_permit", pt);
+        LLVMBuildCall2(eb, pt, pf, NULL, 0, "");
+        LLVMDisposeBuilder(eb);
+    }
     fn_end(&f);
 
     bool failed = g.failed;

@@ -271,11 +271,36 @@ static LLVMValueRef emit_bf16_to_f32(Cg *g, LLVMValueRef h)
     return LLVMBuildBitCast(g->B, x, shaped(ti, g->tf32), "");
 }
 
+/* The bf16 bits v was widened from (emit_bf16_to_f32's bitcast(zext(h) << 16)), or
+ * NULL.  Narrowing such a value back rounds nothing: a copy of a bf16 buffer into
+ * another (a packed panel, `f32(A[..])` stored to a bf16 copy) stores the bits as
+ * they were instead of some 30 instructions of rounding a vector. */
+static LLVMValueRef widened_bf16(LLVMValueRef v)
+{
+    if (!LLVMIsABitCastInst(v))
+        return NULL;
+    LLVMValueRef s = LLVMGetOperand(v, 0);
+    if (!LLVMIsAInstruction(s) || LLVMGetInstructionOpcode(s) != LLVMShl)
+        return NULL;
+    LLVMValueRef z = LLVMGetOperand(s, 0), c = LLVMGetOperand(s, 1);
+    if (!LLVMIsAZExtInst(z))
+        return NULL;
+    if (LLVMIsAConstantDataVector(c) || LLVMIsAConstantVector(c))
+        c = LLVMGetAggregateElement(c, 0);
+    if (!c || !LLVMIsAConstantInt(c) || LLVMConstIntGetZExtValue(c) != 16)
+        return NULL;
+    LLVMValueRef h = LLVMGetOperand(z, 0);
+    LLVMTypeRef ht = LLVMTypeOf(h);
+    if (LLVMGetTypeKind(ht) == LLVMVectorTypeKind)
+        ht = LLVMGetElementType(ht);
+    return LLVMGetTypeKind(ht) == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(ht) == 16 ? h : NULL;
+}
+
 /* Rounds an f32 value to f16 or bf16 precision, staying in f32. */
 static LLVMValueRef round_half(Cg *g, LLVMValueRef x, DType t)
 {
     if (t == DT_BF16)
-        return emit_bf16_to_f32(g, emit_f32_to_bf16(g, x));
+        return widened_bf16(x) ? x : emit_bf16_to_f32(g, emit_f32_to_bf16(g, x));
     if (g->t->native_half) {
         LLVMValueRef h = LLVMBuildFPTrunc(g->B, x, shaped(LLVMTypeOf(x), g->thalf), "");
         return LLVMBuildFPExt(g->B, h, LLVMTypeOf(x), "");
@@ -298,6 +323,9 @@ LLVMValueRef cg_from_storage(Cg *g, LLVMValueRef raw, DType t)
 
 LLVMValueRef cg_to_storage(Cg *g, LLVMValueRef v, DType t)
 {
+    LLVMValueRef h;
+    if (t == DT_BF16 && (h = widened_bf16(v)))
+        return h;
     switch (t) {
     case DT_F16:
         if (g->t->native_half)

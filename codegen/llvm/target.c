@@ -109,6 +109,9 @@ bool cg_target_fill(const Target *d, CgTarget *t)
         if (has_feature(host_features, "avx512f"))
             t->vector_width = 512;
         t->dot_bf16 = has_feature(host_features, "avx512bf16") && has_feature(host_features, "avx512vl");
+        /* LLVM's features say the instructions exist; the Target's flag that the OS
+         * keeps the tiles too */
+        t->amx = d->amx_bf16 && has_feature(host_features, "amx-tile") && has_feature(host_features, "amx-bf16");
         if (arm && has_feature(host_features, "sve")) {
             /* The running machine's vector length is not known to LLVM here; 128
              * bits is the architectural minimum. */
@@ -127,6 +130,7 @@ bool cg_target_fill(const Target *d, CgTarget *t)
     t->vscale_max = d->vscale_max;
     t->vector_width = d->vector_width;
     t->dot_bf16 = d->dot_bf16;
+    t->amx = d->amx_bf16;
     return true;
 }
 
@@ -148,6 +152,8 @@ bool cg_target_runs_on_host(const CgTarget *t)
             if (!has_feature(host_features, *f))
                 return false;
     if (t->target->dot_bf16 && !has_feature(host_features, "avx512bf16"))
+        return false;
+    if (t->target->amx_bf16 && !target_find("host")->amx_bf16)
         return false;
     return true;
 }

@@ -1,0 +1,149 @@
+/* The CPU template for a bf16 product summed in f32 on a core with AMX tiles
+ * (Target.amx_bf16): C[i, j] += A[i, k] · B[k, j] as BLIS blocks around a micro-kernel
+ * that the back end runs as tile products.
+ *
+ *   distribute(j) reorder(k, j1) distribute(i)  the initialisation apart
+ *   split i1 by MR (32 or 16), j1 by NR (32 or 16), k by KC, the row tiles by MB
+ *   reorder(ko, i1oo, j1o, i1oi, ki, i1i, j1i)
+ *   cache(B, ko) padding(.., 32)       B's KC x N block, rows 64 bytes longer
+ *   cache(A, i1oo) padding(.., 32)     A's MC x KC block, likewise
+ *   unroll(i1i) vectorize(j1i) parallel(i1oo)
+ *
+ * Then dot-pairs stores the panel in pairs of k ([k/2][j][2], the layout tdpbf16ps
+ * reads its second operand in) and amx-tiles marks the KC loop: 16 x 16 tiles of C
+ * stay in tile registers over the panel, A's rows and the panel's pairs are read a
+ * tile of 32 k at a time (passes/cpu_amx.c, codegen/llvm/emit_amx.c).  MR x NR of 32
+ * x 32 uses the eight tile registers (four of C, two of A, two of B).  The packed
+ * blocks are padded so that the 16 rows of a tile, a power of two apart otherwise,
+ * do not fall in one set of the L1 cache.
+ *
+ * Sizes that are no whole number of tiles are padded (split tail=pad): the packed
+ * copies fill the rows, columns and k past the ends with zeros, and C's tile is then
+ * staged in a 32 x 32 buffer whose guarded copies write back only what lies inside
+ * C, so that every tile product runs whole. */
+#include <stdlib.h>
+
+#include "blocking.h"
+#include "rules_int.h"
+
+typedef struct AmxCtx {
+    const NestInfo *n;
+    int64_t mr[2], nr[2], kc[3], mb[4];
+    int nmr, nnr, nkc, nmb;
+} AmxCtx;
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/* split(l, f), padded where f does not divide the extent */
+static bool split_pad(Builder *b, SLoop *l, SVal f, int64_t ext, SLoop **o, SLoop **i)
+{
+    return ext % f.i == 0 ? bld_split(b, l, f, o, i) : bld_split_tail(b, l, f, (SVal){0, "pad", -1}, o, i);
+}
+
+bool rules_amx_b(Builder *b, const void *vctx)
+{
+    const AmxCtx *c = vctx;
+    const NestInfo *n = c->n;
+    int ia = n->nspatial - 2, ib = n->nspatial - 1, ir = n->nloops - 1;
+    int64_t M = n->ext[ia], N = n->ext[ib], K = n->ext[ir];
+    SLoop *i = bld_loop(b, n->loop[ia]), *j = bld_loop(b, n->loop[ib]), *k = bld_loop(b, n->loop[ir]);
+    SLoop *j1, *i1, *io, *ii, *jo, *ji, *ko, *ki, *ioo, *ioi;
+    if (!bld_distribute(b, j, &j1) || !BLD_REORDER(b, k, j1) || !bld_distribute(b, i, &i1))
+        return false;
+    SVal mr = bld_param(b, "amx_mr", c->mr, c->nmr), nr = bld_param(b, "amx_nr", c->nr, c->nnr),
+         kc = bld_param(b, "amx_kc", c->kc, c->nkc), mb = bld_param(b, "amx_mb", c->mb, c->nmb);
+    if (!split_pad(b, i1, mr, M, &io, &ii) || !split_pad(b, j1, nr, N, &jo, &ji) || !split_pad(b, k, kc, K, &ko, &ki) ||
+        !bld_split(b, io, mb, &ioo, &ioi) || !BLD_REORDER(b, ko, ioo, jo, ioi, ki, ii, ji))
+        return false;
+    /* B's KC x N block once per panel, outside the row blocks and their threads: a
+     * caller's temporary past half the private bound (KC 1024, N 2048: 4 MiB) */
+    int64_t Np = round_up(N, nr.i), bbytes = kc.i * (Np + 32) * 2;
+    SBuf *bp = bld_cache(b, bld_buf(b, n->pb), ko, bbytes > BLOCKING_LOCAL_MAX / 2 ? "global" : NULL, NULL);
+    if (!bp || bp->nnest < 1 || bp->rank[0] != 2 || !bld_padding(b, bp, sv(32)))
+        return false;
+    /* its copy a row of 64 columns at a time (dot-pairs makes that a vector loop
+     * interleaving two rows of k), the column blocks on threads */
+    SLoop *c0 = bp->nest[0][0], *c1 = bp->nest[0][1], *c1o, *c1i;
+    if (!bld_split(b, c1, sv(Np % 64 ? Np % 32 ? 16 : 32 : 64), &c1o, &c1i))
+        return false;
+    if (n->threads > 1 && BLD_REORDER(b, c1o, c0))
+        bld_parallel(b, c1o);
+    /* A's block of MC rows once per row block, a vector copy */
+    SBuf *ap = bld_cache(b, bld_buf(b, n->pa), ioo, NULL, NULL);
+    SLoop *a1o, *a1i;
+    if (!ap || ap->nnest < 1 || ap->rank[0] != 2 || !bld_padding(b, ap, sv(32)) ||
+        !bld_split(b, ap->nest[0][1], sv(32), &a1o, &a1i) || !bld_vectorize(b, a1i))
+        return false;
+    /* C's tile staged where the tiles run past its rows or columns: the tile
+     * products then run on the stage whole, its copies guarded and vectorized */
+    if (M % mr.i || N % nr.i) {
+        SBuf *cs = bld_cache(b, bld_buf(b, n->out), ioi, NULL, NULL);
+        if (!cs || cs->nnest < 2)
+            return false;
+        for (int x = 0; x < 2; x++)
+            bld_vectorize(b, cs->nest[x][1]);
+    }
+    bld_unroll(b, ii);
+    bld_vectorize(b, ji);
+    if (n->threads > 1)
+        bld_parallel(b, ioo);
+    return true;
+}
+
+/* MR (NR): 32, or 16 where padding to 32 would add more than an eighth (M = 40:
+ * 64 rows against 48) */
+static int tile_side(int64_t ext, int64_t *out)
+{
+    bool small = round_up(ext, 32) - ext > ext / 8 && round_up(ext, 16) < round_up(ext, 32);
+    out[0] = small ? 16 : 32;
+    out[1] = small ? 32 : 16;
+    return 2;
+}
+
+const void *rules_amx_read(const NestInfo *n, const Target *target, Arena *a)
+{
+    if (!target || !target->amx_bf16 || !n->red || !n->mul || n->quot || n->scaled || n->self || n->nspatial != 2 ||
+        n->nloops != 3 || !n->pa || !n->pb || n->pa_t != DT_BF16 || n->pb_t != DT_BF16 || n->out_t != DT_F32 ||
+        !n->pa_in || !n->pb_in)
+        return NULL;
+    /* the panel is B read along its columns: pairs of k are rows of the packed
+     * copy (dot-pairs takes a plain 2-D panel) */
+    if (n->pb_rank != 2 || n->pb_kdim != 0 || n->pb_sdim != 1 || n->pa_rank != 2)
+        return NULL;
+    int64_t M = n->ext[0], N = n->ext[1], K = n->ext[2];
+    /* a tile's 16 rows, columns and 32 k at least: thinner products keep vdpbf16ps */
+    if (M < 16 || N < 16 || K < 32)
+        return NULL;
+    AmxCtx *c = arena_alloc(a, sizeof *c);
+    c->n = n;
+    c->nmr = tile_side(M, c->mr);
+    c->nnr = tile_side(N, c->nr);
+    /* KC: the largest multiples of 32 up to 1024 that divide K rounded up to 32 (one
+     * step of 32 pads at most 31 k); where none is 128 or more (K = 32 x 37), 1024
+     * or 512 padded, whichever pads less.  Longer panels pass over C fewer times:
+     * 2048^3, one thread, Intel Xeon with AMX: KC 1024 22.6 ms, 512 25.3 ms. */
+    int64_t Kp = round_up(K, 32);
+    c->nkc = 0;
+    for (int64_t kc = Kp < 1024 ? Kp : 1024; kc >= 128 && c->nkc < 3; kc -= 32)
+        if (Kp % kc == 0)
+            c->kc[c->nkc++] = kc;
+    if (c->nkc == 0) {
+        bool half = round_up(K, 512) < round_up(K, 1024);
+        c->kc[c->nkc++] = half ? 512 : 1024;
+        c->kc[c->nkc++] = half ? 1024 : 512;
+    }
+    /* MB: row tiles a block, 8 (A's block of 256 rows by KC 1024: 528 KiB), or the
+     * divisor of the row tiles nearest it in 4..16, so that no block is partial (a
+     * partial one leaves a versioned copy of the micro-kernel that runs nothing) */
+    int64_t tiles = (M + c->mr[0] - 1) / c->mr[0], best = 8;
+    for (int64_t d = 4; d <= 16; d++)
+        if (tiles % d == 0 && (tiles % best || llabs(d - 8) < llabs(best - 8)))
+            best = d;
+    static const int64_t mbs[3] = {8, 4, 16};
+    c->mb[0] = best;
+    c->nmb = 1;
+    for (int i = 0; i < 3; i++)
+        if (mbs[i] != best)
+            c->mb[c->nmb++] = mbs[i];
+    return c;
+}
