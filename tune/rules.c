@@ -1048,6 +1048,26 @@ static bool contraction_kernel_b(Builder *b, const void *vctx)
     return any;
 }
 
+/* A bf16 product on AMX tiles (tune/rules_amx.c) and the elementwise nests around
+ * it (a bias, an activation: each its own vectorized pass over the result). */
+typedef struct AmxKernelCtx {
+    const NestInfo *const *ns;
+    const void **amx;            /* per nest: the AMX template's context, or NULL */
+    int nn, lanes;
+} AmxKernelCtx;
+
+static bool amx_kernel_b(Builder *b, const void *vctx)
+{
+    const AmxKernelCtx *c = vctx;
+    bool any = false;
+    for (int i = 0; i < c->nn; i++)
+        if (c->amx[i])
+            any |= rules_amx_b(b, c->amx[i]);
+        else if (!c->ns[i]->red)
+            elementwise_b(b, c->ns[i], c->lanes);
+    return any;
+}
+
 /* Contraction on a GPU: a register-tiled SIMT kernel.  The initialisation is
  * distributed away as on the CPU; a block computes TI x TJ outputs, each thread an
  * RI x RJ tile held in registers (the C tile cached per thread with unrolled
@@ -1705,9 +1725,18 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
     }
     if (ncontr) {
         sp->kclass = "contraction";
-        /* a bf16 product on AMX tiles first, where the core has them */
-        const void *ax = nn == 1 ? rules_amx_read(infos[0], target, a) : NULL;
-        TuneRule *ar = ax ? check_rule(in, rules_amx_b, ax, a, &dropped, d) : NULL;
+        /* a bf16 product on AMX tiles first, where the core has them: one product,
+         * the other nests elementwise (an epilogue) */
+        AmxKernelCtx *ak = arena_alloc(a, sizeof *ak);
+        *ak = (AmxKernelCtx){(const NestInfo *const *)infos, arena_alloc(a, sizeof(void *) * (size_t)nn), nn, lanes};
+        int namx = 0;
+        bool others = true;
+        for (int i = 0; i < nn; i++) {
+            ak->amx[i] = rules_amx_read(infos[i], target, a);
+            namx += ak->amx[i] != NULL;
+            others &= ak->amx[i] || !ns[i].red;
+        }
+        TuneRule *ar = namx == 1 && others ? check_rule(in, amx_kernel_b, ak, a, &dropped, d) : NULL;
         if (ar && !dropped)
             add_rule(in, sp, ar, a, "rules: contraction, micro-kernel on AMX tiles (tdpbf16ps), panels packed");
         static const char *const origins[5] = {"rules: contraction, micro-kernel, panel packed",

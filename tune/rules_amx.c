@@ -59,20 +59,27 @@ bool rules_amx_b(Builder *b, const void *vctx)
      * caller's temporary past half the private bound (KC 1024, N 2048: 4 MiB) */
     int64_t Np = round_up(N, nr.i), bbytes = kc.i * (Np + 32) * 2;
     SBuf *bp = bld_cache(b, bld_buf(b, n->pb), ko, bbytes > BLOCKING_LOCAL_MAX / 2 ? "global" : NULL, NULL);
-    if (!bp || bp->nnest < 1 || bp->rank[0] != 2 || !bld_padding(b, bp, sv(32)))
+    bool bt = n->pb_kdim == 1; /* B[j, k] (nn.Linear's weight): the block transposed */
+    if (!bp || bp->nnest < 1 || bp->rank[0] != 2 || (bt && !bld_layout(b, bp, (const int[]){1, 0}, 2)) ||
+        !bld_padding(b, bp, sv(32)))
         return false;
     /* its copy a row of 64 columns at a time (dot-pairs makes that a vector loop
-     * interleaving two rows of k), the column blocks on threads */
-    SLoop *c0 = bp->nest[0][0], *c1 = bp->nest[0][1], *c1o, *c1i;
-    if (!bld_split(b, c1, sv(Np % 64 ? Np % 32 ? 16 : 32 : 64), &c1o, &c1i))
+     * interleaving two rows of k; transposed, pairs of k read along B's rows), the
+     * column blocks on threads */
+    SLoop *cj = bp->nest[0][bt ? 0 : 1], *ck = bp->nest[0][bt ? 1 : 0], *cjo, *cji;
+    if (!bld_split(b, cj, sv(Np % 64 ? Np % 32 ? 16 : 32 : 64), &cjo, &cji))
         return false;
-    if (n->threads > 1 && BLD_REORDER(b, c1o, c0))
-        bld_parallel(b, c1o);
-    /* A's block of MC rows once per row block, a vector copy */
+    if (n->threads > 1 && (bt || BLD_REORDER(b, cjo, ck)))
+        bld_parallel(b, cjo);
+    /* A's block of MC rows once per row block: a vector copy, or (A[k, i]) a
+     * transposing one */
     SBuf *ap = bld_cache(b, bld_buf(b, n->pa), ioo, NULL, NULL);
+    bool at = n->pa_kdim == 0;
     SLoop *a1o, *a1i;
-    if (!ap || ap->nnest < 1 || ap->rank[0] != 2 || !bld_padding(b, ap, sv(32)) ||
-        !bld_split(b, ap->nest[0][1], sv(32), &a1o, &a1i) || !bld_vectorize(b, a1i))
+    if (!ap || ap->nnest < 1 || ap->rank[0] != 2 || (at && !bld_layout(b, ap, (const int[]){1, 0}, 2)) ||
+        !bld_padding(b, ap, sv(32)))
+        return false;
+    if (!at && (!bld_split(b, ap->nest[0][1], sv(32), &a1o, &a1i) || !bld_vectorize(b, a1i)))
         return false;
     /* C's tile staged where the tiles run past its rows or columns: the tile
      * products then run on the stage whole, its copies guarded and vectorized */
@@ -106,9 +113,11 @@ const void *rules_amx_read(const NestInfo *n, const Target *target, Arena *a)
         n->nloops != 3 || !n->pa || !n->pb || n->pa_t != DT_BF16 || n->pb_t != DT_BF16 || n->out_t != DT_F32 ||
         !n->pa_in || !n->pb_in)
         return NULL;
-    /* the panel is B read along its columns: pairs of k are rows of the packed
-     * copy (dot-pairs takes a plain 2-D panel) */
-    if (n->pb_rank != 2 || n->pb_kdim != 0 || n->pb_sdim != 1 || n->pa_rank != 2)
+    /* 2-D operands in either order: a transposed one is packed by a transposing
+     * copy, so that pairs of k are rows of B's packed block (the plain 2-D panel
+     * dot-pairs takes) and k runs along A's */
+    if (n->pb_rank != 2 || n->pa_rank != 2 || n->pb_kdim < 0 || n->pb_sdim != 1 - n->pb_kdim || n->pa_kdim < 0 ||
+        n->pa_sdim != 1 - n->pa_kdim)
         return NULL;
     int64_t M = n->ext[0], N = n->ext[1], K = n->ext[2];
     /* a tile's 16 rows, columns and 32 k at least: thinner products keep vdpbf16ps */

@@ -5,7 +5,7 @@
 # validated by `perfc --run`, beside torch's bf16 matmul (oneDNN, AMX) in the same
 # run, one thread; then odd sizes (validation only) and two threads.  Carry
 # carry/gpu/perfc.xz (the static perfc).
-#   bash bench/cpu/amx_check.sh            N=2048
+#   bash bench/cpu/amx_check.sh            N=2048 SWEEP=1 (0: not the blocking sweep)
 set -u
 cd "$(dirname "$0")/../.."
 mkdir -p /tmp/pf && xz -dc carry/gpu/perfc.xz > /tmp/pf/perfc && chmod +x /tmp/pf/perfc
@@ -48,9 +48,9 @@ for round in 1 2; do
     run "vdp   r$round" -D M=$N -D N=$N -D K=$N --threads 1 -target x86_64-avx512bf16
     torch_mm $N $N $N 1
 done
-echo "== the AMX template's blocking around its default, $N^3, one thread"
-T=$("$P" /tmp/pf/bf16.pdl -D M=$N -D N=$N -D K=$N -emit ir --verbose 2>&1 >/dev/null | sed -n 's/^  //p')
-for v in "1024 8" "512 8" "1024 16" "2048 4"; do
+[ "${SWEEP:-1}" = 1 ] && echo "== the AMX template's blocking around its default, $N^3, one thread"
+[ "${SWEEP:-1}" = 1 ] && T=$("$P" /tmp/pf/bf16.pdl -D M=$N -D N=$N -D K=$N -emit ir --verbose 2>&1 >/dev/null | sed -n 's/^  //p')
+[ "${SWEEP:-1}" = 1 ] && for v in "1024 8" "512 8" "1024 16" "2048 4"; do
     set -- $v
     t=$(echo "$T" | sed -e "s/param amx_kc = .*/param amx_kc = $1/" -e "s/param amx_mb = .*/param amx_mb = $2/")
     run "kc $1 mb $2" -D M=$N -D N=$N -D K=$N --threads 1 --no-default-schedule -s "$t"
@@ -65,7 +65,7 @@ for s in "1024 1024 1024" "4096 4096 4096" "1000 1000 1000" "2048 2048 2016" "77
     run "amx $1x$2x$3" -D M=$1 -D N=$2 -D K=$3 --threads 1
     torch_mm $1 $2 $3 1
 done
-echo "== nn.Linear layout, Y = X W^T, 2048^3, one thread"
+echo "== nn.Linear layout, Y = X W^T, and with bias and GELU, one thread"
 cat > /tmp/pf/linear.pdl <<'PDL'
 kernel linear(M, N, K) {
   in  X: bf16[M, K]
@@ -74,7 +74,36 @@ kernel linear(M, N, K) {
   Y[i, j] = sum(k) f32(X[i, k]) * f32(W[j, k])
 }
 PDL
-"$P" /tmp/pf/linear.pdl -D M=$N -D N=$N -D K=$N --threads 1 --run --quiet 2>&1 | grep -E '^(valid|time)' | cut -c1-120
+cat > /tmp/pf/linear_gelu.pdl <<'PDL'
+kernel linear_gelu(M, N, K) {
+  in  X: bf16[M, K]
+  in  W: bf16[N, K]
+  in  bias: f32[N]
+  out Y: f32[M, N]
+  local t: f32[M, N]
+  t[i, j] = sum(k) f32(X[i, k]) * f32(W[j, k])
+  Y[i, j] = 0.5 * (t[i, j] + bias[j]) * (1.0 + erf((t[i, j] + bias[j]) * 0.70710678))
+}
+PDL
+for f in linear linear_gelu; do
+    "$P" /tmp/pf/$f.pdl -D M=$N -D N=$N -D K=$N --threads 1 --run --quiet 2>&1 | grep -E '^(valid|time)' | cut -c1-120 |
+        sed "s/^/$f $N^3: /"
+    "$P" /tmp/pf/$f.pdl -D M=333 -D N=1000 -D K=1001 --threads 1 --run --quiet 2>&1 | grep -E '^(valid|time)' |
+        cut -c1-120 | sed "s/^/$f 333x1000x1001: /"
+done
+torch_mm 333 1000 1001 1
+python3 - <<'PY'
+import time, torch
+torch.set_num_threads(1)
+x = torch.randn(2048, 2048).bfloat16(); w = torch.randn(2048, 2048).bfloat16(); b = torch.randn(2048)
+f = lambda: torch.nn.functional.gelu(torch.nn.functional.linear(x, w).float() + b)
+for _ in range(3): f()
+ts = []
+for _ in range(10):
+    s = time.perf_counter(); f(); ts.append(time.perf_counter() - s)
+ts.sort()
+print("torch linear (bf16) + bias + gelu (f32), 2048^3, one thread: median %.3f ms" % (ts[5] * 1e3))
+PY
 echo "== $N^3, two threads"
 run "amx 2thr" -D M=$N -D N=$N -D K=$N --threads 2
 torch_mm $N $N $N 2
