@@ -58,8 +58,9 @@ bool rules_amx_b(Builder *b, const void *vctx)
     /* B's KC x N block once per panel, outside the row blocks and their threads: a
      * caller's temporary past half the private bound (KC 1024, N 2048: 4 MiB) */
     int64_t Np = round_up(N, nr.i), bbytes = kc.i * (Np + 32) * 2;
-    SBuf *bp = bld_cache(b, bld_buf(b, n->pb), ko, bbytes > BLOCKING_LOCAL_MAX / 2 ? "global" : NULL, NULL);
-    bool bt = n->pb_kdim == 1; /* B[j, k] (nn.Linear's weight): the block transposed */
+    SBuf *bp = bld_cache_squeezed(b, bld_buf(b, n->pb), ko, bbytes > BLOCKING_LOCAL_MAX / 2 ? "global" : NULL, NULL,
+                                  true);
+    bool bt = n->pb_kdim > n->pb_sdim; /* B[j, k] (nn.Linear's weight): the block transposed */
     if (!bp || bp->nnest < 1 || bp->rank[0] != 2 || (bt && !bld_layout(b, bp, (const int[]){1, 0}, 2)) ||
         !bld_padding(b, bp, sv(32)))
         return false;
@@ -73,8 +74,8 @@ bool rules_amx_b(Builder *b, const void *vctx)
         bld_parallel(b, cjo);
     /* A's block of MC rows once per row block: a vector copy, or (A[k, i]) a
      * transposing one */
-    SBuf *ap = bld_cache(b, bld_buf(b, n->pa), ioo, NULL, NULL);
-    bool at = n->pa_kdim == 0;
+    SBuf *ap = bld_cache_squeezed(b, bld_buf(b, n->pa), ioo, NULL, NULL, true);
+    bool at = n->pa_kdim < n->pa_sdim;
     SLoop *a1o, *a1i;
     if (!ap || ap->nnest < 1 || ap->rank[0] != 2 || (at && !bld_layout(b, ap, (const int[]){1, 0}, 2)) ||
         !bld_padding(b, ap, sv(32)))
@@ -84,7 +85,7 @@ bool rules_amx_b(Builder *b, const void *vctx)
     /* C's tile staged where the tiles run past its rows or columns: the tile
      * products then run on the stage whole, its copies guarded and vectorized */
     if (M % mr.i || N % nr.i) {
-        SBuf *cs = bld_cache(b, bld_buf(b, n->out), ioi, NULL, NULL);
+        SBuf *cs = bld_cache_squeezed(b, bld_buf(b, n->out), ioi, NULL, NULL, true);
         if (!cs || cs->nnest < 2)
             return false;
         for (int x = 0; x < 2; x++)
@@ -109,17 +110,21 @@ static int tile_side(int64_t ext, int64_t *out)
 
 const void *rules_amx_read(const NestInfo *n, const Target *target, Arena *a)
 {
-    if (!target || !target->amx_bf16 || !n->red || !n->mul || n->quot || n->scaled || n->self || n->nspatial != 2 ||
-        n->nloops != 3 || !n->pa || !n->pb || n->pa_t != DT_BF16 || n->pb_t != DT_BF16 || n->out_t != DT_F32 ||
-        !n->pa_in || !n->pb_in)
+    /* one reduction loop inside the rows and columns; batch loops outside them run
+     * the blocks once a batch, serially */
+    if (!target || !target->amx_bf16 || !n->red || !n->mul || n->quot || n->scaled || n->self || n->nspatial < 2 ||
+        n->nloops != n->nspatial + 1 || !n->pa || !n->pb || n->pa_t != DT_BF16 || n->pb_t != DT_BF16 ||
+        n->out_t != DT_F32 || !n->pa_in || !n->pb_in)
         return NULL;
-    /* 2-D operands in either order: a transposed one is packed by a transposing
-     * copy, so that pairs of k are rows of B's packed block (the plain 2-D panel
-     * dot-pairs takes) and k runs along A's */
-    if (n->pb_rank != 2 || n->pa_rank != 2 || n->pb_kdim < 0 || n->pb_sdim != 1 - n->pb_kdim || n->pa_kdim < 0 ||
-        n->pa_sdim != 1 - n->pa_kdim)
+    /* Operands whose last two dimensions are their row (column) and k in either order
+     * (a batch dimension before them, fixed in the block, is squeezed out): a
+     * transposed one is packed by a transposing copy, so that pairs of k are rows of
+     * B's packed block (the plain 2-D panel dot-pairs takes) and k runs along A's */
+    if (n->pa_kdim < 0 || n->pa_sdim < 0 || n->pb_kdim < 0 || n->pb_sdim < 0 ||
+        n->pa_kdim + n->pa_sdim != 2 * n->pa_rank - 3 || n->pb_kdim + n->pb_sdim != 2 * n->pb_rank - 3)
         return NULL;
-    int64_t M = n->ext[0], N = n->ext[1], K = n->ext[2];
+    int ia = n->nspatial - 2;
+    int64_t M = n->ext[ia], N = n->ext[ia + 1], K = n->ext[ia + 2];
     /* a tile's 16 rows, columns and 32 k at least: thinner products keep vdpbf16ps */
     if (M < 16 || N < 16 || K < 32)
         return NULL;
