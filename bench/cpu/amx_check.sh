@@ -8,7 +8,8 @@
 #   - with SWEEP=1, the AMX template's KC and row block around its default;
 #   - other sizes, odd and thin ones padded to whole tiles;
 #   - nn.Linear (W[j, k], bf16 out) and Linear + bias + GELU
-#     (bench/gpu/contractions/linear*.pdl), at N^3 and 333 x 1000 x 1001;
+#     (bench/gpu/contractions/linear*.pdl), at N^3 and 333 x 1000 x 1001; a batch of
+#     products (bmm.pdl, 32 x 512 x 512 x 128);
 #   - N^3 on two threads.
 # perfc's times are `perfc --run` medians (every buffer flushed from the caches
 # before each repetition), torch's medians of a warm loop.  Carry carry/gpu/perfc.xz
@@ -37,19 +38,22 @@ torch_op() { # op (mm, linear, linear_gelu), M N K threads
 import sys, time, torch
 import torch.nn.functional as F
 op = sys.argv[1]
-m, n, k, t = map(int, sys.argv[2:])
+m, n, k, t = map(int, sys.argv[2:6])
+nb = int(sys.argv[6]) if len(sys.argv) > 6 else 1
 torch.set_num_threads(t)
 a = torch.randn(m, k).bfloat16(); b = torch.randn(k, n).bfloat16()
 w = torch.randn(n, k).bfloat16(); bias = torch.randn(n).bfloat16()
+a3 = torch.randn(nb, m, k).bfloat16(); b3 = torch.randn(nb, k, n).bfloat16()
 f = {"mm": lambda: torch.matmul(a, b), "linear": lambda: F.linear(a, w),
-     "linear_gelu": lambda: F.gelu(F.linear(a, w) + bias)}[op]
+     "linear_gelu": lambda: F.gelu(F.linear(a, w) + bias),
+     "bmm": lambda: torch.bmm(a3, b3)}[op]
 for _ in range(3): f()
 ts = []
 for _ in range(10):
     s = time.perf_counter(); f(); ts.append(time.perf_counter() - s)
 ts.sort()
-print("torch %s %dx%dx%d bf16, %d thread(s): median %.3f ms, min %.3f ms, %.0f GFLOP/s" %
-      (op, m, n, k, t, ts[5] * 1e3, ts[0] * 1e3, 2 * m * n * k / ts[5] / 1e9))
+print("torch %s %dx%dx%dx%d bf16, %d thread(s): median %.3f ms, min %.3f ms, %.0f GFLOP/s" %
+      (op, nb, m, n, k, t, ts[5] * 1e3, ts[0] * 1e3, 2 * nb * m * n * k / ts[5] / 1e9))
 PY
 }
 echo "== A·B $N^3, one thread"
@@ -84,6 +88,9 @@ for f in linear linear_gelu; do
         torch_op $f $1 $2 $3 1
     done
 done
+echo "== a batch of products (torch.bmm), bf16 out, one thread"
+run "bmm 32x512x512x128" $K/bmm.pdl -D NB=32 -D M=512 -D N=512 -D K=128 --threads 1
+torch_op bmm 512 512 128 1 32
 echo "== A·B $N^3, two threads"
 mm "amx 2thr" $N $N $N --threads 2
 torch_op mm $N $N $N 2
