@@ -66,11 +66,17 @@ bool rules_amx_b(Builder *b, const void *vctx)
         return false;
     /* its copy a row of 64 columns at a time (dot-pairs makes that a vector loop
      * interleaving two rows of k; transposed, pairs of k read along B's rows), the
-     * column blocks on threads */
+     * column blocks outermost (on threads): where N is padded, the version pass then
+     * cuts the blocks wholly inside B from the last, and only that one stays a
+     * guarded scalar copy (with k outermost the cut split every row's columns and no
+     * row was paired: 1000^3 copied all of B element by element) */
     SLoop *cj = bp->nest[0][bt ? 0 : 1], *ck = bp->nest[0][bt ? 1 : 0], *cjo, *cji;
-    if (!bld_split(b, cj, sv(Np % 64 ? Np % 32 ? 16 : 32 : 64), &cjo, &cji))
+    int64_t cw = 64;
+    while (cw > 8 && N % cw)
+        cw /= 2; /* blocks wholly inside B or wholly past it where a power of two divides N */
+    if (!bld_split(b, cj, sv(cw), &cjo, &cji) || (!bt && !BLD_REORDER(b, cjo, ck)))
         return false;
-    if (n->threads > 1 && (bt || BLD_REORDER(b, cjo, ck)))
+    if (n->threads > 1)
         bld_parallel(b, cjo);
     /* A's block of MC rows once per row block: a vector copy, or (A[k, i]) a
      * transposing one */
