@@ -20,7 +20,12 @@
  * Sizes that are no whole number of tiles are padded (split tail=pad): the packed
  * copies fill the rows, columns and k past the ends with zeros, and C's tile is then
  * staged in a 32 x 32 buffer whose guarded copies write back only what lies inside
- * C, so that every tile product runs whole. */
+ * C, so that every tile product runs whole.  Operands stored the other way (B[j, k]
+ * as nn.Linear's weight, A[k, i]) are packed by transposing copies into the same
+ * blocks; batch loops outside the rows run the blocks once a batch (the copies
+ * squeezed to 2-D); a 16-bit result is the f32 sum rounded once (lowering's C_acc);
+ * elementwise nests after the product (a bias, an activation) stay passes of their
+ * own (tune/rules.c amx_kernel_b). */
 #include <stdlib.h>
 
 #include "blocking.h"
