@@ -15,6 +15,8 @@
 # before each repetition), torch's medians of a warm loop.  Carry carry/gpu/perfc.xz
 # (the static perfc).
 #   bash bench/cpu/amx_check.sh            N=2048 SWEEP=1 (0: not the blocking sweep)
+#                                          QUICK=1: one round, no vdpbf16ps rows, two
+#                                          other sizes, no two-thread row
 set -u
 cd "$(dirname "$0")/../.."
 mkdir -p /tmp/pf && xz -dc carry/gpu/perfc.xz > /tmp/pf/perfc && chmod +x /tmp/pf/perfc
@@ -57,9 +59,11 @@ print("torch %s %dx%dx%dx%d bf16, %d thread(s): median %.3f ms, min %.3f ms, %.0
 PY
 }
 echo "== A·B $N^3, one thread"
+Q=${QUICK:-0}
 for round in 1 2; do
+    [ "$Q" = 1 ] && [ $round = 2 ] && break
     mm "amx   r$round" $N $N $N --threads 1
-    mm "vdp   r$round" $N $N $N --threads 1 -target x86_64-avx512bf16
+    [ "$Q" = 1 ] || mm "vdp   r$round" $N $N $N --threads 1 -target x86_64-avx512bf16
     torch_op mm $N $N $N 1
 done
 if [ "${SWEEP:-1}" = 1 ]; then
@@ -74,8 +78,10 @@ fi
 "$P" $K/mm.pdl -D M=$N -D N=$N -D K=$N -D T=bf16 -D U=f32 -emit asm -o /tmp/pf/mm.s 2>&1 | head -3
 echo "tdpbf16ps in the default's code: $(grep -c tdpbf16ps /tmp/pf/mm.s)"
 echo "== A·B, other sizes, one thread"
-for s in "1024 1024 1024" "4096 4096 4096" "1000 1000 1000" "2048 2048 2016" "777 333 1001" "512 4096 768" \
-         "16 4096 4096" "4095 4097 1023"; do
+sizes=("1024 1024 1024" "4096 4096 4096" "1000 1000 1000" "2048 2048 2016" "777 333 1001" "512 4096 768"
+       "16 4096 4096" "4095 4097 1023")
+[ "$Q" = 1 ] && sizes=("1000 1000 1000" "777 333 1001")
+for s in "${sizes[@]}"; do
     set -- $s
     mm "amx $1x$2x$3" $1 $2 $3 --threads 1
     torch_op mm $1 $2 $3 1
@@ -91,6 +97,7 @@ done
 echo "== a batch of products (torch.bmm), bf16 out, one thread"
 run "bmm 32x512x512x128" $K/bmm.pdl -D NB=32 -D M=512 -D N=512 -D K=128 --threads 1
 torch_op bmm 512 512 128 1 32
+[ "$Q" = 1 ] && exit 0
 echo "== A·B $N^3, two threads"
 mm "amx 2thr" $N $N $N --threads 2
 torch_op mm $N $N $N 2
