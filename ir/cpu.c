@@ -168,3 +168,12 @@ bool cpu_is_tile(const Kernel *k, const Buffer *b)
     int64_t n = ir_buffer_elems(k, b);
     return n >= 0 && n <= CPU_TILE_ELEMS;
 }
+
+Expr *cpu_bf16_load(Expr *e)
+{
+    if (e->kind == IE_CAST && e->dtype == DT_F32)
+        e = e->args[0];
+    if (e->kind != IE_LOAD || e->u.load.buf->dtype != DT_BF16 || e->u.load.guarded || e->u.load.buf->has_pad)
+        return NULL;
+    return e;
+}

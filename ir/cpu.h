@@ -37,6 +37,10 @@ CpuAccKind cpu_access_kind(const Kernel *k, Expr *const *idx, int rank, const Va
 /* Whether a load may leave its buffer, yielding the pad value (a padded input's,
  * 0 for the guarded loads of a padded split) there. */
 bool cpu_load_padded(const Expr *e);
+/* e when it is a load of a bf16 buffer, possibly under the conversion to f32 that
+ * lowering writes, unguarded and never yielding a pad value; else NULL.  The
+ * operands dot-pairs and amx-tiles read. */
+Expr *cpu_bf16_load(Expr *e);
 /* Whether list l reads a padded input that may leave it. */
 bool cpu_list_padded(const NodeList *l);
 /* Whether list l (else bodies included) holds an unroll or vector loop. */
@@ -72,7 +76,6 @@ bool cpu_tblocks_shape(const Kernel *k, const Node *L, bool any_w, CpuTBlocks *t
 typedef struct CpuAmx {
     const Node *s;                     /* Acc[..] += f32(A[..]) * f32(P[..]) */
     const Var *kp, *i, *j, *q;         /* the four loops' variables */
-    int64_t kp_lo;                     /* kp's first value (constant) */
     int64_t rows, cols, steps;         /* R, W and E/16: steps of 16 pairs (32 k) */
     const Expr *a, *p;                 /* the row operand's load and the panel's */
     int64_t ldc, lda, ldp;

@@ -19,17 +19,6 @@
 
 #include <string.h>
 
-/* A bf16 load, possibly under the conversion to f32 that lowering writes. */
-static const Expr *bf16_operand(const Expr *e)
-{
-    if (e->kind == IE_CAST && e->dtype == DT_F32)
-        e = e->args[0];
-    if (e->kind != IE_LOAD || e->u.load.buf->dtype != DT_BF16 || e->u.load.guarded || e->u.load.buf->has_pad ||
-        e->u.load.buf->layout != LAYOUT_PLAIN)
-        return NULL;
-    return e;
-}
-
 /* The only node of loop n's body, NULL when it has several; guards that hold (the
  * version pass proved them, passes/cpu_version.c) are looked through. */
 static const Node *only(const Node *n)
@@ -77,9 +66,9 @@ static bool moves(const Kernel *k, const Buffer *b, Expr *const *idx, const Var 
 bool cpu_amx_shape(const Kernel *k, const Node *L, CpuAmx *t)
 {
     memset(t, 0, sizeof *t);
-    int64_t lo, E, R, W, Q, z;
+    int64_t E, R, W, Q, z;
     const Node *ni = only(L), *nj = ni ? only(ni) : NULL, *nq = nj ? only(nj) : NULL, *s = nq ? only(nq) : NULL;
-    if (!const_loop(k, L, LOOP_SERIAL, &lo, &E) || !const_loop(k, ni, LOOP_UNROLL, &z, &R) || z != 0 ||
+    if (!const_loop(k, L, LOOP_SERIAL, &z, &E) || !const_loop(k, ni, LOOP_UNROLL, &z, &R) || z != 0 ||
         !const_loop(k, nj, LOOP_VECTOR, &z, &W) || z != 0 || !nq || nq->u.loop.hint != HINT_DOT ||
         !const_loop(k, nq, LOOP_SERIAL, &z, &Q) || z != 0 || Q != 2 || !s || s->kind != N_STMT)
         return false;
@@ -91,7 +80,7 @@ bool cpu_amx_shape(const Kernel *k, const Node *L, CpuAmx *t)
     if (s->u.stmt.op != SOP_ADD || s->u.stmt.guarded || acc->dtype != DT_F32 || v->kind != IE_MUL ||
         v->dtype != DT_F32)
         return false;
-    const Expr *x = bf16_operand(v->args[0]), *y = bf16_operand(v->args[1]);
+    const Expr *x = cpu_bf16_load(v->args[0]), *y = cpu_bf16_load(v->args[1]);
     if (!x || !y)
         return false;
     const Var *vars[4] = {L->u.loop.var, ni->u.loop.var, nj->u.loop.var, nq->u.loop.var}; /* kp, i, j, q */
@@ -111,7 +100,6 @@ bool cpu_amx_shape(const Kernel *k, const Node *L, CpuAmx *t)
         return false;
     t->s = s;
     t->kp = vars[0], t->i = vars[1], t->j = vars[2], t->q = vars[3];
-    t->kp_lo = lo;
     t->rows = R, t->cols = W, t->steps = E / 16;
     return true;
 }

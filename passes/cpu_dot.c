@@ -60,17 +60,8 @@ static Node *only_stmt(Node *n)
     }
 }
 
-/* A bf16 load, possibly under the conversion to f32 that lowering writes. */
-static Expr *bf16_load(Expr *e)
-{
-    if (e->kind == IE_CAST && e->dtype == DT_F32)
-        e = e->args[0];
-    if (e->kind != IE_LOAD || e->u.load.buf->dtype != DT_BF16 || e->u.load.guarded || e->u.load.buf->has_pad)
-        return NULL;
-    return e;
-}
-
-/* A panel buffer that may change its layout: a local temporary of constant shape. */
+/* A panel buffer that may change its layout: a temporary of constant shape (on the
+ * stack, or the caller's for a large one: cache mem=global). */
 static bool panel_ok(const Kernel *k, const Buffer *p)
 {
     return p->kind == BUF_TEMP && (p->mem == MEM_LOCAL || p->mem == MEM_GLOBAL) && p->rank == 2 && !p->has_pad &&
@@ -143,7 +134,7 @@ static Node *dot_site(const Kernel *k, Node *L, Expr **pl)
     Expr *v = s->u.stmt.value;
     if (v->kind != IE_MUL || v->dtype != DT_F32)
         return NULL;
-    Expr *x = bf16_load(v->args[0]), *y = bf16_load(v->args[1]);
+    Expr *x = cpu_bf16_load(v->args[0]), *y = cpu_bf16_load(v->args[1]);
     if (!x || !y)
         return NULL;
     if (cpu_access_kind(k, x->u.load.idx, x->u.load.buf->rank, jv) != CPU_ACC_CONTIG) {
@@ -292,7 +283,7 @@ static Expr **panel_idx(Node *s, const Buffer *p)
     if (s->u.stmt.buf == p)
         return s->u.stmt.idx;
     Expr *v = s->u.stmt.value;
-    Expr *x = v->kind == IE_MUL ? bf16_load(v->args[0]) : NULL, *y = v->kind == IE_MUL ? bf16_load(v->args[1]) : NULL;
+    Expr *x = v->kind == IE_MUL ? cpu_bf16_load(v->args[0]) : NULL, *y = v->kind == IE_MUL ? cpu_bf16_load(v->args[1]) : NULL;
     return x && x->u.load.buf == p ? x->u.load.idx : y && y->u.load.buf == p ? y->u.load.idx : NULL;
 }
 
@@ -366,7 +357,7 @@ static void interleave_copy(Kernel *k, Node *q)
 {
     Node *c = q->parent, *s = q->u.loop.body.v[0];
     int64_t w;
-    Expr *x = bf16_load(s->u.stmt.value);
+    Expr *x = cpu_bf16_load(s->u.stmt.value);
     ArAff po, xo;
     if (!c || c->kind != N_LOOP || c->u.loop.kind != LOOP_SERIAL || c->u.loop.hint != HINT_NONE ||
         c->u.loop.body.n != 1 || !cpu_const_extent(k, c->u.loop.lo, c->u.loop.hi, &w) || w < 8 ||

@@ -26,6 +26,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA 18
+#endif
 
 #define POOL_MAX_THREADS 256
 /* Spin iterations before a worker or the submitter sleeps: a few tens of
@@ -209,17 +214,11 @@ void perfc_parallel_for(int64_t n, PoolFn fn, void *ctx)
     pthread_mutex_unlock(&submit_lock);
 }
 
-#if defined(__linux__) && defined(__x86_64__)
-#include <sys/syscall.h>
-#define ARCH_REQ_XCOMP_PERM 0x1023
-#define XFEATURE_XTILEDATA 18
-#endif
-
-int perfc_amx_permit(void)
+void perfc_amx_permit(void)
 {
     static atomic_int granted; /* 0 not asked, 1 granted */
     if (atomic_load_explicit(&granted, memory_order_acquire))
-        return 1;
+        return;
 #if defined(__linux__) && defined(__x86_64__)
     if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0) {
         fprintf(stderr, "perfc: this kernel uses AMX tiles and the system refused them (arch_prctl "
@@ -229,5 +228,4 @@ int perfc_amx_permit(void)
     }
 #endif
     atomic_store_explicit(&granted, 1, memory_order_release);
-    return 1;
 }

@@ -30,9 +30,9 @@ int perfc_pool_threads(void);
 
 /* Kernels with AMX tile products call this at their entry: on Linux a process must
  * ask for the tile state before its first tile instruction (arch_prctl
- * ARCH_REQ_XCOMP_PERM), which then holds for all its threads.  Asked once; returns
- * 1.  Where the system refuses, it says so on stderr and stops the process: the
- * kernel would die of SIGILL at its first tile. */
-int perfc_amx_permit(void);
+ * ARCH_REQ_XCOMP_PERM), which then holds for all its threads.  Asked once.  Where
+ * the system refuses, it says so on stderr and stops the process: the kernel would
+ * die of SIGILL at its first tile. */
+void perfc_amx_permit(void);
 
 #endif

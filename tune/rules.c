@@ -1727,18 +1727,21 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
         sp->kclass = "contraction";
         /* a bf16 product on AMX tiles first, where the core has them: one product,
          * the other nests elementwise (an epilogue) */
-        AmxKernelCtx *ak = arena_alloc(a, sizeof *ak);
-        *ak = (AmxKernelCtx){(const NestInfo *const *)infos, arena_alloc(a, sizeof(void *) * (size_t)nn), nn, lanes};
-        int namx = 0;
-        bool others = true;
-        for (int i = 0; i < nn; i++) {
-            ak->amx[i] = rules_amx_read(infos[i], target, a);
-            namx += ak->amx[i] != NULL;
-            others &= ak->amx[i] || !ns[i].red;
+        if (target->amx_bf16) {
+            AmxKernelCtx *ak = arena_alloc(a, sizeof *ak);
+            *ak = (AmxKernelCtx){(const NestInfo *const *)infos, arena_alloc(a, sizeof(void *) * (size_t)nn), nn,
+                                 lanes};
+            int namx = 0;
+            bool others = true;
+            for (int i = 0; i < nn; i++) {
+                ak->amx[i] = rules_amx_read(infos[i], target, a);
+                namx += ak->amx[i] != NULL;
+                others &= ak->amx[i] || !ns[i].red;
+            }
+            TuneRule *ar = namx == 1 && others ? check_rule(in, amx_kernel_b, ak, a, &dropped, d) : NULL;
+            if (ar && !dropped)
+                add_rule(in, sp, ar, a, "rules: contraction, micro-kernel on AMX tiles (tdpbf16ps), panels packed");
         }
-        TuneRule *ar = namx == 1 && others ? check_rule(in, amx_kernel_b, ak, a, &dropped, d) : NULL;
-        if (ar && !dropped)
-            add_rule(in, sp, ar, a, "rules: contraction, micro-kernel on AMX tiles (tdpbf16ps), panels packed");
         static const char *const origins[5] = {"rules: contraction, micro-kernel, panel packed",
                                                "rules: contraction, micro-kernel",
                                                "rules: contraction, dot-product tiles",

@@ -528,11 +528,8 @@ LLVMModuleRef cg_build_module(const Kernel *k, const CgTarget *t, LLVMContextRef
          * message where it cannot) */
         LLVMBuilderRef eb = LLVMCreateBuilderInContext(g.C);
         LLVMPositionBuilderBefore(eb, LLVMGetBasicBlockTerminator(f.entry));
-        LLVMTypeRef pt = LLVMFunctionType(g.ti32, NULL, 0, 0);
-        LLVMValueRef pf = LLVMGetNamedFunction(g.M, "perfc_amx_permit");
-        if (!pf)
-            pf = LLVMAddFunction(g.M, "perfc_amx_permit", pt);
-        LLVMBuildCall2(eb, pt, pf, NULL, 0, "");
+        LLVMTypeRef pt = LLVMFunctionType(g.tvoid, NULL, 0, 0);
+        LLVMBuildCall2(eb, pt, LLVMAddFunction(g.M, "perfc_amx_permit", pt), NULL, 0, "");
         LLVMDisposeBuilder(eb);
     }
     fn_end(&f);
