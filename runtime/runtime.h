@@ -194,6 +194,9 @@ void rt_blas_set_threads(int n);
 void rt_blas_describe(char *buf, size_t n);
 /* Golden product in f64 on f64 arrays laid out as g says: c = a·b per batch entry. */
 bool rt_blas_gemm_f64(const RtGemm *g, const double *a, const double *b, double *c, Diags *d);
+/* Stops OpenBLAS's idle worker threads from spinning on the cores a kernel is timed
+ * on next (they restart with the next call); a no-op without OpenBLAS. */
+void rt_blas_quiesce(void);
 /* The library call that does g in g's own dtypes, or NULL with the reason. */
 typedef struct RtBlasCall RtBlasCall;
 RtBlasCall *rt_blas_plan(const RtGemm *g, char *why, size_t whylen);
