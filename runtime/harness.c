@@ -366,6 +366,29 @@ void rt_stats(double *v, int n, RtStats *st)
     st->median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* Whether the median of the n times in v is known to 1%: the distribution-free 95%
+ * interval of a median (the order statistics n/2 -+ 0.98 sqrt(n)) spans at most 1%
+ * of it.  A steady GPU kernel gets there in a few tens of repetitions; a CPU kernel
+ * on a busy machine may never, and keeps the whole wall budget. */
+static bool median_pinned(const double *v, int n)
+{
+    if (n < 16)
+        return false;
+    double *s = xmalloc(sizeof *s * (size_t)n);
+    memcpy(s, v, sizeof *s * (size_t)n);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    double h = 0.98 * sqrt((double)n);
+    int lo = (int)floor(n / 2.0 - h), hi = (int)ceil(n / 2.0 + h) - 1;
+    if (lo < 0)
+        lo = 0;
+    if (hi > n - 1)
+        hi = n - 1;
+    double med = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+    bool pinned = med > 0 && s[hi] - s[lo] <= 0.01 * med;
+    free(s);
+    return pinned;
+}
+
 /* Warm-up, then timed repetitions of x, each poisoned, flushed, run and checked.
  * warm: the validation runs just before were long enough to count as the warm-up
  * (a kernel of seconds gains nothing from one more untimed run). */
@@ -394,11 +417,10 @@ static int time_loop(H *h, RtExec *x, void **bufs, const Watch *w, int nw, bool 
     /* wall time for the loop: the checks between runs can cost far more than a
      * fast kernel (a 16M-element output), so the loop may end on this before it
      * reaches min_time of kernel time: 2 s for --run's 0.2 s, 0.5 s for the tuner's
-     * 0.05 s per candidate (a few tens of repetitions).  A loop that already has
-     * ENOUGH_REPS ends at 0.5 s: a GPU kernel of 0.1 ms, flushed and checked each
-     * time, otherwise ran 2 s for a thousand repetitions whose median the first
-     * hundred already gave, 40% of a 5 s answer at attention S = 4096. */
-    enum { ENOUGH_REPS = 100 };
+     * 0.05 s per candidate (a few tens of repetitions).  Past 0.5 s the loop also
+     * ends once the median is pinned (median_pinned): a 4096^3 GPU GEMM, its 16M
+     * outputs downloaded and checked after each run, otherwise spent 2 s on
+     * repetitions within 1% of one another, 40% of a 5 s answer. */
     double budget_s = fmax(0.5, 10 * h->o.min_time_s);
     double start = now_seconds(), sum_ms = 0;
     ProgPhase ph = kernel_run ? PROG_TIME : PROG_BASELINE;
@@ -442,7 +464,8 @@ static int time_loop(H *h, RtExec *x, void **bufs, const Watch *w, int nw, bool 
         }
         if (sum_ms >= h->o.min_time_s * 1e3 && n >= 3)
             break;
-        if (now_seconds() - start >= (n >= ENOUGH_REPS ? fmin(0.5, budget_s) : budget_s))
+        double spent = now_seconds() - start;
+        if (spent >= budget_s || (spent >= 0.5 && n % 8 == 0 && median_pinned(v, n)))
             break;
     }
     if (rc == EXIT_OK)
