@@ -615,6 +615,18 @@ static RtExec *crt_compile(RtDevice *dev, const Kernel *k, const char *target, D
     return &x->x;
 }
 
+static void *crt_build(RtDevice *dev, const Kernel *k, const char *target, Diags *d)
+{
+    (void)dev;
+    CgCudaModule *m = xcalloc(1, sizeof *m);
+    if (!cg_cuda_generate(k, target, m, d) || !cg_cuda_compile(m, target, d)) {
+        cg_cuda_module_free(m);
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
 static RtExec *crt_adopt(RtDevice *dev, void *module, Diags *d)
 {
     CudaRt *c = dev->impl;
@@ -818,6 +830,7 @@ RtDevice *rt_cuda_open(const char *target, Diags *d)
     dev->run = crt_run;
     dev->flush = crt_flush;
     dev->adopt = crt_adopt;
+    dev->build = crt_build;
     dev->release = crt_release;
     dev->close = crt_close;
     dev->gemm_f64 = crt_gemm_f64;

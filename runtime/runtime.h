@@ -145,6 +145,10 @@ struct RtDevice {
      * (codegen/cuda/cg_cuda.h), allocated with malloc; the device takes it, even on
      * failure.  The tuner compiles candidates on every core while it measures others. */
     RtExec *(*adopt)(RtDevice *dev, void *module, Diags *d);
+    /* Optional (NULL: none): the part of compile that needs no device context (CUDA:
+     * code generation and NVRTC), safe to call on another thread; its result, or NULL
+     * with diagnostics, goes to adopt on the device's thread. */
+    void *(*build)(RtDevice *dev, const Kernel *k, const char *target, Diags *d);
     /* The library `lib` ("openblas", "cublas") doing g.  Its buffers at run time are
      * {A, B, C}.  NULL with a one-line reason in why (and no diagnostic) when the
      * library has no equivalent; NULL with a diagnostic when it failed. */
