@@ -565,6 +565,10 @@ static bool distribute_last(Builder *b, SLoop *l, bool last, SLoop **first, SLoo
     return true;
 }
 
+/* Rows of a product few enough for one register tile of all of them, which the
+ * unpacked micro-kernel then leads with. */
+enum { THIN_ROWS = 8 };
+
 /* Contraction nest, register-blocked micro-kernel (variants 0: with the panel
  * operand packed, 1: without, 3: initialised per block of MR rows (short
  * reductions), 4: variant 0 with the MC blocks outermost and parallel):
@@ -639,7 +643,19 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
         return false;
     if (variant == 3 && n->ext[ir] > 256)
         return false;
-    /* MR: rows of the register tile; NR: whole SIMD registers of columns */
+    /* MR: rows of the register tile; NR: whole SIMD registers of columns.  Rows no
+     * more than THIN_ROWS take tiles of all the rows in the unpacked kernel (a
+     * Linear layer on a batch of 7: the model's 6 rows left a tile of one row doing
+     * six rows' work); the packed kernels keep the model's tile, whose two
+     * registers of columns measured faster on B[k, j] (0.55 against 1.2 ms) */
+    bool thin = variant == 1 && n->ext[ia] <= THIN_ROWS;
+    /* the model's tile has acc accumulator registers: the rows in as few tiles of
+     * at most acc rows as they take, each tile as many registers of columns as
+     * fit beside its rows */
+    int64_t acc = (int64_t)bk.mr * (bk.nr / lanes), tiles = (n->ext[ia] + acc - 1) / (acc > 0 ? acc : 1);
+    int64_t thin_mr = tiles > 0 ? (n->ext[ia] + tiles - 1) / tiles : 1;
+    if (thin)
+        cm[nm++] = thin_mr;
     for (int m = 2; m <= 8; m++)
         if (m != 5 && m != 7 && n->ext[ia] % m == 0 && m < n->ext[ia])
             cm[nm++] = m;
@@ -655,9 +671,16 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
      * below, NR's guarded (the code generator versions the tile loops, so full
      * tiles run unguarded; at 1037x769x511 NR 64 with a guarded tail measured 0.81x
      * OpenBLAS against 0.39-0.6x for the one register that nothing else divides) */
-    put_first(cm, &nm, 8, bk.mr);
-    if (n->ext[ib] >= bk.nr)
-        put_first(cn, &nn, 8, bk.nr);
+    if (thin) {
+        /* all the rows, and as many registers of columns as the model's tile has
+         * accumulators for (AVX2's 6 x 2 registers: 7 rows get one) */
+        int64_t regs = acc / thin_mr;
+        put_first(cn, &nn, 8, lanes * (regs >= 4 ? 4 : regs >= 2 ? 2 : 1));
+    } else {
+        put_first(cm, &nm, 8, bk.mr);
+        if (n->ext[ib] >= bk.nr)
+            put_first(cn, &nn, 8, bk.nr);
+    }
     /* KC: the reduction panel; only long reductions are split */
     bool split_k = n->ext[ir] >= 128;
     if (split_k) {
@@ -1747,7 +1770,20 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
                                                "rules: contraction, dot-product tiles",
                                                "rules: contraction, micro-kernel, initialised per row block",
                                                "rules: contraction, micro-kernel, panel packed, row blocks in parallel"};
-        static const int order[5] = {0, 4, 1, 3, 2};
+        /* A product of a few rows reads each element of the other operand a few
+         * times.  Where that operand lies along the reduction (B[j, k], nn.Linear's
+         * weight), packing it first is a second pass over it for nothing and the
+         * unpacked micro-kernel leads, its columns read as rows of B (7 x 1000 x 1001
+         * A·Bᵀ, one thread, Zen 3: 0.52 -> 1.09 of OpenBLAS).  Laid along the columns
+         * (B[k, j]) the panel stays first: unpacked, each k of a column strip is
+         * another row of B a page apart (A·B: 1.21 -> 0.66 when tried). */
+        bool thin = true;
+        for (int i = 0; i < nn; i++)
+            if (ns[i].red && ns[i].nspatial >= 2)
+                thin &= ns[i].ext[ns[i].nspatial - 2] <= THIN_ROWS && infos[i]->pb_kdim >= 0 &&
+                        infos[i]->pb_kdim == infos[i]->pb_rank - 1;
+        static const int order_wide[5] = {0, 4, 1, 3, 2}, order_thin[5] = {1, 0, 4, 3, 2};
+        const int *order = thin && ncontr ? order_thin : order_wide;
         for (int vi = 0; vi < 5; vi++) {
             int variant = order[vi];
             /* the dot-product fallback only when no micro-kernel template held */
