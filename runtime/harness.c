@@ -942,11 +942,6 @@ static void describe_cache(H *h)
     }
 }
 
-/* given: a compilation of k made by the caller (kept by it), or NULL to compile here. */
-/* The back ends translate only a kernel lowered for its target (passes/pipeline.c).
- * The CLI, the API, the dojo and the tuner hand the harness lowered kernels; a
- * kernel built or scheduled by hand (the harness' own tests, embedders of
- * runtime.h) is lowered here, on a copy, for the target it runs on. */
 /* A GPU kernel's code generation and NVRTC compile run on another thread while the
  * first input set's reference is computed: neither needs the other, and one after
  * the other they were 1.3 s and 1.2 s of a 5 s `--run` at attention S = 4096 on an
@@ -1018,6 +1013,10 @@ static RtExec *kernel_ready(H *h)
     return h->built;
 }
 
+/* The back ends translate only a kernel lowered for its target (passes/pipeline.c).
+ * The CLI, the API, the dojo and the tuner hand the harness lowered kernels; a
+ * kernel built or scheduled by hand (the harness' own tests, embedders of
+ * runtime.h) is lowered here, on a copy, for the target it runs on. */
 static RtExec *compile_lowered(RtDevice *dev, const Kernel *k, const char *target, Diags *d)
 {
     const Target *t = target_find(target);
@@ -1030,6 +1029,7 @@ static RtExec *compile_lowered(RtDevice *dev, const Kernel *k, const char *targe
     return x;
 }
 
+/* given: a compilation of k made by the caller (kept by it), or NULL to compile here. */
 static int evaluate(RtDevice *dev, RtExec *given, const Kernel *k, const Kernel *u, const RunOptions *opt,
                     RtResult *r, Diags *d)
 {
