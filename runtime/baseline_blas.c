@@ -62,6 +62,10 @@ void rt_blas_set_threads(int n)
 {
 #ifdef PERFC_HAVE_OPENBLAS
     openblas_set_num_threads(n);
+    /* which starts any workers it lacks (at load, all of them), and they spin as
+     * after a call: 110 ms of one of two cores, taken from the compile and the
+     * golden of a conv2d `--run` that never calls OpenBLAS (perf, Zen 3) */
+    rt_blas_quiesce();
 #else
     (void)n;
 #endif
