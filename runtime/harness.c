@@ -1003,11 +1003,12 @@ static RtExec *kernel_ready(H *h)
         sb_puts(&h->d->text, b->d.text.s);
     h->d->nerrors += b->d.nerrors;
     h->d->nwarnings += b->d.nwarnings;
+    /* compile_ms: the build's own time and the load's, not the wait for the golden */
+    double ta = now_seconds();
     h->built = b->module ? h->dev->adopt(h->dev, b->module, h->d) : NULL;
-    h->r->compile_ms = (now_seconds() - b->t0) * 1e3;
+    h->r->compile_ms = (b->t1 - b->t0 + now_seconds() - ta) * 1e3;
     if (h->o.verbose)
-        fprintf(stderr, "perfc: compiled in %.1f ms (%.1f ms of it beside the golden reference)\n",
-                h->r->compile_ms, (b->t1 - b->t0) * 1e3);
+        fprintf(stderr, "perfc: compiled in %.1f ms, beside the golden reference\n", h->r->compile_ms);
     diag_free(&b->d);
     free(b);
     return h->built;

@@ -569,6 +569,11 @@ static bool distribute_last(Builder *b, SLoop *l, bool last, SLoop **first, SLoo
  * unpacked micro-kernel then leads with. */
 enum { THIN_ROWS = 8 };
 
+static bool few_rows(const NestInfo *n)
+{
+    return n->nspatial >= 2 && n->ext[n->nspatial - 2] <= THIN_ROWS;
+}
+
 /* Contraction nest, register-blocked micro-kernel (variants 0: with the panel
  * operand packed, 1: without, 3: initialised per block of MR rows (short
  * reductions), 4: variant 0 with the MC blocks outermost and parallel):
@@ -644,18 +649,15 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
     if (variant == 3 && n->ext[ir] > 256)
         return false;
     /* MR: rows of the register tile; NR: whole SIMD registers of columns.  Rows no
-     * more than THIN_ROWS take tiles of all the rows in the unpacked kernel (a
-     * Linear layer on a batch of 7: the model's 6 rows left a tile of one row doing
-     * six rows' work); the packed kernels keep the model's tile, whose two
-     * registers of columns measured faster on B[k, j] (0.55 against 1.2 ms) */
-    bool thin = variant == 1 && n->ext[ia] <= THIN_ROWS;
-    /* the model's tile has acc accumulator registers: the rows in as few tiles of
-     * at most acc rows as they take, each tile as many registers of columns as
-     * fit beside its rows */
-    int64_t acc = (int64_t)bk.mr * (bk.nr / lanes), tiles = (n->ext[ia] + acc - 1) / (acc > 0 ? acc : 1);
-    int64_t thin_mr = tiles > 0 ? (n->ext[ia] + tiles - 1) / tiles : 1;
+     * more than THIN_ROWS (nor than the model's tile has accumulator registers) are
+     * one tile of all of them in the unpacked kernel (a Linear layer on a batch of
+     * 7: the model's 6 rows left a tile of one row doing six rows' work); the
+     * packed kernels keep the model's tile, whose two registers of columns measured
+     * faster on B[k, j] (0.55 against 1.2 ms) */
+    int64_t acc = (int64_t)bk.mr * (bk.nr / lanes); /* the model's tile's accumulator registers */
+    bool thin = variant == 1 && few_rows(n) && n->ext[ia] <= acc;
     if (thin)
-        cm[nm++] = thin_mr;
+        cm[nm++] = n->ext[ia];
     for (int m = 2; m <= 8; m++)
         if (m != 5 && m != 7 && n->ext[ia] % m == 0 && m < n->ext[ia])
             cm[nm++] = m;
@@ -674,7 +676,7 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
     if (thin) {
         /* all the rows, and as many registers of columns as the model's tile has
          * accumulators for (AVX2's 6 x 2 registers: 7 rows get one) */
-        int64_t regs = acc / thin_mr;
+        int64_t regs = acc / n->ext[ia];
         put_first(cn, &nn, 8, lanes * (regs >= 4 ? 4 : regs >= 2 ? 2 : 1));
     } else {
         put_first(cm, &nm, 8, bk.mr);
@@ -1779,9 +1781,8 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
          * another row of B a page apart (A·B: 1.21 -> 0.66 when tried). */
         bool thin = true;
         for (int i = 0; i < nn; i++)
-            if (ns[i].red && ns[i].nspatial >= 2)
-                thin &= ns[i].ext[ns[i].nspatial - 2] <= THIN_ROWS && infos[i]->pb_kdim >= 0 &&
-                        infos[i]->pb_kdim == infos[i]->pb_rank - 1;
+            if (infos[i]->red && infos[i]->nspatial >= 2)
+                thin &= few_rows(infos[i]) && infos[i]->pb_kdim >= 0 && infos[i]->pb_kdim == infos[i]->pb_rank - 1;
         static const int order_wide[5] = {0, 4, 1, 3, 2}, order_thin[5] = {1, 0, 4, 3, 2};
         const int *order = thin && ncontr ? order_thin : order_wide;
         for (int vi = 0; vi < 5; vi++) {
