@@ -939,57 +939,147 @@ typedef struct ConvCtx {
     int64_t ext[7];
     const char *out, *w, *x;
     bool xpad;             /* X has pad(v): its box is copied once per image */
-    int lanes;
+    int lanes, vregs;
+    int rows;              /* the register tile's output rows: 1 or 2 (conv_direct_b) */
+    int64_t nv, xu;        /* the model's tile (conv_tile): NV vectors of channels by XU pixels */
+    double cost;           /* its estimated cycles per output pixel and channel vector */
 } ConvCtx;
 
+/* Estimated cycles of one filter tap over a register tile of YU x XU pixels by NV
+ * vectors of channels: YU * XU * NV FMAs on two pipes; YU * XU broadcasts, which on
+ * AMD's Zen take an FP pipe beside the FMAs (so FMAs and broadcasts are charged to
+ * three pipes: on Zen 3 a 2 x 6 x 1 tile measured 1.31 times the time of 1 x 6 x 2,
+ * the same FMAs with half the broadcasts); and five cycles at least: an
+ * accumulator's FMA waits four for the one before, and tiles of eight accumulators,
+ * the bound in theory, measured no faster than a cycle more. */
+static double conv_tap_cycles(int64_t yu, int64_t xu, int64_t nv)
+{
+    double fma = (double)(yu * xu * nv), bc = (double)(yu * xu);
+    double c = fma / 2;
+    if ((fma + bc) / 3 > c)
+        c = (fma + bc) / 3;
+    return c > 5 ? c : 5;
+}
+
+/* The cost of covering the Ho x Wo output with tiles of YU x XU (the edge tiles
+ * smaller), per output pixel and channel vector, plus `loop` cycles a tile and tap
+ * for the window loops around it.  Calibrated on Zen 3 against single-thread runs
+ * (min times, ResNet-50's layers): at 7 x 7 it orders 2 x 7 x 1 (3.28 ms), 1 x 7 x 1
+ * (3.45), 1 x 4 x 2 (3.7) as measured; at 56 x 56, 1 x 6 x 2 (2.67), 2 x 3 x 2
+ * (2.74), 1 x 14 x 1 (3.3), 2 x 6 x 1 (3.5). */
+static double conv_cover_cost(int64_t ho, int64_t wo, int64_t yu, int64_t xu, int64_t nv, double loop)
+{
+    double c = 0;
+    for (int64_t y = 0; y < ho; y += yu)
+        for (int64_t x = 0; x < wo; x += xu) {
+            int64_t ty = ho - y < yu ? ho - y : yu, tx = wo - x < xu ? wo - x : xu;
+            c += conv_tap_cycles(ty, tx, nv) + loop;
+        }
+    return c / (double)(ho * wo * nv);
+}
+
+/* The register tile of c->rows output rows the model finds cheapest: NV vectors of
+ * channels (dividing the filters) by XU pixels, every accumulator, NV filter vectors
+ * and a broadcast in the target's vector registers.  Sets c->nv, c->xu, c->cost;
+ * false when no tile fits. */
+static bool conv_tile(ConvCtx *c)
+{
+    int64_t ho = c->ext[2], wo = c->ext[3];
+    c->cost = 0;
+    for (int64_t nv = 1; nv <= 4; nv *= 2) {
+        if (c->ext[1] % (c->lanes * nv) || c->lanes * nv > 64)
+            continue;
+        for (int64_t xu = 1; xu <= 14 && xu <= wo; xu++) {
+            if (c->rows * xu * nv + nv + 1 > c->vregs)
+                break;
+            /* the one-row tile unrolls the row loop r: a loop test a filter row */
+            double k = conv_cover_cost(ho, wo, c->rows, xu, nv, c->rows == 1 ? 2.0 / 3 : 1);
+            if (c->cost == 0 || k < c->cost - 1e-9) {
+                c->cost = k;
+                c->nv = nv;
+                c->xu = xu;
+            }
+        }
+    }
+    return c->cost > 0;
+}
+
+/* Candidates: first, then the others of list (not repeating first), at most cap. */
+static int cands_first(int64_t first, const int64_t *list, int n, int64_t *out, int cap)
+{
+    int m = 0;
+    out[m++] = first;
+    for (int i = 0; i < n && m < cap; i++)
+        if (list[i] != first)
+            out[m++] = list[i];
+    return m;
+}
+
 /* A direct convolution as a register-blocked product vectorized over output
- * channels, as stdlib/conv2d.pdl's CPU schedule writes it by hand: a tile of XU
- * output pixels by FV channels kept in registers (cache(Y) with the channels made
- * contiguous by layout), input channels blocked by CB with their filters packed
+ * channels, as stdlib/conv2d.pdl's CPU schedule writes it by hand: a tile of YU rows
+ * by XU output pixels by FV channels kept in registers (cache(Y) with the channels
+ * made contiguous by layout), input channels blocked by CB with their filters packed
  * tap-major (cache(W), layout) so each tap is one vector load, the padded image
- * copied once per image so the inner loop has no bounds tests, the window loops
- * unrolled, the channel blocks parallel.  The implicit-GEMM template vectorizes
- * along the image row instead (56 pixels: 3.5 registers).  4 x 32 x 56 x 56 ->
- * 64 channels, 3 x 3, 1 thread: 19.8 ms implicit GEMM, 4.7 ms direct. */
+ * copied once per image so the inner loop has no bounds tests, the channel blocks
+ * parallel.  The tile's first candidate is conv_tile's.
+ *
+ * The filter column loop s is never unrolled: unrolled beside the pixels, LLVM's CSE
+ * shares the broadcast of X[x + s] between pixel x and tap s and pixel x + 1 and tap
+ * s - 1, keeping up to XU + S - 1 broadcasts live: a 6 x 2 tile then spilled about one
+ * register an FMA (64 x 56^2 on Zen 3: 2.87 ms at best unrolled, 2.67 not).  The row
+ * loop r is unrolled only in the one-row tile, for the same reason.  The implicit-GEMM
+ * template vectorizes along the image row instead (56 pixels: 3.5 registers).
+ * 4 x 32 x 56 x 56 -> 64 channels, 3 x 3, 1 thread: 19.8 ms implicit GEMM, 4.7 ms
+ * direct. */
 static bool conv_direct_b(Builder *b, const void *vctx)
 {
     const ConvCtx *c = vctx;
-    SLoop *x1 = NULL, *y1 = NULL, *f1 = NULL, *n1 = NULL, *fo, *fv, *xo, *xu, *cb, *ci;
+    SLoop *x1 = NULL, *y1 = NULL, *f1 = NULL, *n1 = NULL, *fo, *fv, *yo = NULL, *yu = NULL, *xo, *xu, *cb, *ci;
     if (!bld_distribute(b, bld_loop(b, c->loop[3]), &x1) || !bld_distribute(b, bld_loop(b, c->loop[2]), &y1) ||
         !bld_distribute(b, bld_loop(b, c->loop[1]), &f1) || !bld_distribute(b, bld_loop(b, c->loop[0]), &n1))
         return false;
-    int64_t cf[3], cx[4] = {14, 8, 7, 4}, cc[3] = {32, 16, 64};
+    int64_t fl[3], xl[4] = {14, 8, 7, 4}, cl[3] = {32, 16, 64};
     int nf = 0, nx = 0, nc = 0;
     for (int m = 1; m <= 4; m *= 2)
         if (c->ext[1] % (c->lanes * m) == 0 && c->lanes * m <= 64)
-            cf[nf++] = c->lanes * m;
-    int64_t xs[4];
+            fl[nf++] = c->lanes * m;
+    int64_t xs[5], fs[3], cs[3], ok[4];
+    int nok = 0;
     for (int i = 0; i < 4; i++)
-        if (cx[i] <= c->ext[3])
-            xs[nx++] = cx[i];
-    int64_t cs[3];
+        if (xl[i] <= c->ext[3])
+            ok[nok++] = xl[i];
+    nx = cands_first(c->xu, ok, nok, xs, 5);
+    nf = cands_first(c->nv * c->lanes, fl, nf, fs, 3);
     for (int i = 0; i < 3; i++)
-        if (c->ext[4] % cc[i] == 0 || cc[i] >= c->ext[4])
-            cs[nc++] = cc[i] < c->ext[4] ? cc[i] : c->ext[4];
+        if (c->ext[4] % cl[i] == 0 || cl[i] >= c->ext[4])
+            cs[nc++] = cl[i] < c->ext[4] ? cl[i] : c->ext[4];
     if (!nf || !nx || !nc)
         return false;
-    bld_split(b, f1, bld_param(b, "fv", cf, nf), &fo, &fv);
+    SLoop *r = bld_loop(b, c->loop[5]), *sl = bld_loop(b, c->loop[6]);
+    bld_split(b, f1, bld_param(b, "fv", fs, nf), &fo, &fv);
+    /* the channel vector innermost before the pixel loops split, so that every
+     * reorder below names one band of at most eight loops */
+    BLD_REORDER(b, y1, x1, bld_loop(b, c->loop[4]), r, sl, fv);
+    if (c->rows > 1)
+        bld_split(b, y1, sv(c->rows), &yo, &yu);
     bld_split(b, x1, bld_param(b, "xu", xs, nx), &xo, &xu);
     bld_split(b, bld_loop(b, c->loop[4]), bld_param(b, "cb", cs, nc), &cb, &ci);
-    SLoop *r = bld_loop(b, c->loop[5]), *sl = bld_loop(b, c->loop[6]);
-    BLD_REORDER(b, cb, y1, xo, ci, r, sl, xu, fv);
+    if (c->rows > 1)
+        BLD_REORDER(b, cb, yo, xo, ci, r, sl, yu, xu);
+    else
+        BLD_REORDER(b, cb, y1, xo, ci, r, sl, xu);
     SBuf *yr = bld_cache(b, bld_buf(b, c->out), xo, NULL, NULL);
     bld_layout(b, yr, (const int[]){0, 3, 2, 1}, 4);
     SBuf *fp = bld_cache(b, bld_buf(b, c->w), cb, NULL, NULL);
     bld_layout(b, fp, (const int[]){1, 2, 3, 0}, 4);
     if (c->xpad)
         bld_cache(b, bld_buf(b, c->x), n1, NULL, NULL);
+    if (yu)
+        bld_unroll(b, yu);
     bld_unroll(b, xu);
     bld_vectorize(b, fv);
-    if (c->ext[5] <= 7)
+    if (c->rows == 1 && c->ext[5] <= 7)
         bld_unroll(b, r);
-    if (c->ext[6] <= 7)
-        bld_unroll(b, sl);
     bld_parallel(b, fo);
     return true;
 }
@@ -1009,7 +1099,7 @@ static bool plain_load(const Expr *e, const Var *const *v, int i0, int i1, int i
 
 /* A nest that is exactly Y[n, f, y, x] += X[n, c, ...] * W[f, c, r, s] (either
  * operand order), f a multiple of the vector lanes: the direct template's shape. */
-static ConvCtx *conv_read(const Nest *n, int lanes, Arena *a)
+static ConvCtx *conv_read(const Nest *n, int lanes, int vregs, Arena *a)
 {
     if (!pure_reduction(n) || n->nloops != 7 || n->nspatial != 4)
         return NULL;
@@ -1048,6 +1138,7 @@ static ConvCtx *conv_read(const Nest *n, int lanes, Arena *a)
     c->x = arena_strdup(a, x->u.load.buf->name);
     c->xpad = x->u.load.buf->has_pad;
     c->lanes = lanes;
+    c->vregs = vregs;
     return c;
 }
 
@@ -1742,11 +1833,29 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
         return true;
     }
     /* a direct NCHW convolution first (its own micro-kernel, the default) */
-    ConvCtx *conv = nn == 1 ? conv_read(&ns[0], lanes, a) : NULL;
+    ConvCtx *conv = nn == 1 && !gpu ? conv_read(&ns[0], lanes, blocking_vector_regs(target), a) : NULL;
     if (conv) {
-        TuneRule *r = check_rule(in, conv_direct_b, conv, a, &dropped, d);
-        if (r && !dropped)
-            add_rule(in, sp, r, a, "rules: contraction, direct convolution micro-kernel, channels vectorized");
+        /* one template a tile height, the model's cheaper first; two rows only where
+         * the image has them */
+        ConvCtx *two = arena_alloc(a, sizeof *two);
+        *two = *conv;
+        conv->rows = 1;
+        two->rows = 2;
+        bool has1 = conv_tile(conv), has2 = conv->ext[2] >= 2 && conv_tile(two);
+        ConvCtx *order[2] = {conv, two};
+        if (has2 && (!has1 || two->cost < conv->cost - 1e-9)) {
+            order[0] = two;
+            order[1] = conv;
+        }
+        for (int i = 0; i < 2; i++) {
+            if ((order[i] == conv && !has1) || (order[i] == two && !has2))
+                continue;
+            TuneRule *r = check_rule(in, conv_direct_b, order[i], a, &dropped, d);
+            if (r && !dropped)
+                add_rule(in, sp, r, a,
+                         order[i]->rows == 1 ? "rules: contraction, direct convolution micro-kernel, one output row"
+                                             : "rules: contraction, direct convolution micro-kernel, two output rows");
+        }
     }
     if (ncontr) {
         sp->kclass = "contraction";
