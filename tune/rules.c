@@ -939,7 +939,7 @@ typedef struct ConvCtx {
     int64_t ext[7];
     const char *out, *w, *x;
     bool xpad;             /* X has pad(v): its box is copied once per image */
-    int lanes, vregs;
+    int lanes, vregs, threads;
     int rows;              /* the register tile's output rows: 1 or 2 (conv_direct_b) */
     int64_t nv, xu;        /* the model's tile (conv_tile): NV vectors of channels by XU pixels */
     double cost;           /* its estimated cycles per output pixel and channel vector */
@@ -1080,7 +1080,15 @@ static bool conv_direct_b(Builder *b, const void *vctx)
     bld_vectorize(b, fv);
     if (c->rows == 1 && c->ext[5] <= 7)
         bld_unroll(b, r);
-    bld_parallel(b, fo);
+    /* the threads share the blocks of output channels, or the tile rows where the
+     * channels make fewer than two blocks a thread (64 filters in two vectors of 16
+     * lanes are two blocks: on two threads of a Xeon the layer ran no faster than on
+     * one); the other is the tuner's to try */
+    SLoop *rl = yo ? yo : y1;
+    int64_t blocks = c->ext[1] / (c->nv * c->lanes), rows = (c->ext[2] + c->rows - 1) / c->rows;
+    bool by_rows = c->threads > 1 && blocks < 2 * c->threads && rows >= 2 * c->threads;
+    SLoop *pc[2] = {by_rows ? rl : fo, by_rows ? fo : rl};
+    bld_parallel(b, bld_param_loop(b, "par", pc, 2));
     return true;
 }
 
@@ -1838,6 +1846,7 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
         /* one template a tile height, the model's cheaper first; two rows only where
          * the image has them */
         ConvCtx *two = arena_alloc(a, sizeof *two);
+        conv->threads = threads;
         *two = *conv;
         conv->rows = 1;
         two->rows = 2;

@@ -9,7 +9,10 @@ the static perfc and torch:
 
   - sgemm written plainly with no schedule (bench/cpu/gemm_layouts.pdl), every layout
     (A·B, A·Bᵀ, Aᵀ·B, Aᵀ·Bᵀ) at 256..2048 cubed and three odd shapes, against
-    OpenBLAS in the same process (`perfc --run --compare openblas`);
+    OpenBLAS in the same process (`perfc --run --compare openblas`) and torch.mm
+    on the CPU beside it (a static OpenBLAS 0.3.21 did not know the Xeon of
+    2026-12-07 and ran a generic kernel there, 16 GFLOP/s: torch is the baseline
+    where that happens);
   - the same A·B tuned (`--autotune --budget B --compare openblas`, a fresh database);
   - ResNet-50's 3x3 layers at batch 1 (stdlib/conv2d.pdl) tuned, beside torch's
     F.conv2d on the CPU (oneDNN inside torch, NCHW, f32) in the same run; the same
@@ -55,14 +58,36 @@ def geomean(v):
     return math.exp(sum(math.log(x) for x in v) / len(v)) if v else float("nan")
 
 
+def torch_mm_ms(layout, m, n, k, t):
+    """torch.mm on the CPU (MKL or oneDNN inside torch) on the same layout, a warm
+    loop's median; None without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(t)
+    a = torch.randn(k, m).t() if layout in ("mm_tn", "mm_tt") else torch.randn(m, k)
+    b = torch.randn(n, k).t() if layout in ("mm_nt", "mm_tt") else torch.randn(k, n)
+    for _ in range(3):
+        torch.mm(a, b)
+    ts, spent = [], 0.0
+    while spent < 0.3 or len(ts) < 5:
+        t0 = time.perf_counter()
+        torch.mm(a, b)
+        dt = time.perf_counter() - t0
+        ts.append(dt * 1e3)
+        spent += dt
+    return statistics.median(ts)
+
+
 def gemm_rows(a, tuned):
-    layouts = ["mm"] if tuned else LAYOUTS
+    layouts = ["mm"] if tuned else a.layouts
     for t in a.threads:
         for k in layouts:
             db = tempfile.mktemp(prefix="host_bars_db")
-            cells = []
+            cells, tcells = [], []
             for (m, n, kk) in SHAPES:
-                ratios, pm, bm, valid = [], [], [], True
+                ratios, pm, bm, tr, valid = [], [], [], [], True
                 for r in range(a.rounds):
                     cmd = [a.perfc, "bench/cpu/gemm_layouts.pdl", "-k", k, "-D", "M=%d" % m, "-D", "N=%d" % n,
                            "-D", "K=%d" % kk, "--threads", str(t), "--compare", "openblas", "--json", "--quiet"]
@@ -76,13 +101,19 @@ def gemm_rows(a, tuned):
                     ratios.append(b / p)
                     pm.append(p)
                     bm.append(b)
+                    tms = torch_mm_ms(k, m, n, kk, t)
+                    if tms:
+                        tr.append(tms / p)
                 med = statistics.median(ratios) if ratios else float("nan")
+                tmed = statistics.median(tr) if tr else float("nan")
                 cells.append(med)
-                print("%-6s %-5s %d thr  %4dx%4dx%4d  perfc %8.3f ms  openblas %8.3f ms  ratio %.3f  %s" %
+                tcells.append(tmed)
+                print("%-6s %-5s %d thr  %4dx%4dx%4d  perfc %8.3f ms  openblas %8.3f ms  ratio %.3f  "
+                      "torch ratio %.3f  %s" %
                       ("tuned" if tuned else "default", k, t, m, n, kk, statistics.median(pm) if pm else -1,
-                       statistics.median(bm) if bm else -1, med, "valid" if valid else "INVALID"), flush=True)
-            print("geomean %-6s %-5s %d threads: %.3f" % ("tuned" if tuned else "default", k, t, geomean(cells)),
-                  flush=True)
+                       statistics.median(bm) if bm else -1, med, tmed, "valid" if valid else "INVALID"), flush=True)
+            print("geomean %-6s %-5s %d threads: %.3f of OpenBLAS, %.3f of torch" %
+                  ("tuned" if tuned else "default", k, t, geomean(cells), geomean(tcells)), flush=True)
             for f in (db, db + "-wal", db + "-shm"):
                 if os.path.exists(f):
                     os.remove(f)
@@ -198,8 +229,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--budget", type=int, default=24)
     ap.add_argument("--only", default="gemm tuned conv")
+    ap.add_argument("--layouts", default=" ".join(LAYOUTS), help="the layouts of the default rows")
     a = ap.parse_args()
     a.threads = [int(x) for x in a.threads.split()]
+    a.layouts = a.layouts.split()
     with open("/proc/cpuinfo") as f:
         model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "?")
     print("# %s  %s, %d cores, load %s" % (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), model,
