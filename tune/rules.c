@@ -964,9 +964,9 @@ static double conv_tap_cycles(int64_t yu, int64_t xu, int64_t nv)
 /* The cost of covering the Ho x Wo output with tiles of YU x XU (the edge tiles
  * smaller), per output pixel and channel vector, plus `loop` cycles a tile and tap
  * for the window loops around it.  Calibrated on Zen 3 against single-thread runs
- * (min times, ResNet-50's layers): at 7 x 7 it orders 2 x 7 x 1 (3.28 ms), 1 x 7 x 1
- * (3.45), 1 x 4 x 2 (3.7) as measured; at 56 x 56, 1 x 6 x 2 (2.67), 2 x 3 x 2
- * (2.74), 1 x 14 x 1 (3.3), 2 x 6 x 1 (3.5). */
+ * (min times, ResNet-50's layers): at 7 x 7 it puts 2 x 7 x 1 first, as measured
+ * (3.28 ms; it ties 1 x 7 x 1, 3.45, and 1 x 4 x 2, 3.7); at 56 x 56 it orders
+ * 1 x 6 x 2 (2.67), 2 x 3 x 2 (2.74), 1 x 14 x 1 (3.3), 2 x 6 x 1 (3.5) as measured. */
 static double conv_cover_cost(int64_t ho, int64_t wo, int64_t yu, int64_t xu, int64_t nv, double loop)
 {
     double c = 0;
@@ -1021,7 +1021,8 @@ static int cands_first(int64_t first, const int64_t *list, int n, int64_t *out, 
  * made contiguous by layout), input channels blocked by CB with their filters packed
  * tap-major (cache(W), layout) so each tap is one vector load, the padded image
  * copied once per image so the inner loop has no bounds tests, the channel blocks
- * parallel.  The tile's first candidate is conv_tile's.
+ * or the tile rows parallel.  The tile's first candidate is conv_tile's; the other
+ * pixel counts offered are those with a register tile at one vector of channels.
  *
  * The filter column loop s is never unrolled: unrolled beside the pixels, LLVM's CSE
  * shares the broadcast of X[x + s] between pixel x and tap s and pixel x + 1 and tap
@@ -1046,7 +1047,7 @@ static bool conv_direct_b(Builder *b, const void *vctx)
     int64_t xs[5], fs[3], cs[3], ok[4];
     int nok = 0;
     for (int i = 0; i < 4; i++)
-        if (xl[i] <= c->ext[3])
+        if (xl[i] <= c->ext[3] && c->rows * xl[i] + 2 <= c->vregs)
             ok[nok++] = xl[i];
     nx = cands_first(c->xu, ok, nok, xs, 5);
     nf = cands_first(c->nv * c->lanes, fl, nf, fs, 3);
@@ -1081,9 +1082,9 @@ static bool conv_direct_b(Builder *b, const void *vctx)
     if (c->rows == 1 && c->ext[5] <= 7)
         bld_unroll(b, r);
     /* the threads share the blocks of output channels, or the tile rows where the
-     * channels make fewer than two blocks a thread (64 filters in two vectors of 16
-     * lanes are two blocks: on two threads of a Xeon the layer ran no faster than on
-     * one); the other is the tuner's to try */
+     * channels make fewer than two blocks a thread (on a Xeon the 64-filter layer ran
+     * no faster on two threads than on one when the channel blocks were the only
+     * parallel loop); the other is the tuner's to try */
     SLoop *rl = yo ? yo : y1;
     int64_t blocks = c->ext[1] / (c->nv * c->lanes), rows = (c->ext[2] + c->rows - 1) / c->rows;
     bool by_rows = c->threads > 1 && blocks < 2 * c->threads && rows >= 2 * c->threads;
