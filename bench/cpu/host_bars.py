@@ -144,30 +144,6 @@ def conv_args(c, hw, t):
             "-D", "K=%d" % c, "--threads", str(t)]
 
 
-def convdef_rows(a):
-    """The user's convolution with the default schedule beside torch."""
-    for t in a.threads:
-        cells = []
-        for (c, hw) in CONV:
-            ratios, pm, tm, valid = [], [], [], True
-            for r in range(a.rounds):
-                j = perfc_json([a.perfc] + conv_args(c, hw, t) + ["--run", "--json", "--quiet"])
-                tms = torch_conv_ms(c, hw, t)
-                if not j:
-                    valid = False
-                    continue
-                valid &= bool(j["valid"])
-                ratios.append(tms / j["time_ms"]["median"])
-                pm.append(j["time_ms"]["median"])
-                tm.append(tms)
-            med = statistics.median(ratios) if ratios else float("nan")
-            cells.append(med)
-            print("conv default %3d@%-3d %d thr  perfc %7.3f ms  torch(oneDNN) %7.3f ms  ratio %.3f  %s" %
-                  (c, hw, t, statistics.median(pm) if pm else -1, statistics.median(tm) if tm else -1, med,
-                   "valid" if valid else "INVALID"), flush=True)
-        print("geomean conv default %d threads: %.3f" % (t, geomean(cells)), flush=True)
-
-
 def copyab_rows(a):
     """The default schedule as printed, then the same with parallel(X_n1_c1), alternating."""
     for t in [x for x in a.threads if x > 1]:
@@ -191,17 +167,23 @@ def copyab_rows(a):
                   flush=True)
 
 
-def conv_rows(a):
+def conv_rows(a, tuned):
+    """ResNet-50's layers beside torch: stdlib conv2d tuned (a fresh database, the
+    later rounds re-time its winner), or the user's convolution at the default."""
+    what = "tuned" if tuned else "default"
     for t in a.threads:
         db = tempfile.mktemp(prefix="host_bars_conv_db")
         cells = []
         for (c, hw) in CONV:
             ratios, pm, tm, valid = [], [], [], True
             for r in range(a.rounds):
-                j = perfc_json([a.perfc, "stdlib/conv2d.pdl", "-D", "N=1", "-D", "C=%d" % c, "-D", "H=%d" % hw,
-                                "-D", "W=%d" % hw, "-D", "K=%d" % c, "-D", "R=3", "-D", "S=3", "-D", "U=1",
-                                "-D", "P=1", "--threads", str(t), "--json", "--quiet", "--autotune", "--budget",
-                                str(a.budget), "--db", db])
+                if tuned:
+                    cmd = [a.perfc, "stdlib/conv2d.pdl", "-D", "N=1", "-D", "C=%d" % c, "-D", "H=%d" % hw,
+                           "-D", "W=%d" % hw, "-D", "K=%d" % c, "-D", "R=3", "-D", "S=3", "-D", "U=1", "-D", "P=1",
+                           "--threads", str(t), "--autotune", "--budget", str(a.budget), "--db", db]
+                else:
+                    cmd = [a.perfc] + conv_args(c, hw, t) + ["--run"]
+                j = perfc_json(cmd + ["--json", "--quiet"])
                 tms = torch_conv_ms(c, hw, t)
                 if not j:
                     valid = False
@@ -213,10 +195,10 @@ def conv_rows(a):
                 tm.append(tms)
             med = statistics.median(ratios) if ratios else float("nan")
             cells.append(med)
-            print("conv tuned %3d@%-3d %d thr  perfc %7.3f ms  torch(oneDNN) %7.3f ms  ratio %.3f  %s" %
-                  (c, hw, t, statistics.median(pm) if pm else -1, statistics.median(tm) if tm else -1, med,
+            print("conv %s %3d@%-3d %d thr  perfc %7.3f ms  torch(oneDNN) %7.3f ms  ratio %.3f  %s" %
+                  (what, c, hw, t, statistics.median(pm) if pm else -1, statistics.median(tm) if tm else -1, med,
                    "valid" if valid else "INVALID"), flush=True)
-        print("geomean conv tuned %d threads: %.3f" % (t, geomean(cells)), flush=True)
+        print("geomean conv %s %d threads: %.3f" % (what, t, geomean(cells)), flush=True)
         for f in (db, db + "-wal", db + "-shm"):
             if os.path.exists(f):
                 os.remove(f)
@@ -238,9 +220,9 @@ def main():
     print("# %s  %s, %d cores, load %s" % (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), model,
                                             os.cpu_count(), open("/proc/loadavg").read().split()[:3]), flush=True)
     if "conv" in a.only.split():
-        conv_rows(a)
+        conv_rows(a, True)
     if "convdef" in a.only:
-        convdef_rows(a)
+        conv_rows(a, False)
     if "copyab" in a.only:
         copyab_rows(a)
     if "gemm" in a.only:
