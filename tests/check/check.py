@@ -13,6 +13,8 @@ before perfc sees the file, so line numbers in diagnostics stay right):
   # CHECK-NOT: TEXT    no line between the previous match and the next one does
   # CHECK-COUNT-N: TEXT  exactly N lines of the whole output contain TEXT
 TEXT is matched literally, except that {{RE}} is a Python regular expression.
+In a RUN line %t is a directory of the case's own, removed afterwards (a tuning
+database: `--db %t/tune.db`).
 Usage: check.py PERFC FILE.pdl   (exit 0 pass, 1 fail, with the reason)."""
 import os
 import re
@@ -73,14 +75,17 @@ def main():
         tmp.close()
         src = tmp.name
     output = ''
+    scratch = tempfile.TemporaryDirectory(prefix='perfc_check_')
     try:
         for args in runs:
+            args = [a.replace('%t', scratch.name) for a in args]
             r = subprocess.run([perfc, src] + args, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, timeout=120)
             output += r.stdout
             if r.returncode != want_exit:
                 fail(path, 0, f'perfc {" ".join(args)} exited {r.returncode}, expected {want_exit}', r.stdout)
     finally:
+        scratch.cleanup()
         if tmp:
             os.unlink(tmp.name)
     if tmp:
