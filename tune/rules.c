@@ -1022,17 +1022,6 @@ static int64_t conv_cb(const ConvCtx *c)
     return C < 32 ? C : 32;
 }
 
-/* Candidates: first, then the others of list (not repeating first), at most cap. */
-static int cands_first(int64_t first, const int64_t *list, int n, int64_t *out, int cap)
-{
-    int m = 0;
-    out[m++] = first;
-    for (int i = 0; i < n && m < cap; i++)
-        if (list[i] != first)
-            out[m++] = list[i];
-    return m;
-}
-
 /* A direct convolution as a register-blocked product vectorized over output
  * channels, as stdlib/conv2d.pdl's CPU schedule writes it by hand: a tile of YU rows
  * by XU output pixels by FV channels kept in registers (cache(Y) with the channels
@@ -1057,24 +1046,21 @@ static bool conv_direct_b(Builder *b, const void *vctx)
     if (!bld_distribute(b, bld_loop(b, c->loop[3]), &x1) || !bld_distribute(b, bld_loop(b, c->loop[2]), &y1) ||
         !bld_distribute(b, bld_loop(b, c->loop[1]), &f1) || !bld_distribute(b, bld_loop(b, c->loop[0]), &n1))
         return false;
-    int64_t fl[3], xl[4] = {14, 8, 7, 4}, cl[3] = {32, 16, 64};
+    /* the model's tile and channel block first, then the usual alternatives */
+    int64_t fs[3], xs[5], cs[4], xl[4] = {14, 8, 7, 4}, cl[3] = {32, 16, 64};
     int nf = 0, nx = 0, nc = 0;
     for (int m = 1; m <= 4; m *= 2)
         if (c->ext[1] % (c->lanes * m) == 0 && c->lanes * m <= 64)
-            fl[nf++] = c->lanes * m;
-    int64_t xs[5], fs[3], cs[4], cl4[3], ok[4];
-    int nok = 0;
+            fs[nf++] = c->lanes * m;
     for (int i = 0; i < 4; i++)
         if (xl[i] <= c->ext[3] && c->rows * xl[i] + 2 <= c->vregs)
-            ok[nok++] = xl[i];
-    nx = cands_first(c->xu, ok, nok, xs, 5);
-    nf = cands_first(c->nv * c->lanes, fl, nf, fs, 3);
+            xs[nx++] = xl[i];
     for (int i = 0; i < 3; i++)
         if (c->ext[4] % cl[i] == 0 || cl[i] >= c->ext[4])
-            cl4[nc++] = cl[i] < c->ext[4] ? cl[i] : c->ext[4];
-    nc = cands_first(conv_cb(c), cl4, nc, cs, 4);
-    if (!nf || !nx || !nc)
-        return false;
+            cs[nc++] = cl[i] < c->ext[4] ? cl[i] : c->ext[4];
+    put_first(fs, &nf, 3, c->nv * c->lanes);
+    put_first(xs, &nx, 5, c->xu);
+    put_first(cs, &nc, 4, conv_cb(c));
     SLoop *r = bld_loop(b, c->loop[5]), *sl = bld_loop(b, c->loop[6]);
     bld_split(b, f1, bld_param(b, "fv", fs, nf), &fo, &fv);
     /* the channel vector innermost before the pixel loops split, so that every
@@ -1861,31 +1847,33 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
         return true;
     }
     /* a direct NCHW convolution first (its own micro-kernel, the default) */
-    ConvCtx *conv = nn == 1 && !gpu ? conv_read(&ns[0], lanes, blocking_vector_regs(target), a) : NULL;
+    ConvCtx *conv = nn == 1 ? conv_read(&ns[0], lanes, blocking_vector_regs(target), a) : NULL;
     if (conv) {
-        /* one template a tile height, the model's cheaper first; two rows only where
-         * the image has them */
-        ConvCtx *two = arena_alloc(a, sizeof *two);
+        /* one template a tile height (two rows where the image has them), the
+         * model's cheaper first */
         CacheSizes caches;
         blocking_caches(target, &caches);
         conv->threads = threads;
         conv->l2 = caches.l2;
-        *two = *conv;
-        conv->rows = 1;
-        two->rows = 2;
-        bool has1 = conv_tile(conv), has2 = conv->ext[2] >= 2 && conv_tile(two);
-        ConvCtx *order[2] = {conv, two};
-        if (has2 && (!has1 || two->cost < conv->cost - 1e-9)) {
-            order[0] = two;
-            order[1] = conv;
+        ConvCtx *tiles[2];
+        int nt = 0;
+        for (int rows = 1; rows <= 2 && rows <= conv->ext[2]; rows++) {
+            ConvCtx *t = arena_alloc(a, sizeof *t);
+            *t = *conv;
+            t->rows = rows;
+            if (conv_tile(t))
+                tiles[nt++] = t;
         }
-        for (int i = 0; i < 2; i++) {
-            if ((order[i] == conv && !has1) || (order[i] == two && !has2))
-                continue;
-            TuneRule *r = check_rule(in, conv_direct_b, order[i], a, &dropped, d);
+        if (nt == 2 && tiles[1]->cost < tiles[0]->cost - 1e-9) {
+            ConvCtx *t = tiles[0];
+            tiles[0] = tiles[1];
+            tiles[1] = t;
+        }
+        for (int i = 0; i < nt; i++) {
+            TuneRule *r = check_rule(in, conv_direct_b, tiles[i], a, &dropped, d);
             if (r && !dropped)
                 add_rule(in, sp, r, a,
-                         order[i]->rows == 1 ? "rules: contraction, direct convolution micro-kernel, one output row"
+                         tiles[i]->rows == 1 ? "rules: contraction, direct convolution micro-kernel, one output row"
                                              : "rules: contraction, direct convolution micro-kernel, two output rows");
         }
     }
