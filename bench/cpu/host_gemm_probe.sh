@@ -15,7 +15,7 @@ mkdir -p /tmp/pf && xz -dc carry/gpu/perfc.xz > /tmp/pf/perfc && chmod +x /tmp/p
 P=/tmp/pf/perfc
 LOG=${OUT:-/tmp}/gemm_probe.log
 SIZES=${SIZES:-"1024 2048"}
-VARIANTS=${VARIANTS:-"4x64:256 4x64:128 8x32:256 8x32:384 12x32:256 6x48:256 16x16:256"}
+VARIANTS=${VARIANTS:-"4x64:256 4x64:128 8x32:256 8x32:384 12x32:256 12x32:128 14x32:256 6x48:256 6x64:256 16x16:256"}
 say() { echo "$*" | tee -a "$LOG"; }
 say "# $(date -u +%FT%TZ) $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores"
 lscpu | grep -E 'L1d|L2' | sed 's/  */ /g' | tee -a "$LOG"
