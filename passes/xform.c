@@ -23,7 +23,7 @@ static const char *const xf_syns[] = {
 };
 static bool (*const xf_fns[])(XfCtx *) = {
     xf_split, xf_tile, xf_reorder, xf_fuse, xf_distribute, xf_unroll, xf_vectorize, xf_parallel,
-    xf_inline, xf_compute_at, xf_cache, xf_rfactor, xf_padding, xf_layout,
+    xf_inline, xf_compute_at, xf_reverse_compute_at, xf_cache, xf_rfactor, xf_padding, xf_layout,
     xf_bind, xf_mma, xf_wgmma, xf_pipeline, /* xform_gpu.c */
     xf_collapse,                  /* xform_collapse.c */
     xf_prefetch,                  /* xform_prefetch.c */

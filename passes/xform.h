@@ -32,6 +32,7 @@
     X(PARALLEL, "parallel", "parallel(loop)")                                     \
     X(INLINE, "inline", "inline(temp)")                                           \
     X(COMPUTE_AT, "compute_at", "compute_at(temp, loop)")                         \
+    X(REVERSE_COMPUTE_AT, "reverse_compute_at", "reverse_compute_at(buffer, loop)  # its elementwise nest at the end of loop, over the box one iteration finishes") \
     X(CACHE, "cache", "cache(buffer, loop[, mem=local|shared][, name=N][, squeeze=1])")        \
     X(RFACTOR, "rfactor", "rfactor(loop[, name=N])")                              \
     X(PADDING, "padding", "padding(buffer, amount[, dim=d])")                     \

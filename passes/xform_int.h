@@ -202,6 +202,19 @@ bool mask_narrow_loop(Kernel *k, Node *L, Node *G, bool dry);
 bool mask_narrow_all(Kernel *k, Node *L, Node *at, const Expr *c);
 bool xf_inline(XfCtx *c);
 bool xf_compute_at(XfCtx *c);
+/* xform_consumer.c: the consumer nest of a result moved to the end of a loop of its
+ * producer, restricted to the box one iteration finishes */
+bool xf_reverse_compute_at(XfCtx *c);
+/* xform_temp.c, shared with reverse_compute_at: the nest that writes t (root: the
+ * outermost node whose subtree writes only t; first: its first write, an `=`; per
+ * dimension of t the loop of root whose variable indexes it), false with the error;
+ * a variable root uses that is bound neither in it nor around at (NULL: none); and
+ * loop s narrowed to lo .. lo + width (max/min where its own bounds are not proved
+ * wider), dissolved into its body when that is one element and dissolve is set
+ * (then true). */
+bool xf_writer_nest(XfCtx *c, const AccVec *all, Buffer *t, Node **root, Node **first, Node **sloop);
+const Var *xf_free_var(Kernel *k, Node *root, Node *at);
+bool xf_restrict_loop(Kernel *k, Node *s, Expr *lo, int64_t width, bool dissolve);
 bool xf_cache(XfCtx *c);
 /* mem=local|shared of a staging step (cache, gather): local when absent; false
  * (with the error) for anything else. */

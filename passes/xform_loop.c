@@ -137,7 +137,7 @@ void xf_do_split(Kernel *k, Node *l, int64_t f, const char *outer, const char *i
     bool peel = mode == TAIL_PEEL, pad = mode == TAIL_PAD;
     Var *v = l->u.loop.var;
     Expr *lo = l->u.loop.lo;
-    Expr *ext = ir_simplify(k, ir_bin(k, IE_SUB, ir_clone_expr(k, l->u.loop.hi), ir_clone_expr(k, lo)));
+    Expr *ext = xf_simplify_affine(k, ir_bin(k, IE_SUB, ir_clone_expr(k, l->u.loop.hi), ir_clone_expr(k, lo)));
     /* An empty loop (hi < lo, as compute_at can leave past a guard) has a negative
      * difference, whose floor quotient and modulo would run the outer loop or a
      * peeled tail: count max(hi - lo, 0) iterations unless hi >= lo is provable. */

@@ -170,6 +170,7 @@ out:
 
 /* ---------------- compute_at ---------------- */
 
+/* Whether the subtree n writes nothing but t (prefetches aside). */
 static bool only_writes(const Node *n, const Buffer *t)
 {
     if (n->kind == N_STMT)
@@ -213,6 +214,104 @@ static void free_cb(Expr *e, void *p)
         f->bad = v;
 }
 
+const Var *xf_free_var(Kernel *k, Node *root, Node *at)
+{
+    FreeCtx fc = {.root = root, .at = at};
+    xf_visit_exprs(k, root, free_cb, &fc);
+    return fc.bad;
+}
+
+bool xf_writer_nest(XfCtx *c, const AccVec *all, Buffer *t, Node **proot, Node **pfirst, Node **sloop)
+{
+    Node *first = NULL;
+    for (int i = 0; i < all->n && !first; i++)
+        if (all->v[i].write && all->v[i].buf == t)
+            first = all->v[i].stmt;
+    if (!first) {
+        xf_err(c, "%s is never written", t->name);
+        return false;
+    }
+    Node *root = first;
+    while (root->parent && only_writes(root->parent, t))
+        root = root->parent;
+    for (int i = 0; i < all->n; i++)
+        if (all->v[i].write && all->v[i].buf == t && !xf_contains(root, all->v[i].stmt)) {
+            xf_err(c, "%s is written in more than one place", t->name);
+            xf_note(c, all->v[i].stmt->span, "also written here");
+            return false;
+        }
+    if (first->u.stmt.op != SOP_ASSIGN) {
+        xf_err(c, "the first write of %s is an update (%s); computing it elsewhere would accumulate twice",
+               t->name, stmt_op_name(first->u.stmt.op));
+        return false;
+    }
+    /* Spatial loops: the first write indexes T by plain variables of loops in root. */
+    for (int d = 0; d < t->rank; d++) {
+        Expr *x = first->u.stmt.idx[d];
+        sloop[d] = NULL;
+        if (x->kind == IE_VAR)
+            for (Node *p = first->parent; p && xf_contains(root, p); p = p->parent)
+                if (p->kind == N_LOOP && p->u.loop.var == x->u.var)
+                    sloop[d] = p;
+        for (int e = 0; e < d && sloop[d]; e++)
+            if (sloop[e] == sloop[d])
+                sloop[d] = NULL;
+        if (!sloop[d]) {
+            xf_err(c, "the nest of %s does not index dimension %d by a loop of its own", t->name, d);
+            xf_note(c, first->span, "the nest's first write");
+            return false;
+        }
+    }
+    for (Node *p = first->parent; p && xf_contains(root, p); p = p->parent) {
+        bool sp = false;
+        for (int d = 0; d < t->rank; d++)
+            sp |= sloop[d] == p;
+        if (p->kind == N_LOOP && !sp) {
+            xf_err(c, "the first write of %s sits in loop %s, which does not index it", t->name,
+                   p->u.loop.var->name);
+            return false;
+        }
+    }
+    for (int i = 0; i < all->n; i++) {
+        const Access *a = &all->v[i];
+        if (!a->write || a->buf != t)
+            continue;
+        for (int d = 0; d < t->rank; d++)
+            if (a->idx[d]->kind != IE_VAR || a->idx[d]->u.var != sloop[d]->u.loop.var) {
+                xf_err(c, "every write of %s must use the same index variables", t->name);
+                xf_note(c, a->stmt->span, "this one differs");
+                return false;
+            }
+    }
+    *proot = root;
+    *pfirst = first;
+    return true;
+}
+
+bool xf_restrict_loop(Kernel *k, Node *s, Expr *lo, int64_t width, bool dissolve)
+{
+    Expr *hi = ir_simplify(k, ir_bin(k, IE_ADD, ir_clone_expr(k, lo), ir_int(k, width)));
+    bool lo_in = xf_prove_le(k, s->parent, s->u.loop.lo, lo);
+    bool hi_in = xf_prove_le(k, s->parent, hi, s->u.loop.hi);
+    if (dissolve && lo_in && hi_in && width == 1) {
+        NodeList *pl = xf_list_of(k, s);
+        int at = xf_index_in(k, s);
+        Node *par = s->parent;
+        ir_list_remove(pl, at);
+        for (int i = 0; i < s->u.loop.body.n; i++) {
+            Node *b = s->u.loop.body.v[i];
+            xf_subst_tree(k, b, s->u.loop.var, lo);
+            ir_list_insert(pl, at + i, b, par);
+        }
+        return true;
+    }
+    Expr *nlo = lo_in ? lo : ir_bin(k, IE_MAX, ir_clone_expr(k, s->u.loop.lo), lo);
+    Expr *nhi = hi_in ? hi : ir_bin(k, IE_MIN, ir_clone_expr(k, s->u.loop.hi), hi);
+    s->u.loop.lo = ir_simplify(k, nlo);
+    s->u.loop.hi = ir_simplify(k, nhi);
+    return false;
+}
+
 bool xf_compute_at(XfCtx *c)
 {
     Buffer *t = xf_arg_buffer(c, 0);
@@ -240,81 +339,18 @@ bool xf_compute_at(XfCtx *c)
     AccVec all = {0}, reads = {0};
     acc_collect(c->k, NULL, &all);
     bool ok = false;
-    Node *first = NULL;
-    int nw = 0;
-    for (int i = 0; i < all.n; i++)
-        if (all.v[i].write && all.v[i].buf == t) {
-            if (!first)
-                first = all.v[i].stmt;
-            nw++;
-        }
-    if (!first) {
-        xf_err(c, "%s is never written", t->name);
+    Node *root, *first, *sloop[8];
+    if (!xf_writer_nest(c, &all, t, &root, &first, sloop))
         goto out;
-    }
-    Node *root = first;
-    while (root->parent && only_writes(root->parent, t))
-        root = root->parent;
-    for (int i = 0; i < all.n; i++)
-        if (all.v[i].write && all.v[i].buf == t && !xf_contains(root, all.v[i].stmt)) {
-            xf_err(c, "%s is written in more than one place", t->name);
-            xf_note(c, all.v[i].stmt->span, "also written here");
-            goto out;
-        }
     if (xf_contains(root, l) || xf_contains(l, root)) {
         xf_err(c, "the producer of %s and loop %s are nested in one another", t->name,
                l->u.loop.var->name);
         goto out;
     }
-    int root_last = xf_preorder_last(c->k, root), lpre = xf_preorder(c->k, l),
-        l_last = xf_preorder_last(c->k, l);
-    if (lpre < root_last) {
+    int root_last = xf_preorder_last(c->k, root), l_last = xf_preorder_last(c->k, l);
+    if (xf_preorder(c->k, l) < root_last) {
         xf_err(c, "loop %s comes before the producer of %s", l->u.loop.var->name, t->name);
         goto out;
-    }
-    if (first->u.stmt.op != SOP_ASSIGN) {
-        xf_err(c, "the first write of %s is an update (%s); recomputing it would accumulate twice",
-               t->name, stmt_op_name(first->u.stmt.op));
-        goto out;
-    }
-    /* Spatial loops: the first write indexes T by plain variables of loops in root. */
-    Node *sloop[8];
-    for (int d = 0; d < t->rank; d++) {
-        Expr *x = first->u.stmt.idx[d];
-        sloop[d] = NULL;
-        if (x->kind == IE_VAR)
-            for (Node *p = first->parent; p && xf_contains(root, p); p = p->parent)
-                if (p->kind == N_LOOP && p->u.loop.var == x->u.var)
-                    sloop[d] = p;
-        for (int e = 0; e < d && sloop[d]; e++)
-            if (sloop[e] == sloop[d])
-                sloop[d] = NULL;
-        if (!sloop[d]) {
-            xf_err(c, "the producer of %s does not index dimension %d by a loop of its own", t->name, d);
-            xf_note(c, first->span, "the producer");
-            goto out;
-        }
-    }
-    for (Node *p = first->parent; p && xf_contains(root, p); p = p->parent) {
-        bool sp = false;
-        for (int d = 0; d < t->rank; d++)
-            sp |= sloop[d] == p;
-        if (p->kind == N_LOOP && !sp) {
-            xf_err(c, "the first write of %s sits in loop %s, which does not index it", t->name,
-                   p->u.loop.var->name);
-            goto out;
-        }
-    }
-    for (int i = 0; i < all.n; i++) {
-        Access *a = &all.v[i];
-        if (!a->write || a->buf != t)
-            continue;
-        for (int d = 0; d < t->rank; d++)
-            if (a->idx[d]->kind != IE_VAR || a->idx[d]->u.var != sloop[d]->u.loop.var) {
-                xf_err(c, "every write of %s must use the same index variables", t->name);
-                xf_note(c, a->stmt->span, "this one differs");
-                goto out;
-            }
     }
     /* Readers all inside l. */
     for (int i = 0; i < all.n; i++) {
@@ -346,11 +382,10 @@ bool xf_compute_at(XfCtx *c)
         }
     }
     /* The producer's free variables must be in scope at l. */
-    FreeCtx fc = {.root = root, .at = l};
-    xf_visit_exprs(c->k, root, free_cb, &fc);
-    if (fc.bad) {
-        xf_err(c, "the producer of %s uses %s, which is not defined at loop %s", t->name,
-               fc.bad->name, l->u.loop.var->name);
+    const Var *bad = xf_free_var(c->k, root, l);
+    if (bad) {
+        xf_err(c, "the producer of %s uses %s, which is not defined at loop %s", t->name, bad->name,
+               l->u.loop.var->name);
         goto out;
     }
     for (int i = 0; i < all.n; i++)
@@ -377,33 +412,9 @@ bool xf_compute_at(XfCtx *c)
     Kernel *k = c->k;
     ir_list_remove(xf_list_of(k, root), xf_index_in(k, root));
     ir_list_insert(&l->u.loop.body, 0, root, l);
-    for (int d = 0; d < t->rank; d++) {
-        Node *s = sloop[d];
-        Expr *lo = r.lo[d];
-        Expr *hi = ir_simplify(k, ir_bin(k, IE_ADD, ir_clone_expr(k, lo), ir_int(k, r.width[d])));
-        bool lo_in = xf_prove_le(k, s->parent, s->u.loop.lo, lo);
-        bool hi_in = xf_prove_le(k, s->parent, hi, s->u.loop.hi);
-        Expr *nlo = lo_in ? lo : ir_bin(k, IE_MAX, ir_clone_expr(k, s->u.loop.lo), lo);
-        Expr *nhi = hi_in ? hi : ir_bin(k, IE_MIN, ir_clone_expr(k, s->u.loop.hi), hi);
-        if (lo_in && hi_in && r.width[d] == 1) {
-            /* One element: the loop disappears. */
-            NodeList *pl = xf_list_of(k, s);
-            int at = xf_index_in(k, s);
-            Node *par = s->parent;
-            ir_list_remove(pl, at);
-            for (int i = 0; i < s->u.loop.body.n; i++) {
-                Node *b = s->u.loop.body.v[i];
-                xf_subst_tree(k, b, s->u.loop.var, lo);
-                ir_list_insert(pl, at + i, b, par);
-            }
-            if (s == root)
-                root = NULL;
-            continue;
-        }
-        s->u.loop.lo = ir_simplify(k, nlo);
-        s->u.loop.hi = ir_simplify(k, nhi);
-    }
-    (void)nw;
+    for (int d = 0; d < t->rank; d++)
+        if (xf_restrict_loop(k, sloop[d], r.lo[d], r.width[d], true) && sloop[d] == root)
+            root = NULL;
 out:
     acc_free(&all);
     acc_free(&reads);

@@ -26,7 +26,7 @@ faster); the tuned rows re-time the database's winner in the later rounds.
 Ratios are library ms / perfc ms.
 
   python3 bench/cpu/host_bars.py PERFC [--threads "1 2"] [--rounds 3] [--budget 24]
-                                       [--only "gemm tuned conv convdef copyab"]
+                                       [--only "gemm tuned conv convdef copyab"] [--no-openblas]
 """
 import argparse
 import json
@@ -90,17 +90,20 @@ def gemm_rows(a, tuned):
                 ratios, pm, bm, tr, valid = [], [], [], [], True
                 for r in range(a.rounds):
                     cmd = [a.perfc, "bench/cpu/gemm_layouts.pdl", "-k", k, "-D", "M=%d" % m, "-D", "N=%d" % n,
-                           "-D", "K=%d" % kk, "--threads", str(t), "--compare", "openblas", "--json", "--quiet"]
+                           "-D", "K=%d" % kk, "--threads", str(t), "--json", "--quiet"]
+                    cmd += [] if a.no_openblas else ["--compare", "openblas"]
                     cmd += ["--autotune", "--budget", str(a.budget), "--db", db] if tuned else ["--run"]
                     j = perfc_json(cmd)
-                    if not j or not j.get("baseline"):
+                    if not j or (not a.no_openblas and not j.get("baseline")):
                         valid = False
                         continue
                     valid &= bool(j["valid"])
-                    p, b = j["time_ms"]["median"], j["baseline"]["time_ms"]["median"]
-                    ratios.append(b / p)
+                    p = j["time_ms"]["median"]
+                    if not a.no_openblas:
+                        b = j["baseline"]["time_ms"]["median"]
+                        ratios.append(b / p)
+                        bm.append(b)
                     pm.append(p)
-                    bm.append(b)
                     tms = torch_mm_ms(k, m, n, kk, t)
                     if tms:
                         tr.append(tms / p)
@@ -212,6 +215,8 @@ def main():
     ap.add_argument("--budget", type=int, default=24)
     ap.add_argument("--only", default="gemm tuned conv")
     ap.add_argument("--layouts", default=" ".join(LAYOUTS), help="the layouts of the default rows")
+    ap.add_argument("--no-openblas", action="store_true",
+                    help="no OpenBLAS in perfc's process (a generic kernel on the host): torch is the baseline")
     a = ap.parse_args()
     a.threads = [int(x) for x in a.threads.split()]
     a.layouts = a.layouts.split()
