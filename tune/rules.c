@@ -1202,6 +1202,7 @@ typedef struct AmxKernelCtx {
     const NestInfo *const *ns;
     const void **amx;            /* per nest: the AMX template's context, or NULL */
     int nn, lanes;
+    bool fuse;                   /* the elementwise nests after the product into its write-back */
 } AmxKernelCtx;
 
 static bool amx_kernel_b(Builder *b, const void *vctx)
@@ -1209,9 +1210,13 @@ static bool amx_kernel_b(Builder *b, const void *vctx)
     const AmxKernelCtx *c = vctx;
     bool any = false;
     for (int i = 0; i < c->nn; i++)
-        if (c->amx[i])
-            any |= rules_amx_b(b, c->amx[i]);
-        else if (!c->ns[i]->red)
+        if (c->amx[i]) {
+            int ne = 0;
+            while (c->fuse && i + 1 + ne < c->nn && !c->ns[i + 1 + ne]->red)
+                ne++;
+            any |= rules_amx_fused_b(b, c->amx[i], c->ns + i + 1, ne, c->lanes);
+            i += ne;
+        } else if (!c->ns[i]->red)
             elementwise_b(b, c->ns[i], c->lanes);
     return any;
 }
@@ -1902,7 +1907,7 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
         if (target->amx_bf16) {
             AmxKernelCtx *ak = arena_alloc(a, sizeof *ak);
             *ak = (AmxKernelCtx){(const NestInfo *const *)infos, arena_alloc(a, sizeof(void *) * (size_t)nn), nn,
-                                 lanes};
+                                 lanes, false};
             int namx = 0;
             bool others = true;
             for (int i = 0; i < nn; i++) {
@@ -1913,6 +1918,17 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
             TuneRule *ar = namx == 1 && others ? check_rule(in, amx_kernel_b, ak, a, &dropped, d) : NULL;
             if (ar && !dropped)
                 add_rule(in, sp, ar, a, "rules: contraction, micro-kernel on AMX tiles (tdpbf16ps), panels packed");
+            /* its epilogue in the write-back, where there is one, as the next template */
+            if (ar && !dropped && nn > 1) {
+                AmxKernelCtx *af = arena_alloc(a, sizeof *af);
+                *af = *ak;
+                af->fuse = true;
+                TuneRule *rf = check_rule(in, amx_kernel_b, af, a, &dropped, d);
+                if (rf && !dropped)
+                    add_rule(in, sp, rf, a,
+                             "rules: contraction, micro-kernel on AMX tiles (tdpbf16ps), panels packed, epilogue in "
+                             "the write-back");
+            }
         }
         static const char *const origins[5] = {"rules: contraction, micro-kernel, panel packed",
                                                "rules: contraction, micro-kernel",

@@ -35,7 +35,7 @@ def fused_text(lines, acc, out):
     for l in lines:
         if re.search(r"\b%s\.[A-Za-z0-9_]+" % re.escape(out), l) or l.startswith("param vec_%s_" % out):
             continue
-        m = re.match(r"cache\(%s, ([A-Za-z0-9_.]+)\)$" % re.escape(acc), l)
+        m = re.match(r"cache\(%s, ([A-Za-z0-9_.]+)(, [^)]*)?\)$" % re.escape(acc), l)
         if m and not done:
             res.append("reverse_compute_at(%s, %s)" % (out, m.group(1)))
             done = True
