@@ -610,16 +610,6 @@ bool bld_factor_out(Builder *b, SLoop *l) { return one_loop(b, "factor_out", l);
 bool bld_skip_tiles(Builder *b, SLoop *l) { return one_loop(b, "skip_tiles", l); }
 bool bld_reverse(Builder *b, SLoop *l) { return one_loop(b, "reverse", l); }
 
-bool bld_reverse_compute_at(Builder *b, SBuf *buf, SLoop *l)
-{
-    Call c;
-    call_init(&c, "reverse_compute_at");
-    put_buf(&c, buf);
-    put_loop(b, &c, NULL, l);
-    int nv, nb;
-    return run(b, &c, &nv, &nb);
-}
-
 bool bld_online_softmax(Builder *b, SBuf *out, SLoop *j, SVal tile, const char *mask)
 {
     Call c;

@@ -144,9 +144,6 @@ bool bld_collapse(Builder *b, SLoop *outer, SLoop *inner, const char *name, SLoo
 bool bld_online_softmax(Builder *b, SBuf *out, SLoop *j, SVal tile, const char *mask);
 bool bld_skip_tiles(Builder *b, SLoop *l);
 bool bld_reverse(Builder *b, SLoop *l);
-/* buf's elementwise nest moved to the end of loop l, over the box one iteration
- * of l finishes (an epilogue into a micro-kernel's write-back) */
-bool bld_reverse_compute_at(Builder *b, SBuf *buf, SLoop *l);
 bool bld_factor_out(Builder *b, SLoop *l);
 bool bld_exp_scale(Builder *b, SBuf *scores);
 bool bld_storage(Builder *b, SBuf *buf, const char *dtype);

@@ -586,8 +586,7 @@ static bool few_rows(const NestInfo *n)
  *   unroll(a1i) vectorize(b1i) parallel(one of the outer loops)
  * Variant 2 is the fallback without distribute: tiles of dot products, the
  * reduction vectorized through rfactor.  False when the variant does not fit. */
-static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes, int threads, const Target *target,
-                          const NestInfo *const *epi, int nepi)
+static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes, int threads, const Target *target)
 {
     if (n->nspatial < 2 || !n->red || n->nspatial == n->nloops)
         return false;
@@ -892,13 +891,6 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
         if (pk && bt && n->pb_rank <= 8)
             layout_last(b, pk, n->pb_rank, n->pb_sdim);
     }
-    /* The epilogue nests (a bias, an activation) into the write-back: each moved to
-     * the end of the tile loop, over its MR x NR tile, before the tile is staged so
-     * that it reads the staged copy (reverse_compute_at, under the last reduction
-     * panel).  The tuner's alternative to a pass of its own over the result. */
-    for (int e = 0; e < nepi; e++)
-        if (epi[e]->wr)
-            bld_reverse_compute_at(b, bld_buf(b, epi[e]->wr), rows);
     bld_cache(b, out, rows, NULL, NULL);
     /* Packed in blocks, the micro-kernel's only accesses outside the packed
      * operands are its C tile's MR rows, a page apart and (beyond L3) from memory:
@@ -911,11 +903,6 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
         bld_prefetch(b, out, rows, rows);
     bld_unroll(b, a1i);
     bld_vectorize(b, b1i);
-    for (int e = 0; e < nepi; e++) {
-        SLoop *eo, *ei;
-        if (bld_split(b, bld_loop(b, epi[e]->loop[epi[e]->nloops - 1]), sv(lanes), &eo, &ei))
-            bld_vectorize(b, ei);
-    }
     /* small window loops of a convolution: unrolled */
     for (int i = n->nspatial; i < n->nloops - 1; i++)
         if (n->ext[i] <= 8)
@@ -1173,7 +1160,6 @@ typedef struct ContrCtx {
     const NestInfo *const *ns;
     int nn, variant, lanes, threads;
     const Target *target;
-    bool fuse;                   /* the elementwise nests after a product into its write-back */
 } ContrCtx;
 
 /* A contraction kernel on a CPU: each contraction nest as the variant says, the
@@ -1184,13 +1170,9 @@ static bool contraction_kernel_b(Builder *b, const void *vctx)
     bool any = false;
     for (int i = 0; i < c->nn; i++) {
         const NestInfo *n = c->ns[i];
-        if (n->red && n->mul) {
-            int ne = 0;
-            while (c->fuse && i + 1 + ne < c->nn && !c->ns[i + 1 + ne]->red)
-                ne++;
-            any |= contraction_b(b, n, c->variant, c->lanes, c->threads, c->target, c->ns + i + 1, ne);
-            i += ne;
-        } else if (!n->red)
+        if (n->red && n->mul)
+            any |= contraction_b(b, n, c->variant, c->lanes, c->threads, c->target);
+        else if (!n->red)
             elementwise_b(b, n, c->lanes);
     }
     return any;
@@ -1202,7 +1184,6 @@ typedef struct AmxKernelCtx {
     const NestInfo *const *ns;
     const void **amx;            /* per nest: the AMX template's context, or NULL */
     int nn, lanes;
-    bool fuse;                   /* the elementwise nests after the product into its write-back */
 } AmxKernelCtx;
 
 static bool amx_kernel_b(Builder *b, const void *vctx)
@@ -1210,13 +1191,9 @@ static bool amx_kernel_b(Builder *b, const void *vctx)
     const AmxKernelCtx *c = vctx;
     bool any = false;
     for (int i = 0; i < c->nn; i++)
-        if (c->amx[i]) {
-            int ne = 0;
-            while (c->fuse && i + 1 + ne < c->nn && !c->ns[i + 1 + ne]->red)
-                ne++;
-            any |= rules_amx_fused_b(b, c->amx[i], c->ns + i + 1, ne, c->lanes);
-            i += ne;
-        } else if (!c->ns[i]->red)
+        if (c->amx[i])
+            any |= rules_amx_b(b, c->amx[i]);
+        else if (!c->ns[i]->red)
             elementwise_b(b, c->ns[i], c->lanes);
     return any;
 }
@@ -1854,7 +1831,7 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
         /* then register tiles for every contraction nest (the other nests, and every
          * nest of a kernel without one, keep the default mapping) */
         ContrCtx *cc = arena_alloc(a, sizeof *cc);
-        *cc = (ContrCtx){(const NestInfo *const *)infos, nn, 0, lanes, threads, target, false};
+        *cc = (ContrCtx){(const NestInfo *const *)infos, nn, 0, lanes, threads, target};
         TuneRule *r = check_rule(in, gpu_kernel_b, cc, a, &dropped, d);
         if (!r)
             return false;
@@ -1907,7 +1884,7 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
         if (target->amx_bf16) {
             AmxKernelCtx *ak = arena_alloc(a, sizeof *ak);
             *ak = (AmxKernelCtx){(const NestInfo *const *)infos, arena_alloc(a, sizeof(void *) * (size_t)nn), nn,
-                                 lanes, false};
+                                 lanes};
             int namx = 0;
             bool others = true;
             for (int i = 0; i < nn; i++) {
@@ -1918,17 +1895,6 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
             TuneRule *ar = namx == 1 && others ? check_rule(in, amx_kernel_b, ak, a, &dropped, d) : NULL;
             if (ar && !dropped)
                 add_rule(in, sp, ar, a, "rules: contraction, micro-kernel on AMX tiles (tdpbf16ps), panels packed");
-            /* its epilogue in the write-back, where there is one, as the next template */
-            if (ar && !dropped && nn > 1) {
-                AmxKernelCtx *af = arena_alloc(a, sizeof *af);
-                *af = *ak;
-                af->fuse = true;
-                TuneRule *rf = check_rule(in, amx_kernel_b, af, a, &dropped, d);
-                if (rf && !dropped)
-                    add_rule(in, sp, rf, a,
-                             "rules: contraction, micro-kernel on AMX tiles (tdpbf16ps), panels packed, epilogue in "
-                             "the write-back");
-            }
         }
         static const char *const origins[5] = {"rules: contraction, micro-kernel, panel packed",
                                                "rules: contraction, micro-kernel",
@@ -1946,10 +1912,6 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
         for (int i = 0; i < nn; i++)
             if (infos[i]->red && infos[i]->nspatial >= 2)
                 thin &= few_rows(infos[i]) && infos[i]->pb_kdim >= 0 && infos[i]->pb_kdim == infos[i]->pb_rank - 1;
-        /* elementwise nests after a product: an epilogue the write-back can take */
-        bool epilogue = false;
-        for (int i = 1; i < nn; i++)
-            epilogue |= !infos[i]->red && infos[i - 1]->red && infos[i - 1]->mul;
         static const int order_wide[5] = {0, 4, 1, 3, 2}, order_thin[5] = {1, 0, 4, 3, 2};
         const int *order = thin && ncontr ? order_thin : order_wide;
         for (int vi = 0; vi < 5; vi++) {
@@ -1958,7 +1920,7 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
             if (variant == 2 && sp->n > (in->nscheds ? 1 : 0))
                 break;
             ContrCtx *cc = arena_alloc(a, sizeof *cc);
-            *cc = (ContrCtx){(const NestInfo *const *)infos, nn, variant, lanes, threads, target, false};
+            *cc = (ContrCtx){(const NestInfo *const *)infos, nn, variant, lanes, threads, target};
             TuneRule *r = check_rule(in, contraction_kernel_b, cc, a, &dropped, d);
             if (!r)
                 continue;
@@ -1970,19 +1932,6 @@ bool tune_space(const TuneInput *in, const Kernel *u, const Target *target, Aren
                 origin = arena_printf(a, "%s (%d statement%s refused at the defaults and dropped)", origin, dropped,
                                       dropped == 1 ? "" : "s");
             add_rule(in, sp, r, a, origin);
-            /* Its epilogue in the write-back, as the next template, where every nest
-             * after a product moves there: an alternative for the tuner, not the
-             * default (Linear + bias + ReLU or GELU, 512 x 3072 x 256, one thread,
-             * Zen 3: 10.6 -> 10.9-11.2 ms for ReLU, 13.1 -> 13.9 for erf's GELU,
-             * measured against the pass of its own; docs/cpu-perf-notes.md) */
-            if (variant == 2 || variant == 3 || !epilogue)
-                continue;
-            ContrCtx *cf = arena_alloc(a, sizeof *cf);
-            *cf = *cc;
-            cf->fuse = true;
-            TuneRule *rf = check_rule(in, contraction_kernel_b, cf, a, &dropped, d);
-            if (rf && !dropped)
-                add_rule(in, sp, rf, a, arena_printf(a, "%s, epilogue in the write-back", origins[variant]));
         }
     }
     /* a contraction no micro-kernel or dot-product template fits (one output loop: a

@@ -23,10 +23,9 @@
  * C, so that every tile product runs whole.  Operands stored the other way (B[j, k]
  * as nn.Linear's weight, A[k, i]) are packed by transposing copies into the same
  * blocks; batch loops outside the rows run the blocks once a batch (the copies
- * squeezed to 2-D); a 16-bit result is the f32 sum rounded once (lowering's C_acc).
- * Elementwise nests after the product (the rounding, a bias, an activation) are
- * passes of their own in the first template (tune/rules.c amx_kernel_b) and, in the
- * second, moved into the write-back of each C tile (rules_amx_fused_b). */
+ * squeezed to 2-D); a 16-bit result is the f32 sum rounded once (lowering's C_acc);
+ * elementwise nests after the product (a bias, an activation) stay passes of their
+ * own (tune/rules.c amx_kernel_b). */
 #include <stdlib.h>
 
 #include "blocking.h"
@@ -46,9 +45,7 @@ static bool split_pad(Builder *b, SLoop *l, SVal f, int64_t ext, SLoop **o, SLoo
     return ext % f.i == 0 ? bld_split(b, l, f, o, i) : bld_split_tail(b, l, f, (SVal){0, "pad", -1}, o, i);
 }
 
-bool rules_amx_b(Builder *b, const void *vctx) { return rules_amx_fused_b(b, vctx, NULL, 0, 0); }
-
-bool rules_amx_fused_b(Builder *b, const void *vctx, const NestInfo *const *epi, int nepi, int lanes)
+bool rules_amx_b(Builder *b, const void *vctx)
 {
     const AmxCtx *c = vctx;
     const NestInfo *n = c->n;
@@ -96,11 +93,6 @@ bool rules_amx_fused_b(Builder *b, const void *vctx, const NestInfo *const *epi,
         return false;
     if (!at && (!bld_split(b, ap->nest[0][1], sv(32), &a1o, &a1i) || !bld_vectorize(b, a1i)))
         return false;
-    /* the epilogue into the write-back: before the staging, so that it reads the
-     * staged tile where there is one */
-    for (int e = 0; e < nepi; e++)
-        if (epi[e]->wr)
-            bld_reverse_compute_at(b, bld_buf(b, epi[e]->wr), ioi);
     /* C's tile staged where the tiles run past its rows or columns: the tile
      * products then run on the stage whole, its copies guarded and vectorized */
     if (M % mr.i || N % nr.i) {
@@ -112,11 +104,6 @@ bool rules_amx_fused_b(Builder *b, const void *vctx, const NestInfo *const *epi,
     }
     bld_unroll(b, ii);
     bld_vectorize(b, ji);
-    for (int e = 0; e < nepi; e++) {
-        SLoop *eo, *ei;
-        if (bld_split(b, bld_loop(b, epi[e]->loop[epi[e]->nloops - 1]), sv(lanes), &eo, &ei))
-            bld_vectorize(b, ei);
-    }
     if (n->threads > 1)
         bld_parallel(b, ioo);
     return true;

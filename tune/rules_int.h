@@ -188,10 +188,6 @@ bool rules_attn_grid(Builder *b, const AttnCtx *x, SLoop *fio);
  * nest n on the target, or NULL where it does not apply; then its builder. */
 const void *rules_amx_read(const NestInfo *n, const Target *target, Arena *a);
 bool rules_amx_b(Builder *b, const void *ctx);
-/* The same with the elementwise nests that follow the product (epi, nepi: a bf16
- * rounding, a bias, an activation) moved into the write-back of each C tile
- * (reverse_compute_at), their rows vectorized by lanes. */
-bool rules_amx_fused_b(Builder *b, const void *ctx, const NestInfo *const *epi, int nepi, int lanes);
 
 /* The CPU template for the same chain (tune/rules_attn_cpu.c): fused, K staged
  * transposed per head, register tiles of a few rows; true when it offered it. */
