@@ -112,9 +112,10 @@ static bool classify(XfCtx *c, Node *l, Node *top, const Region *r, Mover *m, in
             }
         }
     /* per dimension: the movers, finest first, must tile it exactly (each step the
-     * span of everything finer), and the tiled range must hold Y's loop range */
+     * span of everything finer); the caller checks that the tiled range holds Y's
+     * loop range (covered) */
     for (int d = 0; d < r->rank; d++) {
-        int64_t span = r->width[d], base = row[d].k;
+        int64_t span = r->width[d];
         bool used[MAXE] = {0};
         for (;;) {
             int best = -1;
@@ -131,8 +132,10 @@ static bool classify(XfCtx *c, Node *l, Node *top, const Region *r, Mover *m, in
                        m[best].step < span ? "overlap" : "leave gaps");
                 return false;
             }
-            base += m[best].step * m[best].lo;
-            span *= m[best].n;
+            if (__builtin_mul_overflow(span, m[best].n, &span)) {
+                xf_err(c, "the range loop %s covers overflows", m[best].loop->u.loop.var->name);
+                return false;
+            }
         }
     }
     return true;
