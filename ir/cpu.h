@@ -52,7 +52,10 @@ bool cpu_is_tile(const Kernel *k, const Buffer *b);
  * `for a in 0..w { for b[0] { .. for b[m-1] { X = Y } } }`, all from 0, the row
  * side's offset base + sr a + j and the column side's base + a + sc j, j the inner
  * loops as one index (b[m-1] moving by one).  b[0]'s extent may be a variable one
- * (ext[0] = -1), the others' are constants whose product is `inner`. */
+ * (ext[0] = -1), the others' are constants whose product is `inner`.  With unit 2,
+ * the elements are pairs of 16-bit values moved as one 32-bit unit: an innermost
+ * loop q of two iterations, contiguous on both sides (the bf16 pairs of k that
+ * dot-pairs lays out), is not among b[], and offsets and strides count units. */
 #define CPU_TBLOCKS_DEPTH 6
 #define CPU_TBLOCKS_MAX_W 16
 typedef struct CpuTBlocks {
@@ -63,6 +66,9 @@ typedef struct CpuTBlocks {
     int64_t inner;
     bool rows_read;                    /* the row side is the buffer read */
     int64_t sr, sc;
+    const Expr *ld;                    /* the load the copy stores (under a widening cast) */
+    int unit;                          /* elements a unit: 1, or 2 (pairs) */
+    const Node *q;                     /* with pairs: the loop over a pair's two elements */
 } CpuTBlocks;
 /* any_w: the head loop may have any constant extent of at least 2 (the pass then
  * splits it); otherwise a power of two up to CPU_TBLOCKS_MAX_W, what the back end

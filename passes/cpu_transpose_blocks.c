@@ -16,7 +16,11 @@
  *
  * A head loop wider than a block whose extent is a multiple of 8 (the A·Bᵀ GEMM's
  * panel packing, B_j1o[k, j] = B[j, k] over 64 j) is first split into loops of 8
- * iterations, a change of loop structure only, and the inner one is marked. */
+ * iterations, a change of loop structure only, and the inner one is marked.
+ *
+ * Pairs of bf16 (the AMX template's packed nn.Linear weight, Wp[p, j, q] =
+ * W[j, 2p + q], passes/cpu_dot.c's layout) are transposed as 32-bit units: the same
+ * bits land in the same places as the element copy's, two at a time. */
 #include <stdio.h>
 
 #include "cpu.h"
@@ -37,9 +41,11 @@ static bool legal(const Kernel *k, const Node *L, CpuTBlocks *t)
     if (!cpu_tblocks_shape(k, L, true, t))
         return false;
     const Node *st = t->st;
-    const Expr *ld = st->u.stmt.value;
+    const Expr *ld = t->ld;
     const Buffer *sb = st->u.stmt.buf, *lb = ld->u.load.buf;
-    if (sb == lb || sb->dtype != lb->dtype || !plain_dtype(sb->dtype) || st->u.stmt.guarded || ld->u.load.guarded ||
+    /* pairs of 16-bit values move as their bits: any 2-byte type */
+    bool dtype_ok = t->unit == 2 ? dtype_bytes(sb->dtype) == 2 : plain_dtype(sb->dtype);
+    if (sb == lb || sb->dtype != lb->dtype || !dtype_ok || st->u.stmt.guarded || ld->u.load.guarded ||
         cpu_load_padded(ld) || cpu_is_tile(k, sb) || cpu_is_tile(k, lb))
         return false;
     int64_t nj = t->ext[0] < 0 ? -1 : t->ext[0] * t->inner; /* -1: known only at run time */
@@ -69,7 +75,7 @@ static Node *split_head(Kernel *k, NodeList *l, int at, Node *L, const CpuTBlock
     Node *outer = ir_loop(k, ao, ir_int(k, 0), ir_int(k, t->w / TB_SPLIT), L->span);
     Expr *with = ir_bin(k, IE_ADD, ir_bin(k, IE_MUL, ir_var(k, ao), ir_int(k, TB_SPLIT)), ir_var(k, a));
     Node *st = (Node *)t->st;
-    Expr *ld = st->u.stmt.value;
+    Expr *ld = (Expr *)t->ld;
     for (int i = 0; i < st->u.stmt.buf->rank; i++)
         st->u.stmt.idx[i] = ir_simplify(k, ir_subst(k, st->u.stmt.idx[i], a, with));
     for (int i = 0; i < ld->u.load.buf->rank; i++)

@@ -242,6 +242,68 @@ static Addr addr_plus(Fn *f, Addr base, LLVMValueRef r, int64_t c)
     return a;
 }
 
+/* One 32-bit unit (a pair of 16-bit elements) at element offset a of b: loaded and
+ * stored as raw bits, w of them (0: one), through the buffer's alias scope. */
+static LLVMValueRef unit_load(Fn *f, const Buffer *b, Addr a, int w)
+{
+    Cg *g = f->g;
+    LLVMTypeRef ty = w ? LLVMVectorType(g->ti32, (unsigned)w) : g->ti32;
+    LLVMValueRef v = cg_tag(g, b, LLVMBuildLoad2(g->B, ty, cg_ptr_at(f, b, a, true), ""));
+    LLVMSetAlignment(v, cg_elem_align(g, b->dtype));
+    return v;
+}
+
+static void unit_store(Fn *f, const Buffer *b, Addr a, LLVMValueRef v)
+{
+    Cg *g = f->g;
+    LLVMValueRef s = cg_tag(g, b, LLVMBuildStore(g->B, v, cg_ptr_at(f, b, a, true)));
+    LLVMSetAlignment(s, cg_elem_align(g, b->dtype));
+}
+
+/* The blocked copy in pairs: offsets and strides of t count 32-bit units, two
+ * elements each, moved as their bits (the values are 16-bit floats, never
+ * computed on).  The region's remembered loads and stores of both buffers are
+ * given up first, as for memcpy. */
+static void pairs(Fn *f, const CpuTBlocks *t, const Buffer *RB, const Buffer *CB, Addr r0, Addr c0)
+{
+    Cg *g = f->g;
+    int w = t->w;
+    cg_touch_unknown(f, t->rows_read ? RB : CB, false);
+    cg_touch_unknown(f, t->rows_read ? CB : RB, true);
+    bool vec;
+    LLVMValueRef n0 = t->ext[0] >= 0 ? cg_ci64(g, t->ext[0]) : cg_emit_i64(f, t->b[0]->u.loop.hi, &vec);
+    LLVMValueRef nj = LLVMBuildNSWMul(g->B, n0, cg_ci64(g, t->inner), "");
+    LLVMValueRef full = LLVMBuildNSWMul(g->B, LLVMBuildSDiv(g->B, nj, cg_ci64(g, w), ""), cg_ci64(g, w), "");
+    LoopSt s;
+    LLVMValueRef j = cg_loop_open(f, cg_ci64(g, 0), full, "tblk2", &s);
+    s.step = w;
+    LLVMValueRef je = LLVMBuildNSWMul(g->B, j, cg_ci64(g, 2), "");               /* j in elements */
+    LLVMValueRef ce = LLVMBuildNSWMul(g->B, j, cg_ci64(g, 2 * t->sc), "");       /* j's column offset */
+    LLVMValueRef r[CPU_TBLOCKS_MAX_W];
+    const Buffer *src = t->rows_read ? RB : CB, *dst = t->rows_read ? CB : RB;
+    for (int i = 0; i < w; i++)
+        r[i] = t->rows_read ? unit_load(f, src, addr_plus(f, r0, je, 2 * i * t->sr), w)
+                            : unit_load(f, src, addr_plus(f, c0, ce, 2 * i * t->sc), w);
+    transpose(g, r, w);
+    for (int i = 0; i < w; i++)
+        unit_store(f, dst, t->rows_read ? addr_plus(f, c0, ce, 2 * i * t->sc) : addr_plus(f, r0, je, 2 * i * t->sr),
+                   r[i]);
+    cg_loop_close(f, &s);
+    /* the last nj % w units of j, one a unit at a time */
+    LoopSt s2;
+    j = cg_loop_open(f, full, nj, "tblk2_rest", &s2);
+    je = LLVMBuildNSWMul(g->B, j, cg_ci64(g, 2), "");
+    ce = LLVMBuildNSWMul(g->B, j, cg_ci64(g, 2 * t->sc), "");
+    for (int i = 0; i < w; i++) {
+        Addr ra = addr_plus(f, r0, je, 2 * i * t->sr), ca = addr_plus(f, c0, ce, 2 * i);
+        if (t->rows_read)
+            unit_store(f, CB, ca, unit_load(f, RB, ra, 0));
+        else
+            unit_store(f, RB, ra, unit_load(f, CB, ca, 0));
+    }
+    cg_loop_close(f, &s2);
+}
+
 void cg_emit_transpose_blocks(Fn *f, const Node *L)
 {
     Cg *g = f->g;
@@ -249,20 +311,28 @@ void cg_emit_transpose_blocks(Fn *f, const Node *L)
     if (!cpu_tblocks_shape(g->k, L, false, &t))
         die("transpose-blocks: loop %s is not a blocked copy", L->u.loop.var->name);
     const Node *st = t.st;
-    const Expr *ld = st->u.stmt.value;
+    const Expr *ld = t.ld;
     const Buffer *RB = t.rows_read ? ld->u.load.buf : st->u.stmt.buf, *CB = t.rows_read ? st->u.stmt.buf : ld->u.load.buf;
     Expr *const *ri = t.rows_read ? ld->u.load.idx : st->u.stmt.idx, *const *ci = t.rows_read ? st->u.stmt.idx : ld->u.load.idx;
     const Var *av = L->u.loop.var;
-    Binding sav[CPU_TBLOCKS_DEPTH + 1];
+    Binding sav[CPU_TBLOCKS_DEPTH + 2];
     sav[0] = cg_bind(f, av, cg_S(cg_ci64(g, 0)));
     for (int i = 0; i < t.m; i++)
         sav[i + 1] = cg_bind(f, t.b[i]->u.loop.var, cg_S(cg_ci64(g, 0)));
+    if (t.q)
+        sav[t.m + 1] = cg_bind(f, t.q->u.loop.var, cg_S(cg_ci64(g, 0)));
     Addr r0, c0;
     if (!cg_affine_addr(f, RB, ri, false, &r0) || !cg_affine_addr(f, CB, ci, false, &c0))
         die("transpose-blocks: address");
+    if (t.q)
+        cg_unbind(f, t.q->u.loop.var, sav[t.m + 1]);
     for (int i = t.m - 1; i >= 0; i--)
         cg_unbind(f, t.b[i]->u.loop.var, sav[i + 1]);
     cg_unbind(f, av, sav[0]);
+    if (t.unit == 2) {
+        pairs(f, &t, RB, CB, r0, c0);
+        return;
+    }
 
     int w = t.w;
     bool vec;

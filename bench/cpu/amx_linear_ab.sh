@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# nn.Linear on AMX tiles, two builds alternating, beside torch: the weight W[j, k] is
+# packed into pairs of k (Wp[p, j, q] = W[j, 2p + q]) on every call, and this times
+# the whole kernel with one build's packing against another's (carry both:
+# carry/gpu/perfc.xz and carry/gpu/perfc-base.xz), one thread, each run validated by
+# perfc, torch's F.linear (and + bias + GELU) in bf16 in the same call.  Writes
+# $OUT/amx_linear.log (or /tmp) as it goes.
+#   bash bench/cpu/amx_linear_ab.sh          ROUNDS=2
+set -u
+cd "$(dirname "$0")/../.."
+mkdir -p /tmp/pf
+xz -dc carry/gpu/perfc.xz > /tmp/pf/perfc && xz -dc carry/gpu/perfc-base.xz > /tmp/pf/perfc-base
+chmod +x /tmp/pf/perfc /tmp/pf/perfc-base
+LOG=${OUT:-/tmp}/amx_linear.log
+K=bench/gpu/contractions
+echo "# $(date -u +%FT%TZ) $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $(grep -o -E 'amx_bf16' /proc/cpuinfo | sort -u)" >> "$LOG"
+one() { # build label, kernel, M N K
+    local p=$1 f=$2 m=$3 n=$4 k=$5
+    "$p" $K/$f.pdl -D M=$m -D N=$n -D K=$k --threads 1 --run --json --quiet 2>/dev/null |
+        python3 -c "import json,sys; d=json.load(sys.stdin); print('median %.3f min %.3f ms valid %s' % (d['time_ms']['median'], d['time_ms']['min'], d['valid']))" 2>&1 | tail -1
+}
+for r in $(seq ${ROUNDS:-2}); do
+    for f in linear linear_gelu; do
+        for s in "2048 2048 2048" "333 1000 1001" "4096 4096 1024"; do
+            set -- $s
+            echo "r$r $f $1x$2x$3  base: $(one /tmp/pf/perfc-base $f $1 $2 $3)   new: $(one /tmp/pf/perfc $f $1 $2 $3)" >> "$LOG"
+        done
+    done
+done
+for f in linear linear_gelu; do
+    for s in "2048 2048 2048" "333 1000 1001" "4096 4096 1024"; do
+        set -- $s
+        python3 - $f "$@" >> "$LOG" 2>&1 <<'PY'
+import sys, time, torch
+import torch.nn.functional as F
+op = sys.argv[1]
+m, n, k = map(int, sys.argv[2:5])
+torch.set_num_threads(1)
+x = torch.randn(m, k).bfloat16(); w = torch.randn(n, k).bfloat16(); b = torch.randn(n).bfloat16()
+f = (lambda: F.linear(x, w)) if op == "linear" else (lambda: F.gelu(F.linear(x, w) + b))
+for _ in range(3): f()
+ts = []
+for _ in range(10):
+    s = time.perf_counter(); f(); ts.append(time.perf_counter() - s)
+ts.sort()
+print("torch %s bf16 %dx%dx%d, 1 thread: median %.3f ms, min %.3f ms" % (op, m, n, k, ts[5] * 1e3, ts[0] * 1e3))
+PY
+    done
+done
+cat "$LOG"
