@@ -21,14 +21,14 @@ one() { # build label, kernel, M N K
 }
 for r in $(seq ${ROUNDS:-2}); do
     for f in linear linear_gelu; do
-        for s in "2048 2048 2048" "333 1000 1001" "4096 4096 1024"; do
+        for s in "2048 2048 2048" "333 1000 1001" "1024 4096 1024"; do
             set -- $s
             echo "r$r $f $1x$2x$3  base: $(one /tmp/pf/perfc-base $f $1 $2 $3)   new: $(one /tmp/pf/perfc $f $1 $2 $3)" >> "$LOG"
         done
     done
 done
 for f in linear linear_gelu; do
-    for s in "2048 2048 2048" "333 1000 1001" "4096 4096 1024"; do
+    for s in "2048 2048 2048" "333 1000 1001" "1024 4096 1024"; do
         set -- $s
         python3 - $f "$@" >> "$LOG" 2>&1 <<'PY'
 import sys, time, torch
