@@ -43,8 +43,11 @@ static bool legal(const Kernel *k, const Node *L, CpuTBlocks *t)
     const Node *st = t->st;
     const Expr *ld = t->ld;
     const Buffer *sb = st->u.stmt.buf, *lb = ld->u.load.buf;
-    /* pairs of 16-bit values move as their bits: any 2-byte type */
-    bool dtype_ok = t->unit == 2 ? dtype_bytes(sb->dtype) == 2 : plain_dtype(sb->dtype);
+    /* pairs of 16-bit values move as their bits: any 2-byte type; single 16-bit
+     * floats go through f32 and back, which is exact for a value read from the
+     * same type (AMX's Aᵀ block) */
+    bool dtype_ok = t->unit == 2 ? dtype_bytes(sb->dtype) == 2
+                                 : plain_dtype(sb->dtype) || sb->dtype == DT_BF16 || sb->dtype == DT_F16;
     if (sb == lb || sb->dtype != lb->dtype || !dtype_ok || st->u.stmt.guarded || ld->u.load.guarded ||
         cpu_load_padded(ld) || cpu_is_tile(k, sb) || cpu_is_tile(k, lb))
         return false;
