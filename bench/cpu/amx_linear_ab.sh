@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# nn.Linear on AMX tiles, two builds alternating, beside torch: the weight W[j, k] is
-# packed into pairs of k (Wp[p, j, q] = W[j, 2p + q]) on every call, and this times
-# the whole kernel with one build's packing against another's (carry both:
+# nn.Linear (and Aᵀ·B) on AMX tiles, two builds alternating, beside torch: the weight
+# W[j, k] is packed into pairs of k (Wp[p, j, q] = W[j, 2p + q]) on every call, Aᵀ
+# into rows of k, and this times the whole kernel with one build's packing against
+# another's (carry both:
 # carry/gpu/perfc.xz and carry/gpu/perfc-base.xz), one thread, each run validated by
 # perfc, torch's F.linear (and + bias + GELU) in bf16 in the same call.  Writes
 # $OUT/amx_linear.log (or /tmp) as it goes.
@@ -20,14 +21,14 @@ one() { # build label, kernel, M N K
         python3 -c "import json,sys; d=json.load(sys.stdin); print('median %.3f min %.3f ms valid %s' % (d['time_ms']['median'], d['time_ms']['min'], d['valid']))" 2>&1 | tail -1
 }
 for r in $(seq ${ROUNDS:-2}); do
-    for f in linear linear_gelu; do
+    for f in linear linear_gelu mm_tn; do
         for s in "2048 2048 2048" "333 1000 1001" "1024 4096 1024"; do
             set -- $s
             echo "r$r $f $1x$2x$3  base: $(one /tmp/pf/perfc-base $f $1 $2 $3)   new: $(one /tmp/pf/perfc $f $1 $2 $3)" >> "$LOG"
         done
     done
 done
-for f in linear linear_gelu; do
+for f in linear linear_gelu mm_tn; do
     for s in "2048 2048 2048" "333 1000 1001" "1024 4096 1024"; do
         set -- $s
         python3 - $f "$@" >> "$LOG" 2>&1 <<'PY'
@@ -37,7 +38,9 @@ op = sys.argv[1]
 m, n, k = map(int, sys.argv[2:5])
 torch.set_num_threads(1)
 x = torch.randn(m, k).bfloat16(); w = torch.randn(n, k).bfloat16(); b = torch.randn(n).bfloat16()
-f = (lambda: F.linear(x, w)) if op == "linear" else (lambda: F.gelu(F.linear(x, w) + b))
+at = torch.randn(k, m).bfloat16(); bk = torch.randn(k, n).bfloat16()
+f = {"linear": lambda: F.linear(x, w), "linear_gelu": lambda: F.gelu(F.linear(x, w) + b),
+     "mm_tn": lambda: torch.mm(at.t(), bk)}[op]
 for _ in range(3): f()
 ts = []
 for _ in range(10):
