@@ -6,7 +6,8 @@
 # carry/gpu/perfc.xz and carry/gpu/perfc-base.xz), one thread, each run validated by
 # perfc, torch's F.linear (and + bias + GELU) in bf16 in the same call.  Writes
 # $OUT/amx_linear.log (or /tmp) as it goes.
-#   bash bench/cpu/amx_linear_ab.sh          ROUNDS=2
+#   bash bench/cpu/amx_linear_ab.sh          ROUNDS=2 KERNELS="linear linear_gelu mm_tn"
+#                                            SIZES="2048,2048,2048 333,1000,1001 1024,4096,1024"
 set -u
 cd "$(dirname "$0")/../.."
 mkdir -p /tmp/pf
@@ -20,17 +21,19 @@ one() { # build label, kernel, M N K
     "$p" $K/$f.pdl -D M=$m -D N=$n -D K=$k --threads 1 --run --json --quiet 2>/dev/null |
         python3 -c "import json,sys; d=json.load(sys.stdin); print('median %.3f min %.3f ms valid %s' % (d['time_ms']['median'], d['time_ms']['min'], d['valid']))" 2>&1 | tail -1
 }
+KERNELS=${KERNELS:-"linear linear_gelu mm_tn"}
+SIZES=${SIZES:-"2048,2048,2048 333,1000,1001 1024,4096,1024"}
 for r in $(seq ${ROUNDS:-2}); do
-    for f in linear linear_gelu mm_tn; do
-        for s in "2048 2048 2048" "333 1000 1001" "1024 4096 1024"; do
-            set -- $s
+    for f in $KERNELS; do
+        for s in $SIZES; do
+            set -- ${s//,/ }
             echo "r$r $f $1x$2x$3  base: $(one /tmp/pf/perfc-base $f $1 $2 $3)   new: $(one /tmp/pf/perfc $f $1 $2 $3)" >> "$LOG"
         done
     done
 done
-for f in linear linear_gelu mm_tn; do
-    for s in "2048 2048 2048" "333 1000 1001" "1024 4096 1024"; do
-        set -- $s
+for f in $KERNELS; do
+    for s in $SIZES; do
+        set -- ${s//,/ }
         python3 - $f "$@" >> "$LOG" 2>&1 <<'PY'
 import sys, time, torch
 import torch.nn.functional as F
