@@ -178,9 +178,13 @@ static int enumerate(Kernel *k, Arena *a, SchedItem **out, bool unchecked)
             outer = outer->parent;
         for (int b = 0; b < k->nbufs; b++) {
             Buffer *buf = k->bufs[b];
-            if (!accessed_in(k, l, buf))
-                continue;
             SchedArg ca[2] = {nm(buf->name), nm(v)};
+            /* an elementwise consumer of what l writes, moved to l's end */
+            if (!accessed_in(k, l, buf)) {
+                if (buf->kind != BUF_IN)
+                    try_item(&g, "reverse_compute_at", ca, 2);
+                continue;
+            }
             if (buf->kind == BUF_TEMP)
                 try_item(&g, "compute_at", ca, 2);
             try_item(&g, "cache", ca, 2);

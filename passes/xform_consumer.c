@@ -292,6 +292,11 @@ bool xf_reverse_compute_at(XfCtx *c)
                 xf_err(c, "the nest of %s reads %s at two different elements", y->name, r->buf->name);
                 goto out;
             }
+            for (int f = 0; f < e; f++)
+                if (map[f] == map[e]) {
+                    xf_err(c, "the nest of %s reads %s with one loop in two subscripts", y->name, r->buf->name);
+                    goto out;
+                }
         }
         p = r->buf;
         memcpy(pmap, map, sizeof map);
