@@ -208,13 +208,9 @@ bool xf_reverse_compute_at(XfCtx *c);
 /* xform_temp.c, shared with reverse_compute_at: the nest that writes t (root: the
  * outermost node whose subtree writes only t; first: its first write, an `=`; per
  * dimension of t the loop of root whose variable indexes it), false with the error;
- * a variable root uses that is bound neither in it nor around at (NULL: none); and
- * loop s narrowed to lo .. lo + width (max/min where its own bounds are not proved
- * wider), dissolved into its body when that is one element and dissolve is set
- * (then true). */
+ * and a variable root uses that is bound neither in it nor around at (NULL: none). */
 bool xf_writer_nest(XfCtx *c, const AccVec *all, Buffer *t, Node **root, Node **first, Node **sloop);
 const Var *xf_free_var(Kernel *k, Node *root, Node *at);
-bool xf_restrict_loop(Kernel *k, Node *s, Expr *lo, int64_t width, bool dissolve);
 bool xf_cache(XfCtx *c);
 /* mem=local|shared of a staging step (cache, gather): local when absent; false
  * (with the error) for anything else. */

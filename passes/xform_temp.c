@@ -288,7 +288,10 @@ bool xf_writer_nest(XfCtx *c, const AccVec *all, Buffer *t, Node **proot, Node *
     return true;
 }
 
-bool xf_restrict_loop(Kernel *k, Node *s, Expr *lo, int64_t width, bool dissolve)
+/* Loop s narrowed to lo .. lo + width (max/min where its own bounds are not proved
+ * wider), dissolved into its body when that is one element and dissolve is set
+ * (then true). */
+static bool restrict_loop(Kernel *k, Node *s, Expr *lo, int64_t width, bool dissolve)
 {
     Expr *hi = ir_simplify(k, ir_bin(k, IE_ADD, ir_clone_expr(k, lo), ir_int(k, width)));
     bool lo_in = xf_prove_le(k, s->parent, s->u.loop.lo, lo);
@@ -413,7 +416,7 @@ bool xf_compute_at(XfCtx *c)
     ir_list_remove(xf_list_of(k, root), xf_index_in(k, root));
     ir_list_insert(&l->u.loop.body, 0, root, l);
     for (int d = 0; d < t->rank; d++)
-        if (xf_restrict_loop(k, sloop[d], r.lo[d], r.width[d], true) && sloop[d] == root)
+        if (restrict_loop(k, sloop[d], r.lo[d], r.width[d], true) && sloop[d] == root)
             root = NULL;
 out:
     acc_free(&all);
