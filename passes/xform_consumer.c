@@ -34,8 +34,10 @@ typedef struct Mover {
 } Mover;
 
 /* The loops from l outward to top (both included), each classified against the
- * producer's box; false with the error. */
-static bool classify(XfCtx *c, Node *l, Node *top, const Region *r, Mover *m, int *nm)
+ * producer's box, and the elements first[d] .. end[d] - 1 the boxes cover in each
+ * dimension d; false with the error. */
+static bool classify(XfCtx *c, Node *l, Node *top, const Region *r, Mover *m, int *nm, int64_t *first,
+                     int64_t *end)
 {
     Kernel *k = c->k;
     ArSpace sp;
@@ -115,7 +117,7 @@ static bool classify(XfCtx *c, Node *l, Node *top, const Region *r, Mover *m, in
      * span of everything finer); the caller checks that the tiled range holds Y's
      * loop range (covered) */
     for (int d = 0; d < r->rank; d++) {
-        int64_t span = r->width[d];
+        int64_t span = r->width[d], base = row[d].k;
         bool used[MAXE] = {0};
         for (;;) {
             int best = -1;
@@ -136,26 +138,12 @@ static bool classify(XfCtx *c, Node *l, Node *top, const Region *r, Mover *m, in
                 xf_err(c, "the range loop %s covers overflows", m[best].loop->u.loop.var->name);
                 return false;
             }
+            base += m[best].step * m[best].lo;
         }
+        first[d] = base;
+        end[d] = base + span;
     }
     return true;
-}
-
-/* The first and one-past-last element the boxes cover in dimension d. */
-static void covered(Kernel *k, const Region *r, const Mover *m, int nm, int d, int64_t *first, int64_t *end)
-{
-    ArSpace sp;
-    ArRow row;
-    ar_space_init(&sp, k);
-    ar_row_of(&sp, r->lo[d], 0, &row);
-    int64_t base = row.k, span = r->width[d];
-    for (int i = 0; i < nm; i++)
-        if (m[i].dim == d) {
-            base += m[i].step * m[i].lo;
-            span *= m[i].n;
-        }
-    *first = base;
-    *end = base + span;
 }
 
 /* Loop s over the box's lo .. lo + width, counted from 0 (the body reads lo + s), so
@@ -323,17 +311,17 @@ bool xf_reverse_compute_at(XfCtx *c)
     sb_free(&why);
     Mover m[MAXE];
     int nm;
-    if (!classify(c, l, top, &r, m, &nm))
+    int64_t cov_lo[8], cov_end[8]; /* Region's rank bound */
+    if (!classify(c, l, top, &r, m, &nm, cov_lo, cov_end))
         goto out;
     /* the boxes cover Y's loops */
     for (int e = 0; e < p->rank; e++) {
         Node *s = sloop[pmap[e]];
-        int64_t slo, shi, first_el, end_el;
+        int64_t slo, shi, first_el = cov_lo[e], end_el = cov_end[e];
         if (!xf_const(k, s->u.loop.lo, &slo) || !xf_const(k, s->u.loop.hi, &shi)) {
             xf_err(c, "loop %s of the nest of %s has bounds that are not constant", s->u.loop.var->name, y->name);
             goto out;
         }
-        covered(k, &r, m, nm, e, &first_el, &end_el);
         if (first_el > slo || end_el < shi) {
             xf_err(c, "loop %s's iterations finish elements %lld..%lld of %s's dimension %d, not all of %lld..%lld",
                    l->u.loop.var->name, (long long)first_el, (long long)end_el - 1, p->name, e, (long long)slo,

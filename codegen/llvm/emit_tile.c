@@ -231,7 +231,8 @@ void cg_emit_transpose(Fn *f, const Node *L)
  * in steps of w that loads the w x w block as w vectors of one side, transposes
  * them in registers and stores w vectors of the other, then a loop over the last
  * j % w with a scalar copy per a.  Addresses are the nest's at a = j = 0 plus
- * sr a + j on the row side and a + sc j on the column side. */
+ * sr a + j on the row side and a + sc j on the column side, counted in units: one
+ * element, or a pair of 16-bit elements (CpuTBlocks.unit). */
 
 static Addr addr_plus(Fn *f, Addr base, LLVMValueRef r, int64_t c)
 {
@@ -260,48 +261,20 @@ static void unit_store(Fn *f, const Buffer *b, Addr a, LLVMValueRef v)
     LLVMSetAlignment(s, cg_elem_align(g, b->dtype));
 }
 
-/* The blocked copy in pairs: offsets and strides of t count 32-bit units, two
- * elements each, moved as their bits (the values are 16-bit floats, never
- * computed on).  The region's remembered loads and stores of both buffers are
- * given up first, as for memcpy. */
-static void pairs(Fn *f, const CpuTBlocks *t, const Buffer *RB, const Buffer *CB, Addr r0, Addr c0)
+/* One unit of the blocked copy at a: an element of the buffer's dtype (u = 1), or
+ * a 32-bit pair of 16-bit elements moved as its bits (u = 2: the values are never
+ * computed on); w of them, or one for w = 0. */
+static LLVMValueRef tb_load(Fn *f, const Buffer *b, Addr a, int w, int u)
 {
-    Cg *g = f->g;
-    int w = t->w;
-    cg_touch_unknown(f, t->rows_read ? RB : CB, false);
-    cg_touch_unknown(f, t->rows_read ? CB : RB, true);
-    bool vec;
-    LLVMValueRef n0 = t->ext[0] >= 0 ? cg_ci64(g, t->ext[0]) : cg_emit_i64(f, t->b[0]->u.loop.hi, &vec);
-    LLVMValueRef nj = LLVMBuildNSWMul(g->B, n0, cg_ci64(g, t->inner), "");
-    LLVMValueRef full = LLVMBuildNSWMul(g->B, LLVMBuildSDiv(g->B, nj, cg_ci64(g, w), ""), cg_ci64(g, w), "");
-    LoopSt s;
-    LLVMValueRef j = cg_loop_open(f, cg_ci64(g, 0), full, "tblk2", &s);
-    s.step = w;
-    LLVMValueRef je = LLVMBuildNSWMul(g->B, j, cg_ci64(g, 2), "");               /* j in elements */
-    LLVMValueRef ce = LLVMBuildNSWMul(g->B, j, cg_ci64(g, 2 * t->sc), "");       /* j's column offset */
-    LLVMValueRef r[CPU_TBLOCKS_MAX_W];
-    const Buffer *src = t->rows_read ? RB : CB, *dst = t->rows_read ? CB : RB;
-    for (int i = 0; i < w; i++)
-        r[i] = t->rows_read ? unit_load(f, src, addr_plus(f, r0, je, 2 * i * t->sr), w)
-                            : unit_load(f, src, addr_plus(f, c0, ce, 2 * i * t->sc), w);
-    transpose(g, r, w);
-    for (int i = 0; i < w; i++)
-        unit_store(f, dst, t->rows_read ? addr_plus(f, c0, ce, 2 * i * t->sc) : addr_plus(f, r0, je, 2 * i * t->sr),
-                   r[i]);
-    cg_loop_close(f, &s);
-    /* the last nj % w units of j, one a unit at a time */
-    LoopSt s2;
-    j = cg_loop_open(f, full, nj, "tblk2_rest", &s2);
-    je = LLVMBuildNSWMul(g->B, j, cg_ci64(g, 2), "");
-    ce = LLVMBuildNSWMul(g->B, j, cg_ci64(g, 2 * t->sc), "");
-    for (int i = 0; i < w; i++) {
-        Addr ra = addr_plus(f, r0, je, 2 * i * t->sr), ca = addr_plus(f, c0, ce, 2 * i);
-        if (t->rows_read)
-            unit_store(f, CB, ca, unit_load(f, RB, ra, 0));
-        else
-            unit_store(f, RB, ra, unit_load(f, CB, ca, 0));
-    }
-    cg_loop_close(f, &s2);
+    return u == 2 ? unit_load(f, b, a, w) : cg_load_at(f, b, a, w);
+}
+
+static void tb_store(Fn *f, const Buffer *b, Addr a, int w, int u, LLVMValueRef v)
+{
+    if (u == 2)
+        unit_store(f, b, a, v);
+    else
+        cg_store_at(f, b, a, w, v);
 }
 
 void cg_emit_transpose_blocks(Fn *f, const Node *L)
@@ -329,12 +302,13 @@ void cg_emit_transpose_blocks(Fn *f, const Node *L)
     for (int i = t.m - 1; i >= 0; i--)
         cg_unbind(f, t.b[i]->u.loop.var, sav[i + 1]);
     cg_unbind(f, av, sav[0]);
-    if (t.unit == 2) {
-        pairs(f, &t, RB, CB, r0, c0);
-        return;
+    /* Offsets and strides of t count units; pairs bypass the loads and stores the
+     * back end remembers, so the region's are given up first, as for memcpy. */
+    int w = t.w, u = t.unit;
+    if (u == 2) {
+        cg_touch_unknown(f, t.rows_read ? RB : CB, false);
+        cg_touch_unknown(f, t.rows_read ? CB : RB, true);
     }
-
-    int w = t.w;
     bool vec;
     LLVMValueRef n0 = t.ext[0] >= 0 ? cg_ci64(g, t.ext[0]) : cg_emit_i64(f, t.b[0]->u.loop.hi, &vec);
     LLVMValueRef nj = LLVMBuildNSWMul(g->B, n0, cg_ci64(g, t.inner), "");
@@ -343,40 +317,42 @@ void cg_emit_transpose_blocks(Fn *f, const Node *L)
     LoopSt s;
     LLVMValueRef j = cg_loop_open(f, cg_ci64(g, 0), full, "tblk", &s);
     s.step = w;
-    LLVMValueRef cj = LLVMBuildNSWMul(g->B, j, cg_ci64(g, t.sc), "");
+    LLVMValueRef rj = u == 1 ? j : LLVMBuildNSWMul(g->B, j, cg_ci64(g, u), ""); /* j in elements */
+    LLVMValueRef cj = LLVMBuildNSWMul(g->B, j, cg_ci64(g, u * t.sc), "");     /* j's column offset */
     LLVMValueRef r[CPU_TBLOCKS_MAX_W];
     if (t.rows_read) {
         Addr rows[CPU_TBLOCKS_MAX_W];
         for (int i = 0; i < w; i++)
-            rows[i] = addr_plus(f, r0, j, i * t.sr);
-        if (w == 8) {
+            rows[i] = addr_plus(f, r0, rj, u * i * t.sr);
+        if (w == 8 && u == 1) {
             transpose8_loads(f, RB, rows, r);
         } else {
             for (int i = 0; i < w; i++)
-                r[i] = cg_load_at(f, RB, rows[i], w);
+                r[i] = tb_load(f, RB, rows[i], w, u);
             transpose(g, r, w);
         }
         for (int q = 0; q < w; q++)
-            cg_store_at(f, CB, addr_plus(f, c0, cj, q * t.sc), w, r[q]);
+            tb_store(f, CB, addr_plus(f, c0, cj, u * q * t.sc), w, u, r[q]);
     } else {
         for (int q = 0; q < w; q++)
-            r[q] = cg_load_at(f, CB, addr_plus(f, c0, cj, q * t.sc), w);
+            r[q] = tb_load(f, CB, addr_plus(f, c0, cj, u * q * t.sc), w, u);
         transpose(g, r, w);
         for (int i = 0; i < w; i++)
-            cg_store_at(f, RB, addr_plus(f, r0, j, i * t.sr), w, r[i]);
+            tb_store(f, RB, addr_plus(f, r0, rj, u * i * t.sr), w, u, r[i]);
     }
     cg_loop_close(f, &s);
 
-    /* the last nj % w values of j, one element per a */
+    /* the last nj % w units of j, one per a */
     LoopSt s2;
     j = cg_loop_open(f, full, nj, "tblk_rest", &s2);
-    cj = LLVMBuildNSWMul(g->B, j, cg_ci64(g, t.sc), "");
+    rj = u == 1 ? j : LLVMBuildNSWMul(g->B, j, cg_ci64(g, u), "");
+    cj = LLVMBuildNSWMul(g->B, j, cg_ci64(g, u * t.sc), "");
     for (int i = 0; i < w; i++) {
-        Addr ra = addr_plus(f, r0, j, i * t.sr), ca = addr_plus(f, c0, cj, i);
+        Addr ra = addr_plus(f, r0, rj, u * i * t.sr), ca = addr_plus(f, c0, cj, u * i);
         if (t.rows_read)
-            cg_store_at(f, CB, ca, 0, cg_load_at(f, RB, ra, 0));
+            tb_store(f, CB, ca, 0, u, tb_load(f, RB, ra, 0, u));
         else
-            cg_store_at(f, RB, ra, 0, cg_load_at(f, CB, ca, 0));
+            tb_store(f, RB, ra, 0, u, tb_load(f, CB, ca, 0, u));
     }
     cg_loop_close(f, &s2);
 }
