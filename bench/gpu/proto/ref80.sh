@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../../.."
 LOG=${OUT:-/tmp}/ref80.log
 nvidia-smi -L >> "$LOG" 2>&1
 python3 -c "import triton, torch; print('triton', triton.__version__, 'torch', torch.__version__)" >> "$LOG" 2>&1
-[ $# -gt 0 ] || set -- "4096 4096 4096" "8192 8192 8192"
+[ $# -gt 0 ] || set -- "4096 4096 4096" "8192 8192 8192" "4096 4096 4096 nt" "1024 1024 16384"
 for s in "$@"; do
     for arch in sm80 native; do
         if [ $arch = sm80 ]; then

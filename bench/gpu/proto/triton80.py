@@ -4,7 +4,8 @@ environment) or as native code (wgmma), beside torch.mm (cuBLAS) in the same
 process.  The best of a few tile configurations is reported, each checked against
 torch.mm first.  Used as the reference for how far perfc's own sm_80 code can go on
 an H100 (docs/benchmarks.md, "The suite as sm_80 code").
-    TRITON_OVERRIDE_ARCH=sm80 python3 bench/gpu/proto/triton80.py 4096 4096 4096
+    TRITON_OVERRIDE_ARCH=sm80 python3 bench/gpu/proto/triton80.py 4096 4096 4096 [nt]
+(nt: B stored [N, K], the nn.Linear layout, read through its strides.)
 """
 import os
 import sys
@@ -48,9 +49,13 @@ CONFIGS = [(128, 256, 64, 3, 8), (128, 256, 32, 4, 8), (256, 128, 64, 3, 8),
 
 def main():
     m, n, k = (int(v) for v in sys.argv[1:4])
-    arch = os.environ.get("TRITON_OVERRIDE_ARCH", "native")
+    nt = len(sys.argv) > 4 and sys.argv[4] == "nt"
+    arch = os.environ.get("TRITON_OVERRIDE_ARCH", "native") + (" nt" if nt else "")
     a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+    if nt:
+        b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16).t()
+    else:
+        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
     ref = torch.mm(a, b)
     t_lib = triton.testing.do_bench(lambda: torch.mm(a, b), warmup=50, rep=300)
     best = None
