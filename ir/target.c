@@ -33,7 +33,7 @@
     {.name = n, .cls = TARGET_GPU, .sm = s, .arch_specific = a, .max_threads_block = 1024, \
      .max_smem_block = smem, .regs_per_block = 65536, .max_regs_thread = 255, .smem_sm = smsm, \
      .threads_sm = thsm, .blocks_sm = blsm, .mma_sync = true, .cp_async = true, .wgmma = a && s >= 90, \
-     .tma = s >= 90, .pdl = s >= 90, .sms = nsm}
+     .tma = s >= 90, .sms = nsm}
 
 static const char *const X86 = "x86_64-unknown-linux-gnu", *const ARM = "aarch64-unknown-linux-gnu",
                          *const RV = "riscv64-unknown-linux-gnu";

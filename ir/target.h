@@ -58,9 +58,6 @@ typedef struct Target {
     bool cp_async;          /* asynchronous global -> shared copies */
     bool wgmma;             /* warpgroup wgmma.mma_async (sm_90a only) */
     bool tma;               /* tensor memory accelerator bulk copies */
-    bool pdl;               /* programmatic dependent launch (griddepcontrol): a launch
-                             * may start while the one before it finishes, and waits
-                             * for its results in the code */
     int sms;                /* streaming multiprocessors of the architecture's usual
                              * data-centre part (A100 108, H100 132): what the tuner
                              * sizes grids by (split-K); the GPU that runs may differ */

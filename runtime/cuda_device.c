@@ -43,8 +43,6 @@ struct GpuDevice {
     size_t flush_bytes;
     int wake_writes;        /* writes of the flush buffer that keep the GPU busy ~1.5 ms first */
     CUevent ev0, ev1;
-    bool no_pdl;            /* the driver refused a launch with programmatic stream
-                             * serialization once: every launch waits in full */
 };
 
 struct GpuProgram {
@@ -320,31 +318,13 @@ bool gpu_launch(GpuProgram *p, const CUdeviceptr *args, Diags *d)
         params[m->nargs + t] = p->maps + 128 * (size_t)t;
     }
     bool ok = true;
-    const CudaDriver *cu = p->g->cu;
     for (int i = 0; i < m->nlaunches && ok; i++) {
         CgLaunch *L = &m->launches[i];
         char what[128];
-        /* A launch after the first, in code that waits for its predecessor
-         * (CgCudaModule.pdl), may start as that one ends; the first waits in full
-         * for whatever came before it in the stream (the last run's final launch,
-         * the harness's cache flush). */
-        if (i > 0 && m->pdl && cu->LaunchKernelEx && !p->g->no_pdl) {
-            CuLaunchAttribute at = {.id = CU_LAUNCH_ATTR_PROGRAMMATIC_SERIALIZATION, .value.i = 1};
-            CuLaunchConfig c = {.grid = {(unsigned)L->grid[0], (unsigned)L->grid[1], (unsigned)L->grid[2]},
-                                .block = {(unsigned)L->block[0], (unsigned)L->block[1], (unsigned)L->block[2]},
-                                .shared_bytes = (unsigned)L->shared_bytes, .attrs = &at, .nattrs = 1};
-            if (cu->LaunchKernelEx(&c, p->fn[i], params, NULL) == 0)
-                continue;
-            /* refused (an older driver, a stream that cannot): the plain launch
-             * below means the same, and so do all later ones */
-            p->g->no_pdl = true;
-            diag_plain(d, DIAG_NOTE, "the driver refused to start launch %s before the one before it ends "
-                       "(programmatic dependent launch); every launch now waits for the last in full", L->name);
-        }
         snprintf(what, sizeof what, "cuLaunchKernel(%s)", L->name);
-        ok = cuda_check(cu->LaunchKernel(p->fn[i], (unsigned)L->grid[0], (unsigned)L->grid[1], (unsigned)L->grid[2],
-                                         (unsigned)L->block[0], (unsigned)L->block[1], (unsigned)L->block[2],
-                                         (unsigned)L->shared_bytes, NULL, params, NULL),
+        ok = cuda_check(p->g->cu->LaunchKernel(p->fn[i], (unsigned)L->grid[0], (unsigned)L->grid[1],
+                                               (unsigned)L->grid[2], (unsigned)L->block[0], (unsigned)L->block[1],
+                                               (unsigned)L->block[2], (unsigned)L->shared_bytes, NULL, params, NULL),
                         what, d);
     }
     free(params);

@@ -77,7 +77,6 @@ const CudaDriver *cuda_driver(char *why, size_t n)
             S(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime");
 #undef S
             *(void **)&drv.TensorMapEncodeTiled = sym(h, "cuTensorMapEncodeTiled", NULL);
-            *(void **)&drv.LaunchKernelEx = sym(h, "cuLaunchKernelEx", NULL);
             if (ok) {
                 CUresult r = drv.Init(0);
                 if (r != 0) {

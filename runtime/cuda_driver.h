@@ -26,29 +26,6 @@ typedef struct CUevent_st *CUevent;
 typedef struct CUstream_st *CUstream;
 typedef unsigned long long CUdeviceptr;
 
-/* cuLaunchKernelEx's configuration, laid out as cuda.h's CUlaunchConfig and
- * CUlaunchAttribute (an int id padded to 8 bytes, then a 64-byte value). */
-typedef struct CuLaunchAttribute {
-    int id;
-    char pad[4];
-    union {
-        char bytes[64];
-        int i;
-        long long align;
-    } value;
-} CuLaunchAttribute;
-typedef struct CuLaunchConfig {
-    unsigned grid[3], block[3], shared_bytes;
-    CUstream stream;
-    CuLaunchAttribute *attrs;
-    unsigned nattrs;
-} CuLaunchConfig;
-/* CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: the launch may begin before
- * the one before it in the stream ends; the code waits with griddepcontrol.wait. */
-enum { CU_LAUNCH_ATTR_PROGRAMMATIC_SERIALIZATION = 6 };
-_Static_assert(sizeof(CuLaunchAttribute) == 72, "CUlaunchAttribute's layout");
-_Static_assert(sizeof(void *) != 8 || sizeof(CuLaunchConfig) == 56, "CUlaunchConfig's layout");
-
 typedef struct CudaDriver {
     CUresult (*Init)(unsigned);
     CUresult (*DriverGetVersion)(int *);
@@ -88,11 +65,7 @@ typedef struct CudaDriver {
     CUresult (*TensorMapEncodeTiled)(void *map, int dtype, unsigned rank, void *addr, const uint64_t *dims,
                                      const uint64_t *strides, const unsigned *box, const unsigned *estrides,
                                      int interleave, int swizzle, int l2promo, int oobfill);
-    /* Optional (CUDA 12): a launch with attributes; without it every launch waits
-     * for the one before in full, which means the same. */
-    CUresult (*LaunchKernelEx)(const CuLaunchConfig *, CUfunction, void **, void **);
 } CudaDriver;
-
 
 /* Loads libcuda.so.1 and calls cuInit once.  NULL when there is no usable driver;
  * why[] then says what was missing. */

@@ -63,10 +63,6 @@ typedef struct CgCudaModule {
     CgTmap *tmaps;          /* tensor maps passed after them, in order */
     int ntmaps;
     char arch[16];          /* target it was checked against */
-    bool pdl;               /* several launches, each of whose functions waits for the
-                             * launch before it (griddepcontrol.wait) and lets the next
-                             * one start (launch_dependents): launches after the first
-                             * may be made with programmatic stream serialization */
     /* After cg_cuda_compile: */
     char *ptx;              /* NUL-terminated */
     size_t ptx_len;

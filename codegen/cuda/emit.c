@@ -1307,15 +1307,6 @@ static void open_function(Em *e, CgLaunch *L, int64_t nthreads)
     const Kernel *k = e->k;
     for (int i = 0; i < k->nparams; i++)
         em_line(e, "constexpr idx_t %s = %" PRId64 ";", e->pname[i], k->params[i].value);
-    /* A launch boundary is a grid-wide barrier.  On sm_90 the runtime lets the next
-     * launch start while this one finishes (programmatic stream serialization), so
-     * its launch and its blocks' start overlap this one's tail; the wait keeps the
-     * barrier: it returns once the launch before has completed and its writes are
-     * visible (at once when there is none, or when launched without the attribute). */
-    if (e->pdl) {
-        em_line(e, "asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");   /* the launch before this one is done */");
-        em_line(e, "asm volatile(\"griddepcontrol.launch_dependents;\");   /* the next may be scheduled */");
-    }
 }
 
 static bool check_block(Em *e, const Node *top, CgLaunch *L)
@@ -1568,7 +1559,7 @@ static bool generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *
             return false;
         }
     snprintf(m->arch, sizeof m->arch, "%s", arch);
-    Em e = {.k = k, .arch = a, .d = d, .o = &m->src, .ok = true, .names = arena_new(), .pdl = a->pdl && k->body.n > 1};
+    Em e = {.k = k, .arch = a, .d = d, .o = &m->src, .ok = true, .names = arena_new()};
     make_names(&e);
     e.soff = xcalloc((size_t)k->nbufs + 1, sizeof *e.soff);
     /* 32-bit index arithmetic when every buffer and size fits: much cheaper on a GPU */
@@ -1615,7 +1606,6 @@ static bool generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *
         if (ok && L->grid[0] > 0 && L->grid[1] > 0 && L->grid[2] > 0)
             m->nlaunches++;
     }
-    m->pdl = e.pdl && m->nlaunches > 1;
     /* The last line of defence against text injection: the source is printable
      * ASCII and newlines only (every user name went through names.c). */
     for (size_t i = 0; ok && i < o->len; i++) {
@@ -1626,8 +1616,7 @@ static bool generate(const Kernel *k, const char *arch, CgCudaModule *m, Diags *
         }
     }
     if (ok) {
-        sb_printf(o, "/* Launches, in order (grid; block; dynamic shared bytes)%s:\n",
-                  m->pdl ? "; each after the first may start as the one before it ends" : "");
+        sb_puts(o, "/* Launches, in order (grid; block; dynamic shared bytes):\n");
         for (int i = 0; i < m->nlaunches; i++) {
             CgLaunch *L = &m->launches[i];
             sb_printf(o, " *   %s  (%" PRId64 ", %" PRId64 ", %" PRId64 ")  (%d, %d, %d)  %d\n", L->name,

@@ -16,8 +16,6 @@ typedef struct Em {
     int ind;
     bool ok;
     bool idx64;
-    bool pdl;           /* several launches on sm_90+: each function waits for the one
-                         * before it and lets the next start (open_function) */
     char **bname, **vname, **pname;
     /* the launch being emitted */
     bool sched;
