@@ -243,10 +243,13 @@ static Addr addr_plus(Fn *f, Addr base, LLVMValueRef r, int64_t c)
     return a;
 }
 
-/* One 32-bit unit (a pair of 16-bit elements) at element offset a of b: loaded and
- * stored as raw bits, w of them (0: one), through the buffer's alias scope. */
-static LLVMValueRef unit_load(Fn *f, const Buffer *b, Addr a, int w)
+/* One unit of the blocked copy at a: an element of the buffer's dtype (u = 1), or
+ * a 32-bit pair of 16-bit elements moved as its bits through the buffer's alias
+ * scope (u = 2: the values are never computed on); w of them, or one for w = 0. */
+static LLVMValueRef tb_load(Fn *f, const Buffer *b, Addr a, int w, int u)
 {
+    if (u == 1)
+        return cg_load_at(f, b, a, w);
     Cg *g = f->g;
     LLVMTypeRef ty = w ? LLVMVectorType(g->ti32, (unsigned)w) : g->ti32;
     LLVMValueRef v = cg_tag(g, b, LLVMBuildLoad2(g->B, ty, cg_ptr_at(f, b, a, true), ""));
@@ -254,27 +257,15 @@ static LLVMValueRef unit_load(Fn *f, const Buffer *b, Addr a, int w)
     return v;
 }
 
-static void unit_store(Fn *f, const Buffer *b, Addr a, LLVMValueRef v)
+static void tb_store(Fn *f, const Buffer *b, Addr a, int w, int u, LLVMValueRef v)
 {
+    if (u == 1) {
+        cg_store_at(f, b, a, w, v);
+        return;
+    }
     Cg *g = f->g;
     LLVMValueRef s = cg_tag(g, b, LLVMBuildStore(g->B, v, cg_ptr_at(f, b, a, true)));
     LLVMSetAlignment(s, cg_elem_align(g, b->dtype));
-}
-
-/* One unit of the blocked copy at a: an element of the buffer's dtype (u = 1), or
- * a 32-bit pair of 16-bit elements moved as its bits (u = 2: the values are never
- * computed on); w of them, or one for w = 0. */
-static LLVMValueRef tb_load(Fn *f, const Buffer *b, Addr a, int w, int u)
-{
-    return u == 2 ? unit_load(f, b, a, w) : cg_load_at(f, b, a, w);
-}
-
-static void tb_store(Fn *f, const Buffer *b, Addr a, int w, int u, LLVMValueRef v)
-{
-    if (u == 2)
-        unit_store(f, b, a, v);
-    else
-        cg_store_at(f, b, a, w, v);
 }
 
 void cg_emit_transpose_blocks(Fn *f, const Node *L)
