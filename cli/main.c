@@ -10,6 +10,7 @@
 #include <errno.h>
 
 #include "cli.h"
+#include "runtime/runtime.h"
 
 /* Every exit from main after the compilation starts goes through here, so the
  * diagnostics are printed once and everything is released (LeakSanitizer runs the
@@ -24,6 +25,7 @@ static int finish(Compilation *c, int status)
 
 int main(int argc, char **argv)
 {
+    rt_blas_fit_core(argv); /* first: it may start perfc again with the library's right kernel */
     if (argc >= 2 && !strcmp(argv[1], "tune")) {
         int cli_tune_main(int argc, char **argv); /* cli/tune.c */
         return cli_tune_main(argc - 1, argv + 1);

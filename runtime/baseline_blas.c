@@ -78,7 +78,9 @@ void rt_blas_describe(char *buf, size_t n)
      * libopenblas.so may be installed behind the alternatives link. */
     const char *cfg = openblas_get_config();
     const char *core = openblas_get_corename();
-    snprintf(buf, n, "%s (core %s)", cfg ? cfg : "OpenBLAS", core ? core : "?");
+    const char *was = rt_blas_core_note();
+    snprintf(buf, n, "%s (core %s%s%s%s)", cfg ? cfg : "OpenBLAS", core ? core : "?",
+             was ? ", set by perfc: OpenBLAS detected " : "", was ? was : "", was ? " on this CPU" : "");
 #else
     snprintf(buf, n, "none");
 #endif

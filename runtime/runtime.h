@@ -194,6 +194,12 @@ RtDevice *rt_device_open(const char *target, int *rc, Diags *d);
 
 bool rt_blas_available(void);
 void rt_blas_set_threads(int n);
+/* runtime/blas_core.c: called first in main.  Where OpenBLAS's own detection chose
+ * a kernel older than AVX2 on a CPU with AVX2 or AVX-512, restarts perfc with
+ * OPENBLAS_CORETYPE set to the CPU's kernel family (returns only otherwise). */
+void rt_blas_fit_core(char **argv);
+/* The core OpenBLAS detected before that restart, or NULL when none happened. */
+const char *rt_blas_core_note(void);
 /* "OpenBLAS 0.3.21 DYNAMIC_ARCH ... (core Haswell)" or "none". */
 void rt_blas_describe(char *buf, size_t n);
 /* Golden product in f64 on f64 arrays laid out as g says: c = a·b per batch entry. */
