@@ -90,6 +90,9 @@ bool cpu_narrow(Kernel *k, Diags *d);
 #define CPU_SUM_BLOCK 1024
 #define CPU_SUM_BLOCK_MIN 16384
 bool cpu_sum_blocks(Kernel *k, Diags *d);
+/* fold-init (passes/cpu_fold_init.c): a product's initialisation pass over C
+ * becomes the first reduction panel's staged tiles starting at the value. */
+bool cpu_fold_init(Kernel *k, Diags *d);
 bool cpu_version(Kernel *k, Diags *d);
 /* edge (passes/cpu_edge.c): the loop around a vector loop of several registers
  * whose lanes are bounded by a guard gets copies narrowed to 1, 2, .. registers. */

@@ -47,6 +47,8 @@
  *                   cannot translate made serial, with a warning
  *   sum-blocks      long float sums into one element accumulated in blocks of
  *                   partial sums (accuracy; passes/cpu_sum_blocks.c)
+ *   fold-init       a product's initialisation pass folded into the first
+ *                   panel's staged tiles (cpu_fold_init.c)
  *   partition       padded loops split where their reads stay inside (tiled
  *                   kernels); interior copies marked memcpy
  *   fill            zero-fill nests marked memset
@@ -218,6 +220,7 @@ static bool pass_legalize(Kernel *k, const PipelineOpts *o, Diags *d)
     }
 CPU_PASS(pass_scan_blocks, cpu_scan_blocks)
 CPU_PASS(pass_sum_blocks, cpu_sum_blocks)
+CPU_PASS(pass_fold_init, cpu_fold_init)
 CPU_PASS(pass_partition, cpu_partition)
 CPU_PASS(pass_fill, cpu_fill)
 CPU_PASS(pass_narrow, cpu_narrow)
@@ -342,6 +345,7 @@ static const struct {
     {"scan-blocks", pass_scan_blocks, true},
     {"legalize", pass_legalize, true},
     {"sum-blocks", pass_sum_blocks, true},
+    {"fold-init", pass_fold_init, true},
     {"partition", pass_partition, true},
     {"fill", pass_fill, true},
     {"narrow", pass_narrow, true},

@@ -23,21 +23,9 @@
 
 #include "xform_int.h"
 
-enum { MAXE = 24 };
+enum { MAXE = XF_MAXMOVERS };
 
-/* One loop around the write box: the dimension it moves (-1: none), its step there,
- * and its constant first value and trip count. */
-typedef struct Mover {
-    Node *loop;
-    int dim;
-    int64_t step, lo, n;
-} Mover;
-
-/* The loops from l outward to top (both included), each classified against the
- * producer's box, and the elements first[d] .. end[d] - 1 the boxes cover in each
- * dimension d; false with the error. */
-static bool classify(XfCtx *c, Node *l, Node *top, const Region *r, Mover *m, int *nm, int64_t *first,
-                     int64_t *end)
+bool xf_box_movers(XfCtx *c, Node *l, Node *top, const Region *r, Mover *m, int *nm, int64_t *first, int64_t *end)
 {
     Kernel *k = c->k;
     ArSpace sp;
@@ -312,7 +300,7 @@ bool xf_reverse_compute_at(XfCtx *c)
     Mover m[MAXE];
     int nm;
     int64_t cov_lo[8], cov_end[8]; /* Region's rank bound */
-    if (!classify(c, l, top, &r, m, &nm, cov_lo, cov_end))
+    if (!xf_box_movers(c, l, top, &r, m, &nm, cov_lo, cov_end))
         goto out;
     /* the boxes cover Y's loops */
     for (int e = 0; e < p->rank; e++) {

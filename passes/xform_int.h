@@ -100,6 +100,24 @@ typedef struct Region {
 } Region;
 bool xf_region(Kernel *k, Node *l, const AccVec *acc, bool writes_only, Region *r, StrBuf *why);
 
+/* One loop around a box that loop l touches each iteration: the dimension it moves
+ * the box along (-1: none), its step there, and its constant first value and trip
+ * count. */
+enum { XF_MAXMOVERS = 24 };
+typedef struct Mover {
+    Node *loop;
+    int dim;
+    int64_t step, lo, n;
+} Mover;
+/* The loops from l outward to top (both included), each classified against r, l's
+ * box: each loop either moves it along one dimension in steps exactly the span of
+ * everything finer (so its iterations tile that dimension, no overlap, no gap) or
+ * does not move it at all; and the elements first[d] .. end[d] - 1 the boxes cover.
+ * No condition may lie between l and top.  False with the error in c
+ * (passes/xform_consumer.c; reverse_compute_at and fold-init prove with it). */
+struct XfCtx;
+bool xf_box_movers(struct XfCtx *c, Node *l, Node *top, const Region *r, Mover *m, int *nm, int64_t *first, int64_t *end);
+
 /* ---- xform.c: tree helpers ---- */
 NodeList *xf_list_of(Kernel *k, Node *n);           /* the list holding n */
 int xf_index_in(Kernel *k, Node *n);                /* n's position in that list */

@@ -848,7 +848,7 @@ static bool contraction_b(Builder *b, const NestInfo *n, int variant, int lanes,
          * this template gives way to variant 4's, rows on threads over one packed
          * B (1037x769x511, two threads, Xeon model 207: 4.13-4.25 -> 3.59-3.68 ms,
          * OpenBLAS 3.13-3.29). */
-        if (threads > 1 && n->ext[ia] >= 256 && mc) {
+        if (threads > 1 && nblk > 1 && n->ext[ia] >= 256 && mc) {
             int64_t s = (nstrips + nblk - 1) / nblk, runs = (nstrips + s - 1) / s;
             int64_t rb = cb[0] * bk.mr, nrb = (n->ext[ia] + rb - 1) / rb;
             double col = (double)nstrips / (double)(threads * ((runs + threads - 1) / threads * s));
