@@ -23,6 +23,7 @@
  * bits land in the same places as the element copy's, two at a time. */
 #include <stdio.h>
 
+#include "../ir/arith.h"
 #include "cpu.h"
 
 /* The block width a wider head loop is split into: 8 floats, one AVX register, the
@@ -91,7 +92,43 @@ static Node *split_head(Kernel *k, NodeList *l, int at, Node *L, const CpuTBlock
     return L;
 }
 
+static bool mark(Kernel *k, NodeList *l, int at);
+
+/* A head loop over the last, ragged block of a panel, for a in 0..min(w, X) (a
+ * packed operand whose rows or columns the block size does not divide: Aᵀ·Bᵀ at
+ * 1037 x 769 x 511 copied both operands element by element) is versioned:
+ * `if X >= w` the nest with extent w, marked, `else` the nest as it was.  Every
+ * block but the last takes the first branch. */
+static bool ragged_head(Kernel *k, NodeList *l, int at)
+{
+    Node *L = l->v[at];
+    const Expr *hi = L->kind == N_LOOP ? L->u.loop.hi : NULL;
+    int64_t lo, w;
+    if (!hi || hi->kind != IE_MIN || L->u.loop.kind != LOOP_SERIAL || !ar_const(k, L->u.loop.lo, &lo) || lo != 0)
+        return false;
+    int c = ar_const(k, hi->args[0], &w) ? 0 : ar_const(k, hi->args[1], &w) ? 1 : -1;
+    if (c < 0 || w < TB_SPLIT)
+        return false;
+    Node *fast = ir_clone_node(k, L);
+    fast->u.loop.hi = ir_int(k, w);
+    CpuTBlocks t;
+    if (!legal(k, fast, &t) || ((t.w > CPU_TBLOCKS_MAX_W || (t.w & (t.w - 1))) && t.w % TB_SPLIT))
+        return false;
+    Node *parent = L->parent;
+    Node *g = ir_guard(k, ir_bin(k, IE_GE, ir_clone_expr(k, hi->args[1 - c]), ir_int(k, w)), L->span);
+    ir_list_remove(l, at);
+    ir_list_insert(l, at, g, parent);
+    ir_list_push(ir_body(g), fast, g);
+    ir_list_push(ir_else(g), L, g);
+    return mark(k, ir_body(g), 0);
+}
+
 bool cpu_transpose_blocks_mark(Kernel *k, NodeList *l, int at)
+{
+    return mark(k, l, at) || ragged_head(k, l, at);
+}
+
+static bool mark(Kernel *k, NodeList *l, int at)
 {
     Node *L = l->v[at];
     CpuTBlocks t;
