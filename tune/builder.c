@@ -749,6 +749,11 @@ SBuf *bld_cache_using(Builder *b, SBuf *buf, SLoop *at, SLoop *use)
     return staged(b, "cache", buf, at, NULL, NULL, false, use);
 }
 
+SBuf *bld_cache_using_in(Builder *b, SBuf *buf, SLoop *at, SLoop *use, const char *mem)
+{
+    return staged(b, "cache", buf, at, mem, NULL, false, use);
+}
+
 SBuf *bld_gather(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *name)
 {
     return staged(b, "gather", buf, at, mem, name, false, NULL);

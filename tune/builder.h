@@ -116,6 +116,8 @@ SBuf *bld_cache(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *n
 SBuf *bld_cache_squeezed(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *name, bool squeeze);
 /* using: cache(.., using=use), only the reads whose subscripts use that loop (NULL: all) */
 SBuf *bld_cache_using(Builder *b, SBuf *buf, SLoop *at, SLoop *use);
+/* The same in memory space mem ("global": a heap buffer shared by the threads). */
+SBuf *bld_cache_using_in(Builder *b, SBuf *buf, SLoop *at, SLoop *use, const char *mem);
 /* gather(buf, at, mem=, name=): one read of buf staged as the loops inside `at`
  * that move it walk it (nest[0]: the copy's loops) */
 SBuf *bld_gather(Builder *b, SBuf *buf, SLoop *at, const char *mem, const char *name);
