@@ -101,6 +101,13 @@ static bool same_copy(Kernel *k, Node *ain, Node **al, int na, Node *bout, Node 
 {
     if (na != nb)
         return false;
+    const Expr *cin = ain->u.stmt.value;
+    if (na == 0) { /* single statements: the subscripts as they are */
+        for (int d = 0; d < cin->u.load.buf->rank; d++)
+            if (!xf_expr_equal(k, cin->u.load.idx[d], bout->u.stmt.idx[d]))
+                return false;
+        return true;
+    }
     Node *bc = ir_clone_node(k, bl[0]);
     for (int i = 0; i < nb; i++)
         xf_subst_tree(k, bc, bl[i]->u.loop.var, ir_var(k, al[i]->u.loop.var));
@@ -108,11 +115,9 @@ static bool same_copy(Kernel *k, Node *ain, Node **al, int na, Node *bout, Node 
     for (int i = 0; i < na; i++, p = p->u.loop.body.v[0])
         if (!xf_expr_equal(k, p->u.loop.lo, al[i]->u.loop.lo) || !xf_expr_equal(k, p->u.loop.hi, al[i]->u.loop.hi))
             return false;
-    const Expr *cin = ain->u.stmt.value;
     for (int d = 0; d < cin->u.load.buf->rank; d++)
         if (!xf_expr_equal(k, cin->u.load.idx[d], p->u.stmt.idx[d]))
             return false;
-    (void)bout;
     return true;
 }
 
@@ -157,7 +162,11 @@ static bool runs_box(Kernel *k, const Region *r, Node *s, Node **loops, int nl, 
         }
         return false;
     }
-    return r->width[d] == 1 && rel.k == 0; /* no loop: one element a box */
+    /* no copy loop moves it: one element a box, at the box's start */
+    for (int j = 0; j < sp.ncol; j++)
+        if (rel.c[j])
+            return false;
+    return r->width[d] == 1 && rel.k == 0;
 }
 
 /* Folds the initialisation at top-level position z into the nest after it. */
