@@ -9,9 +9,10 @@ inputs and the sizes as variables; they must set every `out` tensor by name).
 For each kernel this script
   1. draws the inputs (uniform in [-1, 1), or the declared `range(lo, hi)`), with a
      fixed seed, and writes them to an .npz;
-  2. times the NumPy code: median of repeated calls, each after writing a 64 MiB
-     buffer so the operands start out of cache as perfc's do (perfc flushes every
-     buffer with clflush before each repetition, docs/harness.md section 7);
+  2. times the NumPy code: median of repeated calls, each after writing a buffer of
+     1.5 times the last-level cache (at least 64 MiB) so the operands start out of
+     cache as perfc's do (perfc flushes every buffer with clflush before each
+     repetition, docs/harness.md section 7);
   3. runs `perfc FILE -D ... --run --threads 1 --json --inputs IN --save-outputs OUT`
      (the default schedule) and compares perfc's outputs with NumPy's, so a NumPy
      line that computes something else than the kernel is caught;
@@ -103,7 +104,25 @@ def make_inputs(decls, env, seed):
     return out
 
 
-FLUSH = np.zeros(64 << 20, dtype=np.uint8)
+def llc_bytes():
+    """The largest cache of cpu0 from /sys (0 when unknown)."""
+    best = 0
+    for i in range(8):
+        try:
+            with open(f"/sys/devices/system/cpu/cpu0/cache/index{i}/size") as f:
+                v = f.read().strip()
+        except OSError:
+            continue
+        mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(v[-1:], 1)
+        best = max(best, int(v.rstrip("KMG")) * mult)
+    return best
+
+
+# Written before each NumPy repetition to push its operands out of every cache level:
+# one and a half times the last-level cache (at least 64 MiB).  A fixed 64 MiB left
+# them in a Xeon's 260 MiB L3, warm, while perfc's were flushed: NumPy's elementwise
+# rows then read from L3 and perfc's from memory.
+FLUSH = np.zeros(min(max(64 << 20, llc_bytes() * 3 // 2), 1 << 30), dtype=np.uint8)
 
 
 def time_numpy(code, ns, min_reps=7, max_reps=60, budget_s=1.5):
@@ -248,8 +267,9 @@ def main():
     print(f"perfc faster on {faster} of {n} ({100.0 * faster / max(n, 1):.0f}%)"
           + ("" if a.no_tune else " after tuning") + f"; below 0.5x: {sum(1 for v, _ in best if not v or v < 0.5)}")
     if have:
+        low = min((b for b in best if b[0]), key=lambda x: x[0])
         print(f"geomean numpy/perfc {math.exp(sum(math.log(v) for v in have) / len(have)):.2f}x; "
-              f"lowest {min(best, key=lambda x: x[0] or 0)[0]:.2f}x ({min(best, key=lambda x: x[0] or 0)[1]})")
+              f"lowest {low[0]:.2f}x ({low[1]}); {n - len(have)} without a result")
     if a.json_out:
         json.dump(rows, open(a.json_out, "w"), indent=1)
     if a.check:
