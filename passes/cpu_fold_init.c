@@ -185,11 +185,7 @@ static bool fold_one(Kernel *k, int z)
     for (int i = 0; i < all.n && ok; i++) {
         if (all.v[i].buf != c)
             continue;
-        if (ca.n == ca.cap) {
-            ca.cap = ca.cap ? 2 * ca.cap : 8;
-            ca.v = xrealloc(ca.v, (size_t)ca.cap * sizeof(Access));
-        }
-        ca.v[ca.n++] = all.v[i];
+        acc_push(&ca, &all.v[i]);
         /* l: the innermost loop around every access */
         Node *p = all.v[i].stmt->parent;
         if (!l)

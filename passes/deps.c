@@ -81,7 +81,7 @@ bool xf_expr_equal(const Kernel *k, const Expr *a, const Expr *b)
 
 /* ---------------- accesses ---------------- */
 
-static void acc_push(AccVec *v, const Access *a)
+void acc_push(AccVec *v, const Access *a)
 {
     if (v->n == v->cap) {
         v->cap = v->cap ? v->cap * 2 : 32;

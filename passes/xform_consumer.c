@@ -282,13 +282,8 @@ bool xf_reverse_compute_at(XfCtx *c)
         goto out;
     }
     for (int i = 0; i < all.n; i++)
-        if (all.v[i].write && all.v[i].buf == p && xf_contains(l, all.v[i].stmt)) {
-            if (pw.n == pw.cap) {
-                pw.cap = pw.cap ? 2 * pw.cap : 8;
-                pw.v = xrealloc(pw.v, (size_t)pw.cap * sizeof(Access));
-            }
-            pw.v[pw.n++] = all.v[i];
-        }
+        if (all.v[i].write && all.v[i].buf == p && xf_contains(l, all.v[i].stmt))
+            acc_push(&pw, &all.v[i]);
     Region r;
     StrBuf why = {0};
     if (!xf_region(k, l, &pw, true, &r, &why)) {

@@ -51,6 +51,7 @@ typedef struct AccVec {
  * in program order. */
 void acc_collect(const Kernel *k, Node *n, AccVec *out);
 void acc_free(AccVec *v);
+void acc_push(AccVec *v, const Access *a); /* appends a copy of *a */
 void acc_print(const Kernel *k, const Access *a, StrBuf *out);
 /* Two accesses whose conflicts never constrain order: both are the stores of
  * reductions with the same operator into the same buffer (reassociation is

@@ -32,12 +32,10 @@
 /* The kernel family this CPU can run at its widest, or NULL for none of ours. */
 static const char *best_core(void)
 {
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+    if (!rt_cpu_has("avx2") || !rt_cpu_has("fma"))
         return NULL;
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-        return __builtin_cpu_supports("avx512bf16") ? "Cooperlake" : "SkylakeX";
+    if (rt_cpu_has("avx512f") && rt_cpu_has("avx512bw") && rt_cpu_has("avx512vl") && rt_cpu_has("avx512dq"))
+        return rt_cpu_has("avx512_bf16") ? "Cooperlake" : "SkylakeX";
     return "Haswell";
 }
 
@@ -57,9 +55,12 @@ void rt_blas_fit_core(char **argv)
 #if defined(PERFC_HAVE_OPENBLAS) && defined(__x86_64__)
     if (getenv("OPENBLAS_CORETYPE") || getenv(FROM_VAR))
         return; /* the user's choice, or already restarted once */
+    /* every perfc run passes here: /proc/cpuinfo is read only when the core is old */
     const char *core = openblas_get_corename();
+    if (!core || modern(core))
+        return;
     const char *best = best_core();
-    if (!core || !best || modern(core))
+    if (!best)
         return;
     /* The names must outlive this call: setenv copies them. */
     if (setenv(FROM_VAR, core, 1) || setenv("OPENBLAS_CORETYPE", best, 1))
